@@ -1,0 +1,5 @@
+"""watchkeeper: supervise long-running work by its progress."""
+
+from __future__ import annotations
+
+__version__ = "0.1.0"
