@@ -1,0 +1,95 @@
+"""The handle of a started supervisor and its read-only snapshots."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from types import TracebackType
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from watchkeeper.supervise.events import Subscription
+    from watchkeeper.supervise.spec import ChildSpec
+    from watchkeeper.supervise.supervisor import Supervisor
+
+
+@dataclass(frozen=True)
+class ChildInfo:
+    """A snapshot of one child."""
+
+    name: str
+    state: str
+    pid: int | None
+    restarts: int
+    attempt: int
+    last_beat: float | None
+
+
+@dataclass(frozen=True)
+class SupervisorStatistics:
+    """A snapshot of a supervisor's counters."""
+
+    path: str
+    restarts: int
+    restarts_in_window: int
+    running: int
+    events_dropped: int
+    finished: bool
+
+
+class SupervisorHandle:
+    """What the code that started a supervisor holds: stop, wait, observe, extend.
+
+    Usable as an async context manager that stops the tree on exit.
+    """
+
+    def __init__(self, supervisor: Supervisor) -> None:
+        self._sup = supervisor
+
+    @property
+    def path(self) -> str:
+        """The supervisor's path in its tree (its name for a root)."""
+        return self._sup.path
+
+    @property
+    def finished(self) -> bool:
+        """True once the supervisor has stopped or given up."""
+        return self._sup.finished
+
+    async def stop(self) -> None:
+        """Stop every child in reverse start order; harmless if already stopped."""
+        await self._sup.stop()
+
+    async def wait(self) -> None:
+        """Wait until the supervisor ends; raises RestartIntensityExceeded if it gave up."""
+        await self._sup.wait()
+
+    async def add_child(self, spec: ChildSpec) -> None:
+        """Start a new child; only for supervisors built with ``.dynamic()``."""
+        await self._sup.add_child(spec)
+
+    def subscribe(self, maxsize: int | None = None) -> Subscription:
+        """A bounded subscription to this tree's events."""
+        return self._sup.subscribe(maxsize)
+
+    def children(self) -> tuple[ChildInfo, ...]:
+        """A snapshot of every child, in start order."""
+        return self._sup.children()
+
+    def last_beat(self, name: str) -> float | None:
+        """Clock time of the named child's last heartbeat (or start)."""
+        return self._sup.last_beat(name)
+
+    def statistics(self) -> SupervisorStatistics:
+        """A snapshot of the supervisor's counters."""
+        return self._sup.statistics()
+
+    async def __aenter__(self) -> SupervisorHandle:
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        await self.stop()

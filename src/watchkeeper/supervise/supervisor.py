@@ -1,0 +1,524 @@
+"""The supervisor: starts children in order, restarts them by policy, stops them.
+
+All decisions happen in one actor task that reads a mailbox, so child exits,
+hang detections, due restarts and requests from the handle never interleave.
+Nothing wakes the actor except a message: an idle tree costs no CPU.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import enum
+import itertools
+import logging
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from watchkeeper.supervise.builder import SupervisorSpec
+from watchkeeper.supervise.children import (
+    CoroutineRunner,
+    NestedRunner,
+    Outcome,
+    ProcessRunner,
+    Runner,
+)
+from watchkeeper.supervise.clock import Clock, MonotonicClock, Timer, wait_until_done
+from watchkeeper.supervise.errors import (
+    RestartIntensityExceeded,
+    StartError,
+    SupervisorStoppedError,
+    TreeFixedError,
+)
+from watchkeeper.supervise.events import (
+    ChildExited,
+    ChildHeartbeat,
+    ChildRestarting,
+    ChildStarted,
+    EventBus,
+    ExitReason,
+    Subscription,
+    SupervisorGaveUp,
+)
+from watchkeeper.supervise.handle import ChildInfo, SupervisorHandle, SupervisorStatistics
+from watchkeeper.supervise.policy import IntensityWindow, should_restart
+from watchkeeper.supervise.spec import ChildSpec, CoroutineTarget, ProcessTarget, Restart
+from watchkeeper.supervise.strategies import restart_group
+
+logger = logging.getLogger(__name__)
+
+
+class SlotState(enum.StrEnum):
+    """Where a child is in its life."""
+
+    IDLE = "idle"
+    STARTING = "starting"
+    RUNNING = "running"
+    RESTART_PENDING = "restart_pending"
+    DONE = "done"
+
+
+@dataclass(eq=False)
+class _Slot:
+    spec: ChildSpec
+    state: SlotState = SlotState.IDLE
+    runner: Runner | None = None
+    attempt: int = 0
+    restarts: int = 0
+    started_at: float = 0.0
+    last_beat: float | None = None
+    last_beat_event: float = float("-inf")
+    hb_timer: Timer | None = None
+    token: object | None = None
+
+
+@dataclass(frozen=True)
+class _Exit:
+    slot: _Slot
+    runner: Runner
+    outcome: Outcome
+
+
+@dataclass(frozen=True)
+class _Hung:
+    slot: _Slot
+    runner: Runner
+
+
+@dataclass(frozen=True)
+class _RestartDue:
+    token: object
+
+
+@dataclass(frozen=True)
+class _Add:
+    spec: ChildSpec
+    done: asyncio.Future[None] = field(compare=False)
+
+
+@dataclass(frozen=True)
+class _Stop:
+    done: asyncio.Future[None] = field(compare=False)
+
+
+_Msg = _Exit | _Hung | _RestartDue | _Add | _Stop
+
+
+def _first_of(
+    *futures: asyncio.Future[object] | asyncio.Future[Outcome] | asyncio.Future[None],
+) -> asyncio.Future[object]:
+    """A future that completes as soon as any of ``futures`` does."""
+    first: asyncio.Future[object] = asyncio.get_running_loop().create_future()
+
+    def settle(_: object) -> None:
+        if not first.done():
+            first.set_result(None)
+
+    for fut in futures:
+        fut.add_done_callback(settle)
+    return first
+
+
+class Supervisor:
+    """A running (or runnable) supervision tree node. Build it with SupervisorBuilder."""
+
+    def __init__(
+        self,
+        spec: SupervisorSpec,
+        *,
+        clock: Clock | None = None,
+        parent_bus: EventBus | None = None,
+        path: str | None = None,
+    ) -> None:
+        self.spec = spec
+        self.path = path or spec.name
+        self.clock: Clock = clock or MonotonicClock()
+        self.bus = EventBus(parent_bus)
+        self._slots = [_Slot(c) for c in spec.children]
+        self._window = IntensityWindow(spec.policy.max_restarts, spec.policy.period_s)
+        self._restart_timers: dict[object, Timer] = {}
+        self._tokens = itertools.count()
+        self._mailbox: asyncio.Queue[_Msg] | None = None
+        self._actor: asyncio.Task[None] | None = None
+        self._finished = asyncio.Event()
+        self._error: BaseException | None = None
+        self._restarts_total = 0
+        self._started = False
+
+    # -- public surface (also reached through SupervisorHandle) ----------------
+
+    def subscribe(self, maxsize: int | None = None) -> Subscription:
+        """Subscribe to this tree's events (including nested supervisors')."""
+        return self.bus.subscribe(maxsize or self.spec.event_queue_size)
+
+    async def start(self) -> SupervisorHandle:
+        """Start every child in order, each after the previous one is ready."""
+        await self.start_children()
+        return SupervisorHandle(self)
+
+    async def start_children(self) -> None:
+        if self._started:
+            raise SupervisorStoppedError(self.path)
+        self._started = True
+        self._mailbox = asyncio.Queue()
+        for slot in self._slots:
+            outcome = await self._start_slot(slot)
+            if outcome is not None:
+                await self._stop_all(reason="start failure")
+                self._finish(StartError(self.path, slot.spec.name, outcome.detail))
+                raise StartError(self.path, slot.spec.name, outcome.detail)
+        self._actor = asyncio.create_task(self._run(), name=f"supervisor {self.path}")
+
+    async def wait(self) -> None:
+        """Wait until stopped; raises RestartIntensityExceeded if it gave up."""
+        await self._finished.wait()
+        if self._error is not None:
+            raise self._error
+
+    async def stop(self) -> None:
+        """Stop all children in reverse start order and end the supervisor."""
+        if self._finished.is_set() or self._mailbox is None:
+            return
+        done: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        self._mailbox.put_nowait(_Stop(done))
+        await asyncio.shield(done)
+
+    async def add_child(self, spec: ChildSpec) -> None:
+        """Start a new child (dynamic supervisors only)."""
+        if not self.spec.dynamic:
+            raise TreeFixedError(self.path)
+        if self._finished.is_set() or self._mailbox is None:
+            raise SupervisorStoppedError(self.path)
+        done: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        self._mailbox.put_nowait(_Add(spec, done))
+        await done
+
+    @property
+    def finished(self) -> bool:
+        return self._finished.is_set()
+
+    def children(self) -> tuple[ChildInfo, ...]:
+        return tuple(
+            ChildInfo(
+                name=s.spec.name,
+                state=str(s.state),
+                pid=s.runner.pid if s.runner is not None else None,
+                restarts=s.restarts,
+                attempt=s.attempt,
+                last_beat=s.last_beat,
+            )
+            for s in self._slots
+        )
+
+    def last_beat(self, name: str) -> float | None:
+        """Clock time of the named child's last heartbeat (or start), if known."""
+        for slot in self._slots:
+            if slot.spec.name == name:
+                return slot.last_beat
+        return None
+
+    def statistics(self) -> SupervisorStatistics:
+        return SupervisorStatistics(
+            path=self.path,
+            restarts=self._restarts_total,
+            restarts_in_window=len(self._window),
+            running=sum(1 for s in self._slots if s.state is SlotState.RUNNING),
+            events_dropped=self.bus.dropped,
+            finished=self._finished.is_set(),
+        )
+
+    # -- the actor -----------------------------------------------------------
+
+    async def _run(self) -> None:
+        assert self._mailbox is not None
+        try:
+            while not self._finished.is_set():
+                msg = await self._mailbox.get()
+                await self._handle(msg)
+        except asyncio.CancelledError:
+            await self._stop_all(reason="supervisor cancelled")
+            self._finish(None)
+            raise
+        except Exception as exc:  # a bug here must still stop the children
+            logger.exception(
+                "supervisor %s crashed; stopping its children",
+                self.path,
+                extra={"action": "supervisor_crash"},
+            )
+            await self._stop_all(reason="supervisor crashed")
+            self._finish(exc)
+        finally:
+            self._drain_mailbox()
+
+    async def _handle(self, msg: _Msg) -> None:
+        if isinstance(msg, _Exit):
+            if msg.slot.runner is msg.runner and not msg.runner.stopping:
+                await self._child_exited(msg.slot, msg.outcome)
+        elif isinstance(msg, _Hung):
+            await self._hung(msg.slot, msg.runner)
+        elif isinstance(msg, _RestartDue):
+            await self._restart_due(msg.token)
+        elif isinstance(msg, _Add):
+            await self._add(msg)
+        else:
+            await self._stop_all(reason="stop requested")
+            self._finish(None)
+            msg.done.set_result(None)
+
+    def _drain_mailbox(self) -> None:
+        assert self._mailbox is not None
+        while not self._mailbox.empty():
+            msg = self._mailbox.get_nowait()
+            if isinstance(msg, _Stop | _Add) and not msg.done.done():
+                if isinstance(msg, _Add):
+                    msg.done.set_exception(SupervisorStoppedError(self.path))
+                else:
+                    msg.done.set_result(None)
+
+    def _finish(self, error: BaseException | None) -> None:
+        for timer in self._restart_timers.values():
+            timer.cancel()
+        self._restart_timers.clear()
+        self._error = error
+        self._finished.set()
+
+    # -- starting ------------------------------------------------------------
+
+    def _make_runner(self, slot: _Slot) -> Runner:
+        spec = slot.spec
+
+        def beat(step: str | None) -> None:
+            self._on_heartbeat(slot, runner, step)
+
+        runner: Runner
+        if isinstance(spec.target, CoroutineTarget):
+            runner = CoroutineRunner(spec, self.path, self.clock, slot.attempt, beat)
+        elif isinstance(spec.target, ProcessTarget):
+            runner = ProcessRunner(spec, self.path, self.clock, beat)
+        else:
+            nested = spec.target.spec
+            runner = NestedRunner(spec, self.path, self.clock, self._nested_factory(nested))
+        return runner
+
+    def _nested_factory(self, nested: SupervisorSpec) -> Callable[[], Supervisor]:
+        def make() -> Supervisor:
+            return Supervisor(
+                nested, clock=self.clock, parent_bus=self.bus, path=f"{self.path}/{nested.name}"
+            )
+
+        return make
+
+    async def _start_slot(self, slot: _Slot) -> Outcome | None:
+        """Start one child and wait for its ready signal; an Outcome means it failed."""
+        runner = self._make_runner(slot)
+        slot.runner, slot.state = runner, SlotState.STARTING
+        try:
+            runner.launch()
+        except Exception as exc:  # noqa: BLE001 - any launch error is this child's failure
+            logger.warning(
+                "could not start child %s/%s: %r",
+                self.path,
+                slot.spec.name,
+                exc,
+                extra={"action": "start_child"},
+            )
+            slot.runner, slot.state = None, SlotState.IDLE
+            return Outcome(ExitReason.ERROR, f"could not start: {exc!r}")
+        now = self.clock.now()
+        slot.started_at = slot.last_beat = now
+        runner.exited.add_done_callback(lambda f: self._post(_Exit(slot, runner, f.result())))
+        self._arm_heartbeat(slot, runner)
+        self.bus.publish(
+            ChildStarted(self.path, slot.spec.name, now, slot.attempt, runner.pid, slot.spec.title)
+        )
+        deadline = now + slot.spec.start_timeout_s
+        await wait_until_done(_first_of(runner.ready, runner.exited), self.clock, deadline)
+        if runner.ready.done():
+            slot.state = SlotState.RUNNING
+            return None
+        if runner.exited.done():
+            slot.runner = None
+            return runner.exited.result()
+        await runner.stop()
+        slot.runner = None
+        return Outcome(
+            ExitReason.START_TIMEOUT, f"not ready within {slot.spec.start_timeout_s:g} s"
+        )
+
+    def _post(self, msg: _Msg) -> None:
+        if self._mailbox is not None and not self._finished.is_set():
+            self._mailbox.put_nowait(msg)
+
+    # -- heartbeats ----------------------------------------------------------
+
+    def _on_heartbeat(self, slot: _Slot, runner: Runner, step: str | None) -> None:
+        if slot.runner is not runner:
+            return
+        now = self.clock.now()
+        slot.last_beat = now
+        if now - slot.last_beat_event >= self.spec.heartbeat_event_interval_s:
+            slot.last_beat_event = now
+            self.bus.publish(ChildHeartbeat(self.path, slot.spec.name, now, step))
+
+    def _arm_heartbeat(self, slot: _Slot, runner: Runner) -> None:
+        timeout = slot.spec.heartbeat_timeout_s
+        if timeout is None or slot.last_beat is None:
+            return
+
+        def check() -> None:
+            if slot.runner is not runner or slot.last_beat is None:
+                return
+            if self.clock.now() >= slot.last_beat + timeout:
+                self._post(_Hung(slot, runner))
+            else:
+                # A beat arrived since arming: wait for the new deadline, one timer at a time.
+                slot.hb_timer = self.clock.call_at(slot.last_beat + timeout, check)
+
+        slot.hb_timer = self.clock.call_at(slot.last_beat + timeout, check)
+
+    async def _hung(self, slot: _Slot, runner: Runner) -> None:
+        if slot.runner is not runner:
+            return
+        logger.warning(
+            "child %s/%s sent no heartbeat for %s s; restarting it as hung",
+            self.path,
+            slot.spec.name,
+            slot.spec.heartbeat_timeout_s,
+            extra={"action": "hung_child"},
+        )
+        await runner.stop()
+        timeout = slot.spec.heartbeat_timeout_s
+        await self._child_exited(slot, Outcome(ExitReason.HUNG, f"no heartbeat for {timeout} s"))
+
+    # -- exits and restarts --------------------------------------------------
+
+    async def _child_exited(self, slot: _Slot, outcome: Outcome) -> None:
+        now = self.clock.now()
+        if slot.hb_timer is not None:
+            slot.hb_timer.cancel()
+        slot.runner = None
+        name = slot.spec.name
+        if not should_restart(slot.spec.restart, outcome.reason):
+            slot.state = SlotState.DONE
+            self._publish_exit(slot, outcome, will_restart=False)
+            return
+        if not self._window.record(now):
+            self._publish_exit(slot, outcome, will_restart=False)
+            await self._give_up()
+            return
+        self._publish_exit(slot, outcome, will_restart=True)
+        if now - slot.started_at >= self.spec.policy.stable_s:
+            slot.attempt = 0
+        delay = self.spec.policy.backoff.duration(slot.attempt)
+        slot.attempt += 1
+        slot.restarts += 1
+        self._restarts_total += 1
+        index = self._slots.index(slot)
+        group = [self._slots[i] for i in restart_group(self.spec.strategy, len(self._slots), index)]
+        await self._stop_siblings(slot, group)
+        token = next(self._tokens)
+        for member in group:
+            if member is slot or member.state is SlotState.RESTART_PENDING:
+                self._retoken(member, token)
+        self.bus.publish(ChildRestarting(self.path, name, now, delay, slot.attempt))
+        self._restart_timers[token] = self.clock.call_at(
+            now + delay, lambda: self._post(_RestartDue(token))
+        )
+
+    def _publish_exit(self, slot: _Slot, outcome: Outcome, *, will_restart: bool) -> None:
+        self.bus.publish(
+            ChildExited(
+                self.path,
+                slot.spec.name,
+                self.clock.now(),
+                outcome.reason,
+                outcome.detail,
+                outcome.exit_code,
+                will_restart,
+            )
+        )
+
+    def _retoken(self, slot: _Slot, token: object) -> None:
+        old = slot.token
+        slot.token, slot.state = token, SlotState.RESTART_PENDING
+        if old is not None and not any(s.token is old for s in self._slots):
+            timer = self._restart_timers.pop(old, None)
+            if timer is not None:
+                timer.cancel()
+
+    async def _stop_siblings(self, failed: _Slot, group: list[_Slot]) -> None:
+        for member in reversed(group):
+            if member is failed or member.state is not SlotState.RUNNING:
+                continue
+            outcome = await self._stop_slot(member)
+            restart = member.spec.restart is not Restart.TEMPORARY
+            member.state = SlotState.RESTART_PENDING if restart else SlotState.DONE
+            self._publish_exit(member, outcome, will_restart=restart)
+
+    async def _stop_slot(self, slot: _Slot) -> Outcome:
+        runner = slot.runner
+        if slot.hb_timer is not None:
+            slot.hb_timer.cancel()
+        if runner is None:
+            return Outcome(ExitReason.SHUTDOWN, "not running")
+        outcome = await runner.stop()
+        slot.runner = None
+        return outcome
+
+    async def _restart_due(self, token: object) -> None:
+        self._restart_timers.pop(token, None)
+        for slot in [s for s in self._slots if s.token is token]:
+            if slot.state is not SlotState.RESTART_PENDING:
+                continue
+            slot.token = None
+            outcome = await self._start_slot(slot)
+            if outcome is not None:
+                await self._child_exited(slot, outcome)
+                return
+
+    async def _give_up(self) -> None:
+        policy = self.spec.policy
+        logger.error(
+            "supervisor %s gave up: more than %d restarts in %g s",
+            self.path,
+            policy.max_restarts,
+            policy.period_s,
+            extra={"action": "give_up"},
+        )
+        await self._stop_all(reason="restart intensity exceeded")
+        names = tuple(s.spec.name for s in self._slots)
+        self.bus.publish(
+            SupervisorGaveUp(self.path, self.clock.now(), len(self._window), policy.period_s, names)
+        )
+        self._finish(RestartIntensityExceeded(self.path, policy.max_restarts, policy.period_s))
+
+    async def _stop_all(self, *, reason: str) -> None:
+        for slot in reversed(self._slots):
+            slot.token = None
+            if slot.state in (SlotState.RUNNING, SlotState.STARTING) and slot.runner is not None:
+                outcome = await self._stop_slot(slot)
+                self._publish_exit(slot, outcome, will_restart=False)
+            slot.state = SlotState.DONE
+        for timer in self._restart_timers.values():
+            timer.cancel()
+        self._restart_timers.clear()
+        logger.info(
+            "supervisor %s stopped its children (%s)",
+            self.path,
+            reason,
+            extra={"action": "stop_children"},
+        )
+
+    async def _add(self, msg: _Add) -> None:
+        if any(s.spec.name == msg.spec.name for s in self._slots):
+            msg.done.set_exception(
+                ValueError(f"supervisor {self.path!r} already has a child {msg.spec.name!r}")
+            )
+            return
+        slot = _Slot(msg.spec)
+        self._slots.append(slot)
+        outcome = await self._start_slot(slot)
+        if outcome is None:
+            msg.done.set_result(None)
+            return
+        slot.state = SlotState.DONE
+        msg.done.set_exception(StartError(self.path, msg.spec.name, outcome.detail))
