@@ -1,0 +1,7 @@
+"""``python -m watchkeeper``."""
+
+import sys
+
+from watchkeeper.cli import main
+
+sys.exit(main())

@@ -1,0 +1,72 @@
+"""The ``watchkeeper`` command. One module per noun; errors are printed in one place."""
+
+from __future__ import annotations
+
+import sys
+import traceback
+
+import click
+import typer
+
+from watchkeeper.cli import db, report, runs, serve, token
+from watchkeeper.cli.common import CliState, err_console
+from watchkeeper.errors import WatchkeeperError
+
+app = typer.Typer(
+    name="watchkeeper",
+    help="Supervise long-running work by its progress.",
+    no_args_is_help=True,
+    pretty_exceptions_enable=False,
+    add_completion=False,
+)
+
+
+@app.callback()
+def _global(
+    ctx: typer.Context,
+    config: str | None = typer.Option(
+        None, "--config", "-c", envvar="WATCHKEEPER_CONFIG", help="watchkeeper.toml to use"
+    ),
+    debug: bool = typer.Option(False, "--debug", help="show tracebacks on errors"),
+) -> None:
+    ctx.obj = CliState(config_path=config, debug=debug)
+
+
+app.command("serve")(serve.serve)
+app.command("runs")(runs.runs)
+app.add_typer(report.app, name="report")
+app.add_typer(token.app, name="token")
+app.add_typer(db.app, name="db")
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Run the command line; the only place an exception becomes output and an exit status."""
+    debug = "--debug" in (argv if argv is not None else sys.argv)
+    try:
+        app(args=argv, standalone_mode=False)
+    except WatchkeeperError as exc:
+        _report(exc, debug)
+        return exc.exit_code
+    except click.exceptions.Exit as exc:
+        return exc.exit_code
+    except click.ClickException as exc:
+        exc.show()
+        return exc.exit_code
+    except (click.exceptions.Abort, KeyboardInterrupt):
+        err_console.print("aborted")
+        return 130
+    return 0
+
+
+def _report(exc: BaseException, debug: bool) -> None:
+    if debug:
+        err_console.print(traceback.format_exc(), highlight=False, markup=False)
+    err_console.print(f"error: {exc}", highlight=False, markup=False)
+    cause = exc.__cause__
+    while cause is not None and debug:
+        err_console.print(f"  caused by: {cause}", highlight=False, markup=False)
+        cause = cause.__cause__
+
+
+if __name__ == "__main__":
+    sys.exit(main())

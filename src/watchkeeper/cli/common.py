@@ -1,0 +1,44 @@
+"""What every command shares: the configuration, the console, the local runtime."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+import typer
+from rich.console import Console
+
+if TYPE_CHECKING:
+    from watchkeeper.config import Settings
+    from watchkeeper.runtime import Runtime
+
+console = Console()
+err_console = Console(stderr=True)
+
+
+@dataclass
+class CliState:
+    """Global options, kept on the Typer context."""
+
+    config_path: str | None = None
+    debug: bool = False
+
+
+def state(ctx: typer.Context) -> CliState:
+    """The global options of this invocation."""
+    found = ctx.find_root().obj
+    return found if isinstance(found, CliState) else CliState()
+
+
+def settings(ctx: typer.Context) -> Settings:
+    """Load and validate the configuration (``--config`` or ``WATCHKEEPER_CONFIG``)."""
+    from watchkeeper import config
+
+    return config.load(state(ctx).config_path)
+
+
+def local_runtime(ctx: typer.Context) -> Runtime:
+    """Open the local store and adapters, as ``serve`` would."""
+    from watchkeeper.runtime import Runtime
+
+    return Runtime.open(settings(ctx))

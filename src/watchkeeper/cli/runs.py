@@ -1,0 +1,107 @@
+"""``watchkeeper runs``: what needs attention, what runs, and what finished."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+from datetime import UTC, datetime
+from typing import Any
+
+import typer
+from rich.table import Table
+from rich.text import Text
+
+from watchkeeper.cli.common import console, local_runtime
+
+_STYLE = {"stalled": "yellow", "stuck": "red", "failed": "bold red", "slow": "cyan"}
+
+
+def runs(
+    ctx: typer.Context,
+    all_: bool = typer.Option(False, "--all", "-a", help="add what finished in the last day"),
+    as_json: bool = typer.Option(False, "--json", help="print JSON instead of a table"),
+    server: str | None = typer.Option(
+        None,
+        "--server",
+        envvar="WATCHKEEPER_URL",
+        help="read from this server instead of the local store",
+    ),
+    token: str | None = typer.Option(None, "--token", envvar="WATCHKEEPER_TOKEN", help="API token"),
+) -> None:
+    """List what needs attention and what runs."""
+    data = _from_server(server, token, all_) if server else _from_store(ctx, all_)
+    if as_json:
+        console.print_json(json.dumps(data))
+        return
+    render(data, all_)
+
+
+def _from_server(server: str, token: str | None, all_: bool) -> dict[str, Any]:
+    from watchkeeper.client import Client
+
+    with Client(server, token) as client:
+        return client.runs(all=all_)
+
+
+def _from_store(ctx: typer.Context, all_: bool) -> dict[str, Any]:
+    from watchkeeper.watch.overview import overview_json
+
+    runtime = local_runtime(ctx)
+    try:
+        overview = asyncio.run(runtime.overview(include_finished=all_))
+        return overview_json(overview, limit=int(os.environ.get("WATCHKEEPER_RUNS_LIMIT", "500")))
+    finally:
+        runtime.close()
+
+
+def render(data: dict[str, Any], all_: bool) -> None:
+    """Print the runs list as Rich tables."""
+    now = datetime.now(UTC)
+    for item in data.get("unreadable", []):
+        console.print(f"[bold red]unreadable[/] {item['kind']}: {item['error']}", highlight=False)
+    sections = [("Needs attention", data["attention"]), ("Running", data["running"])]
+    if all_:
+        sections.append(("Finished in the last day", data["finished"]))
+    for title, items in sections:
+        table = Table(title=f"{title} ({len(items)})", title_justify="left", expand=False)
+        for column in (
+            "kind",
+            "run",
+            "title",
+            "status",
+            "verdict",
+            "last progress",
+            "step",
+            "incident",
+        ):
+            table.add_column(column, overflow="fold")
+        for item in items:
+            table.add_row(*_row(item, now))
+        console.print(table)
+
+
+def _row(item: dict[str, Any], now: datetime) -> list[str | Text]:
+    verdict = item.get("verdict") or {}
+    condition = verdict.get("condition", "")
+    return [
+        item["kind"],
+        item["run_id"],
+        item["title"],
+        item["status"],
+        Text(condition, style=_STYLE.get(condition, "")),
+        _ago(item.get("progress_at"), now),
+        (item.get("step") or "")[:60],
+        str(item["incident_id"]) if item.get("incident_id") else "",
+    ]
+
+
+def _ago(value: str | None, now: datetime) -> str:
+    if not value:
+        return ""
+    seconds = int((now - datetime.fromisoformat(value.replace("Z", "+00:00"))).total_seconds())
+    if seconds < 120:
+        return f"{seconds}s ago"
+    if seconds < 7200:
+        return f"{seconds // 60}m ago"
+    return f"{seconds // 3600}h ago"

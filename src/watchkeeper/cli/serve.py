@@ -1,0 +1,61 @@
+"""``watchkeeper serve``: the API, the dashboard and the supervisor loop in one process."""
+
+from __future__ import annotations
+
+import logging
+
+import typer
+
+from watchkeeper.cli.common import console, local_runtime
+
+
+def serve(
+    ctx: typer.Context,
+    host: str | None = typer.Option(None, help="address to listen on (default 127.0.0.1)"),
+    port: int | None = typer.Option(None, help="port to listen on (default 8750)"),
+) -> None:
+    """Start the server with the supervisor loop."""
+    import uvicorn
+
+    from watchkeeper.server.app import create_app
+
+    logging.basicConfig(
+        level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s"
+    )
+    runtime = local_runtime(ctx)
+    settings = runtime.settings
+    announce_first_token(runtime)
+    bind_host = host or settings.server.host
+    bind_port = port or settings.server.port
+    console.print(
+        f"watchkeeper serving on http://{bind_host}:{bind_port} "
+        f"(store: {_safe_url(settings.resolved_database_url)}, "
+        f"{len(runtime.supervisor.adapters)} kinds, sweep every {settings.check_interval_s:g} s)"
+    )
+    try:
+        uvicorn.run(create_app(runtime), host=bind_host, port=bind_port, log_level="info")
+    finally:
+        runtime.close()
+
+
+def announce_first_token(runtime: object) -> None:
+    """A new data folder gets one admin token, printed once."""
+    from watchkeeper.runtime import Runtime
+    from watchkeeper.store.tokens import Role
+
+    assert isinstance(runtime, Runtime)
+    tokens = runtime.store.tokens
+    if tokens.count_live():
+        return
+    _info, secret = tokens.create(Role.ADMIN, "first admin", runtime.clock())
+    console.print(
+        "[bold]Created the first admin token. It is shown only now; keep it:[/bold]\n"
+        f"  {secret}\n"
+        "Use it as `Authorization: Bearer <token>`, or export WATCHKEEPER_TOKEN."
+    )
+
+
+def _safe_url(url: str) -> str:
+    from sqlalchemy.engine import make_url
+
+    return make_url(url).render_as_string(hide_password=True)

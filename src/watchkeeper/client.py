@@ -1,0 +1,222 @@
+"""The Python SDK over watchkeeper's HTTP API.
+
+::
+
+    from watchkeeper import Client
+
+    client = Client("http://127.0.0.1:8750", token="wk_...")
+    with client.run("crawl", title="crawl example.org") as run:
+        for page in pages:
+            fetch(page)
+            run.progress(f"page {page}")
+
+The run finishes when the block ends, or fails with the exception's message.
+``WATCHKEEPER_URL`` and ``WATCHKEEPER_TOKEN`` are used when arguments are omitted.
+"""
+
+from __future__ import annotations
+
+import os
+from types import TracebackType
+from typing import Any
+
+import httpx
+
+from watchkeeper.errors import ClientError
+
+DEFAULT_URL = "http://127.0.0.1:8750"
+URL_ENV = "WATCHKEEPER_URL"
+TOKEN_ENV = "WATCHKEEPER_TOKEN"
+
+
+class Client:
+    """A connection to one watchkeeper server."""
+
+    def __init__(
+        self,
+        url: str | None = None,
+        token: str | None = None,
+        *,
+        timeout: float = 10.0,
+        transport: httpx.BaseTransport | None = None,
+    ) -> None:
+        self.url = (url or os.environ.get(URL_ENV) or DEFAULT_URL).rstrip("/")
+        token = token or os.environ.get(TOKEN_ENV)
+        headers = {"Authorization": f"Bearer {token}"} if token else {}
+        self._http = httpx.Client(
+            base_url=self.url, headers=headers, timeout=timeout, transport=transport
+        )
+        self.incidents = Incidents(self)
+
+    def request(self, method: str, path: str, **kwargs: Any) -> Any:
+        """Call the API; an error answer raises :class:`ClientError` with the server's message."""
+        try:
+            response = self._http.request(method, path, **kwargs)
+        except httpx.HTTPError as exc:
+            raise ClientError(
+                0, "unreachable", f"cannot reach watchkeeper at {self.url}: {exc}"
+            ) from exc
+        if response.is_success:
+            return response.json() if response.content else None
+        try:
+            error = response.json()["error"]
+            code, message = str(error["code"]), str(error["message"])
+        except (ValueError, KeyError, TypeError):
+            code, message = "http_error", response.text[:500] or response.reason_phrase
+        raise ClientError(response.status_code, code, message)
+
+    # Reports -----------------------------------------------------------------
+
+    def start(
+        self,
+        kind: str,
+        title: str,
+        *,
+        run_id: str | None = None,
+        origin: dict[str, str] | None = None,
+        effects: str = "unknown",
+        budget_s: float | None = None,
+        expected_s: float | None = None,
+        lease_s: float | None = None,
+    ) -> dict[str, Any]:
+        """Report that work started; returns the run (with its ``run_id``)."""
+        body: dict[str, Any] = {"kind": kind, "title": title, "effects": effects}
+        optional = {
+            "run_id": run_id,
+            "origin": origin,
+            "budget_s": budget_s,
+            "expected_s": expected_s,
+            "lease_s": lease_s,
+        }
+        body.update({key: value for key, value in optional.items() if value is not None})
+        result: dict[str, Any] = self.request("POST", "/api/v1/runs", json=body)
+        return result
+
+    def _move(self, kind: str, run_id: str, verb: str, body: dict[str, Any]) -> dict[str, Any]:
+        payload = {key: value for key, value in body.items() if value is not None}
+        result: dict[str, Any] = self.request(
+            "POST", f"/api/v1/runs/{kind}/{run_id}/{verb}", json=payload
+        )
+        return result
+
+    def progress(self, kind: str, run_id: str, step: str | None = None) -> dict[str, Any]:
+        """Report progress (optionally naming the step)."""
+        return self._move(kind, run_id, "progress", {"step": step})
+
+    def heartbeat(self, kind: str, run_id: str) -> dict[str, Any]:
+        """Report that the owner is alive (not progress)."""
+        return self._move(kind, run_id, "heartbeat", {})
+
+    def waiting(self, kind: str, run_id: str, reason: str | None = None) -> dict[str, Any]:
+        """Report that the work waits for a person."""
+        return self._move(kind, run_id, "waiting", {"reason": reason})
+
+    def finish(self, kind: str, run_id: str, step: str | None = None) -> dict[str, Any]:
+        """Report success."""
+        return self._move(kind, run_id, "finish", {"step": step})
+
+    def fail(
+        self,
+        kind: str,
+        run_id: str,
+        reason: str,
+        *,
+        fingerprint: str | None = None,
+        detail: str | None = None,
+    ) -> dict[str, Any]:
+        """Report failure."""
+        return self._move(
+            kind, run_id, "fail", {"reason": reason, "fingerprint": fingerprint, "detail": detail}
+        )
+
+    def run(self, kind: str, title: str, **options: Any) -> RunContext:
+        """A context manager that starts a run and finishes or fails it on exit."""
+        return RunContext(self, kind, title, options)
+
+    # Reading -----------------------------------------------------------------
+
+    def runs(self, *, all: bool = False) -> dict[str, Any]:  # noqa: A002 - mirrors ?all=1
+        """What needs attention and what runs (and, with ``all``, what finished)."""
+        result: dict[str, Any] = self.request("GET", "/api/v1/runs", params={"all": all})
+        return result
+
+    def get_run(self, kind: str, run_id: str) -> dict[str, Any]:
+        """One push run."""
+        result: dict[str, Any] = self.request("GET", f"/api/v1/runs/{kind}/{run_id}")
+        return result
+
+    def close(self) -> None:
+        """Close the connection pool."""
+        self._http.close()
+
+    def __enter__(self) -> Client:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()
+
+
+class Incidents:
+    """``client.incidents``: read incidents."""
+
+    def __init__(self, client: Client) -> None:
+        self._client = client
+
+    def list(self, status: str | None = None, limit: int = 200) -> list[dict[str, Any]]:
+        """Incidents, newest first; ``status`` may be live, open, recovered or resolved."""
+        params: dict[str, Any] = {"limit": limit}
+        if status:
+            params["status"] = status
+        result = self._client.request("GET", "/api/v1/incidents", params=params)
+        incidents: list[dict[str, Any]] = result["incidents"]
+        return incidents
+
+    def get(self, incident_id: int) -> dict[str, Any]:
+        """One incident with its history."""
+        result: dict[str, Any] = self._client.request("GET", f"/api/v1/incidents/{incident_id}")
+        return result
+
+
+class RunContext:
+    """A started run; ``progress``, ``heartbeat`` and ``waiting`` report on it."""
+
+    def __init__(self, client: Client, kind: str, title: str, options: dict[str, Any]) -> None:
+        self._client = client
+        self.kind = kind
+        self.title = title
+        self._options = options
+        self.run_id: str | None = options.get("run_id")
+
+    def __enter__(self) -> RunContext:
+        started = self._client.start(self.kind, self.title, **self._options)
+        self.run_id = str(started["run_id"])
+        return self
+
+    def _id(self) -> str:
+        if self.run_id is None:
+            raise ClientError(0, "not_started", "the run has not started: use it in a with block")
+        return self.run_id
+
+    def progress(self, step: str | None = None) -> None:
+        """Report progress."""
+        self._client.progress(self.kind, self._id(), step)
+
+    def heartbeat(self) -> None:
+        """Report liveness."""
+        self._client.heartbeat(self.kind, self._id())
+
+    def waiting(self, reason: str | None = None) -> None:
+        """Report waiting for a person."""
+        self._client.waiting(self.kind, self._id(), reason)
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        _tb: TracebackType | None,
+    ) -> None:
+        if exc is None:
+            self._client.finish(self.kind, self._id())
+            return
+        message = f"{type(exc).__name__}: {exc}".strip().rstrip(":")
+        self._client.fail(self.kind, self._id(), message[:2000])

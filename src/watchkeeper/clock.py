@@ -1,0 +1,55 @@
+"""Time as watchkeeper reads it: UTC, timezone-aware, and always injectable."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from datetime import UTC, datetime
+
+Clock = Callable[[], datetime]
+
+
+def utcnow() -> datetime:
+    """The current time in UTC, timezone-aware."""
+    return datetime.now(UTC)
+
+
+def from_epoch(value: float | None) -> datetime | None:
+    """A stored epoch second as an aware UTC datetime."""
+    return None if value is None else datetime.fromtimestamp(value, UTC)
+
+
+def to_epoch(value: datetime | None) -> float | None:
+    """An aware datetime as stored epoch seconds; naive values are taken as UTC."""
+    if value is None:
+        return None
+    if value.tzinfo is None:
+        value = value.replace(tzinfo=UTC)
+    return value.timestamp()
+
+
+def rfc3339(value: datetime | None) -> str | None:
+    """RFC 3339 text in UTC, as the API speaks it."""
+    if value is None:
+        return None
+    return value.astimezone(UTC).isoformat().replace("+00:00", "Z")
+
+
+class ManualClock:
+    """A clock that moves only when told to: for tests and benchmarks."""
+
+    def __init__(self, start: datetime) -> None:
+        self._now = start
+
+    def __call__(self) -> datetime:
+        return self._now
+
+    def advance(self, seconds: float) -> datetime:
+        """Move time forward and return the new time."""
+        from datetime import timedelta
+
+        self._now = self._now + timedelta(seconds=seconds)
+        return self._now
+
+    def set(self, value: datetime) -> None:
+        """Jump to ``value``."""
+        self._now = value

@@ -1,0 +1,199 @@
+"""The ``watchkeeper.toml`` model: load, validate, and explain a bad file in one message.
+
+A file is found through ``--config`` or ``WATCHKEEPER_CONFIG``; without one
+the defaults apply (data folder ``./.watchkeeper``, SQLite inside it).
+Relative paths in a file are read relative to the file's own folder.
+"""
+
+from __future__ import annotations
+
+import os
+import tomllib
+from pathlib import Path
+from typing import Any
+
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    ValidationError,
+    field_validator,
+)
+
+from watchkeeper.errors import ConfigError
+
+CONFIG_ENV = "WATCHKEEPER_CONFIG"
+DATABASE_URL_ENV = "WATCHKEEPER_DATABASE_URL"
+DEFAULT_DATA_DIR = ".watchkeeper"
+
+#: Progress budgets (seconds without progress before work counts as stalled).
+DEFAULT_BUDGETS: dict[str, float] = {
+    "chat_turn": 600.0,
+    "swarm_task": 600.0,
+    "document_job": 600.0,
+    "research_session": 180.0,
+    "crawl": 180.0,
+}
+FALLBACK_BUDGET_S = 600.0
+KIND_NAME_PATTERN = r"^[a-z][a-z0-9_]{0,62}$"
+
+
+class KindConfig(BaseModel):
+    """One ``[kinds.NAME]`` table. Keys other than these are the adapter's options."""
+
+    model_config = ConfigDict(extra="allow", frozen=True)
+
+    adapter: str = "push"
+    budget_s: float | None = Field(default=None, gt=0)
+    expected_s: float | None = Field(default=None, gt=0)
+    timeout_s: float = Field(default=10.0, gt=0, le=600)
+
+    @property
+    def options(self) -> dict[str, Any]:
+        """The adapter's own options: every key this model does not know."""
+        return dict(self.model_extra or {})
+
+
+class OpsConfig(BaseModel):
+    """Where notices for operators go when no chat owns the work."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    webhook_url: str | None = None
+    webhook_secret: str | None = None
+    timeout_s: float = Field(default=5.0, gt=0, le=60)
+
+    @field_validator("webhook_url")
+    @classmethod
+    def _http_url(cls, value: str | None) -> str | None:
+        if value is not None and not value.startswith(("http://", "https://")):
+            raise ValueError("must be an http:// or https:// URL")
+        return value
+
+
+class ServerConfig(BaseModel):
+    """Where ``watchkeeper serve`` listens."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    host: str = "127.0.0.1"
+    port: int = Field(default=8750, ge=1, le=65535)
+
+
+class Settings(BaseModel):
+    """The whole configuration, validated."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    data_dir: Path = Path(DEFAULT_DATA_DIR)
+    database_url: str | None = None
+    check_interval_s: float = Field(default=30.0, gt=0, le=3600)
+    down_after_s: float = Field(default=300.0, gt=0)
+    kinds: dict[str, KindConfig] = Field(default_factory=dict)
+    ops: OpsConfig = OpsConfig()
+    server: ServerConfig = ServerConfig()
+
+    @field_validator("kinds")
+    @classmethod
+    def _kind_names(cls, kinds: dict[str, KindConfig]) -> dict[str, KindConfig]:
+        import re
+
+        for name in kinds:
+            if not re.match(KIND_NAME_PATTERN, name):
+                raise ValueError(
+                    f"kind name {name!r} must be lowercase letters, digits and underscores, "
+                    "starting with a letter"
+                )
+        return kinds
+
+    @field_validator("database_url")
+    @classmethod
+    def _supported_url(cls, value: str | None) -> str | None:
+        if value is None:
+            return None
+        if not value.startswith(("sqlite:", "sqlite+pysqlite:", "postgresql")):
+            raise ValueError(
+                "must be a SQLAlchemy URL for SQLite (sqlite:///path) "
+                "or PostgreSQL (postgresql+psycopg://user@host/db)"
+            )
+        if value.startswith("postgresql") and not value.startswith("postgresql+psycopg"):
+            raise ValueError(
+                "PostgreSQL URLs must use the psycopg driver: postgresql+psycopg://..."
+            )
+        return value
+
+    @property
+    def resolved_database_url(self) -> str:
+        """The database URL in force: the configured one or SQLite in the data folder."""
+        return self.database_url or f"sqlite:///{self.data_dir / 'watchkeeper.db'}"
+
+    def kind_configs(self) -> dict[str, KindConfig]:
+        """Every kind in force: the built-in push kinds, overridden by the file's tables."""
+        merged = {name: KindConfig() for name in DEFAULT_BUDGETS}
+        merged.update(self.kinds)
+        return merged
+
+    def budget_for(self, name: str) -> float:
+        """The progress budget of kind ``name``."""
+        configured = self.kind_configs().get(name)
+        if configured is not None and configured.budget_s is not None:
+            return configured.budget_s
+        return DEFAULT_BUDGETS.get(name, FALLBACK_BUDGET_S)
+
+
+def explain(error: ValidationError, source: str) -> str:
+    """One message per problem: the key, the value given, and what is expected."""
+    lines = []
+    for problem in error.errors():
+        key = ".".join(str(part) for part in problem["loc"]) or "(top level)"
+        message = str(problem["msg"]).removeprefix("Value error, ")
+        if problem["type"] == "extra_forbidden":
+            lines.append(f"{source}: unknown key {key!r}: remove it or check its spelling")
+            continue
+        if problem["type"] == "missing":
+            lines.append(f"{source}: {key} is required")
+            continue
+        lines.append(f"{source}: {key} = {problem.get('input')!r}: {message}")
+    return "\n".join(lines)
+
+
+def parse(
+    raw: dict[str, Any], source: str = "configuration", base_dir: Path | None = None
+) -> Settings:
+    """Validate a decoded TOML document; relative ``data_dir`` is taken from ``base_dir``."""
+    try:
+        settings = Settings.model_validate(raw)
+    except ValidationError as exc:
+        raise ConfigError(explain(exc, source)) from None
+    env_url = os.environ.get(DATABASE_URL_ENV)
+    updates: dict[str, Any] = {}
+    if env_url:
+        updates["database_url"] = env_url
+    if base_dir is not None and not settings.data_dir.is_absolute():
+        updates["data_dir"] = base_dir / settings.data_dir
+    if updates:
+        try:
+            settings = Settings.model_validate({**settings.model_dump(), **updates})
+        except ValidationError as exc:
+            raise ConfigError(explain(exc, DATABASE_URL_ENV)) from None
+    return settings
+
+
+def load(path: str | Path | None = None) -> Settings:
+    """Load the configuration named by ``path`` or ``WATCHKEEPER_CONFIG``, or the defaults."""
+    chosen = path or os.environ.get(CONFIG_ENV)
+    if not chosen:
+        return parse({}, "defaults")
+    file = Path(chosen)
+    if not file.is_file():
+        raise ConfigError(
+            f"{file}: no such configuration file; pass an existing file with --config "
+            f"or unset {CONFIG_ENV}"
+        )
+    try:
+        raw = tomllib.loads(file.read_text(encoding="utf-8"))
+    except tomllib.TOMLDecodeError as exc:
+        raise ConfigError(f"{file}: not valid TOML: {exc}") from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ConfigError(f"{file}: cannot be read: {exc}") from None
+    return parse(raw, str(file), base_dir=file.parent.resolve())

@@ -1,0 +1,179 @@
+"""The vocabulary every layer speaks: one read model for every kind of work.
+
+Frozen dataclasses and enums only; nothing here does I/O. An adapter turns a
+row of its own store into a :class:`RunView`; :func:`watchkeeper.judge.judge`
+turns a ``RunView`` into a :class:`Verdict` or nothing.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import datetime
+from enum import StrEnum
+
+
+class RunStatus(StrEnum):
+    """Where a piece of work is in its life, as its own store says."""
+
+    QUEUED = "queued"
+    RUNNING = "running"
+    WAITING = "waiting"  # waits for a person: never stalled
+    SUCCEEDED = "succeeded"
+    FAILED = "failed"
+    CANCELLED = "cancelled"
+
+    @property
+    def ended(self) -> bool:
+        """True once the work can no longer move by itself."""
+        return self in _ENDED
+
+
+_ENDED = frozenset({RunStatus.SUCCEEDED, RunStatus.FAILED, RunStatus.CANCELLED})
+ACTIVE_STATUSES = (RunStatus.QUEUED, RunStatus.RUNNING, RunStatus.WAITING)
+
+
+class Condition(StrEnum):
+    """What is wrong with a piece of work, in order of severity."""
+
+    FAILED = "failed"
+    STUCK = "stuck"
+    STALLED = "stalled"
+    SLOW = "slow"
+
+    @property
+    def paged(self) -> bool:
+        """Slow work is shown, never paged; every other condition opens an incident."""
+        return self is not Condition.SLOW
+
+
+class Effects(StrEnum):
+    """Whether the work may have changed something outside watchkeeper's reach."""
+
+    NONE = "none"
+    UNKNOWN = "unknown"
+
+
+class OwnerKind(StrEnum):
+    """How a run's owner is identified."""
+
+    PID = "pid"
+    LEASE = "lease"
+    RUNNER = "runner"
+    NONE = "none"
+
+
+class Action(StrEnum):
+    """The buttons a person may press on an incident."""
+
+    CANCEL = "cancel"
+    RETRY = "retry"
+    RETRY_CHECKED = "retry_checked"
+    CLOSE_TURN = "close_turn"
+    DISMISS = "dismiss"
+    DIAGNOSE = "diagnose"
+
+
+@dataclass(frozen=True, slots=True)
+class Owner:
+    """Who runs the work and whether it is alive.
+
+    ``alive`` is ``None`` when liveness cannot be told (a process on another
+    host, say); such an owner never makes work stuck. ``expires_at`` is when a
+    lease-style owner stops counting as alive unless it reports again.
+    """
+
+    kind: OwnerKind = OwnerKind.NONE
+    ident: str | None = None
+    alive: bool | None = None
+    expires_at: datetime | None = None
+
+
+NO_OWNER = Owner()
+
+
+@dataclass(frozen=True, slots=True)
+class Origin:
+    """Where the work started, so a card can go back there."""
+
+    platform: str | None = None  # telegram, discord, slack, web
+    chat_id: str | None = None
+    thread_id: str | None = None
+    message_id: str | None = None
+
+
+NO_ORIGIN = Origin()
+
+
+@dataclass(frozen=True, slots=True)
+class Failure:
+    """Why work failed; ``fingerprint`` identifies "the same failure"."""
+
+    reason: str
+    fingerprint: str
+
+
+@dataclass(frozen=True, slots=True)
+class RunView:
+    """What every adapter returns for one piece of work."""
+
+    kind: str
+    run_id: str
+    title: str
+    status: RunStatus
+    state_token: str
+    owner: Owner = NO_OWNER
+    progress_at: datetime | None = None
+    started_at: datetime | None = None
+    finished_at: datetime | None = None
+    expected_s: float | None = None
+    budget_s: float | None = None
+    origin: Origin = NO_ORIGIN
+    effects: Effects = Effects.UNKNOWN
+    failure: Failure | None = None
+    step: str | None = None
+    interrupted_at: datetime | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class KindSpec:
+    """The judging rules of one kind: its progress budget and expected duration."""
+
+    name: str
+    budget_s: float
+    expected_s: float | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Verdict:
+    """The judge's finding on one run.
+
+    ``since`` is when the condition began (the budget ran out, the owner was
+    last seen, the work failed). ``fingerprint`` is the failure fingerprint for
+    ``failed`` and empty otherwise: it is part of an incident's identity.
+    """
+
+    condition: Condition
+    since: datetime
+    reason: str
+    fingerprint: str = ""
+
+    @property
+    def paged(self) -> bool:
+        """Whether this verdict opens an incident."""
+        return self.condition.paged
+
+
+@dataclass(frozen=True, slots=True)
+class KindRead:
+    """The outcome of reading one kind: its runs, or why it could not be read."""
+
+    kind: str
+    runs: tuple[RunView, ...] = ()
+    error: str | None = None
+    duration_s: float = 0.0
+    extra: dict[str, str] = field(default_factory=dict)
+
+    @property
+    def readable(self) -> bool:
+        """An unreadable kind is shown with its error, never as "nothing running"."""
+        return self.error is None

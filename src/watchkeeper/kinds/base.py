@@ -1,0 +1,111 @@
+"""The shape every kind adapter shares.
+
+An adapter implements :meth:`Adapter.read` (and, later, its kind's actions);
+the base owns what every adapter needs the same way: its judging spec, a time
+limit on each read, and containment, so a slow or broken kind is reported as
+unreadable with its error and never delays or breaks the others.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from abc import ABC, abstractmethod
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from typing import TYPE_CHECKING, Any, TypeVar
+
+from pydantic import BaseModel, ValidationError
+
+from watchkeeper.contract import KindRead, KindSpec, RunView
+from watchkeeper.errors import ConfigError, WatchkeeperError
+
+if TYPE_CHECKING:
+    from watchkeeper.config import KindConfig, Settings
+    from watchkeeper.store import Store
+
+log = logging.getLogger(__name__)
+OptionsT = TypeVar("OptionsT", bound=BaseModel)
+
+
+@dataclass(frozen=True, slots=True)
+class AdapterContext:
+    """What an adapter may use besides its own options."""
+
+    settings: Settings
+    store: Store | None
+
+
+class Adapter(ABC):
+    """Reads one kind of work. Subclasses implement :meth:`read` only."""
+
+    #: The adapter's name in ``[kinds.NAME] adapter = "..."``.
+    adapter_name = "abstract"
+
+    def __init__(self, name: str, config: KindConfig, context: AdapterContext) -> None:
+        self.name = name
+        self.config = config
+        self.context = context
+        self.spec = KindSpec(name, context.settings.budget_for(name), config.expected_s)
+        self._in_flight: asyncio.Future[Any] | None = None
+
+    @abstractmethod
+    def read(self, now: datetime) -> Sequence[RunView]:
+        """Every active run of this kind, and those that ended within the last day.
+
+        Runs in a worker thread; raise any exception to report the kind unreadable.
+        """
+
+    def close(self) -> None:  # noqa: B027 - optional hook, most adapters hold nothing
+        """Release what the adapter holds."""
+
+    def options(self, model: type[OptionsT]) -> OptionsT:
+        """Validate this kind's adapter options, naming the key on error."""
+        try:
+            return model.model_validate(self.config.options)
+        except ValidationError as exc:
+            problems = []
+            for problem in exc.errors():
+                key = ".".join(str(part) for part in problem["loc"])
+                message = str(problem["msg"]).removeprefix("Value error, ")
+                value = problem.get("input")
+                if problem["type"] == "missing":
+                    problems.append(
+                        f"kinds.{self.name}.{key} is required by adapter {self.adapter_name!r}"
+                    )
+                elif problem["type"] == "extra_forbidden":
+                    problems.append(
+                        f"kinds.{self.name}.{key}: unknown option for adapter {self.adapter_name!r}"
+                    )
+                else:
+                    problems.append(f"kinds.{self.name}.{key} = {value!r}: {message}")
+            raise ConfigError("\n".join(problems)) from None
+
+    async def read_contained(self, now: datetime) -> KindRead:
+        """Read within the kind's time limit; any failure becomes an unreadable result."""
+        started = time.perf_counter()
+        if self._in_flight is not None and not self._in_flight.done():
+            return KindRead(self.name, error="the previous read has not finished yet")
+        loop = asyncio.get_running_loop()
+        self._in_flight = loop.run_in_executor(None, self.read, now)
+        try:
+            runs = await asyncio.wait_for(asyncio.shield(self._in_flight), self.config.timeout_s)
+        except TimeoutError:
+            return KindRead(self.name, error=f"read timed out after {self.config.timeout_s:g} s")
+        except WatchkeeperError as exc:
+            return self._unreadable(exc, started)
+        except Exception as exc:  # noqa: BLE001 - an adapter's bug must not stop the sweep
+            log.warning(
+                "Unexpected failure reading kind %s",
+                self.name,
+                exc_info=True,
+                extra={"action": "read_kind"},
+            )
+            return self._unreadable(exc, started)
+        return KindRead(self.name, tuple(runs), duration_s=time.perf_counter() - started)
+
+    def _unreadable(self, exc: BaseException, started: float) -> KindRead:
+        message = str(exc).strip() or type(exc).__name__
+        return KindRead(self.name, error=message, duration_s=time.perf_counter() - started)

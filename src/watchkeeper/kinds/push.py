@@ -1,0 +1,83 @@
+"""The ``push`` kind: work that reports itself to watchkeeper's API.
+
+The owner is a lease: alive while a heartbeat or progress report arrives
+within ``lease_s``. A lapsed lease makes running work stuck.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from datetime import UTC, datetime, timedelta
+
+from watchkeeper.contract import (
+    NO_ORIGIN,
+    Effects,
+    Failure,
+    Origin,
+    Owner,
+    OwnerKind,
+    RunStatus,
+    RunView,
+)
+from watchkeeper.kinds.base import Adapter
+from watchkeeper.store.runs import state_token
+
+#: Ended runs stay visible (and their incidents reconcilable) this long.
+FINISHED_WINDOW = timedelta(days=1)
+_STATUS = {status.value: status for status in RunStatus}
+_EFFECTS = {effects.value: effects for effects in Effects}
+
+
+class PushAdapter(Adapter):
+    """Reads push runs of one kind from watchkeeper's own store."""
+
+    adapter_name = "push"
+
+    def read(self, now: datetime) -> Sequence[RunView]:
+        """Active runs and those that ended within the last day."""
+        store = self.context.store
+        if store is None:
+            raise RuntimeError("the push adapter needs watchkeeper's store")
+        rows = store.runs.rows_for_judging(self.name, now - FINISHED_WINDOW)
+        now_s = now.timestamp()
+        kind = self.name
+        fromts = datetime.fromtimestamp
+        views = []
+        for row in rows:
+            (run_id, title, status, attempt, version, origin, effects, budget_s, expected_s,
+             lease_s, started_at, progress_at, seen_at, finished_at, step, failure_reason,
+             failure_fingerprint) = row  # fmt: skip
+            expires = seen_at + lease_s
+            views.append(
+                RunView(
+                    kind=kind,
+                    run_id=run_id,
+                    title=title,
+                    status=_STATUS[status],
+                    state_token=state_token(attempt, version),
+                    owner=Owner(OwnerKind.LEASE, None, expires > now_s, fromts(expires, UTC)),
+                    progress_at=fromts(progress_at, UTC),
+                    started_at=fromts(started_at, UTC),
+                    finished_at=None if finished_at is None else fromts(finished_at, UTC),
+                    expected_s=expected_s,
+                    budget_s=budget_s,
+                    origin=_origin(origin),
+                    effects=_EFFECTS.get(effects, Effects.UNKNOWN),
+                    failure=None
+                    if failure_reason is None
+                    else Failure(failure_reason, failure_fingerprint or ""),
+                    step=step,
+                )
+            )
+        return views
+
+
+def _origin(value: dict[str, str] | None) -> Origin:
+    if not value:
+        return NO_ORIGIN
+    return Origin(
+        platform=value.get("platform"),
+        chat_id=value.get("chat_id"),
+        thread_id=value.get("thread_id"),
+        message_id=value.get("message_id"),
+    )

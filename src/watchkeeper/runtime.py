@@ -1,0 +1,65 @@
+"""Everything one watchkeeper process holds, built from the configuration in one place."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from watchkeeper.clock import Clock, utcnow
+from watchkeeper.config import Settings
+from watchkeeper.kinds import registry
+from watchkeeper.kinds.base import AdapterContext
+from watchkeeper.notify.ops import OpsNotifier
+from watchkeeper.store import Store
+from watchkeeper.watch.overview import Overview, build
+from watchkeeper.watch.reconcile import judge_reads
+from watchkeeper.watch.supervisor import Supervisor
+
+
+@dataclass
+class Runtime:
+    """The store, the adapters and the supervisor of one process."""
+
+    settings: Settings
+    store: Store
+    supervisor: Supervisor
+    clock: Clock
+
+    @classmethod
+    def open(
+        cls,
+        settings: Settings,
+        *,
+        clock: Clock = utcnow,
+        store: Store | None = None,
+        notifier: OpsNotifier | None = None,
+    ) -> Runtime:
+        """Open the store (migrating it) and build every configured kind's adapter."""
+        store = store or Store(settings.resolved_database_url)
+        adapters = registry.build(settings, AdapterContext(settings, store))
+        supervisor = Supervisor(
+            store,
+            adapters,
+            check_interval_s=settings.check_interval_s,
+            down_after_s=settings.down_after_s,
+            notifier=notifier or OpsNotifier(settings.ops),
+            clock=clock,
+        )
+        return cls(settings, store, supervisor, clock)
+
+    @property
+    def push_kinds(self) -> set[str]:
+        """Kinds that accept reports over the API."""
+        return registry.push_kinds(self.settings)
+
+    async def overview(self, include_finished: bool) -> Overview:
+        """Read every kind now and sort what it reports (does not touch incidents)."""
+        now = self.clock()
+        reads = await self.supervisor.read_all(now)
+        judged = judge_reads(reads, self.supervisor.specs, now)
+        live = self.store.incidents.live(list(judged))
+        return build(reads, judged, live, now, include_finished)
+
+    def close(self) -> None:
+        """Release adapters and pooled connections."""
+        self.supervisor.close()
+        self.store.close()

@@ -1,0 +1,129 @@
+"""Push reports: the write side of the ``push`` kind, shared by the HTTP API and in-process callers."""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import re
+import secrets
+from datetime import datetime, timedelta
+
+from watchkeeper.clock import to_epoch
+from watchkeeper.contract import RunStatus
+from watchkeeper.errors import InvalidInput, NotFound
+from watchkeeper.runtime import Runtime
+from watchkeeper.store.runs import NewRun, PushRun
+
+#: Reporters' clocks may run a little ahead of ours.
+ALLOWED_CLOCK_SKEW = timedelta(seconds=5)
+_VOLATILE = re.compile(r"0x[0-9a-f]+|[0-9a-f]{8,}|\d+")
+
+
+def fingerprint_of(reason: str) -> str:
+    """Group failures whose reasons differ only in numbers, ids and addresses."""
+    normalised = _VOLATILE.sub("#", " ".join(reason.lower().split()))
+    return hashlib.sha256(normalised.encode()).hexdigest()[:16]
+
+
+class Reports:
+    """Applies reports to push runs, checking kinds and times, and wakes the supervisor."""
+
+    def __init__(self, runtime: Runtime) -> None:
+        self.runtime = runtime
+
+    def _check_kind(self, kind: str) -> None:
+        kinds = self.runtime.push_kinds
+        if kind not in kinds:
+            raise NotFound(
+                f"unknown kind {kind!r}: report one of {', '.join(sorted(kinds))}, "
+                f'or add [kinds.{kind}] with adapter = "push" to watchkeeper.toml'
+            )
+
+    def _at(self, at: datetime | None, now: datetime, field: str) -> datetime:
+        if at is None:
+            return now
+        if at - now > ALLOWED_CLOCK_SKEW:
+            raise InvalidInput(
+                f"{field} {at.isoformat()} is in the future (server time {now.isoformat()}); "
+                "send the time the event happened, or leave it out",
+                field,
+            )
+        return at
+
+    def start(self, new: NewRun, started_at: datetime | None = None) -> tuple[PushRun, bool]:
+        """Start (or restart) a run; an omitted run id gets a fresh one."""
+        self._check_kind(new.kind)
+        now = self.runtime.clock()
+        when = self._at(started_at, now, "started_at")
+        if not new.run_id:
+            new = dataclasses.replace(new, run_id=secrets.token_hex(8))
+        run, changed = self.runtime.store.runs.start(new, when)
+        self._poke(run)
+        return run, changed
+
+    def progress(self, kind: str, run_id: str, step: str | None, at: datetime | None) -> PushRun:
+        """Something meaningful moved: bumps progress, resumes waiting work."""
+        self._check_kind(kind)
+        when = self._at(at, self.runtime.clock(), "at")
+        values: dict[str, object] = {
+            "progress_at": to_epoch(when),
+            "status": RunStatus.RUNNING.value,
+        }
+        if step is not None:
+            values["step"] = step
+        run = self.runtime.store.runs.move(kind, run_id, self.runtime.clock(), values)
+        self._poke(run)
+        return run
+
+    def heartbeat(self, kind: str, run_id: str) -> PushRun:
+        """The owner is alive; does not count as progress."""
+        self._check_kind(kind)
+        run = self.runtime.store.runs.move(
+            kind, run_id, self.runtime.clock(), {}, counts_as_move=False
+        )
+        self._poke(run)
+        return run
+
+    def waiting(self, kind: str, run_id: str, reason: str | None) -> PushRun:
+        """The work waits for a person: never stalled while it does."""
+        self._check_kind(kind)
+        values: dict[str, object] = {"status": RunStatus.WAITING.value}
+        if reason is not None:
+            values["step"] = reason
+        return self.runtime.store.runs.move(kind, run_id, self.runtime.clock(), values)
+
+    def finish(self, kind: str, run_id: str, step: str | None = None) -> PushRun:
+        """The work succeeded."""
+        return self._end(kind, run_id, RunStatus.SUCCEEDED, {"step": step} if step else {})
+
+    def cancel(self, kind: str, run_id: str, reason: str | None = None) -> PushRun:
+        """The work was cancelled."""
+        return self._end(kind, run_id, RunStatus.CANCELLED, {"step": reason} if reason else {})
+
+    def fail(
+        self, kind: str, run_id: str, reason: str, fingerprint: str | None, detail: str | None
+    ) -> PushRun:
+        """The work failed; the fingerprint defaults to one derived from the reason."""
+        values: dict[str, object] = {
+            "failure_reason": reason,
+            "failure_fingerprint": fingerprint or fingerprint_of(reason),
+            "detail": detail,
+        }
+        return self._end(kind, run_id, RunStatus.FAILED, values)
+
+    def _end(self, kind: str, run_id: str, status: RunStatus, values: dict[str, object]) -> PushRun:
+        self._check_kind(kind)
+        now = self.runtime.clock()
+        changes = {**values, "status": status.value, "finished_at": to_epoch(now)}
+        run = self.runtime.store.runs.move(kind, run_id, now, changes)
+        # An ended run's incidents settle at the next sweep; make that now.
+        self.runtime.supervisor.poke(now)
+        return run
+
+    def _poke(self, run: PushRun) -> None:
+        budget = run.budget_s or self.runtime.settings.budget_for(run.kind)
+        deadline = min(
+            run.progress_at + timedelta(seconds=budget),
+            run.seen_at + timedelta(seconds=run.lease_s),
+        )
+        self.runtime.supervisor.poke(deadline)

@@ -1,0 +1,65 @@
+"""``/api/v1/incidents``: one per piece of work, condition and failure fingerprint."""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from fastapi import APIRouter, Depends, Path, Query, Request
+
+from watchkeeper.clock import rfc3339
+from watchkeeper.runtime import Runtime
+from watchkeeper.server.auth import viewer
+from watchkeeper.server.routes_runs import ERRORS
+from watchkeeper.store.incidents import Incident
+
+router = APIRouter(prefix="/api/v1/incidents", tags=["incidents"], responses=ERRORS)
+
+
+def incident_json(incident: Incident, with_events: bool = False) -> dict[str, Any]:
+    """An incident as the API shows it."""
+    body: dict[str, Any] = {
+        "id": incident.id,
+        "kind": incident.key.kind,
+        "run_id": incident.key.run_id,
+        "condition": incident.key.condition,
+        "fingerprint": incident.key.fingerprint or None,
+        "status": incident.status.value,
+        "title": incident.title,
+        "reason": incident.reason,
+        "since": rfc3339(incident.since),
+        "opened_at": rfc3339(incident.opened_at),
+        "updated_at": rfc3339(incident.updated_at),
+        "resolved_at": rfc3339(incident.resolved_at),
+        "resolution": incident.resolution,
+        "state_token": incident.state_token,
+        "origin": incident.origin,
+        "effects": incident.effects,
+        "episodes": incident.episodes,
+    }
+    if with_events:
+        body["events"] = [
+            {"at": rfc3339(e.at), "type": e.type, "detail": e.detail} for e in incident.events
+        ]
+    return body
+
+
+@router.get("", dependencies=[Depends(viewer)])
+def list_incidents(
+    request: Request,
+    status: Literal["live", "open", "recovered", "resolved"] | None = Query(
+        None, description="live means open or recovered"
+    ),
+    limit: int = Query(200, ge=1, le=1000),
+    offset: int = Query(0, ge=0, le=1_000_000),
+) -> dict[str, Any]:
+    """Incidents, newest first."""
+    runtime: Runtime = request.app.state.runtime
+    items = runtime.store.incidents.list(status, limit, offset)
+    return {"incidents": [incident_json(i) for i in items]}
+
+
+@router.get("/{incident_id}", dependencies=[Depends(viewer)])
+def get_incident(request: Request, incident_id: int = Path(ge=1, le=2**62)) -> dict[str, Any]:
+    """One incident with its history."""
+    runtime: Runtime = request.app.state.runtime
+    return incident_json(runtime.store.incidents.get(incident_id), with_events=True)

@@ -1,0 +1,148 @@
+"""``/api/v1/runs``: report work and list what needs attention."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from fastapi import APIRouter, Body, Depends, Query, Request, Response
+
+from watchkeeper.errors import NotFound
+from watchkeeper.runtime import Runtime
+from watchkeeper.server.auth import reporter, viewer
+from watchkeeper.server.reports import Reports
+from watchkeeper.server.schemas import (
+    ErrorOut,
+    Fail,
+    Finish,
+    KindName,
+    OriginIn,
+    Progress,
+    RunId,
+    RunOut,
+    StartRun,
+    Waiting,
+)
+from watchkeeper.store.runs import NewRun, PushRun
+from watchkeeper.watch.overview import overview_json
+
+ERRORS: dict[int | str, dict[str, Any]] = {
+    code: {"model": ErrorOut} for code in (400, 401, 403, 404, 409, 413, 422, 503)
+}
+router = APIRouter(prefix="/api/v1/runs", tags=["runs"], responses=ERRORS)
+
+
+def _reports(request: Request) -> Reports:
+    reports: Reports = request.app.state.reports
+    return reports
+
+
+def run_out(run: PushRun) -> RunOut:
+    """A stored push run as the API shows it."""
+    failure = None
+    if run.failure_reason is not None:
+        failure = {"reason": run.failure_reason, "fingerprint": run.failure_fingerprint}
+    return RunOut.model_validate(
+        {
+            "kind": run.kind,
+            "run_id": run.run_id,
+            "title": run.title,
+            "status": run.status.value,
+            "attempt": run.attempt,
+            "state_token": run.state_token,
+            "origin": run.origin,
+            "effects": run.effects,
+            "budget_s": run.budget_s,
+            "expected_s": run.expected_s,
+            "lease_s": run.lease_s,
+            "started_at": run.started_at,
+            "progress_at": run.progress_at,
+            "last_seen_at": run.seen_at,
+            "finished_at": run.finished_at,
+            "step": run.step,
+            "failure": failure,
+            "detail": run.detail,
+        }
+    )
+
+
+def _origin(origin: OriginIn | None) -> dict[str, str] | None:
+    return None if origin is None else origin.model_dump(exclude_none=True)
+
+
+@router.post("", status_code=201, response_model=RunOut, dependencies=[Depends(reporter)])
+def start_run(body: StartRun, request: Request, response: Response) -> RunOut:
+    """Work started. Starting an active run again changes nothing (200); an ended one restarts."""
+    new = NewRun(
+        kind=body.kind,
+        run_id=body.run_id or "",
+        title=body.title,
+        origin=_origin(body.origin),
+        effects=body.effects,
+        budget_s=body.budget_s,
+        expected_s=body.expected_s,
+        lease_s=body.lease_s,
+    )
+    run, changed = _reports(request).start(new, body.started_at)
+    if not changed:
+        response.status_code = 200
+    return run_out(run)
+
+
+@router.get("", dependencies=[Depends(viewer)])
+async def list_runs(
+    request: Request,
+    all: bool = Query(False, description="also list what finished in the last day"),  # noqa: A002
+    limit: int = Query(500, ge=1, le=10000, description="most runs per section"),
+) -> dict[str, Any]:
+    """What needs attention, what runs, and (with ``all``) what finished in the last day."""
+    runtime: Runtime = request.app.state.runtime
+    overview = await runtime.overview(include_finished=all)
+    return overview_json(overview, limit)
+
+
+@router.get("/{kind}/{run_id}", response_model=RunOut, dependencies=[Depends(viewer)])
+def get_run(kind: KindName, run_id: RunId, request: Request) -> RunOut:
+    """One push run."""
+    runtime: Runtime = request.app.state.runtime
+    if kind not in runtime.push_kinds:
+        raise NotFound(f"unknown kind {kind!r}")
+    return run_out(runtime.store.runs.get(kind, run_id))
+
+
+@router.post("/{kind}/{run_id}/progress", response_model=RunOut, dependencies=[Depends(reporter)])
+def progress(
+    kind: KindName, run_id: RunId, request: Request, body: Progress | None = Body(None)
+) -> RunOut:
+    """Something meaningful moved (optionally: which step)."""
+    body = body or Progress()
+    return run_out(_reports(request).progress(kind, run_id, body.step, body.at))
+
+
+@router.post("/{kind}/{run_id}/heartbeat", response_model=RunOut, dependencies=[Depends(reporter)])
+def heartbeat(kind: KindName, run_id: RunId, request: Request) -> RunOut:
+    """The owner is alive. Not progress: stalled work stays stalled."""
+    return run_out(_reports(request).heartbeat(kind, run_id))
+
+
+@router.post("/{kind}/{run_id}/waiting", response_model=RunOut, dependencies=[Depends(reporter)])
+def waiting(
+    kind: KindName, run_id: RunId, request: Request, body: Waiting | None = Body(None)
+) -> RunOut:
+    """The work waits for a person; it is never stalled while it waits."""
+    body = body or Waiting()
+    return run_out(_reports(request).waiting(kind, run_id, body.reason))
+
+
+@router.post("/{kind}/{run_id}/finish", response_model=RunOut, dependencies=[Depends(reporter)])
+def finish(
+    kind: KindName, run_id: RunId, request: Request, body: Finish | None = Body(None)
+) -> RunOut:
+    """The work succeeded."""
+    body = body or Finish()
+    return run_out(_reports(request).finish(kind, run_id, body.step))
+
+
+@router.post("/{kind}/{run_id}/fail", response_model=RunOut, dependencies=[Depends(reporter)])
+def fail(kind: KindName, run_id: RunId, body: Fail, request: Request) -> RunOut:
+    """The work failed; the same fingerprint means the same failure."""
+    return run_out(_reports(request).fail(kind, run_id, body.reason, body.fingerprint, body.detail))

@@ -1,0 +1,125 @@
+"""Request and response bodies of the HTTP API, with their limits."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Annotated, Literal
+
+from pydantic import AwareDatetime, BaseModel, ConfigDict, Field, StringConstraints
+
+from watchkeeper.config import KIND_NAME_PATTERN
+
+TITLE_MAX = 500
+STEP_MAX = 2000
+REASON_MAX = 2000
+DETAIL_MAX = 64 * 1024
+RUN_ID_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9._:@+=-]{0,199}$"
+
+KindName = Annotated[str, StringConstraints(pattern=KIND_NAME_PATTERN)]
+RunId = Annotated[str, StringConstraints(pattern=RUN_ID_PATTERN)]
+ShortText = Annotated[str, StringConstraints(max_length=200)]
+
+
+class _Body(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class OriginIn(_Body):
+    """Where the work started, so its card goes back there."""
+
+    platform: Literal["telegram", "discord", "slack", "web"]
+    chat_id: ShortText | None = None
+    thread_id: ShortText | None = None
+    message_id: ShortText | None = None
+
+
+class StartRun(_Body):
+    """``POST /api/v1/runs``: work started."""
+
+    kind: KindName
+    run_id: RunId | None = Field(default=None, description="omit to get a fresh id")
+    title: str = Field(min_length=1, max_length=TITLE_MAX)
+    origin: OriginIn | None = None
+    effects: Literal["none", "unknown"] = "unknown"
+    budget_s: float | None = Field(default=None, gt=0, le=30 * 86400)
+    expected_s: float | None = Field(default=None, gt=0, le=365 * 86400)
+    lease_s: float = Field(default=90.0, ge=1, le=7 * 86400)
+    started_at: AwareDatetime | None = None
+
+
+class Progress(_Body):
+    """``POST .../progress``: something meaningful moved."""
+
+    step: str | None = Field(default=None, max_length=STEP_MAX)
+    at: AwareDatetime | None = None
+
+
+class Waiting(_Body):
+    """``POST .../waiting``: the work waits for a person."""
+
+    reason: str | None = Field(default=None, max_length=STEP_MAX)
+
+
+class Finish(_Body):
+    """``POST .../finish``: the work succeeded."""
+
+    step: str | None = Field(default=None, max_length=STEP_MAX)
+
+
+class Fail(_Body):
+    """``POST .../fail``: the work failed."""
+
+    reason: str = Field(min_length=1, max_length=REASON_MAX)
+    fingerprint: str | None = Field(default=None, min_length=1, max_length=200)
+    detail: str | None = Field(default=None, max_length=DETAIL_MAX)
+
+
+class FailureOut(BaseModel):
+    """Why a run failed."""
+
+    reason: str
+    fingerprint: str | None
+
+
+class RunOut(BaseModel):
+    """A push run as stored."""
+
+    kind: str
+    run_id: str
+    title: str
+    status: str
+    attempt: int
+    state_token: str
+    origin: dict[str, str] | None
+    effects: str
+    budget_s: float | None
+    expected_s: float | None
+    lease_s: float
+    started_at: datetime
+    progress_at: datetime
+    last_seen_at: datetime
+    finished_at: datetime | None
+    step: str | None
+    failure: FailureOut | None
+    detail: str | None = None
+
+
+class CreateToken(_Body):
+    """``POST /api/v1/tokens``."""
+
+    role: Literal["admin", "reporter", "viewer"]
+    name: str = Field(default="api", min_length=1, max_length=100)
+
+
+class ErrorBody(BaseModel):
+    """Every error answer: a stable code and a sentence saying what to change."""
+
+    code: str
+    message: str
+    field: str | None = None
+
+
+class ErrorOut(BaseModel):
+    """``{"error": {...}}``."""
+
+    error: ErrorBody

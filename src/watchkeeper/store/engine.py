@@ -1,0 +1,92 @@
+"""Engines for SQLite (WAL, busy timeout) and PostgreSQL, and the transaction helpers.
+
+SQLite is driven with explicit ``BEGIN`` statements (the sqlite3 module's own
+implicit transactions are switched off): writers take ``BEGIN IMMEDIATE`` so
+two writers queue on the busy timeout instead of failing when a read lock
+cannot be upgraded.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+from sqlalchemy import Connection, Engine, create_engine, event
+from sqlalchemy.engine import make_url
+from sqlalchemy.exc import DBAPIError, OperationalError, SQLAlchemyError
+from sqlalchemy.pool import ConnectionPoolEntry
+
+from watchkeeper.errors import StoreError, StoreUnavailable
+
+SQLITE_BUSY_TIMEOUT_MS = 5000
+
+
+def _sqlite_on_connect(dbapi_connection: sqlite3.Connection, _record: ConnectionPoolEntry) -> None:
+    dbapi_connection.isolation_level = None
+    cursor = dbapi_connection.cursor()
+    cursor.execute(f"PRAGMA busy_timeout = {SQLITE_BUSY_TIMEOUT_MS}")
+    cursor.execute("PRAGMA journal_mode = WAL")
+    cursor.execute("PRAGMA synchronous = NORMAL")
+    cursor.execute("PRAGMA foreign_keys = ON")
+    cursor.close()
+
+
+def _sqlite_on_begin(connection: Connection) -> None:
+    mode = connection.get_execution_options().get("sqlite_begin", "")
+    connection.exec_driver_sql(f"BEGIN {mode}".strip())
+
+
+def make_engine(url: str) -> Engine:
+    """Create the engine for ``url``, creating a SQLite file's folder when needed."""
+    parsed = make_url(url)
+    if parsed.get_backend_name() == "sqlite":
+        database = parsed.database or ""
+        if database and database != ":memory:" and not database.startswith("file:"):
+            folder = Path(database).parent
+            try:
+                folder.mkdir(parents=True, exist_ok=True)
+            except OSError as exc:
+                raise StoreUnavailable(
+                    f"cannot create the data folder {folder}: {exc.strerror}; "
+                    "choose a writable data_dir"
+                ) from None
+        engine = create_engine(
+            url,
+            connect_args={"check_same_thread": False, "timeout": SQLITE_BUSY_TIMEOUT_MS / 1000},
+            pool_size=8,
+            max_overflow=32,
+        )
+        event.listen(engine, "connect", _sqlite_on_connect)
+        event.listen(engine, "begin", _sqlite_on_begin)
+        return engine
+    return create_engine(url, pool_pre_ping=True, pool_size=8, max_overflow=32)
+
+
+def is_sqlite(engine: Engine) -> bool:
+    """Whether ``engine`` talks to SQLite."""
+    return engine.dialect.name == "sqlite"
+
+
+@contextmanager
+def translate_errors(action: str) -> Iterator[None]:
+    """Turn driver errors into watchkeeper's own, naming what was being done."""
+    try:
+        yield
+    except OperationalError as exc:
+        raise StoreUnavailable(f"database unavailable while {action}: {_first_line(exc)}") from exc
+    except DBAPIError as exc:
+        if exc.connection_invalidated:
+            raise StoreUnavailable(
+                f"database connection lost while {action}: {_first_line(exc)}"
+            ) from exc
+        raise StoreError(f"database error while {action}: {_first_line(exc)}") from exc
+    except SQLAlchemyError as exc:
+        raise StoreError(f"database error while {action}: {_first_line(exc)}") from exc
+
+
+def _first_line(exc: BaseException) -> str:
+    original: Any = getattr(exc, "orig", None) or exc
+    return str(original).strip().splitlines()[0] if str(original).strip() else type(exc).__name__

@@ -1,0 +1,294 @@
+"""Incidents and their append-only history. The rules of when to open one live in ``watch/``."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+from enum import StrEnum
+from typing import Any
+
+from sqlalchemy import Connection, Engine, Row, func, insert, select, update
+
+from watchkeeper.clock import from_epoch, to_epoch
+from watchkeeper.errors import NotFound
+from watchkeeper.store.engine import is_sqlite, translate_errors
+from watchkeeper.store.schema import incident_events, incidents
+
+
+class IncidentStatus(StrEnum):
+    """An incident is open, recovered (the work moved again; it may reopen) or resolved."""
+
+    OPEN = "open"
+    RECOVERED = "recovered"
+    RESOLVED = "resolved"
+
+
+LIVE_STATUSES = (IncidentStatus.OPEN.value, IncidentStatus.RECOVERED.value)
+
+
+@dataclass(frozen=True, slots=True)
+class IncidentKey:
+    """An incident's identity: one per piece of work, condition and failure fingerprint."""
+
+    kind: str
+    run_id: str
+    condition: str
+    fingerprint: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class IncidentEvent:
+    """One line of an incident's history."""
+
+    at: datetime
+    type: str
+    detail: str | None
+
+
+@dataclass(frozen=True, slots=True)
+class Incident:
+    """One incident as stored."""
+
+    id: int
+    key: IncidentKey
+    status: IncidentStatus
+    title: str
+    reason: str
+    since: datetime
+    opened_at: datetime
+    updated_at: datetime
+    resolved_at: datetime | None
+    resolution: str | None
+    state_token: str
+    origin: dict[str, str] | None
+    effects: str
+    episodes: int
+    events: tuple[IncidentEvent, ...] = field(default=())
+
+    @classmethod
+    def from_row(cls, row: Row[Any], events: tuple[IncidentEvent, ...] = ()) -> Incident:
+        """Build from an ``incidents`` row."""
+        m = row._mapping
+        return cls(
+            id=m["id"],
+            key=IncidentKey(m["kind"], m["run_id"], m["condition"], m["fingerprint"]),
+            status=IncidentStatus(m["status"]),
+            title=m["title"],
+            reason=m["reason"],
+            since=_at(m["since"]),
+            opened_at=_at(m["opened_at"]),
+            updated_at=_at(m["updated_at"]),
+            resolved_at=from_epoch(m["resolved_at"]),
+            resolution=m["resolution"],
+            state_token=m["state_token"],
+            origin=m["origin"],
+            effects=m["effects"],
+            episodes=m["episodes"],
+            events=events,
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class Opening:
+    """A verdict that should have a live incident."""
+
+    key: IncidentKey
+    title: str
+    reason: str
+    since: datetime
+    state_token: str
+    origin: dict[str, str] | None
+    effects: str
+
+
+@dataclass(frozen=True, slots=True)
+class Changes:
+    """Everything one sweep changes about incidents, applied in one transaction."""
+
+    openings: Sequence[Opening] = ()
+    recoveries: Sequence[tuple[int, str]] = ()
+    resolutions: Sequence[tuple[int, str]] = ()
+    token_updates: Sequence[tuple[int, str]] = ()
+
+    def __bool__(self) -> bool:
+        return bool(self.openings or self.recoveries or self.resolutions or self.token_updates)
+
+
+@dataclass(frozen=True, slots=True)
+class Applied:
+    """What applying :class:`Changes` did, by incident id."""
+
+    opened: tuple[int, ...] = ()
+    reopened: tuple[int, ...] = ()
+    recovered: tuple[int, ...] = ()
+    resolved: tuple[int, ...] = ()
+
+
+def _at(value: float) -> datetime:
+    result = from_epoch(value)
+    assert result is not None  # NOT NULL column
+    return result
+
+
+class IncidentStore:
+    """Reads and writes incidents; every change leaves an event."""
+
+    def __init__(self, engine: Engine) -> None:
+        self._engine = engine
+        self._write_options = {"sqlite_begin": "IMMEDIATE"} if is_sqlite(engine) else {}
+
+    def live(self, kinds: Sequence[str]) -> list[Incident]:
+        """Open and recovered incidents of ``kinds``."""
+        statement = select(incidents).where(
+            incidents.c.status.in_(LIVE_STATUSES), incidents.c.kind.in_(list(kinds))
+        )
+        with translate_errors("reading live incidents"), self._engine.connect() as conn:
+            return [Incident.from_row(row) for row in conn.execute(statement)]
+
+    def apply(self, changes: Changes, now: datetime) -> Applied:
+        """Apply one sweep's changes atomically."""
+        at = to_epoch(now)
+        assert at is not None
+        with translate_errors("recording incidents"), self._engine.connect() as conn:
+            conn = conn.execution_options(**self._write_options)
+            with conn.begin():
+                opened, reopened = self._open(conn, changes.openings, at)
+                recovered = self._move(
+                    conn, changes.recoveries, at, IncidentStatus.RECOVERED, "moved_again"
+                )
+                resolved = self._move(
+                    conn, changes.resolutions, at, IncidentStatus.RESOLVED, "resolved"
+                )
+                for incident_id, token in changes.token_updates:
+                    conn.execute(
+                        update(incidents)
+                        .where(incidents.c.id == incident_id)
+                        .values(state_token=token, updated_at=at)
+                    )
+        return Applied(tuple(opened), tuple(reopened), tuple(recovered), tuple(resolved))
+
+    def _open(
+        self, conn: Connection, openings: Sequence[Opening], at: float
+    ) -> tuple[list[int], list[int]]:
+        opened: list[int] = []
+        reopened: list[int] = []
+        for opening in openings:
+            existing = conn.execute(
+                select(incidents.c.id, incidents.c.status).where(
+                    incidents.c.kind == opening.key.kind,
+                    incidents.c.run_id == opening.key.run_id,
+                    incidents.c.condition == opening.key.condition,
+                    incidents.c.fingerprint == opening.key.fingerprint,
+                )
+            ).first()
+            if existing is None:
+                opened.append(self._insert(conn, opening, at))
+            elif existing.status != IncidentStatus.OPEN.value:
+                self._reopen(conn, existing.id, opening, at)
+                reopened.append(existing.id)
+        return opened, reopened
+
+    def _insert(self, conn: Connection, opening: Opening, at: float) -> int:
+        result = conn.execute(
+            insert(incidents)
+            .values(
+                kind=opening.key.kind,
+                run_id=opening.key.run_id,
+                condition=opening.key.condition,
+                fingerprint=opening.key.fingerprint,
+                status=IncidentStatus.OPEN.value,
+                title=opening.title,
+                reason=opening.reason,
+                since=to_epoch(opening.since),
+                opened_at=at,
+                updated_at=at,
+                state_token=opening.state_token,
+                origin=opening.origin,
+                effects=opening.effects,
+                episodes=1,
+            )
+            .returning(incidents.c.id)
+        )
+        incident_id = int(result.scalar_one())
+        _event(conn, incident_id, at, "opened", opening.reason)
+        return incident_id
+
+    def _reopen(self, conn: Connection, incident_id: int, opening: Opening, at: float) -> None:
+        conn.execute(
+            update(incidents)
+            .where(incidents.c.id == incident_id)
+            .values(
+                status=IncidentStatus.OPEN.value,
+                reason=opening.reason,
+                since=to_epoch(opening.since),
+                updated_at=at,
+                resolved_at=None,
+                resolution=None,
+                state_token=opening.state_token,
+                episodes=incidents.c.episodes + 1,
+            )
+        )
+        _event(conn, incident_id, at, "reopened", opening.reason)
+
+    def _move(
+        self,
+        conn: Connection,
+        moves: Sequence[tuple[int, str]],
+        at: float,
+        status: IncidentStatus,
+        event_type: str,
+    ) -> list[int]:
+        done: list[int] = []
+        resolved = status is IncidentStatus.RESOLVED
+        for incident_id, note in moves:
+            values: dict[str, Any] = {"status": status.value, "updated_at": at}
+            if resolved:
+                values.update(resolved_at=at, resolution=note[:500])
+            moved = conn.execute(
+                update(incidents)
+                .where(incidents.c.id == incident_id, incidents.c.status != status.value)
+                .values(**values)
+            ).rowcount
+            if moved:
+                _event(conn, incident_id, at, event_type, note)
+                done.append(incident_id)
+        return done
+
+    def list(self, status: str | None = None, limit: int = 200, offset: int = 0) -> list[Incident]:
+        """Incidents, newest first; ``status`` ``live`` means open or recovered."""
+        statement = select(incidents).order_by(incidents.c.id.desc()).limit(limit).offset(offset)
+        if status == "live":
+            statement = statement.where(incidents.c.status.in_(LIVE_STATUSES))
+        elif status is not None:
+            statement = statement.where(incidents.c.status == status)
+        with translate_errors("listing incidents"), self._engine.connect() as conn:
+            return [Incident.from_row(row) for row in conn.execute(statement)]
+
+    def get(self, incident_id: int) -> Incident:
+        """One incident with its history, or :class:`NotFound`."""
+        with translate_errors("reading an incident"), self._engine.connect() as conn:
+            row = conn.execute(select(incidents).where(incidents.c.id == incident_id)).first()
+            if row is None:
+                raise NotFound(f"no incident {incident_id}; list them with GET /api/v1/incidents")
+            events = conn.execute(
+                select(incident_events)
+                .where(incident_events.c.incident_id == incident_id)
+                .order_by(incident_events.c.id)
+            ).all()
+        history = tuple(IncidentEvent(_at(e.at), e.type, e.detail) for e in events)
+        return Incident.from_row(row, history)
+
+    def count_by_status(self) -> dict[str, int]:
+        """How many incidents there are in each status."""
+        statement = select(incidents.c.status, func.count()).group_by(incidents.c.status)
+        with translate_errors("counting incidents"), self._engine.connect() as conn:
+            return {row[0]: int(row[1]) for row in conn.execute(statement)}
+
+
+def _event(conn: Connection, incident_id: int, at: float, event_type: str, detail: str) -> None:
+    conn.execute(
+        insert(incident_events).values(
+            incident_id=incident_id, at=at, type=event_type, detail=detail[:2000]
+        )
+    )

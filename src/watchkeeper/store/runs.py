@@ -1,0 +1,271 @@
+"""Push runs: work reported to watchkeeper over its API. Only moves, no judging."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from sqlalchemy import Engine, Row, and_, insert, select, update
+
+from watchkeeper.clock import from_epoch, to_epoch
+from watchkeeper.contract import ACTIVE_STATUSES, RunStatus
+from watchkeeper.errors import Conflict, NotFound
+from watchkeeper.store.engine import is_sqlite, translate_errors
+from watchkeeper.store.schema import push_runs
+
+_ACTIVE = [status.value for status in ACTIVE_STATUSES]
+# Columns the supervisor needs to judge a run: reading fewer keeps a sweep cheap.
+JUDGE_COLUMNS = (
+    push_runs.c.run_id,
+    push_runs.c.title,
+    push_runs.c.status,
+    push_runs.c.attempt,
+    push_runs.c.version,
+    push_runs.c.origin,
+    push_runs.c.effects,
+    push_runs.c.budget_s,
+    push_runs.c.expected_s,
+    push_runs.c.lease_s,
+    push_runs.c.started_at,
+    push_runs.c.progress_at,
+    push_runs.c.seen_at,
+    push_runs.c.finished_at,
+    push_runs.c.step,
+    push_runs.c.failure_reason,
+    push_runs.c.failure_fingerprint,
+)
+
+
+@dataclass(frozen=True, slots=True)
+class NewRun:
+    """What a reporter says when work starts."""
+
+    kind: str
+    run_id: str
+    title: str
+    origin: dict[str, str] | None
+    effects: str
+    budget_s: float | None
+    expected_s: float | None
+    lease_s: float
+
+
+@dataclass(frozen=True, slots=True)
+class PushRun:
+    """One stored push run, as the API shows it."""
+
+    kind: str
+    run_id: str
+    title: str
+    status: RunStatus
+    attempt: int
+    version: int
+    origin: dict[str, str] | None
+    effects: str
+    budget_s: float | None
+    expected_s: float | None
+    lease_s: float
+    started_at: datetime
+    progress_at: datetime
+    seen_at: datetime
+    finished_at: datetime | None
+    updated_at: datetime
+    step: str | None
+    failure_reason: str | None
+    failure_fingerprint: str | None
+    detail: str | None
+
+    @property
+    def state_token(self) -> str:
+        """Changes whenever the work moves; opaque to callers."""
+        return state_token(self.attempt, self.version)
+
+    @classmethod
+    def from_row(cls, row: Row[Any]) -> PushRun:
+        """Build from a full ``push_runs`` row."""
+        m = row._mapping
+        return cls(
+            kind=m["kind"],
+            run_id=m["run_id"],
+            title=m["title"],
+            status=RunStatus(m["status"]),
+            attempt=m["attempt"],
+            version=m["version"],
+            origin=m["origin"],
+            effects=m["effects"],
+            budget_s=m["budget_s"],
+            expected_s=m["expected_s"],
+            lease_s=m["lease_s"],
+            started_at=_aware(m["started_at"]),
+            progress_at=_aware(m["progress_at"]),
+            seen_at=_aware(m["seen_at"]),
+            finished_at=from_epoch(m["finished_at"]),
+            updated_at=_aware(m["updated_at"]),
+            step=m["step"],
+            failure_reason=m["failure_reason"],
+            failure_fingerprint=m["failure_fingerprint"],
+            detail=m["detail"],
+        )
+
+
+def state_token(attempt: int, version: int) -> str:
+    """The state token of a push run at ``attempt`` and ``version``."""
+    return f"a{attempt}v{version}"
+
+
+def _aware(value: float) -> datetime:
+    result = from_epoch(value)
+    assert result is not None  # the column is NOT NULL
+    return result
+
+
+class PushRunStore:
+    """Reads and moves push runs. Every move is one statement in one transaction."""
+
+    def __init__(self, engine: Engine) -> None:
+        self._engine = engine
+        self._write_options = {"sqlite_begin": "IMMEDIATE"} if is_sqlite(engine) else {}
+
+    def start(self, new: NewRun, now: datetime) -> tuple[PushRun, bool]:
+        """Record that work started; returns the run and whether anything changed.
+
+        Starting a run that is already active is idempotent; starting an ended
+        one begins its next attempt. A run id belongs to one kind for good.
+        """
+        at = to_epoch(now)
+        with translate_errors("starting a run"), self._engine.connect() as conn:
+            conn = conn.execution_options(**self._write_options)
+            with conn.begin():
+                row = conn.execute(
+                    select(push_runs).where(push_runs.c.run_id == new.run_id)
+                ).first()
+                if row is None:
+                    values = _fresh_values(new, at)
+                    conn.execute(insert(push_runs).values(**values))
+                    changed = True
+                else:
+                    _same_kind(row, new.kind, new.run_id)
+                    changed = RunStatus(row.status).ended
+                    if changed:
+                        conn.execute(
+                            update(push_runs)
+                            .where(push_runs.c.run_id == new.run_id)
+                            .values(**_restart_values(new, at, row.attempt, row.version))
+                        )
+                fresh = conn.execute(
+                    select(push_runs).where(push_runs.c.run_id == new.run_id)
+                ).one()
+        return PushRun.from_row(fresh), changed
+
+    def move(
+        self,
+        kind: str,
+        run_id: str,
+        now: datetime,
+        values: dict[str, Any],
+        *,
+        counts_as_move: bool = True,
+    ) -> PushRun:
+        """Apply ``values`` to an active run; a move bumps its version (its state token)."""
+        at = to_epoch(now)
+        changes = {**values, "updated_at": at, "seen_at": at}
+        if counts_as_move:
+            changes["version"] = push_runs.c.version + 1
+        statement = (
+            update(push_runs)
+            .where(
+                and_(
+                    push_runs.c.run_id == run_id,
+                    push_runs.c.kind == kind,
+                    push_runs.c.status.in_(_ACTIVE),
+                )
+            )
+            .values(**changes)
+        )
+        with translate_errors("updating a run"), self._engine.connect() as conn:
+            conn = conn.execution_options(**self._write_options)
+            with conn.begin():
+                if conn.execute(statement).rowcount == 0:
+                    self._explain_missing(conn, kind, run_id)
+                row = conn.execute(select(push_runs).where(push_runs.c.run_id == run_id)).one()
+        return PushRun.from_row(row)
+
+    def _explain_missing(self, conn: Any, kind: str, run_id: str) -> None:
+        row = conn.execute(
+            select(push_runs.c.kind, push_runs.c.status).where(push_runs.c.run_id == run_id)
+        ).first()
+        if row is None:
+            raise NotFound(f"no {kind} run {run_id!r}: start it first with POST /api/v1/runs")
+        _same_kind(row, kind, run_id)
+        raise Conflict(
+            f"{kind} run {run_id!r} has already ended ({row.status}); "
+            "start it again to report a new attempt"
+        )
+
+    def get(self, kind: str, run_id: str) -> PushRun:
+        """One run, or :class:`NotFound`."""
+        with translate_errors("reading a run"), self._engine.connect() as conn:
+            row = conn.execute(select(push_runs).where(push_runs.c.run_id == run_id)).first()
+        if row is None or row.kind != kind:
+            raise NotFound(f"no {kind} run {run_id!r}")
+        return PushRun.from_row(row)
+
+    def rows_for_judging(self, kind: str, finished_since: datetime) -> Sequence[Any]:
+        """Active runs of ``kind`` and those that ended after ``finished_since``."""
+        since = to_epoch(finished_since)
+        statement = select(*JUDGE_COLUMNS).where(
+            push_runs.c.kind == kind,
+            push_runs.c.status.in_(_ACTIVE) | (push_runs.c.finished_at >= since),
+        )
+        with translate_errors(f"reading {kind} runs"), self._engine.connect() as conn:
+            return conn.execute(statement).all()
+
+    def kinds_in_use(self) -> Iterable[str]:
+        """Every kind name that has push runs."""
+        with translate_errors("listing kinds"), self._engine.connect() as conn:
+            return [row.kind for row in conn.execute(select(push_runs.c.kind).distinct())]
+
+
+def _same_kind(row: Row[Any], kind: str, run_id: str) -> None:
+    if row.kind != kind:
+        raise Conflict(
+            f"run id {run_id!r} already belongs to kind {row.kind!r}, not {kind!r}; "
+            "choose another run id"
+        )
+
+
+def _fresh_values(new: NewRun, at: float | None) -> dict[str, Any]:
+    return {
+        "run_id": new.run_id,
+        "kind": new.kind,
+        "title": new.title,
+        "status": RunStatus.RUNNING.value,
+        "attempt": 1,
+        "version": 1,
+        "origin": new.origin,
+        "effects": new.effects,
+        "budget_s": new.budget_s,
+        "expected_s": new.expected_s,
+        "lease_s": new.lease_s,
+        "started_at": at,
+        "progress_at": at,
+        "seen_at": at,
+        "updated_at": at,
+    }
+
+
+def _restart_values(new: NewRun, at: float | None, attempt: int, version: int) -> dict[str, Any]:
+    values = _fresh_values(new, at)
+    values.update(
+        attempt=attempt + 1,
+        version=version + 1,
+        finished_at=None,
+        step=None,
+        failure_reason=None,
+        failure_fingerprint=None,
+        detail=None,
+    )
+    del values["run_id"], values["kind"]
+    return values

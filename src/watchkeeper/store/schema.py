@@ -1,0 +1,125 @@
+"""The tables, declared once; migrations create them and a test compares the two.
+
+Times are stored as UTC epoch seconds (double precision): exact enough, cheap
+to read in bulk, and free of the SQLite-has-no-time-zone trap. They become
+aware datetimes at the edge of each store module.
+"""
+
+from __future__ import annotations
+
+from sqlalchemy import (
+    JSON,
+    Column,
+    Float,
+    ForeignKey,
+    Index,
+    Integer,
+    MetaData,
+    String,
+    Table,
+    Text,
+    UniqueConstraint,
+)
+
+metadata = MetaData(
+    naming_convention={
+        "ix": "ix_%(table_name)s_%(column_0_N_name)s",
+        "uq": "uq_%(table_name)s_%(column_0_N_name)s",
+        "fk": "fk_%(table_name)s_%(column_0_name)s_%(referred_table_name)s",
+        "pk": "pk_%(table_name)s",
+    }
+)
+
+
+def _time(name: str, nullable: bool = True) -> Column[float]:
+    return Column(name, Float(precision=53), nullable=nullable)
+
+
+push_runs = Table(
+    "push_runs",
+    metadata,
+    Column("run_id", String(200), primary_key=True),
+    Column("kind", String(63), nullable=False),
+    Column("title", String(500), nullable=False),
+    Column("status", String(16), nullable=False),
+    Column("attempt", Integer, nullable=False, default=1),
+    Column("version", Integer, nullable=False, default=1),
+    Column("origin", JSON, nullable=True),
+    Column("effects", String(16), nullable=False),
+    Column("budget_s", Float, nullable=True),
+    Column("expected_s", Float, nullable=True),
+    Column("lease_s", Float, nullable=False),
+    _time("started_at", nullable=False),
+    _time("progress_at", nullable=False),
+    _time("seen_at", nullable=False),
+    _time("finished_at"),
+    _time("updated_at", nullable=False),
+    Column("step", String(2000), nullable=True),
+    Column("failure_reason", String(2000), nullable=True),
+    Column("failure_fingerprint", String(200), nullable=True),
+    Column("detail", Text, nullable=True),
+    Index(None, "kind", "status"),
+    Index(None, "finished_at"),
+)
+
+incidents = Table(
+    "incidents",
+    metadata,
+    Column("id", Integer, primary_key=True, autoincrement=True),
+    Column("kind", String(63), nullable=False),
+    Column("run_id", String(200), nullable=False),
+    Column("condition", String(16), nullable=False),
+    Column("fingerprint", String(200), nullable=False, default=""),
+    Column("status", String(16), nullable=False),
+    Column("title", String(500), nullable=False),
+    Column("reason", String(2000), nullable=False),
+    _time("since", nullable=False),
+    _time("opened_at", nullable=False),
+    _time("updated_at", nullable=False),
+    _time("resolved_at"),
+    Column("resolution", String(500), nullable=True),
+    Column("state_token", String(100), nullable=False),
+    Column("origin", JSON, nullable=True),
+    Column("effects", String(16), nullable=False),
+    Column("episodes", Integer, nullable=False, default=1),
+    UniqueConstraint("kind", "run_id", "condition", "fingerprint"),
+    Index(None, "status"),
+)
+
+incident_events = Table(
+    "incident_events",
+    metadata,
+    Column("id", Integer, primary_key=True, autoincrement=True),
+    Column(
+        "incident_id",
+        Integer,
+        ForeignKey("incidents.id", ondelete="CASCADE"),
+        nullable=False,
+    ),
+    _time("at", nullable=False),
+    Column("type", String(32), nullable=False),
+    Column("detail", String(2000), nullable=True),
+    Index(None, "incident_id"),
+)
+
+api_tokens = Table(
+    "api_tokens",
+    metadata,
+    Column("id", Integer, primary_key=True, autoincrement=True),
+    Column("name", String(100), nullable=False),
+    Column("role", String(16), nullable=False),
+    Column("token_hash", String(64), nullable=False, unique=True),
+    _time("created_at", nullable=False),
+    _time("revoked_at"),
+)
+
+watch_heartbeats = Table(
+    "watch_heartbeats",
+    metadata,
+    Column("replica", String(200), primary_key=True),
+    _time("last_sweep_at", nullable=False),
+    _time("last_ok_at"),
+    Column("duration_s", Float, nullable=False),
+    Column("runs", Integer, nullable=False),
+    Column("error", String(2000), nullable=True),
+)

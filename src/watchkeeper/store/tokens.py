@@ -1,0 +1,125 @@
+"""API tokens, stored only as SHA-256 hashes."""
+
+from __future__ import annotations
+
+import hashlib
+import secrets
+from dataclasses import dataclass
+from datetime import datetime
+from enum import StrEnum
+
+from sqlalchemy import Engine, func, insert, select, update
+
+from watchkeeper.clock import from_epoch, to_epoch
+from watchkeeper.errors import InvalidInput, NotFound
+from watchkeeper.store.engine import translate_errors
+from watchkeeper.store.schema import api_tokens
+
+TOKEN_PREFIX = "wk_"
+
+
+class Role(StrEnum):
+    """What a token may do: admins act, reporters report work, viewers read."""
+
+    ADMIN = "admin"
+    REPORTER = "reporter"
+    VIEWER = "viewer"
+
+    def allows(self, needed: Role) -> bool:
+        """Whether this role includes everything ``needed`` may do."""
+        return _RANK[self] >= _RANK[needed]
+
+
+_RANK = {Role.VIEWER: 0, Role.REPORTER: 1, Role.ADMIN: 2}
+
+
+@dataclass(frozen=True, slots=True)
+class TokenInfo:
+    """A token as listed: never its secret."""
+
+    id: int
+    name: str
+    role: Role
+    created_at: datetime
+    revoked_at: datetime | None
+
+
+def hash_token(secret: str) -> str:
+    """The stored form of a token (tokens are random, so a plain hash suffices)."""
+    return hashlib.sha256(secret.encode("utf-8")).hexdigest()
+
+
+def parse_role(value: str) -> Role:
+    """A role from user input, or a message listing the valid ones."""
+    try:
+        return Role(value)
+    except ValueError:
+        valid = ", ".join(role.value for role in Role)
+        raise InvalidInput(f"unknown role {value!r}: use one of {valid}", "role") from None
+
+
+class TokenStore:
+    """Creates, checks and revokes API tokens."""
+
+    def __init__(self, engine: Engine) -> None:
+        self._engine = engine
+
+    def create(self, role: Role, name: str, now: datetime) -> tuple[TokenInfo, str]:
+        """Create a token; the secret is returned once and never stored."""
+        secret = TOKEN_PREFIX + secrets.token_urlsafe(32)
+        with translate_errors("creating a token"), self._engine.begin() as conn:
+            token_id = conn.execute(
+                insert(api_tokens)
+                .values(
+                    name=name[:100],
+                    role=role.value,
+                    token_hash=hash_token(secret),
+                    created_at=to_epoch(now),
+                )
+                .returning(api_tokens.c.id)
+            ).scalar_one()
+        return TokenInfo(int(token_id), name[:100], role, now, None), secret
+
+    def authenticate(self, secret: str) -> TokenInfo | None:
+        """The live token matching ``secret``, or ``None``."""
+        statement = select(api_tokens).where(
+            api_tokens.c.token_hash == hash_token(secret), api_tokens.c.revoked_at.is_(None)
+        )
+        with translate_errors("checking a token"), self._engine.connect() as conn:
+            row = conn.execute(statement).first()
+        if row is None:
+            return None
+        return TokenInfo(row.id, row.name, Role(row.role), _at(row.created_at), None)
+
+    def count_live(self) -> int:
+        """How many tokens have not been revoked."""
+        statement = select(func.count()).where(api_tokens.c.revoked_at.is_(None))
+        with translate_errors("counting tokens"), self._engine.connect() as conn:
+            return int(conn.execute(statement).scalar_one())
+
+    def list(self) -> list[TokenInfo]:
+        """Every token, oldest first."""
+        with translate_errors("listing tokens"), self._engine.connect() as conn:
+            rows = conn.execute(select(api_tokens).order_by(api_tokens.c.id)).all()
+        return [
+            TokenInfo(r.id, r.name, Role(r.role), _at(r.created_at), from_epoch(r.revoked_at))
+            for r in rows
+        ]
+
+    def revoke(self, token_id: int, now: datetime) -> None:
+        """Revoke a token; revoking twice is harmless."""
+        with translate_errors("revoking a token"), self._engine.begin() as conn:
+            found = conn.execute(select(api_tokens.c.id).where(api_tokens.c.id == token_id)).first()
+            if found is None:
+                raise NotFound(f"no token {token_id}; see `watchkeeper token list`")
+            conn.execute(
+                update(api_tokens)
+                .where(api_tokens.c.id == token_id, api_tokens.c.revoked_at.is_(None))
+                .values(revoked_at=to_epoch(now))
+            )
+
+
+def _at(value: float) -> datetime:
+    result = from_epoch(value)
+    assert result is not None
+    return result

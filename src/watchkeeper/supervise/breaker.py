@@ -1,0 +1,403 @@
+"""Circuit breaker: closed, open, half-open with exactly one probe.
+
+Admission and bookkeeping are short compare-and-set steps on a
+:class:`~watchkeeper.supervise.breaker_state.BreakerStateStore`; the protected
+call runs outside any lock, so calls in the closed state run concurrently.
+"""
+
+from __future__ import annotations
+
+import contextvars
+import enum
+import functools
+import inspect
+import logging
+import threading
+import time
+from collections import deque
+from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import dataclass
+from types import MappingProxyType, TracebackType
+from typing import ParamSpec, Protocol, TypeVar, cast, overload
+
+from watchkeeper.supervise.breaker_state import (
+    BreakerState,
+    BreakerStateStore,
+    CircuitState,
+    InMemoryStateStore,
+)
+from watchkeeper.supervise.errors import CircuitOpenError, ConfigurationError
+
+logger = logging.getLogger(__name__)
+
+P = ParamSpec("P")
+R = TypeVar("R")
+
+_CAS_TRIES = 8
+
+
+class _Clock:
+    """The breaker only needs ``now()``; wall time, because state may be shared."""
+
+    def now(self) -> float:
+        return time.time()
+
+
+class NowSource(Protocol):
+    """Anything with ``now() -> float`` (every :class:`~watchkeeper.supervise.Clock`)."""
+
+    def now(self) -> float: ...
+
+
+@dataclass(frozen=True)
+class FailureRateWindow:
+    """Open when, among the last ``size`` calls (at least ``min_calls``), the
+    share of failures reaches ``threshold``."""
+
+    size: int = 20
+    min_calls: int = 10
+    threshold: float = 0.5
+
+    def __post_init__(self) -> None:
+        if not 0 < self.min_calls <= self.size or not 0 < self.threshold <= 1:
+            raise ConfigurationError(
+                "failure rate window needs 0 < min_calls <= size and 0 < threshold <= 1"
+            )
+
+
+@dataclass(frozen=True)
+class BreakerStateChange:
+    """Given to listeners when this breaker sees its state change."""
+
+    name: str
+    old: CircuitState
+    new: CircuitState
+    at: float
+
+
+@dataclass(frozen=True)
+class BreakerStatistics:
+    """An immutable snapshot of a breaker's counters (this process only)."""
+
+    name: str
+    state: CircuitState
+    failure_count: int
+    successes: int
+    failures: int
+    rejections: int
+    ignored: int
+    state_changes: int
+    time_in_state: Mapping[CircuitState, float]
+
+
+class _Kind(enum.Enum):
+    NORMAL = "normal"
+    PROBE = "probe"
+
+
+@dataclass(frozen=True)
+class _Permit:
+    kind: _Kind
+    state: BreakerState
+    reopen_at: float | None = None
+
+
+Listener = Callable[[BreakerStateChange], None]
+
+
+class CircuitBreaker:
+    """Protects calls to one dependency; see the module docstring.
+
+    Use it as a decorator (sync or async functions), with ``call``/``call_async``,
+    or as a context manager (``with breaker:`` / ``async with breaker:``).
+    ``exclude`` lists exceptions that are the caller's business, not the
+    dependency's failure: they never count as failures (they prove the
+    dependency answered). Cancellation and other non-``Exception`` errors
+    never count at all.
+    """
+
+    def __init__(
+        self,
+        name: str,
+        *,
+        fail_max: int = 5,
+        reset_timeout_s: float = 30.0,
+        window: FailureRateWindow | None = None,
+        exclude: tuple[type[BaseException], ...] = (),
+        store: BreakerStateStore | None = None,
+        clock: NowSource | None = None,
+        listeners: tuple[Listener, ...] = (),
+    ) -> None:
+        if fail_max < 1 or reset_timeout_s <= 0:
+            raise ConfigurationError("breaker needs fail_max >= 1 and reset_timeout_s > 0")
+        self.name = name
+        self.fail_max = fail_max
+        self.reset_timeout_s = reset_timeout_s
+        self.window = window
+        self.exclude = exclude
+        self.store: BreakerStateStore = store or InMemoryStateStore()
+        self._clock: NowSource = clock or _Clock()
+        self._listeners = list(listeners)
+        self._outcomes: deque[bool] = deque(maxlen=window.size if window else 1)
+        self._lock = threading.Lock()
+        self._counts = {"successes": 0, "failures": 0, "rejections": 0, "ignored": 0}
+        self._seen = CircuitState.CLOSED
+        self._seen_since = self._clock.now()
+        self._state_changes = 0
+        self._time_in: dict[CircuitState, float] = dict.fromkeys(CircuitState, 0.0)
+        self._permits: contextvars.ContextVar[tuple[_Permit, ...]] = contextvars.ContextVar(
+            f"breaker-{name}", default=()
+        )
+
+    # -- public API ------------------------------------------------------------
+
+    @property
+    def state(self) -> CircuitState:
+        """The state in the store right now."""
+        return self._observe(self.store.load(self.name))
+
+    def add_listener(self, listener: Listener) -> None:
+        """Call ``listener`` on every state change this breaker sees."""
+        self._listeners.append(listener)
+
+    def call(self, func: Callable[P, R], *args: P.args, **kwargs: P.kwargs) -> R:
+        """Run ``func`` through the breaker (sync)."""
+        permit = self._acquire()
+        try:
+            result = func(*args, **kwargs)
+        except BaseException as exc:
+            self._settle(permit, exc)
+            raise
+        self._settle(permit, None)
+        return result
+
+    async def call_async(
+        self, func: Callable[P, Awaitable[R]], *args: P.args, **kwargs: P.kwargs
+    ) -> R:
+        """Await ``func`` through the breaker."""
+        permit = self._acquire()
+        try:
+            result = await func(*args, **kwargs)
+        except BaseException as exc:
+            self._settle(permit, exc)
+            raise
+        self._settle(permit, None)
+        return result
+
+    @overload
+    def __call__(self, func: Callable[P, Awaitable[R]]) -> Callable[P, Awaitable[R]]: ...
+
+    @overload
+    def __call__(self, func: Callable[P, R]) -> Callable[P, R]: ...
+
+    def __call__(self, func: Callable[P, R]) -> Callable[P, R]:
+        """Decorate a sync or async function."""
+        if inspect.iscoroutinefunction(func):
+            async_func = cast(Callable[P, Awaitable[object]], func)
+
+            @functools.wraps(func)
+            async def async_wrapper(*args: P.args, **kwargs: P.kwargs) -> object:
+                return await self.call_async(async_func, *args, **kwargs)
+
+            return cast(Callable[P, R], async_wrapper)
+
+        @functools.wraps(func)
+        def wrapper(*args: P.args, **kwargs: P.kwargs) -> R:
+            return self.call(func, *args, **kwargs)
+
+        return wrapper
+
+    def __enter__(self) -> CircuitBreaker:
+        self._permits.set((*self._permits.get(), self._acquire()))
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        *rest, permit = self._permits.get()
+        self._permits.set(tuple(rest))
+        self._settle(permit, exc)
+
+    async def __aenter__(self) -> CircuitBreaker:
+        return self.__enter__()
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.__exit__(exc_type, exc, tb)
+
+    def statistics(self) -> BreakerStatistics:
+        """An immutable snapshot of this breaker's counters and time in each state."""
+        current = self.store.load(self.name)
+        self._observe(current)
+        now = self._clock.now()
+        with self._lock:
+            times = dict(self._time_in)
+            times[self._seen] += max(now - self._seen_since, 0.0)
+            return BreakerStatistics(
+                name=self.name,
+                state=current.state,
+                failure_count=current.failure_count,
+                state_changes=self._state_changes,
+                time_in_state=MappingProxyType(times),
+                **self._counts,
+            )
+
+    # -- admission -------------------------------------------------------------
+
+    def _acquire(self) -> _Permit:
+        for _ in range(_CAS_TRIES):
+            current = self.store.load(self.name)
+            if current.state is CircuitState.CLOSED:
+                if self._seen is not CircuitState.CLOSED:
+                    self._observe(current)
+                return _Permit(_Kind.NORMAL, current)
+            self._observe(current)
+            now = self._clock.now()
+            retry_at = (current.opened_at or now) + self.reset_timeout_s
+            if now < retry_at:
+                raise self._rejection(current.state, retry_at, now)
+            # OPEN past its timeout, or HALF_OPEN whose probe never reported back.
+            probe = BreakerState(CircuitState.HALF_OPEN, current.failure_count, now)
+            stored = self.store.compare_and_set(self.name, current, probe)
+            if stored is not None:
+                self._observe(stored)
+                return _Permit(_Kind.PROBE, stored, reopen_at=current.opened_at)
+        now = self._clock.now()
+        raise self._rejection(CircuitState.HALF_OPEN, now + self.reset_timeout_s, now)
+
+    def _rejection(self, state: CircuitState, retry_at: float, now: float) -> CircuitOpenError:
+        self._count("rejections")
+        return CircuitOpenError(self.name, state.value, retry_at, retry_at - now)
+
+    # -- outcomes --------------------------------------------------------------
+
+    def _settle(self, permit: _Permit, exc: BaseException | None) -> None:
+        if exc is None or (isinstance(exc, Exception) and isinstance(exc, self.exclude)):
+            self._count("successes" if exc is None else "ignored")
+            self._on_success(permit)
+        elif isinstance(exc, Exception):
+            self._count("failures")
+            self._on_failure(permit)
+        else:
+            self._count("ignored")
+            if permit.kind is _Kind.PROBE:
+                self._release_probe(permit)
+
+    def _on_success(self, permit: _Permit) -> None:
+        if permit.kind is _Kind.PROBE:
+            self._update(permit, lambda s: BreakerState(CircuitState.CLOSED, 0, None))
+            return
+        if self.window is not None:
+            with self._lock:
+                self._outcomes.append(True)
+        if permit.state.failure_count and self.window is None:
+            self._update(
+                None,
+                lambda s: (
+                    BreakerState(s.state, 0, s.opened_at)
+                    if s.state is CircuitState.CLOSED and s.failure_count
+                    else None
+                ),
+            )
+
+    def _on_failure(self, permit: _Permit) -> None:
+        now = self._clock.now()
+        if permit.kind is _Kind.PROBE:
+            self._update(permit, lambda s: BreakerState(CircuitState.OPEN, s.failure_count, now))
+            return
+        if self.window is not None:
+            with self._lock:
+                self._outcomes.append(False)
+                trips = self._window_trips()
+            if trips:
+                self._update(None, lambda s: self._open_if_closed(s, now))
+            return
+
+        def bump(s: BreakerState) -> BreakerState | None:
+            if s.state is not CircuitState.CLOSED:
+                return None
+            if s.failure_count + 1 >= self.fail_max:
+                return BreakerState(CircuitState.OPEN, s.failure_count + 1, now)
+            return BreakerState(CircuitState.CLOSED, s.failure_count + 1, None)
+
+        self._update(None, bump)
+
+    def _open_if_closed(self, s: BreakerState, now: float) -> BreakerState | None:
+        if s.state is not CircuitState.CLOSED:
+            return None
+        return BreakerState(CircuitState.OPEN, s.failure_count + 1, now)
+
+    def _window_trips(self) -> bool:
+        assert self.window is not None
+        calls = len(self._outcomes)
+        if calls < self.window.min_calls:
+            return False
+        failures = calls - sum(self._outcomes)
+        return failures / calls >= self.window.threshold
+
+    def _release_probe(self, permit: _Permit) -> None:
+        # A cancelled probe proves nothing: back to OPEN as it was, so the next caller probes.
+        reopen = permit.reopen_at
+        self._update(permit, lambda s: BreakerState(CircuitState.OPEN, s.failure_count, reopen))
+
+    def _update(
+        self, permit: _Permit | None, change: Callable[[BreakerState], BreakerState | None]
+    ) -> None:
+        """Apply ``change`` by compare-and-set; a probe's change applies only to its own probe."""
+        for _ in range(_CAS_TRIES):
+            current = self.store.load(self.name)
+            if permit is not None and current.version != permit.state.version:
+                self._observe(current)
+                return
+            new = change(current)
+            if new is None:
+                self._observe(current)
+                return
+            stored = self.store.compare_and_set(self.name, current, new)
+            if stored is not None:
+                self._observe(stored)
+                return
+        logger.warning(
+            "breaker %s: state kept changing under us; giving up this update",
+            self.name,
+            extra={"action": "breaker_update"},
+        )
+
+    # -- bookkeeping -----------------------------------------------------------
+
+    def _count(self, key: str) -> None:
+        with self._lock:
+            self._counts[key] += 1
+
+    def _observe(self, current: BreakerState) -> CircuitState:
+        new = current.state
+        if new is self._seen:
+            return new
+        now = self._clock.now()
+        with self._lock:
+            old = self._seen
+            if new is old:
+                return new
+            self._time_in[old] += max(now - self._seen_since, 0.0)
+            self._seen, self._seen_since = new, now
+            self._state_changes += 1
+            self._outcomes.clear()
+        change = BreakerStateChange(self.name, old, new, now)
+        for listener in tuple(self._listeners):
+            try:
+                listener(change)
+            except Exception:
+                logger.exception(
+                    "breaker %s: listener %r failed",
+                    self.name,
+                    listener,
+                    extra={"action": "breaker_listener"},
+                )
+        return new

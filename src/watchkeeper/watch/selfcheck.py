@@ -1,0 +1,76 @@
+"""Is supervision itself working? Exactly one "down" notice and one "up" notice per outage.
+
+Kept in memory on purpose: the database may be the very thing that is down.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime
+from enum import StrEnum
+
+
+class NoticeKind(StrEnum):
+    """The two notices an outage produces."""
+
+    DOWN = "supervision_down"
+    UP = "supervision_up"
+
+
+@dataclass(frozen=True, slots=True)
+class Notice:
+    """A notice for operators about supervision itself."""
+
+    kind: NoticeKind
+    at: datetime
+    failing_since: datetime
+    error: str | None
+
+    @property
+    def text(self) -> str:
+        """The sentence people read."""
+        if self.kind is NoticeKind.DOWN:
+            return (
+                "Run supervision is not working: sweeps have failed since "
+                f"{self.failing_since.isoformat()} ({self.error})"
+            )
+        return (
+            f"Run supervision is working again after failing since {self.failing_since.isoformat()}"
+        )
+
+
+class SupervisionHealth:
+    """Turns a stream of sweep outcomes into at most one down and one up notice per outage."""
+
+    def __init__(self, down_after_s: float) -> None:
+        self.down_after_s = down_after_s
+        self.failing_since: datetime | None = None
+        self.last_error: str | None = None
+        self.down_announced = False
+        self.last_ok_at: datetime | None = None
+
+    def succeeded(self, now: datetime) -> Notice | None:
+        """Record a good sweep; returns the "working again" notice if one is due."""
+        since = self.failing_since
+        announced = self.down_announced
+        self.failing_since, self.last_error, self.down_announced = None, None, False
+        self.last_ok_at = now
+        if announced and since is not None:
+            return Notice(NoticeKind.UP, now, since, None)
+        return None
+
+    def failed(self, now: datetime, error: str) -> Notice | None:
+        """Record a failed sweep; returns the "not working" notice once it is due."""
+        if self.failing_since is None:
+            self.failing_since = now
+        self.last_error = error
+        overdue = (now - self.failing_since).total_seconds() >= self.down_after_s
+        if overdue and not self.down_announced:
+            self.down_announced = True
+            return Notice(NoticeKind.DOWN, now, self.failing_since, error)
+        return None
+
+    @property
+    def working(self) -> bool:
+        """False while sweeps are failing."""
+        return self.failing_since is None

@@ -1,0 +1,205 @@
+"""The supervisor loop: read every kind, judge, reconcile incidents, check itself."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import socket
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+
+from watchkeeper.clock import Clock, utcnow
+from watchkeeper.contract import KindRead, KindSpec
+from watchkeeper.errors import StoreError
+from watchkeeper.judge import next_deadline
+from watchkeeper.kinds.base import Adapter
+from watchkeeper.notify.ops import OpsNotifier
+from watchkeeper.store import Store
+from watchkeeper.store.heartbeats import SweepBeat
+from watchkeeper.store.incidents import Applied
+from watchkeeper.watch.metrics import SupervisorMetrics
+from watchkeeper.watch.reconcile import Judged, judge_reads, plan
+from watchkeeper.watch.selfcheck import Notice, SupervisionHealth
+
+log = logging.getLogger(__name__)
+# Judge a budget that ran out a hair after it did, so "older than the budget" holds.
+DEADLINE_SLACK = timedelta(milliseconds=20)
+# Reports can poke the loop many times a second; sweeps still leave this much room between them.
+MIN_SWEEP_GAP = timedelta(seconds=1)
+
+
+@dataclass(frozen=True, slots=True)
+class SweepResult:
+    """What one sweep saw and did."""
+
+    at: datetime
+    reads: tuple[KindRead, ...]
+    judged: Mapping[str, Sequence[Judged]]
+    applied: Applied = field(default_factory=Applied)
+    next_deadline: datetime | None = None
+    duration_s: float = 0.0
+    error: str | None = None
+
+    @property
+    def ok(self) -> bool:
+        """Whether the sweep reached the end."""
+        return self.error is None
+
+
+class Supervisor:
+    """Runs sweeps on a schedule and keeps the latest result for the API."""
+
+    def __init__(
+        self,
+        store: Store,
+        adapters: Mapping[str, Adapter],
+        *,
+        check_interval_s: float,
+        down_after_s: float,
+        notifier: OpsNotifier,
+        clock: Clock = utcnow,
+        metrics: SupervisorMetrics | None = None,
+        replica: str | None = None,
+    ) -> None:
+        self.store = store
+        self.adapters = dict(adapters)
+        self.specs: dict[str, KindSpec] = {name: a.spec for name, a in adapters.items()}
+        self.check_interval_s = check_interval_s
+        self.health = SupervisionHealth(down_after_s)
+        self.notifier = notifier
+        self.clock = clock
+        self.metrics = metrics or SupervisorMetrics()
+        self.replica = replica or f"{socket.gethostname()}:{id(self):x}"
+        self.latest: SweepResult | None = None
+        self._wake_at: datetime | None = None
+        self._changed: asyncio.Event | None = None
+        self._loop: asyncio.AbstractEventLoop | None = None
+
+    async def read_all(self, now: datetime) -> tuple[KindRead, ...]:
+        """Read every kind concurrently, each within its own time limit."""
+        reads = await asyncio.gather(*(a.read_contained(now) for a in self.adapters.values()))
+        return tuple(reads)
+
+    async def sweep(self) -> SweepResult:
+        """One sweep. Never raises for a store outage: it is recorded and announced."""
+        started = time.perf_counter()
+        now = self.clock()
+        reads = await self.read_all(now)
+        try:
+            judged, applied, deadline = await asyncio.to_thread(self._judge_and_record, reads, now)
+        except StoreError as exc:
+            result = SweepResult(
+                now, reads, {}, duration_s=time.perf_counter() - started, error=str(exc)
+            )
+            await self._after_failure(result)
+            return result
+        result = SweepResult(now, reads, judged, applied, deadline, time.perf_counter() - started)
+        await self._after_success(result)
+        return result
+
+    def _judge_and_record(
+        self, reads: tuple[KindRead, ...], now: datetime
+    ) -> tuple[dict[str, list[Judged]], Applied, datetime | None]:
+        judged = judge_reads(reads, self.specs, now)
+        live = self.store.incidents.live(list(judged))
+        changes = plan(judged, live)
+        applied = self.store.incidents.apply(changes, now) if changes else Applied()
+        runs = sum(len(items) for items in judged.values())
+        unreadable = [f"{r.kind}: {r.error}" for r in reads if not r.readable]
+        self.store.heartbeats.beat(
+            SweepBeat(self.replica, now, now, 0.0, runs, "; ".join(unreadable) or None)
+        )
+        return judged, applied, self._earliest(judged, now)
+
+    def _earliest(self, judged: Mapping[str, Sequence[Judged]], now: datetime) -> datetime | None:
+        earliest: datetime | None = None
+        for kind, items in judged.items():
+            spec = self.specs[kind]
+            for item in items:
+                deadline = next_deadline(item.run, spec)
+                if (
+                    deadline is not None
+                    and deadline > now
+                    and (earliest is None or deadline < earliest)
+                ):
+                    earliest = deadline
+        return earliest
+
+    async def _after_success(self, result: SweepResult) -> None:
+        self.latest = result
+        self.metrics.observe(result.reads, result.judged)
+        self.metrics.sweeps.labels("ok").inc()
+        self.metrics.sweep_duration.observe(result.duration_s)
+        self.metrics.supervision_working.set(1)
+        await self._announce(self.health.succeeded(result.at))
+
+    async def _after_failure(self, result: SweepResult) -> None:
+        log.warning("Sweep failed: %s", result.error, extra={"action": "sweep"})
+        self.metrics.sweeps.labels("failed").inc()
+        self.metrics.supervision_working.set(0)
+        await self._announce(self.health.failed(result.at, result.error or "unknown error"))
+
+    async def _announce(self, notice: Notice | None) -> None:
+        if notice is not None:
+            await asyncio.to_thread(self.notifier.send, notice)
+
+    def poke(self, deadline: datetime) -> None:
+        """Tell the loop about a new deadline (a run just started); safe from any thread."""
+        loop = self._loop
+        if loop is None or loop.is_closed():
+            return
+        loop.call_soon_threadsafe(self._lower_wake, deadline)
+
+    def _lower_wake(self, deadline: datetime) -> None:
+        wake = deadline + DEADLINE_SLACK
+        if self.latest is not None:
+            wake = max(wake, self.latest.at + MIN_SWEEP_GAP)
+        if self._wake_at is None or wake < self._wake_at:
+            self._wake_at = wake
+            if self._changed is not None:
+                self._changed.set()
+
+    def next_wake(self, result: SweepResult) -> datetime:
+        """When to sweep next: the next tick, or sooner when a deadline comes first."""
+        tick = result.at + timedelta(seconds=self.check_interval_s)
+        if result.next_deadline is not None and result.next_deadline + DEADLINE_SLACK < tick:
+            return result.next_deadline + DEADLINE_SLACK
+        return tick
+
+    async def run(self, stop: asyncio.Event) -> None:
+        """Sweep until ``stop`` is set; a failing sweep is logged and retried next tick."""
+        self._loop = asyncio.get_running_loop()
+        self._changed = asyncio.Event()
+        while not stop.is_set():
+            try:
+                result = await self.sweep()
+            except Exception:  # noqa: BLE001 - the loop must outlive any one sweep's bug
+                log.exception("Unexpected failure in a sweep", extra={"action": "sweep"})
+                result = SweepResult(self.clock(), (), {}, error="unexpected failure")
+            self._wake_at = self.next_wake(result)
+            await self._sleep_until_wake(stop)
+
+    async def _sleep_until_wake(self, stop: asyncio.Event) -> None:
+        assert self._changed is not None
+        while not stop.is_set():
+            assert self._wake_at is not None
+            remaining = (self._wake_at - self.clock()).total_seconds()
+            if remaining <= 0:
+                return
+            self._changed.clear()
+            waiters = {
+                asyncio.ensure_future(stop.wait()),
+                asyncio.ensure_future(self._changed.wait()),
+            }
+            _, pending = await asyncio.wait(
+                waiters, timeout=remaining, return_when=asyncio.FIRST_COMPLETED
+            )
+            for waiter in pending:
+                waiter.cancel()
+
+    def close(self) -> None:
+        """Release every adapter."""
+        for adapter in self.adapters.values():
+            adapter.close()
