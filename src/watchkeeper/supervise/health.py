@@ -14,7 +14,7 @@ import logging
 import threading
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from types import MappingProxyType, TracebackType
+from types import TracebackType
 from typing import Protocol, runtime_checkable
 
 from watchkeeper.supervise.clock import Clock, MonotonicClock, wait_until_done
@@ -163,18 +163,10 @@ class HealthMonitor:
     def report(self) -> HealthReport:
         """The latest aggregated report (checks not yet run count as healthy)."""
         reports = tuple(
-            CheckReport(
-                r.check.name, r.status, r.last, r.failures, r.critical, r.checked_at
-            )
+            CheckReport(r.check.name, r.status, r.last, r.failures, r.critical, r.checked_at)
             for r in self._checks.values()
         )
-        capped = [
-            s.status if s.critical else worst(s.status, HealthStatus.DEGRADED)
-            if s.status is HealthStatus.HEALTHY
-            else HealthStatus.DEGRADED
-            for s in reports
-        ]
-        overall = worst(*capped)
+        overall = worst(*(_contribution(r) for r in reports))
         if not self.flag.healthy:
             overall = HealthStatus.UNHEALTHY
         return HealthReport(overall, reports, self.flag.healthy, self.flag.reason, self.clock.now())
@@ -245,6 +237,8 @@ class HealthMonitor:
         await self.stop()
 
 
-def frozen_data(data: Mapping[str, object]) -> Mapping[str, object]:
-    """A read-only copy of a check's data."""
-    return MappingProxyType(dict(data))
+def _contribution(report: CheckReport) -> HealthStatus:
+    # A non-critical check can degrade the process but never take it down.
+    if report.critical or report.status is not HealthStatus.UNHEALTHY:
+        return report.status
+    return HealthStatus.DEGRADED
