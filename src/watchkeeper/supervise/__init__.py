@@ -6,6 +6,19 @@ Importable on its own, without a database or a running server.
 from __future__ import annotations
 
 from watchkeeper.supervise.backoff import Backoff
+from watchkeeper.supervise.breaker import (
+    BreakerStateChange,
+    BreakerStatistics,
+    CircuitBreaker,
+    FailureRateWindow,
+)
+from watchkeeper.supervise.breaker_state import (
+    BreakerState,
+    BreakerStateStore,
+    CircuitState,
+    FileStateStore,
+    InMemoryStateStore,
+)
 from watchkeeper.supervise.builder import SupervisorBuilder, SupervisorSpec
 from watchkeeper.supervise.clock import Clock, ManualClock, MonotonicClock, Timer, WallClock
 from watchkeeper.supervise.errors import (
@@ -28,7 +41,28 @@ from watchkeeper.supervise.events import (
     SupervisorGaveUp,
 )
 from watchkeeper.supervise.handle import ChildInfo, SupervisorHandle, SupervisorStatistics
+from watchkeeper.supervise.health import (
+    GLOBAL_HEALTH_FLAG,
+    CheckReport,
+    CheckResult,
+    HealthCheck,
+    HealthFlag,
+    HealthMonitor,
+    HealthReport,
+    HealthStatus,
+    set_healthy,
+)
+from watchkeeper.supervise.health_checks import (
+    DiskCheck,
+    GpuCheck,
+    HeartbeatBoard,
+    HeartbeatCheck,
+    HttpCheck,
+    MemoryCheck,
+)
+from watchkeeper.supervise.health_http import HealthServer, health_payload, serve_health
 from watchkeeper.supervise.policy import RestartPolicy
+from watchkeeper.supervise.reporter import ChildReporter, ReporterStatistics
 from watchkeeper.supervise.spec import (
     ChildContext,
     ChildSpec,
@@ -41,21 +75,47 @@ from watchkeeper.supervise.strategies import Strategy
 from watchkeeper.supervise.supervisor import Supervisor
 
 __all__ = [
+    "GLOBAL_HEALTH_FLAG",
     "Backoff",
+    "BreakerState",
+    "BreakerStateChange",
+    "BreakerStateStore",
+    "BreakerStatistics",
+    "CheckReport",
+    "CheckResult",
     "ChildContext",
     "ChildExited",
     "ChildHeartbeat",
     "ChildInfo",
+    "ChildReporter",
     "ChildRestarting",
     "ChildSpec",
     "ChildStarted",
+    "CircuitBreaker",
     "CircuitOpenError",
+    "CircuitState",
     "Clock",
     "ConfigurationError",
+    "DiskCheck",
     "Event",
     "ExitReason",
+    "FailureRateWindow",
+    "FileStateStore",
+    "GpuCheck",
+    "HealthCheck",
+    "HealthFlag",
+    "HealthMonitor",
+    "HealthReport",
+    "HealthServer",
+    "HealthStatus",
+    "HeartbeatBoard",
+    "HeartbeatCheck",
+    "HttpCheck",
+    "InMemoryStateStore",
     "ManualClock",
+    "MemoryCheck",
     "MonotonicClock",
+    "ReporterStatistics",
     "Restart",
     "RestartIntensityExceeded",
     "RestartPolicy",
@@ -74,6 +134,9 @@ __all__ = [
     "TreeFixedError",
     "WallClock",
     "coroutine_child",
+    "health_payload",
     "process_child",
+    "serve_health",
+    "set_healthy",
     "supervisor_child",
 ]

@@ -402,8 +402,7 @@ class Supervisor:
             self._publish_exit(slot, outcome, will_restart=False)
             return
         if not self._window.record(now):
-            self._publish_exit(slot, outcome, will_restart=False)
-            await self._give_up()
+            await self._give_up(slot, outcome)
             return
         self._publish_exit(slot, outcome, will_restart=True)
         if now - slot.started_at >= self.spec.policy.stable_s:
@@ -475,7 +474,8 @@ class Supervisor:
                 await self._child_exited(slot, outcome)
                 return
 
-    async def _give_up(self) -> None:
+    async def _give_up(self, failed: _Slot, outcome: Outcome) -> None:
+        """Announce the decision, then stop everything and fail upward."""
         policy = self.spec.policy
         logger.error(
             "supervisor %s gave up: more than %d restarts in %g s",
@@ -484,11 +484,13 @@ class Supervisor:
             policy.period_s,
             extra={"action": "give_up"},
         )
-        await self._stop_all(reason="restart intensity exceeded")
         names = tuple(s.spec.name for s in self._slots)
         self.bus.publish(
             SupervisorGaveUp(self.path, self.clock.now(), len(self._window), policy.period_s, names)
         )
+        failed.state = SlotState.DONE
+        self._publish_exit(failed, outcome, will_restart=False)
+        await self._stop_all(reason="restart intensity exceeded")
         self._finish(RestartIntensityExceeded(self.path, policy.max_restarts, policy.period_s))
 
     async def _stop_all(self, *, reason: str) -> None:
