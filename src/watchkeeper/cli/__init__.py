@@ -5,7 +5,6 @@ from __future__ import annotations
 import sys
 import traceback
 
-import click
 import typer
 
 from watchkeeper.cli import db, report, runs, serve, token
@@ -43,16 +42,14 @@ def main(argv: list[str] | None = None) -> int:
     """Run the command line; the only place an exception becomes output and an exit status."""
     debug = "--debug" in (argv if argv is not None else sys.argv)
     try:
-        app(args=argv, standalone_mode=False)
+        # Standalone mode lets Typer print usage errors itself and end with SystemExit.
+        app(args=argv, prog_name="watchkeeper")
+    except SystemExit as exc:
+        return exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
     except WatchkeeperError as exc:
         _report(exc, debug)
         return exc.exit_code
-    except click.exceptions.Exit as exc:
-        return exc.exit_code
-    except click.ClickException as exc:
-        exc.show()
-        return exc.exit_code
-    except (click.exceptions.Abort, KeyboardInterrupt):
+    except KeyboardInterrupt:
         err_console.print("aborted")
         return 130
     return 0

@@ -1,0 +1,107 @@
+"""A bad configuration ends with one clear message naming key, value and expectation."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from watchkeeper import config
+from watchkeeper.errors import ConfigError
+
+
+def test_defaults_without_a_file(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv(config.CONFIG_ENV, raising=False)
+    monkeypatch.delenv(config.DATABASE_URL_ENV, raising=False)
+    settings = config.load(None)
+    assert settings.data_dir == Path(".watchkeeper")
+    assert settings.resolved_database_url == "sqlite:///.watchkeeper/watchkeeper.db"
+    assert settings.check_interval_s == 30
+    assert settings.down_after_s == 300
+    assert settings.budget_for("chat_turn") == 600
+    assert settings.budget_for("crawl") == 180
+    assert settings.budget_for("research_session") == 180
+    assert settings.budget_for("anything_else") == 600
+
+
+def test_kind_tables_override_defaults_and_keep_adapter_options(tmp_path: Path) -> None:
+    file = tmp_path / "watchkeeper.toml"
+    file.write_text(
+        'data_dir = "state"\n'
+        "[kinds.crawl]\nbudget_s = 45\nexpected_s = 900\n"
+        '[kinds.builds]\nadapter = "sql"\nurl = "sqlite:///x.db"\nquery = "SELECT 1"\n'
+    )
+    settings = config.load(file)
+    assert settings.data_dir == tmp_path / "state"
+    assert settings.budget_for("crawl") == 45
+    kinds = settings.kind_configs()
+    assert kinds["builds"].adapter == "sql"
+    assert kinds["builds"].options == {"url": "sqlite:///x.db", "query": "SELECT 1"}
+    assert "chat_turn" in kinds
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("check_interval_s = -3\n", "check_interval_s = -3: Input should be greater than 0"),
+        ("chek_interval_s = 3\n", "unknown key 'chek_interval_s'"),
+        ("[kinds.crawl]\nbudget_s = 'soon'\n", "kinds.crawl.budget_s = 'soon'"),
+        ('database_url = "mysql://x"\n', "database_url = 'mysql://x': must be a SQLAlchemy URL"),
+        ('[ops]\nwebhook_url = "ftp://x"\n', "ops.webhook_url = 'ftp://x': must be an http"),
+        ("[kinds.Bad-Name]\n", "kind name 'Bad-Name' must be lowercase"),
+        ("check_interval_s = \n", "not valid TOML"),
+    ],
+)
+def test_bad_files_are_explained(tmp_path: Path, text: str, expected: str) -> None:
+    file = tmp_path / "watchkeeper.toml"
+    file.write_text(text)
+    with pytest.raises(ConfigError) as caught:
+        config.load(file)
+    assert expected in str(caught.value)
+    assert str(file) in str(caught.value)
+
+
+def test_missing_file_is_explained(tmp_path: Path) -> None:
+    with pytest.raises(ConfigError, match="no such configuration file"):
+        config.load(tmp_path / "nope.toml")
+
+
+def test_cli_exits_2_with_one_message_and_starts_nothing(tmp_path: Path) -> None:
+    file = tmp_path / "watchkeeper.toml"
+    file.write_text(f'data_dir = "{tmp_path / "data"}"\ndown_after_s = "never"\n')
+    result = subprocess.run(
+        [sys.executable, "-m", "watchkeeper", "--config", str(file), "serve", "--port", "1"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert result.returncode == 2
+    assert "down_after_s = 'never'" in result.stderr
+    assert "Traceback" not in result.stderr
+    assert not (tmp_path / "data").exists()
+
+
+def test_unknown_adapter_is_a_config_error(tmp_path: Path) -> None:
+    from watchkeeper.kinds import registry
+    from watchkeeper.kinds.base import AdapterContext
+
+    settings = config.parse({"kinds": {"crawl": {"adapter": "carrier_pigeon"}}})
+    with pytest.raises(ConfigError, match="kinds.crawl.adapter = 'carrier_pigeon': no such adapter"):
+        registry.build(settings, AdapterContext(settings, None))
+
+
+def test_sql_adapter_options_are_checked_at_load(tmp_path: Path) -> None:
+    from watchkeeper.kinds import registry
+    from watchkeeper.kinds.base import AdapterContext
+
+    settings = config.parse(
+        {"kinds": {"builds": {"adapter": "sql", "url": "sqlite:///x.db", "query": "DELETE FROM t"}}}
+    )
+    with pytest.raises(ConfigError, match=r"kinds\.builds\.query = 'DELETE FROM t': must be a single SELECT"):
+        registry.build(settings, AdapterContext(settings, None))
+    missing = config.parse({"kinds": {"builds": {"adapter": "sql"}}})
+    with pytest.raises(ConfigError, match="kinds.builds.url is required"):
+        registry.build(missing, AdapterContext(missing, None))
