@@ -110,9 +110,12 @@ def read_only_engine(url: str) -> Engine:
             "sqlite+pysqlite://",
             creator=lambda: _sqlite_ro(uri),
         )
+    # Keep the URL's own libpq options (a search_path, say) beside the read-only switch.
+    existing = parsed.query.get("options", "")
+    own = existing if isinstance(existing, str) else " ".join(existing)
     return create_engine(
-        url,
-        connect_args={"options": "-c default_transaction_read_only=on"},
+        parsed.difference_update_query(["options"]),
+        connect_args={"options": f"{own} -c default_transaction_read_only=on".strip()},
         pool_pre_ping=True,
         pool_size=2,
         max_overflow=2,

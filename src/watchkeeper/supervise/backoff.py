@@ -37,14 +37,16 @@ class Backoff:
         """The delay for ``attempt`` before jitter is applied."""
         if attempt < 0:
             raise ValueError("attempt counts from 0")
-        if self.initial == 0:
+        if self.initial == 0 or self.cap == 0:
             return 0.0
-        # Compare exponents in log space so a large attempt never overflows a float.
-        if self.factor > 1 and attempt * math.log(self.factor) > math.log(
-            self.cap / self.initial + 1
-        ):
+        # Decide in log space so a large attempt never overflows a float.
+        log_delay = math.log(self.initial) + attempt * math.log(self.factor)
+        if log_delay >= math.log(self.cap):
             return self.cap
-        return min(self.cap, self.initial * self.factor**attempt)
+        try:
+            return min(self.cap, self.initial * self.factor**attempt)
+        except OverflowError:
+            return min(self.cap, math.exp(log_delay))
 
     def duration(self, attempt: int) -> float:
         """The delay before restart ``attempt``, with jitter from ``random``."""
