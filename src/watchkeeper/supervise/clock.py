@@ -91,7 +91,8 @@ class ManualClock:
     """A virtual clock for tests: time stands still until :meth:`advance` moves it.
 
     Callbacks whose deadline is reached run synchronously inside ``advance``,
-    in deadline order, with ``now()`` set to their deadline.
+    in deadline order, with ``now()`` set to their deadline. A callback that is
+    already due when scheduled runs soon on the event loop.
     """
 
     def __init__(self, start: float = 0.0) -> None:
@@ -104,6 +105,9 @@ class ManualClock:
         return self._now
 
     def call_at(self, deadline: float, callback: Callable[[], None]) -> Timer:
+        if deadline <= self._now:
+            # Already due: like a real clock, run it on the loop without waiting for advance().
+            return asyncio.get_running_loop().call_soon(callback)
         timer = _ManualTimer(deadline, callback)
         heapq.heappush(self._heap, (deadline, next(self._seq), timer))
         waiters, self._waiters = self._waiters, []

@@ -143,8 +143,10 @@ async def test_restarts_spread_beyond_the_period_do_not_exceed_intensity() -> No
 
 async def test_nested_supervisor_giving_up_counts_as_one_restart_of_the_parent() -> None:
     clock = ManualClock()
-    inner = tree("inner").intensity(max_restarts=1, period_s=5.0).child(
-        coroutine_child("bad", crash_now)
+    inner = (
+        tree("inner")
+        .intensity(max_restarts=1, period_s=5.0)
+        .child(coroutine_child("bad", crash_now))
     )
     outer = (
         tree("root")
