@@ -1,0 +1,67 @@
+"""A real watchkeeper server on a free loopback port, in a thread."""
+
+from __future__ import annotations
+
+import socket
+import threading
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+
+import httpx
+import uvicorn
+
+from watchkeeper.runtime import Runtime
+from watchkeeper.server.app import create_app
+from watchkeeper.store.tokens import Role
+
+
+@dataclass
+class LiveServer:
+    """A running server, its runtime and a token of each role."""
+
+    url: str
+    runtime: Runtime
+    tokens: dict[str, str]
+
+    def client(self, role: str | None = "admin") -> httpx.Client:
+        headers = {"Authorization": f"Bearer {self.tokens[role]}"} if role else {}
+        return httpx.Client(base_url=self.url, headers=headers, timeout=10)
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port: int = sock.getsockname()[1]
+        return port
+
+
+@contextmanager
+def live_server(runtime: Runtime, *, run_supervisor: bool = False) -> Iterator[LiveServer]:
+    """Serve ``runtime`` over HTTP until the block ends."""
+    tokens = {
+        role.value: runtime.store.tokens.create(role, f"test {role.value}", runtime.clock())[1]
+        for role in Role
+    }
+    port = free_port()
+    config = uvicorn.Config(
+        create_app(runtime, run_supervisor=run_supervisor),
+        host="127.0.0.1",
+        port=port,
+        log_level="warning",
+        lifespan="on",
+    )
+    server = uvicorn.Server(config)
+    thread = threading.Thread(target=server.run, daemon=True)
+    thread.start()
+    deadline = time.monotonic() + 20
+    while not server.started:
+        if time.monotonic() > deadline or not thread.is_alive():
+            raise RuntimeError("the test server did not start")
+        time.sleep(0.01)
+    try:
+        yield LiveServer(f"http://127.0.0.1:{port}", runtime, tokens)
+    finally:
+        server.should_exit = True
+        thread.join(timeout=20)
