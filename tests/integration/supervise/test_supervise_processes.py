@@ -28,16 +28,16 @@ from watchkeeper.supervise.testing import next_event
 pytestmark = pytest.mark.anyio
 
 
-def python(code: str) -> list[str]:
-    return [sys.executable, "-c", textwrap.dedent(code)]
-
-
 NOTIFY = """
 import os, signal, subprocess, sys, time
 fd = int(os.environ["WATCHKEEPER_NOTIFY_FD"])
 def say(line):
     os.write(fd, (line + "\\n").encode())
 """
+
+
+def python(code: str, *, notify: bool = False) -> list[str]:
+    return [sys.executable, "-c", (NOTIFY if notify else "") + textwrap.dedent(code)]
 
 
 def alive(pid: int) -> bool:
@@ -59,8 +59,8 @@ def tree() -> SupervisorBuilder:
 
 
 async def test_a_crashing_process_is_restarted_with_its_exit_status() -> None:
-    sup = tree().child(process_child("crash", python("import sys; sys.exit(3)"))).build(
-        ManualClock()
+    sup = (
+        tree().child(process_child("crash", python("import sys; sys.exit(3)"))).build(ManualClock())
     )
     sub = sup.subscribe()
     handle = await sup.start()
@@ -103,9 +103,9 @@ async def test_a_sigkilled_child_is_replaced_by_a_new_live_process() -> None:
 
 async def test_ready_and_status_lines_travel_over_the_notify_pipe_and_silence_is_a_hang() -> None:
     clock = ManualClock()
-    code = NOTIFY + "say('READY=1'); say('STATUS=loaded model'); time.sleep(3600)"
+    code = "say('READY=1'); say('STATUS=loaded model'); time.sleep(3600)"
     spec = process_child(
-        "agent", python(code), notify=True, wait_ready=True, heartbeat_timeout_s=30.0
+        "agent", python(code, notify=True), notify=True, wait_ready=True, heartbeat_timeout_s=30.0
     )
     sup = tree().events(heartbeat_interval_s=0.0).child(spec).build(clock)
     sub = sup.subscribe()
@@ -125,7 +125,7 @@ async def test_ready_and_status_lines_travel_over_the_notify_pipe_and_silence_is
 
 async def test_the_grandchild_left_behind_by_a_dying_leader_is_killed_with_it() -> None:
     # The leader dies at once on SIGTERM; its grandchild ignores SIGTERM and must not survive.
-    code = NOTIFY + """
+    code = """
     grandchild = subprocess.Popen(
         [sys.executable, "-c", "import signal, time; "
          "signal.signal(signal.SIGTERM, signal.SIG_IGN); time.sleep(3600)"])
@@ -133,7 +133,7 @@ async def test_the_grandchild_left_behind_by_a_dying_leader_is_killed_with_it() 
     say("READY=1")
     time.sleep(3600)
     """
-    spec = process_child("tree", python(code), notify=True, wait_ready=True)
+    spec = process_child("tree", python(code, notify=True), notify=True, wait_ready=True)
     sup = tree().events(heartbeat_interval_s=0.0).child(spec).build(ManualClock())
     sub = sup.subscribe()
     handle = await sup.start()
@@ -147,7 +147,7 @@ async def test_the_grandchild_left_behind_by_a_dying_leader_is_killed_with_it() 
 
 async def test_a_tree_that_ignores_sigterm_is_sigkilled_after_the_shutdown_timeout() -> None:
     clock = ManualClock()
-    code = NOTIFY + """
+    code = """
     signal.signal(signal.SIGTERM, signal.SIG_IGN)  # inherited by the grandchild
     grandchild = subprocess.Popen(["sleep", "3600"])
     say(f"STATUS={grandchild.pid}")
@@ -155,7 +155,7 @@ async def test_a_tree_that_ignores_sigterm_is_sigkilled_after_the_shutdown_timeo
     time.sleep(3600)
     """
     spec = process_child(
-        "stubborn", python(code), notify=True, wait_ready=True, shutdown_timeout_s=5.0
+        "stubborn", python(code, notify=True), notify=True, wait_ready=True, shutdown_timeout_s=5.0
     )
     sup = tree().events(heartbeat_interval_s=0.0).child(spec).build(clock)
     sub = sup.subscribe()
@@ -181,9 +181,9 @@ async def test_a_missing_program_fails_the_start() -> None:
 
 
 async def test_env_and_cwd_reach_the_child(tmp_path: os.PathLike[str]) -> None:
-    code = NOTIFY + "say('STATUS=' + os.environ['GREETING'] + ' ' + os.getcwd()); time.sleep(3600)"
+    code = "say('STATUS=' + os.environ['GREETING'] + ' ' + os.getcwd()); time.sleep(3600)"
     spec = process_child(
-        "env", python(code), env={"GREETING": "hello"}, cwd=str(tmp_path), notify=True
+        "env", python(code, notify=True), env={"GREETING": "hello"}, cwd=str(tmp_path), notify=True
     )
     sup = tree().events(heartbeat_interval_s=0.0).child(spec).build(ManualClock())
     sub = sup.subscribe()
