@@ -94,7 +94,8 @@ async def test_a_sigkilled_child_is_replaced_by_a_new_live_process() -> None:
     exited = await next_event(sub, ChildExited)
     assert exited.reason == ExitReason.KILLED
     new = await next_event(sub, ChildStarted)
-    assert new.pid is not None and new.pid != old_pid
+    assert new.pid is not None
+    assert new.pid != old_pid
     assert alive(new.pid)
     assert handle.children()[0].pid == new.pid
     await handle.stop()
@@ -139,7 +140,8 @@ async def test_the_grandchild_left_behind_by_a_dying_leader_is_killed_with_it() 
     handle = await sup.start()
     grandchild = int((await next_event(sub, ChildHeartbeat)).step or "0")
     leader = handle.children()[0].pid
-    assert leader is not None and alive(grandchild)
+    assert leader is not None
+    assert alive(grandchild)
     await asyncio.wait_for(handle.stop(), 10)
     await wait_dead(leader)
     await wait_dead(grandchild)
@@ -165,7 +167,8 @@ async def test_a_tree_that_ignores_sigterm_is_sigkilled_after_the_shutdown_timeo
     assert leader is not None
     stopping = asyncio.create_task(handle.stop())
     await clock.wait_for_timers()
-    assert alive(leader) and alive(grandchild)  # SIGTERM was ignored by both
+    assert alive(leader)
+    assert alive(grandchild)
     clock.advance(5.0)
     await asyncio.wait_for(stopping, 10)
     await wait_dead(leader)
