@@ -260,7 +260,8 @@ class CircuitBreaker:
                 return _Permit(_Kind.NORMAL, current)
             self._observe(current)
             now = self._clock.now()
-            retry_at = (current.opened_at or now) + self.reset_timeout_s
+            opened_at = now if current.opened_at is None else current.opened_at
+            retry_at = opened_at + self.reset_timeout_s
             if now < retry_at:
                 raise self._rejection(current.state, retry_at, now)
             # OPEN past its timeout, or HALF_OPEN whose probe never reported back.
