@@ -163,3 +163,18 @@ def test_sweep_records_its_heartbeat(runtime: Runtime, clock: ManualClock) -> No
     assert len(beats) == 1
     assert beats[0].last_sweep_at == clock()
     assert beats[0].runs == 1
+
+
+def test_next_wake_is_the_earliest_deadline_or_the_tick(
+    runtime: Runtime, clock: ManualClock
+) -> None:
+    from datetime import timedelta
+
+    from watchkeeper.watch.supervisor import DEADLINE_SLACK
+
+    idle = sweep(runtime)
+    assert runtime.supervisor.next_wake(idle) == clock() + timedelta(seconds=30)
+    start(runtime, "soon", budget_s=5, lease_s=3600)
+    result = sweep(runtime)
+    assert result.next_deadline == clock() + timedelta(seconds=5)
+    assert runtime.supervisor.next_wake(result) == clock() + timedelta(seconds=5) + DEADLINE_SLACK

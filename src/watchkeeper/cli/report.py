@@ -13,7 +13,9 @@ app = typer.Typer(
 
 _SERVER = typer.Option(None, "--server", envvar="WATCHKEEPER_URL", help="server URL")
 _TOKEN = typer.Option(None, "--token", envvar="WATCHKEEPER_TOKEN", help="API token")
-_RUN_ID = typer.Argument(..., envvar="WATCHKEEPER_RUN_ID", help="the run's id")
+_RUN_ID = typer.Argument(
+    ..., envvar="WATCHKEEPER_RUN_ID", help="the run's id (default: $WATCHKEEPER_RUN_ID)"
+)
 
 
 def _client(server: str | None, token: str | None):  # type: ignore[no-untyped-def]
@@ -78,7 +80,7 @@ def start(
 def progress(
     kind: str = typer.Argument(...),
     run_id: str = _RUN_ID,
-    step: str | None = typer.Argument(None, help="what moved"),
+    step: str | None = typer.Option(None, "--step", "-s", help="what moved"),
     server: str | None = _SERVER,
     token: str | None = _TOKEN,
 ) -> None:
@@ -103,7 +105,7 @@ def heartbeat(
 def waiting(
     kind: str = typer.Argument(...),
     run_id: str = _RUN_ID,
-    reason: str | None = typer.Argument(None, help="what it waits for"),
+    reason: str | None = typer.Option(None, "--reason", help="what it waits for"),
     server: str | None = _SERVER,
     token: str | None = _TOKEN,
 ) -> None:

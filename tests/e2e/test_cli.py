@@ -1,0 +1,143 @@
+"""The ``watchkeeper`` command, run as a real subprocess."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import httpx
+import pytest
+
+from ..integration.server import free_port
+
+WK = [sys.executable, "-m", "watchkeeper"]
+
+
+def run(
+    *args: str, env: dict[str, str] | None = None, timeout: float = 60
+) -> subprocess.CompletedProcess[str]:
+    merged = {**os.environ, "COLUMNS": "200", **(env or {})}
+    return subprocess.run(
+        [*WK, *args], capture_output=True, text=True, timeout=timeout, env=merged, check=False
+    )
+
+
+@pytest.fixture
+def config_file(tmp_path: Path) -> Path:
+    file = tmp_path / "watchkeeper.toml"
+    file.write_text('data_dir = "data"\ncheck_interval_s = 1\n')
+    return file
+
+
+def test_db_upgrade_and_current(config_file: Path) -> None:
+    upgraded = run("--config", str(config_file), "db", "upgrade")
+    assert upgraded.returncode == 0, upgraded.stderr
+    assert "schema at 0001 (was empty)" in upgraded.stdout
+    current = run("--config", str(config_file), "db", "current")
+    assert "database: 0001; code: 0001" in current.stdout
+
+
+def test_tokens_and_local_runs(config_file: Path) -> None:
+    created = run(
+        "--config", str(config_file), "token", "create", "--role", "reporter", "--name", "ci"
+    )
+    assert created.returncode == 0, created.stderr
+    assert created.stdout.strip().splitlines()[-1].startswith("wk_")
+    listed = run("--config", str(config_file), "token", "list")
+    assert "ci" in listed.stdout and "reporter" in listed.stdout
+    bad = run("--config", str(config_file), "token", "create", "--role", "root")
+    assert bad.returncode == 1
+    assert "unknown role 'root': use one of admin, reporter, viewer" in bad.stderr
+    assert "Traceback" not in bad.stderr
+    unknown = run("--config", str(config_file), "token", "revoke", "999")
+    assert unknown.returncode == 1 and "no token 999" in unknown.stderr
+    listing = run("--config", str(config_file), "runs", "--json")
+    assert listing.returncode == 0, listing.stderr
+    assert json.loads(listing.stdout)["running"] == []
+
+
+@pytest.fixture
+def served(config_file: Path) -> Iterator[tuple[str, str]]:
+    port = free_port()
+    process = subprocess.Popen(
+        [*WK, "--config", str(config_file), "serve", "--port", str(port)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        env={**os.environ, "COLUMNS": "200"},
+    )
+    token = None
+    assert process.stdout is not None
+    for line in process.stdout:
+        if line.strip().startswith("wk_"):
+            token = line.strip()
+        if "watchkeeper serving on" in line:
+            break
+    assert token is not None, "a new data folder prints its first admin token"
+    # Keep draining the server's log so a full pipe never blocks it.
+    drain = threading.Thread(target=lambda: [None for _ in process.stdout or []], daemon=True)
+    drain.start()
+    url = f"http://127.0.0.1:{port}"
+    for _ in range(200):
+        try:
+            if httpx.get(url + "/healthz", timeout=1).status_code == 200:
+                break
+        except httpx.HTTPError:
+            pass
+        time.sleep(0.05)
+    yield url, token
+    process.send_signal(signal.SIGINT)
+    process.wait(timeout=20)
+    drain.join(timeout=5)
+    process.stdout.close()
+
+
+def test_serve_report_and_runs_end_to_end(served: tuple[str, str], config_file: Path) -> None:
+    url, token = served
+    env = {"WATCHKEEPER_URL": url, "WATCHKEEPER_TOKEN": token}
+    started = run(
+        "report", "start", "crawl", "crawl example.org", "--origin", "slack:C9/171.5", env=env
+    )
+    assert started.returncode == 0, started.stderr
+    run_id = started.stdout.strip()
+    moved = run("report", "progress", "crawl", "--step", "page 3", env={**env, "WATCHKEEPER_RUN_ID": run_id})
+    assert moved.returncode == 0, moved.stderr
+    table = run("runs", env=env)
+    assert "crawl example.org" in table.stdout
+    as_json = json.loads(run("runs", "--json", env=env).stdout)
+    assert as_json["running"][0]["run_id"] == run_id
+    assert as_json["running"][0]["step"] == "page 3"
+    failed = run("report", "fail", "crawl", run_id, "--reason", "quota exceeded", env=env)
+    assert failed.returncode == 0, failed.stderr
+    bad = run("report", "progress", "crawl", run_id, env=env)
+    assert bad.returncode == 1
+    assert "has already ended (failed)" in bad.stderr
+    assert "Traceback" not in bad.stderr
+
+
+def test_second_start_prints_no_new_token(served: tuple[str, str], config_file: Path) -> None:
+    url, token = served
+    response = httpx.get(url + "/api/v1/runs", headers={"Authorization": f"Bearer {token}"})
+    assert response.status_code == 200
+    listed = run("--config", str(config_file), "token", "list")
+    assert listed.stdout.count("first admin") == 1
+
+
+def test_unreachable_server_is_one_clear_line() -> None:
+    result = run(
+        "report",
+        "start",
+        "crawl",
+        "x",
+        env={"WATCHKEEPER_URL": "http://127.0.0.1:9", "WATCHKEEPER_TOKEN": "t"},
+    )
+    assert result.returncode == 1
+    assert "cannot reach watchkeeper at http://127.0.0.1:9" in result.stderr
+    assert "Traceback" not in result.stderr
