@@ -26,7 +26,7 @@ from watchkeeper.errors import ClientError
 
 DEFAULT_URL = "http://127.0.0.1:8750"
 URL_ENV = "WATCHKEEPER_URL"
-TOKEN_ENV = "WATCHKEEPER_TOKEN"
+TOKEN_ENV = "WATCHKEEPER_TOKEN"  # noqa: S105 - the variable's name, not a secret
 
 
 class Client:
@@ -135,7 +135,7 @@ class Client:
 
     # Reading -----------------------------------------------------------------
 
-    def runs(self, *, all: bool = False) -> dict[str, Any]:  # noqa: A002 - mirrors ?all=1
+    def runs(self, *, all: bool = False) -> dict[str, Any]:
         """What needs attention and what runs (and, with ``all``, what finished)."""
         result: dict[str, Any] = self.request("GET", "/api/v1/runs", params={"all": all})
         return result

@@ -107,7 +107,9 @@ def test_serve_report_and_runs_end_to_end(served: tuple[str, str], config_file: 
     )
     assert started.returncode == 0, started.stderr
     run_id = started.stdout.strip()
-    moved = run("report", "progress", "crawl", "--step", "page 3", env={**env, "WATCHKEEPER_RUN_ID": run_id})
+    moved = run(
+        "report", "progress", "crawl", "--step", "page 3", env={**env, "WATCHKEEPER_RUN_ID": run_id}
+    )
     assert moved.returncode == 0, moved.stderr
     table = run("runs", env=env)
     assert "crawl example.org" in table.stdout

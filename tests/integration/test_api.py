@@ -54,7 +54,9 @@ def test_report_a_run_through_its_life(api: LiveServer) -> None:
         assert body["origin"] == {"platform": "slack", "chat_id": "C1", "thread_id": "1700000000.1"}
         token0 = body["state_token"]
 
-        again = http.post("/api/v1/runs", json={"kind": "chat_turn", "run_id": "turn-1", "title": "x"})
+        again = http.post(
+            "/api/v1/runs", json={"kind": "chat_turn", "run_id": "turn-1", "title": "x"}
+        )
         assert again.status_code == 200
         assert again.json()["state_token"] == token0
 
@@ -63,12 +65,16 @@ def test_report_a_run_through_its_life(api: LiveServer) -> None:
         assert moved.json()["state_token"] != token0
         beat = http.post("/api/v1/runs/chat_turn/turn-1/heartbeat")
         assert beat.json()["state_token"] == moved.json()["state_token"]
-        assert http.post("/api/v1/runs/chat_turn/turn-1/waiting", json={"reason": "approve?"}).json()[
-            "status"
-        ] == "waiting"
+        assert (
+            http.post("/api/v1/runs/chat_turn/turn-1/waiting", json={"reason": "approve?"}).json()[
+                "status"
+            ]
+            == "waiting"
+        )
         assert http.post("/api/v1/runs/chat_turn/turn-1/progress").json()["status"] == "running"
         failed = http.post(
-            "/api/v1/runs/chat_turn/turn-1/fail", json={"reason": "model refused", "detail": "x" * 100}
+            "/api/v1/runs/chat_turn/turn-1/fail",
+            json={"reason": "model refused", "detail": "x" * 100},
         )
         assert failed.json()["failure"]["reason"] == "model refused"
         assert failed.json()["failure"]["fingerprint"]
@@ -83,7 +89,10 @@ def test_report_a_run_through_its_life(api: LiveServer) -> None:
         assert incident["condition"] == "failed"
         assert incident["origin"]["chat_id"] == "C1"
         assert [e["type"] for e in incident["events"]] == ["opened"]
-        assert http.get("/api/v1/incidents", params={"status": "open"}).json()["incidents"][0]["id"] == incident_id
+        assert (
+            http.get("/api/v1/incidents", params={"status": "open"}).json()["incidents"][0]["id"]
+            == incident_id
+        )
         assert http.get("/api/v1/runs/chat_turn/turn-1").json()["status"] == "failed"
 
 
@@ -131,8 +140,18 @@ def test_auth_roles_and_json_errors(api: LiveServer) -> None:
     ("path", "body", "status", "needle"),
     [
         ("/api/v1/runs", {"kind": "nope", "title": "t"}, 404, "unknown kind 'nope'"),
-        ("/api/v1/runs", {"kind": "crawl", "title": "t" * 501}, 422, "title is too long: at most 500"),
-        ("/api/v1/runs", {"kind": "crawl", "title": "t", "colour": 1}, 422, "unknown field 'colour'"),
+        (
+            "/api/v1/runs",
+            {"kind": "crawl", "title": "t" * 501},
+            422,
+            "title is too long: at most 500",
+        ),
+        (
+            "/api/v1/runs",
+            {"kind": "crawl", "title": "t", "colour": 1},
+            422,
+            "unknown field 'colour'",
+        ),
         ("/api/v1/runs", {"kind": "crawl"}, 422, "title is required"),
         ("/api/v1/runs", {"kind": "crawl", "title": "t", "run_id": "a/b"}, 422, "run_id"),
         ("/api/v1/runs", {"kind": "crawl", "title": "t", "budget_s": -1}, 422, "budget_s"),
@@ -162,10 +181,17 @@ def test_bad_starts_are_refused_and_store_nothing(
 
 def test_bad_moves_are_refused_and_change_nothing(api: LiveServer) -> None:
     with api.client("reporter") as http:
-        original = http.post("/api/v1/runs", json={"kind": "crawl", "run_id": "r1", "title": "t"}).json()
+        original = http.post(
+            "/api/v1/runs", json={"kind": "crawl", "run_id": "r1", "title": "t"}
+        ).json()
         cases = [
             ("/api/v1/runs/crawl/r1/progress", {"step": "s" * 2001}, 422, "at most 2000"),
-            ("/api/v1/runs/crawl/r1/fail", {"reason": "x", "detail": "d" * (64 * 1024 + 1)}, 422, "at most 65536"),
+            (
+                "/api/v1/runs/crawl/r1/fail",
+                {"reason": "x", "detail": "d" * (64 * 1024 + 1)},
+                422,
+                "at most 65536",
+            ),
             (
                 "/api/v1/runs/crawl/r1/progress",
                 {"at": (datetime.now(UTC) + timedelta(hours=1)).isoformat()},
@@ -192,7 +218,9 @@ def test_bad_moves_are_refused_and_change_nothing(api: LiveServer) -> None:
 def test_malformed_and_oversized_bodies(api: LiveServer) -> None:
     with api.client("reporter") as http:
         malformed = http.post(
-            "/api/v1/runs", content=b'{"kind": "crawl", ', headers={"Content-Type": "application/json"}
+            "/api/v1/runs",
+            content=b'{"kind": "crawl", ',
+            headers={"Content-Type": "application/json"},
         )
         assert malformed.status_code == 400
         assert malformed.json()["error"]["code"] == "malformed_json"

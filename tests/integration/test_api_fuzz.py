@@ -6,7 +6,6 @@ Bounded: about 200 generated requests across the operations.
 from __future__ import annotations
 
 from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -32,7 +31,9 @@ def fuzzed_app(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
     data = tmp_path_factory.mktemp("fuzz")
     store = Store(f"sqlite:///{data / 'watchkeeper.db'}")
     settings_ = make_settings(data, store.url)
-    runtime = Runtime.open(settings_, clock=utcnow, store=store, notifier=OpsNotifier(settings_.ops))
+    runtime = Runtime.open(
+        settings_, clock=utcnow, store=store, notifier=OpsNotifier(settings_.ops)
+    )
     _, TOKEN["admin"] = store.tokens.create(Role.ADMIN, "fuzz", utcnow())
     store.runs.start(NewRun("crawl", "known", "t", None, "none", None, None, 90), utcnow())
     app = create_app(runtime, run_supervisor=False)

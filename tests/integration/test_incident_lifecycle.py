@@ -104,7 +104,9 @@ def test_stalled_turning_stuck_resolves_one_and_opens_the_other(
     assert [i.resolution for i in resolved] == ["the work is now stuck"]
 
 
-def test_a_new_failure_fingerprint_opens_a_new_incident(runtime: Runtime, clock: ManualClock) -> None:
+def test_a_new_failure_fingerprint_opens_a_new_incident(
+    runtime: Runtime, clock: ManualClock
+) -> None:
     reports = Reports(runtime)
     start(runtime, "c6")
     reports.fail("crawl", "c6", "DNS lookup failed for host 10.0.0.7", None, None)
@@ -141,7 +143,9 @@ def test_waiting_work_never_stalls(runtime: Runtime, clock: ManualClock) -> None
     assert live(runtime) == []
 
 
-def test_slow_is_shown_in_the_overview_but_opens_nothing(runtime: Runtime, clock: ManualClock) -> None:
+def test_slow_is_shown_in_the_overview_but_opens_nothing(
+    runtime: Runtime, clock: ManualClock
+) -> None:
     import asyncio
 
     reports = Reports(runtime)

@@ -42,7 +42,9 @@ def test_start_move_and_restart(store: Store, clock: ManualClock) -> None:
     assert not changed and same.state_token == "a1v1"
     with pytest.raises(Conflict, match="already belongs to kind 'crawl'"):
         store.runs.start(new("r1", kind="chat_turn"), clock())
-    store.runs.move("crawl", "r1", clock(), {"status": "succeeded", "finished_at": clock().timestamp()})
+    store.runs.move(
+        "crawl", "r1", clock(), {"status": "succeeded", "finished_at": clock().timestamp()}
+    )
     with pytest.raises(Conflict, match="has already ended"):
         store.runs.move("crawl", "r1", clock(), {"step": "late"})
     again, changed = store.runs.start(new("r1"), clock.advance(1))

@@ -36,7 +36,8 @@ class Outage:
             return
         self._admin(
             f'ALTER DATABASE "{self.database}" ALLOW_CONNECTIONS false',
-            f"SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = '{self.database}'",
+            "SELECT pg_terminate_backend(pid) FROM pg_stat_activity "
+            f"WHERE datname = '{self.database}'",
         )
 
     def end(self) -> None:
@@ -90,7 +91,9 @@ def test_exactly_one_down_and_one_up_notice(
             down_after_s=300,
             ops={"webhook_url": hook.url + "/ops", "webhook_secret": "s3cret"},
         )
-        runtime = Runtime.open(settings, clock=clock, store=store, notifier=OpsNotifier(settings.ops))
+        runtime = Runtime.open(
+            settings, clock=clock, store=store, notifier=OpsNotifier(settings.ops)
+        )
         start(runtime, "r1")
         assert sweep(runtime).ok
 

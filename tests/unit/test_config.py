@@ -89,7 +89,9 @@ def test_unknown_adapter_is_a_config_error(tmp_path: Path) -> None:
     from watchkeeper.kinds.base import AdapterContext
 
     settings = config.parse({"kinds": {"crawl": {"adapter": "carrier_pigeon"}}})
-    with pytest.raises(ConfigError, match="kinds.crawl.adapter = 'carrier_pigeon': no such adapter"):
+    with pytest.raises(
+        ConfigError, match=r"kinds\.crawl\.adapter = 'carrier_pigeon': no such adapter"
+    ):
         registry.build(settings, AdapterContext(settings, None))
 
 
@@ -100,8 +102,10 @@ def test_sql_adapter_options_are_checked_at_load(tmp_path: Path) -> None:
     settings = config.parse(
         {"kinds": {"builds": {"adapter": "sql", "url": "sqlite:///x.db", "query": "DELETE FROM t"}}}
     )
-    with pytest.raises(ConfigError, match=r"kinds\.builds\.query = 'DELETE FROM t': must be a single SELECT"):
+    with pytest.raises(
+        ConfigError, match=r"kinds\.builds\.query = 'DELETE FROM t': must be a single SELECT"
+    ):
         registry.build(settings, AdapterContext(settings, None))
     missing = config.parse({"kinds": {"builds": {"adapter": "sql"}}})
-    with pytest.raises(ConfigError, match="kinds.builds.url is required"):
+    with pytest.raises(ConfigError, match=r"kinds\.builds\.url is required"):
         registry.build(missing, AdapterContext(missing, None))

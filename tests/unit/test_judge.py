@@ -81,7 +81,9 @@ def test_owner_that_cannot_be_told_is_never_stuck_but_can_stall() -> None:
 
 def test_waiting_work_is_never_stalled_nor_stuck() -> None:
     gone = Owner(OwnerKind.LEASE, None, False, ago(5000))
-    assert judge(run(status=RunStatus.WAITING, progress_at=ago(10**6), owner=gone), SPEC, NOW) is None
+    assert (
+        judge(run(status=RunStatus.WAITING, progress_at=ago(10**6), owner=gone), SPEC, NOW) is None
+    )
 
 
 def test_failed_carries_reason_and_fingerprint() -> None:

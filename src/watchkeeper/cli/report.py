@@ -33,7 +33,8 @@ def _parse_origin(value: str | None) -> dict[str, str] | None:
     platform, _, rest = value.partition(":")
     if platform not in {"telegram", "discord", "slack", "web"} or not rest:
         raise InvalidInput(
-            f"--origin {value!r}: write PLATFORM:CHAT[/THREAD], PLATFORM one of telegram, discord, slack, web"
+            f"--origin {value!r}: write PLATFORM:CHAT[/THREAD], "
+            "PLATFORM one of telegram, discord, slack, web"
         )
     chat, _, thread = rest.partition("/")
     origin = {"platform": platform, "chat_id": chat}

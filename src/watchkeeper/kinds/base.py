@@ -96,7 +96,7 @@ class Adapter(ABC):
             return KindRead(self.name, error=f"read timed out after {self.config.timeout_s:g} s")
         except WatchkeeperError as exc:
             return self._unreadable(exc, started)
-        except Exception as exc:  # noqa: BLE001 - an adapter's bug must not stop the sweep
+        except Exception as exc:
             log.warning(
                 "Unexpected failure reading kind %s",
                 self.name,

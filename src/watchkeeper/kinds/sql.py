@@ -42,7 +42,8 @@ from watchkeeper.kinds.base import Adapter, AdapterContext
 #: Column names the query may return, and what each means.
 COLUMNS: Mapping[str, str] = {
     "run_id": "the work's id (required)",
-    "status": "queued, running, waiting, succeeded, failed or cancelled, after status_map (required)",
+    "status": "queued, running, waiting, succeeded, failed or cancelled, "
+    "after status_map (required)",
     "title": "a short human name",
     "progress_at": "when something meaningful last changed",
     "started_at": "when the work started",

@@ -1,4 +1,4 @@
-"""Push reports: the write side of the ``push`` kind, shared by the HTTP API and in-process callers."""
+"""Push reports: the write side of the ``push`` kind, for the HTTP API and in-process callers."""
 
 from __future__ import annotations
 

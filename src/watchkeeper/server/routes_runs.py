@@ -91,7 +91,7 @@ def start_run(body: StartRun, request: Request, response: Response) -> RunOut:
 @router.get("", dependencies=[Depends(viewer)])
 async def list_runs(
     request: Request,
-    all: bool = Query(False, description="also list what finished in the last day"),  # noqa: A002
+    all: bool = Query(False, description="also list what finished in the last day"),
     limit: int = Query(500, ge=1, le=10000, description="most runs per section"),
 ) -> dict[str, Any]:
     """What needs attention, what runs, and (with ``all``) what finished in the last day."""

@@ -15,7 +15,7 @@ from watchkeeper.errors import InvalidInput, NotFound
 from watchkeeper.store.engine import translate_errors
 from watchkeeper.store.schema import api_tokens
 
-TOKEN_PREFIX = "wk_"
+TOKEN_PREFIX = "wk_"  # noqa: S105 - a prefix that makes tokens recognisable in leaks
 
 
 class Role(StrEnum):

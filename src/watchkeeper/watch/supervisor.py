@@ -175,7 +175,7 @@ class Supervisor:
         while not stop.is_set():
             try:
                 result = await self.sweep()
-            except Exception:  # noqa: BLE001 - the loop must outlive any one sweep's bug
+            except Exception:
                 log.exception("Unexpected failure in a sweep", extra={"action": "sweep"})
                 result = SweepResult(self.clock(), (), {}, error="unexpected failure")
             self._wake_at = self.next_wake(result)
