@@ -243,6 +243,7 @@ class Server:
     base_url: str
     token: str
     log: Path
+    pid: int
 
     @property
     def headers(self) -> dict[str, str]:
@@ -314,7 +315,7 @@ def serve(db_url: str, folder: Path, *, check_interval_s: float = 30.0) -> Itera
         base_url = f"http://127.0.0.1:{port}"
         try:
             _wait_ready(base_url, process, log)
-            yield Server(base_url, token, log)
+            yield Server(base_url, token, log, process.pid)
         finally:
             _stop(process)
 
