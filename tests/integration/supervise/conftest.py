@@ -67,8 +67,11 @@ def recording_server() -> Iterator[RecordingServer]:
             self.end_headers()
             self.wfile.write(payload)
 
-        do_GET = _record
-        do_POST = _record
+        def do_GET(self) -> None:
+            self._record()
+
+        def do_POST(self) -> None:
+            self._record()
 
         def log_message(self, format: str, *args: object) -> None:
             pass  # keep test output clean
