@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from sqlalchemy import (
     JSON,
+    Boolean,
     Column,
     Float,
     ForeignKey,
@@ -19,6 +20,7 @@ from sqlalchemy import (
     Table,
     Text,
     UniqueConstraint,
+    false,
 )
 
 metadata = MetaData(
@@ -82,8 +84,16 @@ incidents = Table(
     Column("origin", JSON, nullable=True),
     Column("effects", String(16), nullable=False),
     Column("episodes", Integer, nullable=False, default=1),
+    # The first decision wins: one conditional UPDATE ... WHERE decided_at IS NULL.
+    _time("decided_at"),
+    Column("decided_by", String(200), nullable=True),
+    Column("decided_via", String(32), nullable=True),
+    Column("decided_action", String(32), nullable=True),
+    # Dismissed: the same failure of the same work is never reported again.
+    Column("suppressed", Boolean, nullable=False, default=False, server_default=false()),
     UniqueConstraint("kind", "run_id", "condition", "fingerprint"),
     Index(None, "status"),
+    Index(None, "suppressed"),
 )
 
 incident_events = Table(
@@ -100,6 +110,52 @@ incident_events = Table(
     Column("type", String(32), nullable=False),
     Column("detail", String(2000), nullable=True),
     Index(None, "incident_id"),
+)
+
+# Every press on every channel, winners and losers alike: append-only.
+presses = Table(
+    "presses",
+    metadata,
+    Column("id", Integer, primary_key=True, autoincrement=True),
+    Column("incident_id", Integer, ForeignKey("incidents.id", ondelete="CASCADE"), nullable=False),
+    _time("at", nullable=False),
+    Column("actor", String(200), nullable=False),
+    Column("via", String(32), nullable=False),
+    Column("action", String(32), nullable=False),
+    Column("state_token", String(100), nullable=True),
+    Column("outcome", String(32), nullable=False),
+    Column("detail", String(2000), nullable=True),
+    Index(None, "incident_id"),
+)
+
+# The action journal: a row is committed as started before the kind's function runs.
+actions = Table(
+    "actions",
+    metadata,
+    Column("id", Integer, primary_key=True, autoincrement=True),
+    Column("incident_id", Integer, ForeignKey("incidents.id", ondelete="CASCADE"), nullable=False),
+    Column("kind", String(63), nullable=False),
+    Column("run_id", String(200), nullable=False),
+    Column("action", String(32), nullable=False),
+    Column("actor", String(200), nullable=False),
+    Column("via", String(32), nullable=False),
+    Column("status", String(16), nullable=False),
+    _time("started_at", nullable=False),
+    _time("finished_at"),
+    Column("answer", String(2000), nullable=True),
+    Column("host", String(200), nullable=False),
+    Column("pid", Integer, nullable=False),
+    Index(None, "status"),
+    Index(None, "kind", "run_id"),
+)
+
+runbook_switches = Table(
+    "runbook_switches",
+    metadata,
+    Column("name", String(64), primary_key=True),
+    Column("enabled", Boolean, nullable=False),
+    Column("updated_by", String(200), nullable=False),
+    _time("updated_at", nullable=False),
 )
 
 api_tokens = Table(

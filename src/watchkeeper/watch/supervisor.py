@@ -6,9 +6,10 @@ import asyncio
 import logging
 import socket
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
+from typing import Any
 
 from watchkeeper.clock import Clock, utcnow
 from watchkeeper.contract import KindRead, KindSpec
@@ -76,6 +77,10 @@ class Supervisor:
         self._wake_at: datetime | None = None
         self._changed: asyncio.Event | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
+        #: Work the engine does on every sweep before reading (reaping processes, say).
+        self.sweep_hooks: list[Callable[[datetime], object]] = []
+        #: Work done after incidents are recorded (runbooks, say); gets the sweep's result.
+        self.after_sweep: list[Callable[[SweepResult], object]] = []
 
     async def read_all(self, now: datetime) -> tuple[KindRead, ...]:
         """Read every kind concurrently, each within its own time limit."""
@@ -86,6 +91,7 @@ class Supervisor:
         """One sweep. Never raises for a store outage: it is recorded and announced."""
         started = time.perf_counter()
         now = self.clock()
+        await self._run_hooks(self.sweep_hooks, now)
         reads = await self.read_all(now)
         try:
             judged, applied, deadline = await asyncio.to_thread(self._judge_and_record, reads, now)
@@ -97,7 +103,15 @@ class Supervisor:
             return result
         result = SweepResult(now, reads, judged, applied, deadline, time.perf_counter() - started)
         await self._after_success(result)
+        await self._run_hooks(self.after_sweep, result)
         return result
+
+    async def _run_hooks(self, hooks: Sequence[Callable[[Any], object]], argument: object) -> None:
+        for hook in hooks:
+            try:
+                await asyncio.to_thread(hook, argument)
+            except Exception:  # noqa: BLE001 - one hook's failure must not stop supervision
+                log.exception("Sweep hook %r failed", hook, extra={"action": "sweep_hook"})
 
     def _judge_and_record(
         self, reads: tuple[KindRead, ...], now: datetime
