@@ -110,7 +110,7 @@ class Supervisor:
         for hook in hooks:
             try:
                 await asyncio.to_thread(hook, argument)
-            except Exception:  # noqa: BLE001 - one hook's failure must not stop supervision
+            except Exception:  # one hook's failure must not stop supervision
                 log.exception("Sweep hook %r failed", hook, extra={"action": "sweep_hook"})
 
     def _judge_and_record(
