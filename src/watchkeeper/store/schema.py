@@ -179,3 +179,5 @@ watch_heartbeats = Table(
     Column("runs", Integer, nullable=False),
     Column("error", String(2000), nullable=True),
 )
+
+from watchkeeper.store import schema_procs  # noqa: E402,F401 - registers its tables on metadata
