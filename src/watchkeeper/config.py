@@ -10,7 +10,7 @@ from __future__ import annotations
 import os
 import tomllib
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import (
     BaseModel,
@@ -18,6 +18,7 @@ from pydantic import (
     Field,
     ValidationError,
     field_validator,
+    model_validator,
 )
 
 from watchkeeper.errors import ConfigError
@@ -38,6 +39,35 @@ FALLBACK_BUDGET_S = 600.0
 KIND_NAME_PATTERN = r"^[a-z][a-z0-9_]{0,62}$"
 
 
+class ActionConfig(BaseModel):
+    """How a kind performs one action: an HTTP call to the owning system, or a Python function.
+
+    ``url`` may use ``{run_id}``, ``{kind}``, ``{incident_id}`` and ``{action}``.
+    """
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    method: Literal["GET", "POST", "PUT", "PATCH", "DELETE"] = "POST"
+    url: str | None = None
+    auth_header: str | None = Field(default=None, description="the Authorization header's value")
+    auth_header_env: str | None = Field(default=None, description="environment variable holding it")
+    expected_status: list[int] = Field(default_factory=lambda: [200, 201, 202, 204])
+    timeout_s: float = Field(default=10.0, gt=0, le=300)
+    entry_point: str | None = Field(default=None, description="package.module:function")
+
+    @model_validator(mode="after")
+    def _one_way(self) -> ActionConfig:
+        if (self.url is None) == (self.entry_point is None):
+            raise ValueError(
+                "set exactly one of url (an HTTP call) or entry_point (module:function)"
+            )
+        if self.url is not None and not self.url.startswith(("http://", "https://")):
+            raise ValueError("url must be an http:// or https:// URL template")
+        if self.entry_point is not None and ":" not in self.entry_point:
+            raise ValueError("entry_point must look like package.module:function")
+        return self
+
+
 class KindConfig(BaseModel):
     """One ``[kinds.NAME]`` table. Keys other than these are the adapter's options."""
 
@@ -47,6 +77,9 @@ class KindConfig(BaseModel):
     budget_s: float | None = Field(default=None, gt=0)
     expected_s: float | None = Field(default=None, gt=0)
     timeout_s: float = Field(default=10.0, gt=0, le=600)
+    actions: dict[Literal["cancel", "retry", "close_turn"], ActionConfig] = Field(
+        default_factory=dict
+    )
 
     @property
     def options(self) -> dict[str, Any]:
@@ -71,6 +104,47 @@ class OpsConfig(BaseModel):
         return value
 
 
+class AdminsConfig(BaseModel):
+    """Who may act from each chat platform, by the platform's own user id."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    slack: list[str] = Field(default_factory=list)
+    telegram: list[str] = Field(default_factory=list)
+    discord: list[str] = Field(default_factory=list)
+
+    def allows(self, platform: str, user_id: str) -> bool:
+        """Whether ``user_id`` is an admin on ``platform``."""
+        return user_id in getattr(self, platform, [])
+
+
+class RunbooksConfig(BaseModel):
+    """Automatic first steps, each off until switched on."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    retry_failed_without_effects: bool = False
+    retry_out_of_attempts: bool = False
+    close_abandoned_turns: bool = False
+
+
+class DiagnoseConfig(BaseModel):
+    """An optional OpenAI-compatible endpoint for "Ask to diagnose"."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    base_url: str | None = None
+    model: str | None = None
+    api_key_env: str | None = None
+    timeout_s: float = Field(default=20.0, gt=0, le=300)
+
+    @model_validator(mode="after")
+    def _complete(self) -> DiagnoseConfig:
+        if (self.base_url is None) != (self.model is None):
+            raise ValueError("set both base_url and model, or neither")
+        return self
+
+
 class ServerConfig(BaseModel):
     """Where ``watchkeeper serve`` listens."""
 
@@ -92,6 +166,9 @@ class Settings(BaseModel):
     kinds: dict[str, KindConfig] = Field(default_factory=dict)
     ops: OpsConfig = OpsConfig()
     server: ServerConfig = ServerConfig()
+    admins: AdminsConfig = AdminsConfig()
+    runbooks: RunbooksConfig = RunbooksConfig()
+    diagnose: DiagnoseConfig = DiagnoseConfig()
 
     @field_validator("kinds")
     @classmethod

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import cached_property
+from typing import TYPE_CHECKING
 
 from watchkeeper.clock import Clock, utcnow
 from watchkeeper.config import Settings
@@ -13,6 +15,10 @@ from watchkeeper.store import Store
 from watchkeeper.watch.overview import Overview, build
 from watchkeeper.watch.reconcile import judge_reads
 from watchkeeper.watch.supervisor import Supervisor
+
+if TYPE_CHECKING:
+    from watchkeeper.decide.decider import Decider
+    from watchkeeper.decide.runbooks import Runbooks
 
 
 @dataclass
@@ -44,7 +50,30 @@ class Runtime:
             notifier=notifier or OpsNotifier(settings.ops),
             clock=clock,
         )
-        return cls(settings, store, supervisor, clock)
+        runtime = cls(settings, store, supervisor, clock)
+        runtime.start_decisions()
+        return runtime
+
+    def start_decisions(self) -> None:
+        """Reconcile the action journal after a crash and switch runbooks into the loop."""
+        from watchkeeper.decide.journal import recover_interrupted
+
+        recover_interrupted(self.store, self.clock())
+        self.supervisor.after_sweep.append(self.runbooks.after_sweep)
+
+    @cached_property
+    def decider(self) -> Decider:
+        """Decides incidents for every channel."""
+        from watchkeeper.decide.decider import Decider
+
+        return Decider(self)
+
+    @cached_property
+    def runbooks(self) -> Runbooks:
+        """Automatic first steps."""
+        from watchkeeper.decide.runbooks import Runbooks
+
+        return Runbooks(self.decider)
 
     @property
     def push_kinds(self) -> set[str]:
@@ -57,7 +86,8 @@ class Runtime:
         reads = await self.supervisor.read_all(now)
         judged = judge_reads(reads, self.supervisor.specs, now)
         live = self.store.incidents.live(list(judged))
-        return build(reads, judged, live, now, include_finished)
+        suppressed = self.store.decisions.suppressed_keys(list(judged))
+        return build(reads, judged, live, now, include_finished, suppressed)
 
     def close(self) -> None:
         """Release adapters and pooled connections."""

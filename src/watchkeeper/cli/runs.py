@@ -62,6 +62,7 @@ def render(data: dict[str, Any], all_: bool) -> None:
         console.print(f"[bold red]unreadable[/] {item['kind']}: {item['error']}", highlight=False)
     sections = [("Needs attention", data["attention"]), ("Running", data["running"])]
     if all_:
+        sections.append(("Dealt with", data.get("dealt_with", [])))
         sections.append(("Finished in the last day", data["finished"]))
     for title, items in sections:
         table = Table(title=f"{title} ({len(items)})", title_justify="left", expand=False)
@@ -93,7 +94,14 @@ def _row(item: dict[str, Any], now: datetime) -> list[str | Text]:
         _ago(item.get("progress_at"), now),
         (item.get("step") or "")[:60],
         str(item["incident_id"]) if item.get("incident_id") else "",
+        _decided(item.get("decision")),
     ]
+
+
+def _decided(decision: dict[str, Any] | None) -> str:
+    if not decision:
+        return ""
+    return f"{decision['action']} by {decision['by']}"
 
 
 def _ago(value: str | None, now: datetime) -> str:

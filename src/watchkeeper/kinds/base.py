@@ -19,8 +19,9 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 from pydantic import BaseModel, ValidationError
 
-from watchkeeper.contract import KindRead, KindSpec, RunView
+from watchkeeper.contract import Action, KindRead, KindSpec, RunView
 from watchkeeper.errors import ConfigError, WatchkeeperError
+from watchkeeper.kinds.actions import ActionFailed, ActionRequest, perform
 
 if TYPE_CHECKING:
     from watchkeeper.config import KindConfig, Settings
@@ -60,6 +61,26 @@ class Adapter(ABC):
 
     def close(self) -> None:  # noqa: B027 - optional hook, most adapters hold nothing
         """Release what the adapter holds."""
+
+    def read_one(self, run_id: str, now: datetime) -> RunView | None:
+        """One run as it is now, or ``None``; adapters with an index may do better."""
+        return next((run for run in self.read(now) if run.run_id == run_id), None)
+
+    def capabilities(self) -> frozenset[Action]:
+        """The kind's own actions it can perform (cancel, retry, close the turn)."""
+        return frozenset(Action(name) for name in self.config.actions)
+
+    def perform(self, request: ActionRequest) -> str:
+        """Perform a kind action as configured; returns the owning system's answer."""
+        name = "retry" if request.action is Action.RETRY_CHECKED else request.action.value
+        config = self.config.actions.get(name)  # type: ignore[call-overload]
+        if config is None:
+            raise ActionFailed(f"kind {self.name} has no {name} action configured")
+        return perform(config, request)
+
+    def evidence(self, run_id: str) -> dict[str, str]:
+        """Read-only facts for a diagnosis beyond the RunView (exit status, log tail)."""
+        return {}
 
     def options(self, model: type[OptionsT]) -> OptionsT:
         """Validate this kind's adapter options, naming the key on error."""

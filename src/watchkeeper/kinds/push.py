@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from datetime import UTC, datetime, timedelta
+from typing import Any
 
 from watchkeeper.contract import (
     NO_ORIGIN,
@@ -19,6 +20,7 @@ from watchkeeper.contract import (
     RunStatus,
     RunView,
 )
+from watchkeeper.errors import WatchkeeperError
 from watchkeeper.kinds.base import Adapter
 from watchkeeper.store.runs import state_token
 
@@ -38,7 +40,31 @@ class PushAdapter(Adapter):
         store = self.context.store
         if store is None:
             raise RuntimeError("the push adapter needs watchkeeper's store")
-        rows = store.runs.rows_for_judging(self.name, now - FINISHED_WINDOW)
+        return self._views(store.runs.rows_for_judging(self.name, now - FINISHED_WINDOW), now)
+
+    def read_one(self, run_id: str, now: datetime) -> RunView | None:
+        """One push run by id, straight from the store."""
+        store = self.context.store
+        if store is None:
+            raise RuntimeError("the push adapter needs watchkeeper's store")
+        row = store.runs.row_for_judging(self.name, run_id)
+        return None if row is None else self._views([row], now)[0]
+
+    def evidence(self, run_id: str) -> dict[str, str]:
+        """The failure detail a reporter sent, if any."""
+        store = self.context.store
+        if store is None:
+            return {}
+        try:
+            run = store.runs.get(self.name, run_id)
+        except WatchkeeperError:
+            return {}
+        facts = {"attempt": str(run.attempt), "last_seen_at": run.seen_at.isoformat()}
+        if run.detail:
+            facts["detail"] = run.detail
+        return facts
+
+    def _views(self, rows: Sequence[Any], now: datetime) -> list[RunView]:
         now_s = now.timestamp()
         kind = self.name
         fromts = datetime.fromtimestamp

@@ -14,6 +14,7 @@ from watchkeeper.runtime import Runtime
 from watchkeeper.server import errors
 from watchkeeper.server.limits import BodyLimit
 from watchkeeper.server.reports import Reports
+from watchkeeper.server.routes_decide import router as decide_router
 from watchkeeper.server.routes_incidents import router as incidents_router
 from watchkeeper.server.routes_runs import router as runs_router
 from watchkeeper.server.routes_system import router as system_router
@@ -49,6 +50,7 @@ def create_app(runtime: Runtime, *, run_supervisor: bool = True) -> FastAPI:
     errors.install(app)
     app.include_router(runs_router)
     app.include_router(incidents_router)
+    app.include_router(decide_router)
     app.include_router(system_router)
     app.add_middleware(BodyLimit)
     return app

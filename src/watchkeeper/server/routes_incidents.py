@@ -7,6 +7,7 @@ from typing import Any, Literal
 from fastapi import APIRouter, Depends, Path, Query, Request
 
 from watchkeeper.clock import rfc3339
+from watchkeeper.decide.offer import label
 from watchkeeper.runtime import Runtime
 from watchkeeper.server.auth import viewer
 from watchkeeper.server.routes_runs import ERRORS
@@ -35,6 +36,16 @@ def incident_json(incident: Incident, with_events: bool = False) -> dict[str, An
         "origin": incident.origin,
         "effects": incident.effects,
         "episodes": incident.episodes,
+        "dismissed": incident.suppressed,
+        "decision": None
+        if incident.decision is None
+        else {
+            "action": incident.decision.action,
+            "label": label(incident.decision.action),
+            "by": incident.decision.actor,
+            "via": incident.decision.via,
+            "at": rfc3339(incident.decision.at),
+        },
     }
     if with_events:
         body["events"] = [

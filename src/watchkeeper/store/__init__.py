@@ -10,6 +10,7 @@ from functools import cached_property
 
 from sqlalchemy import Engine
 
+from watchkeeper.store.decisions import DecisionStore
 from watchkeeper.store.engine import is_sqlite, make_engine
 from watchkeeper.store.heartbeats import HeartbeatStore
 from watchkeeper.store.incidents import IncidentStore
@@ -43,6 +44,11 @@ class Store:
     def incidents(self) -> IncidentStore:
         """Incidents and their history."""
         return IncidentStore(self.engine)
+
+    @cached_property
+    def decisions(self) -> DecisionStore:
+        """Decisions, presses, the action journal and runbook switches."""
+        return DecisionStore(self.engine)
 
     @cached_property
     def tokens(self) -> TokenStore:

@@ -47,6 +47,16 @@ class IncidentEvent:
 
 
 @dataclass(frozen=True, slots=True)
+class Decision:
+    """Who decided an incident, how, where and when."""
+
+    action: str
+    actor: str
+    via: str
+    at: datetime
+
+
+@dataclass(frozen=True, slots=True)
 class Incident:
     """One incident as stored."""
 
@@ -64,6 +74,8 @@ class Incident:
     origin: dict[str, str] | None
     effects: str
     episodes: int
+    decision: Decision | None = None
+    suppressed: bool = False
     events: tuple[IncidentEvent, ...] = field(default=())
 
     @classmethod
@@ -85,6 +97,8 @@ class Incident:
             origin=m["origin"],
             effects=m["effects"],
             episodes=m["episodes"],
+            decision=_decision(m),
+            suppressed=bool(m["suppressed"]),
             events=events,
         )
 
@@ -123,6 +137,13 @@ class Applied:
     reopened: tuple[int, ...] = ()
     recovered: tuple[int, ...] = ()
     resolved: tuple[int, ...] = ()
+
+
+def _decision(m: Any) -> Decision | None:
+    decided_at = from_epoch(m["decided_at"])
+    if decided_at is None:
+        return None
+    return Decision(m["decided_action"], m["decided_by"], m["decided_via"], decided_at)
 
 
 def _at(value: float) -> datetime:
@@ -175,7 +196,7 @@ class IncidentStore:
         reopened: list[int] = []
         for opening in openings:
             existing = conn.execute(
-                select(incidents.c.id, incidents.c.status).where(
+                select(incidents.c.id, incidents.c.status, incidents.c.suppressed).where(
                     incidents.c.kind == opening.key.kind,
                     incidents.c.run_id == opening.key.run_id,
                     incidents.c.condition == opening.key.condition,
@@ -184,6 +205,8 @@ class IncidentStore:
             ).first()
             if existing is None:
                 opened.append(self._insert(conn, opening, at))
+            elif existing.suppressed:
+                continue  # dismissed: the same failure of the same work is never reported again
             elif existing.status != IncidentStatus.OPEN.value:
                 self._reopen(conn, existing.id, opening, at)
                 reopened.append(existing.id)
@@ -227,6 +250,11 @@ class IncidentStore:
                 resolution=None,
                 state_token=opening.state_token,
                 episodes=incidents.c.episodes + 1,
+                # A new episode needs a new decision.
+                decided_at=None,
+                decided_by=None,
+                decided_via=None,
+                decided_action=None,
             )
         )
         _event(conn, incident_id, at, "reopened", opening.reason)
@@ -278,6 +306,11 @@ class IncidentStore:
             ).all()
         history = tuple(IncidentEvent(_at(e.at), e.type, e.detail) for e in events)
         return Incident.from_row(row, history)
+
+    def add_event(self, incident_id: int, now: datetime, event_type: str, detail: str) -> None:
+        """Append one line to an incident's history."""
+        with translate_errors("recording an incident event"), self._engine.begin() as conn:
+            _event(conn, incident_id, to_epoch(now) or 0.0, event_type, detail)
 
     def count_by_status(self) -> dict[str, int]:
         """How many incidents there are in each status."""

@@ -222,6 +222,14 @@ class PushRunStore:
         with translate_errors(f"reading {kind} runs"), self._engine.connect() as conn:
             return conn.execute(statement).all()
 
+    def row_for_judging(self, kind: str, run_id: str) -> Any | None:
+        """One run's judging columns, or ``None``."""
+        statement = select(*JUDGE_COLUMNS).where(
+            push_runs.c.kind == kind, push_runs.c.run_id == run_id
+        )
+        with translate_errors(f"reading {kind} run {run_id}"), self._engine.connect() as conn:
+            return conn.execute(statement).first()
+
     def kinds_in_use(self) -> Iterable[str]:
         """Every kind name that has push runs."""
         with translate_errors("listing kinds"), self._engine.connect() as conn:

@@ -2,15 +2,15 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping, Sequence, Set
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
 from watchkeeper.clock import rfc3339
 from watchkeeper.contract import KindRead, RunView, Verdict
-from watchkeeper.store.incidents import Incident
-from watchkeeper.watch.reconcile import Judged
+from watchkeeper.store.incidents import Incident, IncidentKey
+from watchkeeper.watch.reconcile import Judged, key_of
 
 
 @dataclass(frozen=True, slots=True)
@@ -22,7 +22,8 @@ class Overview:
     running: tuple[Judged, ...]
     finished: tuple[Judged, ...]
     unreadable: tuple[KindRead, ...]
-    incident_ids: Mapping[tuple[str, str], int]
+    incidents: Mapping[tuple[str, str], Incident]
+    dealt_with: tuple[Judged, ...] = ()
 
 
 def build(
@@ -31,15 +32,32 @@ def build(
     live_incidents: Sequence[Incident],
     now: datetime,
     include_finished: bool,
+    suppressed: Set[IncidentKey] = frozenset(),
 ) -> Overview:
-    """Sort judged runs: paged verdicts first, then active work, then (optionally) ended work."""
+    """Sort judged runs: what needs a person, then active work, then (optionally) ended work.
+
+    Work whose incident was decided (or dismissed) no longer needs attention:
+    with ``include_finished`` it is listed as dealt with.
+    """
+    incidents = {
+        (i.key.kind, i.key.run_id): i
+        for i in sorted(live_incidents, key=lambda i: i.id)
+        if i.status.value == "open"
+    }
     attention: list[Judged] = []
+    dealt_with: list[Judged] = []
     running: list[Judged] = []
     finished: list[Judged] = []
     for items in judged.values():
         for item in items:
             if item.verdict is not None and item.verdict.paged:
-                attention.append(item)
+                incident = incidents.get((item.run.kind, item.run.run_id))
+                dismissed = key_of(item.run, item.verdict) in suppressed
+                if dismissed or (incident is not None and incident.decision is not None):
+                    if include_finished:
+                        dealt_with.append(item)
+                else:
+                    attention.append(item)
             elif not item.run.status.ended:
                 running.append(item)
             elif include_finished:
@@ -47,18 +65,14 @@ def build(
     attention.sort(key=lambda j: j.verdict.since if j.verdict else now)
     running.sort(key=lambda j: j.run.started_at or now, reverse=True)
     finished.sort(key=lambda j: j.run.finished_at or now, reverse=True)
-    incident_ids = {
-        (i.key.kind, i.key.run_id): i.id
-        for i in sorted(live_incidents, key=lambda i: i.id)
-        if i.status.value == "open"
-    }
     return Overview(
         now,
         tuple(attention),
         tuple(running),
         tuple(finished),
         tuple(r for r in reads if not r.readable),
-        incident_ids,
+        incidents,
+        tuple(dealt_with),
     )
 
 
@@ -99,9 +113,22 @@ def run_json(run: RunView) -> dict[str, Any]:
     }
 
 
-def judged_json(item: Judged, incident_id: int | None) -> dict[str, Any]:
+def judged_json(item: Judged, incident: Incident | None) -> dict[str, Any]:
     """One line of the runs list."""
-    return {**run_json(item.run), "verdict": verdict_json(item.verdict), "incident_id": incident_id}
+    decision = None if incident is None else incident.decision
+    return {
+        **run_json(item.run),
+        "verdict": verdict_json(item.verdict),
+        "incident_id": None if incident is None else incident.id,
+        "decision": None
+        if decision is None
+        else {
+            "action": decision.action,
+            "by": decision.actor,
+            "via": decision.via,
+            "at": rfc3339(decision.at),
+        },
+    }
 
 
 def overview_json(overview: Overview, limit: int) -> dict[str, Any]:
@@ -109,7 +136,7 @@ def overview_json(overview: Overview, limit: int) -> dict[str, Any]:
 
     def section(items: tuple[Judged, ...]) -> list[dict[str, Any]]:
         return [
-            judged_json(item, overview.incident_ids.get((item.run.kind, item.run.run_id)))
+            judged_json(item, overview.incidents.get((item.run.kind, item.run.run_id)))
             for item in items[:limit]
         ]
 
@@ -118,10 +145,12 @@ def overview_json(overview: Overview, limit: int) -> dict[str, Any]:
         "attention": section(overview.attention),
         "running": section(overview.running),
         "finished": section(overview.finished),
+        "dealt_with": section(overview.dealt_with),
         "counts": {
             "attention": len(overview.attention),
             "running": len(overview.running),
             "finished": len(overview.finished),
+            "dealt_with": len(overview.dealt_with),
         },
         "unreadable": [{"kind": r.kind, "error": r.error} for r in overview.unreadable],
     }

@@ -9,11 +9,12 @@
   after failing, when its condition turns into another one (stalled into
   stuck, say), or when the kind no longer reports the work at all.
 - An unreadable kind changes nothing: its incidents stay as they are.
+- A dismissed incident's key is never opened again.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping, Sequence, Set
 from dataclasses import dataclass
 from datetime import datetime
 
@@ -54,8 +55,12 @@ def key_of(run: RunView, verdict: Verdict) -> IncidentKey:
     return IncidentKey(run.kind, run.run_id, verdict.condition.value, verdict.fingerprint)
 
 
-def plan(judged: Mapping[str, Sequence[Judged]], live: Sequence[Incident]) -> Changes:
-    """The incident changes one sweep calls for, given the live incidents."""
+def plan(
+    judged: Mapping[str, Sequence[Judged]],
+    live: Sequence[Incident],
+    suppressed: Set[IncidentKey] = frozenset(),
+) -> Changes:
+    """The incident changes one sweep calls for, given the live and the dismissed incidents."""
     live_by_key = {incident.key: incident for incident in live}
     openings: list[Opening] = []
     token_updates: list[tuple[int, str]] = []
@@ -67,6 +72,8 @@ def plan(judged: Mapping[str, Sequence[Judged]], live: Sequence[Incident]) -> Ch
             if verdict is None or not verdict.paged:
                 continue
             key = key_of(item.run, verdict)
+            if key in suppressed:
+                continue
             existing = live_by_key.get(key)
             if existing is None or existing.status is not IncidentStatus.OPEN:
                 openings.append(_opening(key, item.run, verdict))

@@ -118,7 +118,7 @@ class Supervisor:
     ) -> tuple[dict[str, list[Judged]], Applied, datetime | None]:
         judged = judge_reads(reads, self.specs, now)
         live = self.store.incidents.live(list(judged))
-        changes = plan(judged, live)
+        changes = plan(judged, live, self.store.decisions.suppressed_keys(list(judged)))
         applied = self.store.incidents.apply(changes, now) if changes else Applied()
         runs = sum(len(items) for items in judged.values())
         unreadable = [f"{r.kind}: {r.error}" for r in reads if not r.readable]

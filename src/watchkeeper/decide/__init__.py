@@ -1,0 +1,1 @@
+"""What a button does: decisions (first wins), the action journal, runbooks, diagnosis."""

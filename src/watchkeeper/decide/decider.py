@@ -1,0 +1,274 @@
+"""One press, from any channel: checked, decided once, journalled, then carried out.
+
+The order matters. A press is recorded whatever happens to it. Only admins
+act. A press against an old state token does nothing. The decision is one
+conditional UPDATE committed together with the journal row, before the
+kind's function runs; the function's answer is journalled afterwards.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import socket
+from dataclasses import dataclass
+from enum import StrEnum
+
+from watchkeeper.contract import Action, Condition, Effects, RunView
+from watchkeeper.decide.actors import Actor, via_label
+from watchkeeper.decide.diagnose import Diagnoser
+from watchkeeper.decide.offer import DECIDING, JOURNALLED, buttons, label
+from watchkeeper.errors import InvalidInput, WatchkeeperError
+from watchkeeper.kinds.actions import ActionFailed, ActionRequest
+from watchkeeper.kinds.base import Adapter
+from watchkeeper.runtime import Runtime
+from watchkeeper.store.decisions import ActionRecord, ActionStatus, Claim, Press
+from watchkeeper.store.incidents import Decision, Incident, IncidentStatus
+
+log = logging.getLogger(__name__)
+
+
+class Outcome(StrEnum):
+    """What came of a press."""
+
+    DONE = "done"  # won, and the kind's function succeeded
+    FAILED = "failed"  # won, but the kind's function failed: the decision stands
+    DISMISSED = "dismissed"
+    DIAGNOSED = "diagnosed"
+    ALREADY_DECIDED = "already_decided"
+    STALE = "stale"
+    REFUSED = "refused"
+    NOT_OFFERED = "not_offered"
+
+
+@dataclass(frozen=True, slots=True)
+class PressResult:
+    """The answer to a press, in words and in parts."""
+
+    outcome: Outcome
+    message: str
+    incident_id: int
+    action: Action
+    decision: Decision | None = None
+    action_record: ActionRecord | None = None
+    diagnosis: str | None = None
+
+    @property
+    def won(self) -> bool:
+        """Whether this press decided the incident."""
+        return self.outcome in {Outcome.DONE, Outcome.FAILED, Outcome.DISMISSED}
+
+
+def parse_action(value: str) -> Action:
+    """An action from user input, or a message listing the valid ones."""
+    try:
+        return Action(value)
+    except ValueError:
+        valid = ", ".join(a.value for a in Action)
+        raise InvalidInput(f"unknown action {value!r}: use one of {valid}", "action") from None
+
+
+def decided_message(decision: Decision) -> str:
+    """``already decided: Retry by @ana on Slack at 14:02 UTC``."""
+    return (
+        f"already decided: {label(decision.action)} by {decision.actor} "
+        f"on {via_label(decision.via)} at {decision.at:%H:%M} UTC"
+    )
+
+
+class Decider:
+    """Decides incidents for every channel through one function."""
+
+    def __init__(self, runtime: Runtime, diagnoser: Diagnoser | None = None) -> None:
+        self.runtime = runtime
+        self.store = runtime.store
+        self.diagnoser = diagnoser or Diagnoser(runtime)
+        self.host = socket.gethostname()
+
+    def offered(self, incident: Incident, run: RunView | None = None) -> list[Action]:
+        """The buttons ``incident`` shows now."""
+        adapter = self.runtime.supervisor.adapters.get(incident.key.kind)
+        capabilities = adapter.capabilities() if adapter else frozenset()
+        effects = run.effects if run is not None else Effects(incident.effects)
+        return buttons(
+            Condition(incident.key.condition),
+            effects,
+            capabilities,
+            decided=incident.decision is not None,
+            resolved=incident.status is IncidentStatus.RESOLVED,
+        )
+
+    def press(
+        self, incident_id: int, action: Action | str, state_token: str | None, actor: Actor
+    ) -> PressResult:
+        """Handle one press; every outcome is recorded, at most one press ever wins."""
+        chosen = parse_action(action) if isinstance(action, str) else action
+        incident = self.store.incidents.get(incident_id)
+        if chosen is Action.DIAGNOSE:
+            return self._diagnose(incident, actor)
+        if not actor.is_admin:
+            why = f"only admins act: {actor.name} is not an admin on {via_label(actor.via)}"
+            return self._lose(incident, chosen, state_token, actor, Outcome.REFUSED, why)
+        if incident.decision is not None:
+            message = decided_message(incident.decision)
+            return self._lose(
+                incident, chosen, state_token, actor, Outcome.ALREADY_DECIDED, message
+            )
+        if incident.status is IncidentStatus.RESOLVED:
+            why = f"nothing to decide: the incident is resolved ({incident.resolution})"
+            return self._lose(incident, chosen, state_token, actor, Outcome.STALE, why)
+        if not state_token:
+            raise InvalidInput(
+                "state_token is required: send the token shown with the incident", "state_token"
+            )
+        adapter = self.runtime.supervisor.adapters.get(incident.key.kind)
+        run = self._current(adapter, incident)
+        moved = state_token != incident.state_token or (
+            run is not None and run.state_token != state_token
+        )
+        if moved:
+            why = "the work has moved on since this was shown (it progressed, ended or was retried); look again before acting"
+            return self._lose(incident, chosen, state_token, actor, Outcome.STALE, why)
+        offered = self.offered(incident, run)
+        if chosen not in offered:
+            names = ", ".join(label(a) for a in offered)
+            why = f"{label(chosen)} is not offered for this incident; offered: {names}"
+            return self._lose(incident, chosen, state_token, actor, Outcome.NOT_OFFERED, why)
+        return self._claim(incident, chosen, state_token, actor, adapter)
+
+    def _current(self, adapter: Adapter | None, incident: Incident) -> RunView | None:
+        if adapter is None:
+            return None
+        try:
+            return adapter.read_one(incident.key.run_id, self.runtime.clock())
+        except WatchkeeperError as exc:
+            raise WatchkeeperError(
+                f"cannot check {incident.key.kind} run {incident.key.run_id} before acting: {exc}; "
+                "try again when the kind can be read"
+            ) from exc
+
+    def _claim(
+        self,
+        incident: Incident,
+        action: Action,
+        state_token: str,
+        actor: Actor,
+        adapter: Adapter | None,
+    ) -> PressResult:
+        assert action in DECIDING
+        now = self.runtime.clock()
+        claim = Claim(
+            incident_id=incident.id,
+            action=action.value,
+            actor=actor.name,
+            via=actor.via,
+            state_token=state_token,
+            dismiss=action is Action.DISMISS,
+            journal=action in JOURNALLED,
+            host=self.host,
+            pid=os.getpid(),
+            resolution=f"dismissed by {actor.name}" if action is Action.DISMISS else None,
+        )
+        result = self.store.decisions.claim(claim, incident.key.kind, incident.key.run_id, now)
+        if not result.won:
+            return self._explain_loss(incident.id, action, state_token, actor)
+        decision = Decision(action.value, actor.name, actor.via, now)
+        if action is Action.DISMISS:
+            message = "dismissed: this failure of this work will not be reported again"
+            return PressResult(Outcome.DISMISSED, message, incident.id, action, decision)
+        assert result.action_id is not None and adapter is not None
+        return self._carry_out(incident, action, actor, adapter, result.action_id, decision)
+
+    def _carry_out(
+        self,
+        incident: Incident,
+        action: Action,
+        actor: Actor,
+        adapter: Adapter,
+        action_id: int,
+        decision: Decision,
+    ) -> PressResult:
+        request = ActionRequest(
+            action,
+            incident.key.kind,
+            incident.key.run_id,
+            incident.id,
+            actor.name,
+            actor.via,
+            incident.reason,
+        )
+        try:
+            answer = adapter.perform(request)
+            status, outcome, event = ActionStatus.DONE, Outcome.DONE, "action_done"
+        except ActionFailed as exc:
+            answer, status, outcome, event = (
+                str(exc),
+                ActionStatus.FAILED,
+                Outcome.FAILED,
+                "action_failed",
+            )
+            log.warning(
+                "Action %s on incident %d failed: %s",
+                action.value,
+                incident.id,
+                exc,
+                extra={"action": "decide"},
+            )
+        self.store.decisions.finish_action(
+            action_id, status, answer or label(action), self.runtime.clock(), event
+        )
+        record = next(
+            a for a in self.store.decisions.actions_for_incident(incident.id) if a.id == action_id
+        )
+        verb = "done" if outcome is Outcome.DONE else "failed"
+        message = f"{label(action)} {verb}: {answer}" if answer else f"{label(action)} {verb}"
+        return PressResult(outcome, message, incident.id, action, decision, record)
+
+    def _explain_loss(
+        self, incident_id: int, action: Action, state_token: str, actor: Actor
+    ) -> PressResult:
+        incident = self.store.incidents.get(incident_id)
+        if incident.decision is not None:
+            message = decided_message(incident.decision)
+            return self._lose(
+                incident, action, state_token, actor, Outcome.ALREADY_DECIDED, message
+            )
+        why = "the work has moved on since this was shown; look again before acting"
+        return self._lose(incident, action, state_token, actor, Outcome.STALE, why)
+
+    def _lose(
+        self,
+        incident: Incident,
+        action: Action,
+        state_token: str | None,
+        actor: Actor,
+        outcome: Outcome,
+        message: str,
+    ) -> PressResult:
+        now = self.runtime.clock()
+        self.store.decisions.record_press(
+            Press(
+                incident.id,
+                now,
+                actor.name,
+                actor.via,
+                action.value,
+                state_token,
+                outcome.value,
+                message,
+            )
+        )
+        return PressResult(outcome, message, incident.id, action, incident.decision)
+
+    def _diagnose(self, incident: Incident, actor: Actor) -> PressResult:
+        diagnosis = self.diagnoser.diagnose(incident)
+        now = self.runtime.clock()
+        self.store.decisions.record_press(
+            Press(incident.id, now, actor.name, actor.via, Action.DIAGNOSE.value, None,
+                  Outcome.DIAGNOSED.value, diagnosis.source)
+        )  # fmt: skip
+        self.store.incidents.add_event(incident.id, now, "diagnosis", diagnosis.text)
+        return PressResult(
+            Outcome.DIAGNOSED, diagnosis.text, incident.id, Action.DIAGNOSE, incident.decision,
+            diagnosis=diagnosis.text,
+        )  # fmt: skip

@@ -1,0 +1,70 @@
+"""Read-only evidence about an incident, gathered once for any diagnoser."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from watchkeeper.clock import rfc3339
+from watchkeeper.contract import RunView
+from watchkeeper.errors import WatchkeeperError
+from watchkeeper.redact import redact, tail
+from watchkeeper.runtime import Runtime
+from watchkeeper.store.incidents import Incident
+
+
+@dataclass(frozen=True, slots=True)
+class Evidence:
+    """What a diagnosis may look at: nothing here can change the work."""
+
+    incident: Incident
+    run: RunView | None
+    facts: dict[str, str] = field(default_factory=dict)
+    read_error: str | None = None
+
+    def run_json(self) -> dict[str, Any]:
+        """The run as a tool answer."""
+        run = self.run
+        if run is None:
+            return {"error": self.read_error or "the kind no longer reports this work"}
+        return {
+            "status": run.status.value,
+            "title": run.title,
+            "owner": {
+                "kind": run.owner.kind.value,
+                "id": run.owner.ident,
+                "alive": run.owner.alive,
+            },
+            "progress_at": rfc3339(run.progress_at),
+            "started_at": rfc3339(run.started_at),
+            "finished_at": rfc3339(run.finished_at),
+            "step": redact(run.step) if run.step else None,
+            "effects": run.effects.value,
+            "failure": None if run.failure is None else redact(run.failure.reason),
+        }
+
+    def history_json(self) -> list[dict[str, Any]]:
+        """The incident's history as a tool answer."""
+        return [
+            {"at": rfc3339(e.at), "type": e.type, "detail": redact(e.detail or "")}
+            for e in self.incident.events
+        ]
+
+    def facts_json(self) -> dict[str, str]:
+        """Extra facts (exit status, log tail), redacted."""
+        return {key: tail(value, lines=20) for key, value in self.facts.items()}
+
+
+def gather(runtime: Runtime, incident: Incident) -> Evidence:
+    """Collect evidence; a kind that cannot be read is noted, not fatal."""
+    adapter = runtime.supervisor.adapters.get(incident.key.kind)
+    if adapter is None:
+        return Evidence(
+            incident, None, read_error=f"kind {incident.key.kind} is no longer configured"
+        )
+    try:
+        run = adapter.read_one(incident.key.run_id, runtime.clock())
+        facts = adapter.evidence(incident.key.run_id)
+    except WatchkeeperError as exc:
+        return Evidence(incident, None, read_error=str(exc))
+    return Evidence(incident, run, facts)

@@ -1,0 +1,101 @@
+"""A kind's own actions as configured: an HTTP call to the owning system, or a Python function."""
+
+from __future__ import annotations
+
+import importlib
+import os
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import httpx
+
+from watchkeeper.config import ActionConfig
+from watchkeeper.contract import Action
+from watchkeeper.errors import WatchkeeperError
+
+
+class ActionFailed(WatchkeeperError):
+    """The kind's function ran and said no, or could not be reached."""
+
+
+@dataclass(frozen=True, slots=True)
+class ActionRequest:
+    """What an action function is told: which work, which incident, who pressed."""
+
+    action: Action
+    kind: str
+    run_id: str
+    incident_id: int
+    actor: str
+    via: str
+    reason: str
+
+    def as_json(self) -> dict[str, Any]:
+        """The body sent to an HTTP action."""
+        return {
+            "action": self.action.value,
+            "kind": self.kind,
+            "run_id": self.run_id,
+            "incident_id": self.incident_id,
+            "actor": self.actor,
+            "via": self.via,
+            "reason": self.reason,
+        }
+
+
+def perform(config: ActionConfig, request: ActionRequest) -> str:
+    """Run one configured action; returns the owning system's answer or raises ActionFailed."""
+    if config.entry_point is not None:
+        return _call_entry_point(config.entry_point, request)
+    return _call_http(config, request)
+
+
+def _call_entry_point(target: str, request: ActionRequest) -> str:
+    module_name, _, attribute = target.partition(":")
+    try:
+        function: Callable[[ActionRequest], object] = getattr(
+            importlib.import_module(module_name), attribute
+        )
+    except (ImportError, AttributeError) as exc:
+        raise ActionFailed(f"cannot load {target}: {exc}") from exc
+    try:
+        answer = function(request)
+    except ActionFailed:
+        raise
+    except Exception as exc:
+        raise ActionFailed(f"{target} raised {type(exc).__name__}: {exc}") from exc
+    return "" if answer is None else str(answer)
+
+
+def _call_http(config: ActionConfig, request: ActionRequest) -> str:
+    assert config.url is not None
+    url = config.url.format(
+        run_id=request.run_id,
+        kind=request.kind,
+        incident_id=request.incident_id,
+        action=request.action.value,
+    )
+    headers = {"Content-Type": "application/json"}
+    auth = config.auth_header
+    if config.auth_header_env:
+        auth = os.environ.get(config.auth_header_env)
+        if not auth:
+            raise ActionFailed(f"the environment variable {config.auth_header_env} is not set")
+    if auth:
+        headers["Authorization"] = auth
+    body = None if config.method == "GET" else request.as_json()
+    try:
+        # No automatic retries: an action may have effects, and runs at most once.
+        response = httpx.request(
+            config.method, url, json=body, headers=headers, timeout=config.timeout_s
+        )
+    except httpx.HTTPError as exc:
+        raise ActionFailed(f"{config.method} {url} failed: {exc}") from exc
+    answer = response.text.strip()[:2000]
+    if response.status_code not in config.expected_status:
+        raise ActionFailed(
+            f"{config.method} {url} answered HTTP {response.status_code}: "
+            f"{answer or response.reason_phrase}"
+        )
+    return answer or f"HTTP {response.status_code}"

@@ -1,0 +1,142 @@
+"""Pressing buttons over the API: decide, diagnose, and the runbook switches."""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from fastapi import APIRouter, Depends, Path, Request
+from fastapi.responses import JSONResponse
+from pydantic import BaseModel, ConfigDict, Field
+
+from watchkeeper.clock import rfc3339
+from watchkeeper.decide.actors import Actor
+from watchkeeper.decide.decider import Outcome, PressResult
+from watchkeeper.decide.offer import label
+from watchkeeper.decide.runbooks import RUNBOOKS
+from watchkeeper.errors import NotFound
+from watchkeeper.runtime import Runtime
+from watchkeeper.server.auth import admin, viewer
+from watchkeeper.server.routes_runs import ERRORS
+from watchkeeper.store.tokens import Role, TokenInfo
+
+router = APIRouter(tags=["decisions"], responses=ERRORS)
+
+_LOSING_STATUS = {
+    Outcome.ALREADY_DECIDED: 409,
+    Outcome.STALE: 409,
+    Outcome.REFUSED: 403,
+    Outcome.NOT_OFFERED: 422,
+}
+
+
+class DecideBody(BaseModel):
+    """``POST /api/v1/incidents/{id}/decide``."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    action: Literal["cancel", "retry", "retry_checked", "close_turn", "dismiss", "diagnose"]
+    state_token: str | None = Field(default=None, max_length=100)
+    via: Literal["api", "cli", "dashboard"] = "api"
+
+
+class RunbookBody(BaseModel):
+    """``PUT /api/v1/runbooks/{name}``."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    enabled: bool
+
+
+def actor_of(token: TokenInfo, via: str) -> Actor:
+    """An API caller as a presser: admins act, everyone may ask for a diagnosis."""
+    return Actor(f"@{token.name}", via, token.role is Role.ADMIN)
+
+
+def press_json(result: PressResult) -> dict[str, Any]:
+    """The answer to a press."""
+    decision = result.decision
+    record = result.action_record
+    return {
+        "outcome": result.outcome.value,
+        "message": result.message,
+        "incident_id": result.incident_id,
+        "action": result.action.value,
+        "decision": None
+        if decision is None
+        else {
+            "action": decision.action,
+            "label": label(decision.action),
+            "by": decision.actor,
+            "via": decision.via,
+            "at": rfc3339(decision.at),
+        },
+        "journal": None
+        if record is None
+        else {"id": record.id, "status": record.status.value, "answer": record.answer},
+        "diagnosis": result.diagnosis,
+    }
+
+
+def _answer(result: PressResult) -> JSONResponse:
+    status = _LOSING_STATUS.get(result.outcome)
+    if status is None:
+        return JSONResponse(press_json(result))
+    error = {"code": result.outcome.value, "message": result.message, "press": press_json(result)}
+    return JSONResponse({"error": error}, status_code=status)
+
+
+@router.post("/api/v1/incidents/{incident_id}/decide")
+def decide(
+    body: DecideBody,
+    request: Request,
+    incident_id: int = Path(ge=1, le=2**62),
+    token: TokenInfo = Depends(viewer),
+) -> JSONResponse:
+    """Press a button. The first decision wins everywhere; later presses are told who won."""
+    runtime: Runtime = request.app.state.runtime
+    result = runtime.decider.press(
+        incident_id, body.action, body.state_token, actor_of(token, body.via)
+    )
+    return _answer(result)
+
+
+@router.post("/api/v1/incidents/{incident_id}/diagnose")
+def diagnose(
+    request: Request,
+    incident_id: int = Path(ge=1, le=2**62),
+    token: TokenInfo = Depends(viewer),
+) -> JSONResponse:
+    """Ask to diagnose: read-only, decides nothing."""
+    runtime: Runtime = request.app.state.runtime
+    return _answer(runtime.decider.press(incident_id, "diagnose", None, actor_of(token, "api")))
+
+
+def _switch_json(switch: Any) -> dict[str, Any]:
+    return {
+        "name": switch.runbook.name,
+        "description": switch.runbook.description,
+        "action": switch.runbook.action.value,
+        "enabled": switch.enabled,
+        "source": switch.source,
+        "changed_at": rfc3339(switch.changed_at),
+    }
+
+
+@router.get("/api/v1/runbooks", dependencies=[Depends(viewer)])
+def list_runbooks(request: Request) -> dict[str, Any]:
+    """Every automatic first step and whether it is switched on."""
+    runtime: Runtime = request.app.state.runtime
+    return {"runbooks": [_switch_json(s) for s in runtime.runbooks.switches()]}
+
+
+@router.put("/api/v1/runbooks/{name}")
+def switch_runbook(
+    name: str, body: RunbookBody, request: Request, token: TokenInfo = Depends(admin)
+) -> dict[str, Any]:
+    """Switch an automatic first step on or off (admins only)."""
+    if name not in RUNBOOKS:
+        raise NotFound(f"no runbook {name!r}; known: {', '.join(RUNBOOKS)}")
+    runtime: Runtime = request.app.state.runtime
+    runtime.store.decisions.set_runbook(name, body.enabled, f"@{token.name}", runtime.clock())
+    switch = next(s for s in runtime.runbooks.switches() if s.runbook.name == name)
+    return _switch_json(switch)

@@ -1,0 +1,308 @@
+"""Decisions, presses and the action journal. The rules of who may press what live in ``decide/``.
+
+A decision is one conditional UPDATE (``... WHERE decided_at IS NULL AND
+state_token = :token``), committed together with the press that won and, for
+actions with effects, the journal row in ``started``: the journal row exists
+before the kind's function runs.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from enum import StrEnum
+
+from sqlalchemy import Connection, Engine, insert, select, update
+
+from watchkeeper.clock import from_epoch, to_epoch
+from watchkeeper.store.engine import is_sqlite, translate_errors
+from watchkeeper.store.incidents import Decision, IncidentKey, IncidentStatus, _event
+
+__all__ = [
+    "ActionRecord",
+    "ActionStatus",
+    "Claim",
+    "ClaimResult",
+    "Decision",
+    "DecisionStore",
+    "Press",
+]
+from watchkeeper.store.schema import actions, incidents, presses, runbook_switches
+
+
+class ActionStatus(StrEnum):
+    """A journal row only moves forward: started -> done / failed / interrupted."""
+
+    STARTED = "started"
+    DONE = "done"
+    FAILED = "failed"
+    INTERRUPTED = "interrupted"
+
+
+@dataclass(frozen=True, slots=True)
+class Press:
+    """One press on one incident, whatever came of it."""
+
+    incident_id: int
+    at: datetime
+    actor: str
+    via: str
+    action: str
+    state_token: str | None
+    outcome: str
+    detail: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class ActionRecord:
+    """One row of the action journal."""
+
+    id: int
+    incident_id: int
+    kind: str
+    run_id: str
+    action: str
+    actor: str
+    via: str
+    status: ActionStatus
+    started_at: datetime
+    finished_at: datetime | None
+    answer: str | None
+    host: str
+    pid: int
+
+
+@dataclass(frozen=True, slots=True)
+class Claim:
+    """What a winning press needs to journal, decided in the same transaction."""
+
+    incident_id: int
+    action: str
+    actor: str
+    via: str
+    state_token: str
+    dismiss: bool
+    journal: bool
+    host: str
+    pid: int
+    resolution: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class ClaimResult:
+    """Whether the claim won; the journal row's id when one was written."""
+
+    won: bool
+    action_id: int | None = None
+
+
+def _record(row: object) -> ActionRecord:
+    m = row._mapping  # type: ignore[attr-defined]
+    started = from_epoch(m["started_at"])
+    assert started is not None
+    return ActionRecord(
+        id=m["id"],
+        incident_id=m["incident_id"],
+        kind=m["kind"],
+        run_id=m["run_id"],
+        action=m["action"],
+        actor=m["actor"],
+        via=m["via"],
+        status=ActionStatus(m["status"]),
+        started_at=started,
+        finished_at=from_epoch(m["finished_at"]),
+        answer=m["answer"],
+        host=m["host"],
+        pid=m["pid"],
+    )
+
+
+class DecisionStore:
+    """Conditional decisions, the press history and the action journal."""
+
+    def __init__(self, engine: Engine) -> None:
+        self._engine = engine
+        self._write_options = {"sqlite_begin": "IMMEDIATE"} if is_sqlite(engine) else {}
+
+    def claim(self, claim: Claim, kind: str, run_id: str, now: datetime) -> ClaimResult:
+        """Try to decide: exactly one claim per incident wins, on every replica."""
+        at = to_epoch(now)
+        values: dict[str, object] = {
+            "decided_at": at,
+            "decided_by": claim.actor,
+            "decided_via": claim.via,
+            "decided_action": claim.action,
+            "updated_at": at,
+        }
+        if claim.dismiss:
+            values.update(
+                suppressed=True,
+                status=IncidentStatus.RESOLVED.value,
+                resolved_at=at,
+                resolution=claim.resolution,
+            )
+        statement = (
+            update(incidents)
+            .where(
+                incidents.c.id == claim.incident_id,
+                incidents.c.decided_at.is_(None),
+                incidents.c.state_token == claim.state_token,
+                incidents.c.status != IncidentStatus.RESOLVED.value,
+            )
+            .values(**values)
+        )
+        with translate_errors("deciding an incident"), self._engine.connect() as conn:
+            conn = conn.execution_options(**self._write_options)
+            with conn.begin():
+                if conn.execute(statement).rowcount != 1:
+                    return ClaimResult(False)
+                self._press(
+                    conn,
+                    Press(claim.incident_id, now, claim.actor, claim.via, claim.action,
+                          claim.state_token, "won"),
+                )  # fmt: skip
+                _event(
+                    conn,
+                    claim.incident_id,
+                    at or 0.0,
+                    "decided",
+                    f"{claim.action} by {claim.actor} via {claim.via}",
+                )
+                action_id = None
+                if claim.journal:
+                    action_id = int(
+                        conn.execute(
+                            insert(actions)
+                            .values(
+                                incident_id=claim.incident_id,
+                                kind=kind,
+                                run_id=run_id,
+                                action=claim.action,
+                                actor=claim.actor,
+                                via=claim.via,
+                                status=ActionStatus.STARTED.value,
+                                started_at=at,
+                                host=claim.host,
+                                pid=claim.pid,
+                            )
+                            .returning(actions.c.id)
+                        ).scalar_one()
+                    )
+        return ClaimResult(True, action_id)
+
+    def record_press(self, press: Press) -> None:
+        """Append a press that did not win (refused, stale, already decided, diagnosed)."""
+        with translate_errors("recording a press"), self._engine.begin() as conn:
+            self._press(conn, press)
+
+    def _press(self, conn: Connection, press: Press) -> None:
+        conn.execute(
+            insert(presses).values(
+                incident_id=press.incident_id,
+                at=to_epoch(press.at),
+                actor=press.actor[:200],
+                via=press.via[:32],
+                action=press.action[:32],
+                state_token=press.state_token[:100] if press.state_token else None,
+                outcome=press.outcome,
+                detail=press.detail[:2000] if press.detail else None,
+            )
+        )
+
+    def finish_action(
+        self, action_id: int, status: ActionStatus, answer: str, now: datetime, event: str
+    ) -> bool:
+        """Move a started journal row to done or failed; False when it had already moved."""
+        at = to_epoch(now)
+        with translate_errors("finishing an action"), self._engine.begin() as conn:
+            row = conn.execute(select(actions.c.incident_id).where(actions.c.id == action_id)).one()
+            moved = conn.execute(
+                update(actions)
+                .where(actions.c.id == action_id, actions.c.status == ActionStatus.STARTED.value)
+                .values(status=status.value, finished_at=at, answer=answer[:2000])
+            ).rowcount
+            if moved:
+                _event(conn, row.incident_id, at or 0.0, event, answer)
+        return bool(moved)
+
+    def started_actions(self) -> list[ActionRecord]:
+        """Journal rows still in ``started``."""
+        with translate_errors("reading the action journal"), self._engine.connect() as conn:
+            rows = conn.execute(
+                select(actions).where(actions.c.status == ActionStatus.STARTED.value)
+            ).all()
+        return [_record(row) for row in rows]
+
+    def interrupt(self, action_id: int, now: datetime, note: str) -> bool:
+        """Mark a started row interrupted (never to be run again) and tell the incident."""
+        return self.finish_action(
+            action_id, ActionStatus.INTERRUPTED, note, now, "action_interrupted"
+        )
+
+    def actions_for_incident(self, incident_id: int) -> list[ActionRecord]:
+        """The journal of one incident, oldest first."""
+        statement = (
+            select(actions).where(actions.c.incident_id == incident_id).order_by(actions.c.id)
+        )
+        with translate_errors("reading the action journal"), self._engine.connect() as conn:
+            return [_record(row) for row in conn.execute(statement)]
+
+    def actions_for_work(
+        self, kind: str, run_id: str, since: datetime | None = None
+    ) -> list[ActionRecord]:
+        """The journal of one piece of work, optionally since a time."""
+        statement = select(actions).where(actions.c.kind == kind, actions.c.run_id == run_id)
+        if since is not None:
+            statement = statement.where(actions.c.started_at >= to_epoch(since))
+        with translate_errors("reading the action journal"), self._engine.connect() as conn:
+            return [_record(row) for row in conn.execute(statement.order_by(actions.c.id))]
+
+    def presses_for(self, incident_id: int) -> list[Press]:
+        """Every press on an incident, oldest first."""
+        statement = (
+            select(presses).where(presses.c.incident_id == incident_id).order_by(presses.c.id)
+        )
+        with translate_errors("reading presses"), self._engine.connect() as conn:
+            rows = conn.execute(statement).all()
+        result = []
+        for r in rows:
+            at = from_epoch(r.at)
+            assert at is not None
+            result.append(
+                Press(
+                    r.incident_id, at, r.actor, r.via, r.action, r.state_token, r.outcome, r.detail
+                )
+            )
+        return result
+
+    def suppressed_keys(self, kinds: Sequence[str]) -> set[IncidentKey]:
+        """Keys of dismissed incidents: never reported again."""
+        statement = select(
+            incidents.c.kind, incidents.c.run_id, incidents.c.condition, incidents.c.fingerprint
+        ).where(incidents.c.suppressed.is_(True), incidents.c.kind.in_(list(kinds)))
+        with translate_errors("reading dismissed incidents"), self._engine.connect() as conn:
+            return {IncidentKey(*row) for row in conn.execute(statement)}
+
+    def runbook_switches(self) -> dict[str, tuple[bool, str, datetime]]:
+        """Switches set over the API: name -> (enabled, by whom, when)."""
+        with translate_errors("reading runbook switches"), self._engine.connect() as conn:
+            rows = conn.execute(select(runbook_switches)).all()
+        result = {}
+        for row in rows:
+            at = from_epoch(row.updated_at)
+            assert at is not None
+            result[row.name] = (bool(row.enabled), row.updated_by, at)
+        return result
+
+    def set_runbook(self, name: str, enabled: bool, by: str, now: datetime) -> None:
+        """Switch a runbook on or off (an upsert written portably)."""
+        values = {"enabled": enabled, "updated_by": by[:200], "updated_at": to_epoch(now)}
+        with translate_errors("switching a runbook"), self._engine.connect() as conn:
+            conn = conn.execution_options(**self._write_options)
+            with conn.begin():
+                moved = conn.execute(
+                    update(runbook_switches).where(runbook_switches.c.name == name).values(**values)
+                ).rowcount
+                if not moved:
+                    conn.execute(insert(runbook_switches).values(name=name, **values))
