@@ -130,8 +130,9 @@ async def test_the_monitor_runs_checks_every_interval() -> None:
         for expected in (2, 3):
             await clock.wait_for_timers()
             clock.advance(10.0)
-            while check.runs < expected:
-                await asyncio.sleep(0)
+            async with asyncio.timeout(10):
+                while check.runs < expected:
+                    await asyncio.sleep(0)
         assert check.runs == 3
 
 
