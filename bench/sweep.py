@@ -32,7 +32,7 @@ import random
 import statistics
 import tempfile
 import time
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterator
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -43,13 +43,12 @@ from sqlalchemy.engine import make_url
 import _common as common
 from watchkeeper.clock import ManualClock
 from watchkeeper.config import DEFAULT_BUDGETS
-from watchkeeper.judge import next_deadline
 from watchkeeper.runtime import Runtime
 from watchkeeper.store import Store
 from watchkeeper.store.heartbeats import SweepBeat
 from watchkeeper.store.incidents import Applied
 from watchkeeper.store.runs import JUDGE_COLUMNS
-from watchkeeper.watch.reconcile import Judged, judge_reads, plan
+from watchkeeper.watch.reconcile import judge_reads, plan
 
 KINDS = ("chat_turn", "swarm_task", "document_job", "research_session", "crawl")
 NOW = datetime(2026, 1, 5, 12, 0, 0, tzinfo=UTC)
@@ -216,7 +215,7 @@ async def timed_sweep(runtime: Runtime) -> tuple[float, Applied, int]:
     elapsed = time.perf_counter() - started
     if not result.ok:
         raise RuntimeError(f"the sweep failed: {result.error}")
-    runs = sum(len(items) for items in result.judged.values())
+    runs = sum(read.considered for read in result.reads if read.readable)
     return elapsed, result.applied, runs
 
 
@@ -225,17 +224,20 @@ async def breakdown(runtime: Runtime, now: datetime) -> dict[str, float]:
     supervisor = runtime.supervisor
     store = runtime.store
     parts: dict[str, float] = {}
+    live = _timed(parts, "read live incidents", lambda: store.incidents.live(list(KINDS)))
     started = time.perf_counter()
-    reads = await supervisor.read_all(now)
-    parts["read (5 kinds concurrently)"] = time.perf_counter() - started
+    reads = await supervisor.read_for_sweep(now, live)
+    parts["sweep read (5 kinds concurrently)"] = time.perf_counter() - started
     judged = _timed(parts, "judge", lambda: judge_reads(reads, supervisor.specs, now))
-    live = _timed(parts, "read live incidents", lambda: store.incidents.live(list(judged)))
-    changes = _timed(parts, "plan", lambda: plan(judged, live))
+    suppressed = _timed(
+        parts, "read dismissed keys", lambda: store.decisions.suppressed_keys(list(judged))
+    )
+    changes = _timed(parts, "plan", lambda: plan(judged, live, suppressed))
     _timed(parts, "write incidents", lambda: store.incidents.apply(changes, now))
-    runs = sum(len(items) for items in judged.values())
+    runs = sum(read.considered for read in reads)
     beat = SweepBeat(supervisor.replica, now, now, 0.0, runs, None)
     _timed(parts, "write heartbeat", lambda: store.heartbeats.beat(beat))
-    _timed(parts, "next deadline", lambda: _earliest(judged, supervisor.specs, now))
+    _timed(parts, "next deadline", lambda: supervisor.earliest(reads, judged, now))
     parts["total"] = sum(parts.values())
     return parts
 
@@ -245,15 +247,6 @@ def _timed(parts: dict[str, float], name: str, call: Any) -> Any:
     result = call()
     parts[name] = time.perf_counter() - started
     return result
-
-
-def _earliest(
-    judged: Mapping[str, Sequence[Judged]], specs: Mapping[str, Any], now: datetime
-) -> datetime | None:
-    deadlines = (
-        next_deadline(item.run, specs[kind]) for kind, items in judged.items() for item in items
-    )
-    return min((d for d in deadlines if d is not None and d > now), default=None)
 
 
 def read_split(runtime: Runtime, now: datetime) -> dict[str, float]:
@@ -269,7 +262,10 @@ def read_split(runtime: Runtime, now: datetime) -> dict[str, float]:
     for kind in KINDS:
         runtime.supervisor.adapters[kind].read(now)
     views_s = time.perf_counter() - started
-    return {"rows via SQLAlchemy (sequential)": rows_s, "rows + RunViews (sequential)": views_s}
+    return {
+        "full read, rows via SQLAlchemy (sequential)": rows_s,
+        "full read, rows + RunViews (sequential)": views_s,
+    }
 
 
 def clear_incidents(store: Store) -> None:

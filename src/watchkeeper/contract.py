@@ -165,13 +165,25 @@ class Verdict:
 
 @dataclass(frozen=True, slots=True)
 class KindRead:
-    """The outcome of reading one kind: its runs, or why it could not be read."""
+    """The outcome of reading one kind: its runs, or why it could not be read.
+
+    A sweep read may leave out runs the adapter can show to be fine (an index
+    answered "nothing wrong here"): ``total`` then counts every run considered
+    and ``deadline`` is the earliest future deadline among those left out.
+    """
 
     kind: str
     runs: tuple[RunView, ...] = ()
     error: str | None = None
     duration_s: float = 0.0
     extra: dict[str, str] = field(default_factory=dict)
+    total: int | None = None
+    deadline: datetime | None = None
+
+    @property
+    def considered(self) -> int:
+        """How many runs this read covered, shown or not."""
+        return len(self.runs) if self.total is None else self.total
 
     @property
     def readable(self) -> bool:

@@ -81,11 +81,12 @@ def _slow(run: RunView, spec: KindSpec, now: datetime) -> Verdict | None:
     return Verdict(Condition.SLOW, since, f"running longer than the expected {expected:g} s")
 
 
-def next_deadline(run: RunView, spec: KindSpec) -> datetime | None:
-    """The earliest moment the verdict on ``run`` could change without new reports.
+def next_deadline(run: RunView, spec: KindSpec, now: datetime) -> datetime | None:
+    """The earliest moment after ``now`` the verdict on ``run`` could change without new reports.
 
     The supervisor loop sleeps until the earliest deadline over all runs, so a
-    budget that runs out is judged promptly instead of at the next tick.
+    budget that runs out is judged promptly instead of at the next tick. A
+    stalled run still has a deadline: its lease running out makes it stuck.
     """
     if run.status.ended or run.status is RunStatus.WAITING or not _is_owned(run):
         return None
@@ -98,4 +99,5 @@ def next_deadline(run: RunView, spec: KindSpec) -> datetime | None:
     expected = expected_of(run, spec)
     if expected is not None and run.started_at is not None:
         candidates.append(run.started_at + timedelta(seconds=expected))
-    return min(candidates) if candidates else None
+    future = [moment for moment in candidates if moment > now]
+    return min(future) if future else None

@@ -134,11 +134,16 @@ def test_queued_and_leased_work_with_lapsed_lease_is_stuck() -> None:
 
 def test_next_deadline_is_the_earliest_of_lease_budget_and_expected() -> None:
     work = run(progress_at=ago(10), expected_s=500)
-    assert next_deadline(work, SPEC) == ALIVE.expires_at
+    assert next_deadline(work, SPEC, NOW) == ALIVE.expires_at
     long_lease = replace(ALIVE, expires_at=NOW + timedelta(hours=1))
-    assert next_deadline(replace(work, owner=long_lease), SPEC) == ago(10) + timedelta(seconds=180)
+    assert next_deadline(replace(work, owner=long_lease), SPEC, NOW) == ago(10) + timedelta(seconds=180)
+
+
+def test_stalled_work_still_has_its_lease_deadline() -> None:
+    stalled = run(progress_at=ago(500))
+    assert next_deadline(stalled, SPEC, NOW) == ALIVE.expires_at
 
 
 def test_no_deadline_for_waiting_or_ended_work() -> None:
-    assert next_deadline(run(status=RunStatus.WAITING), SPEC) is None
-    assert next_deadline(run(status=RunStatus.SUCCEEDED), SPEC) is None
+    assert next_deadline(run(status=RunStatus.WAITING), SPEC, NOW) is None
+    assert next_deadline(run(status=RunStatus.SUCCEEDED), SPEC, NOW) is None

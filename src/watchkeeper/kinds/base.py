@@ -9,10 +9,11 @@ unreadable with its error and never delays or breaks the others.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import logging
 import time
 from abc import ABC, abstractmethod
-from collections.abc import Sequence
+from collections.abc import Sequence, Set
 from dataclasses import dataclass
 from datetime import datetime
 from typing import TYPE_CHECKING, Any, TypeVar
@@ -59,6 +60,15 @@ class Adapter(ABC):
         Runs in a worker thread; raise any exception to report the kind unreadable.
         """
 
+    def read_for_sweep(self, now: datetime, watched: Set[str]) -> KindRead:
+        """What a sweep needs: every run that may have a verdict, plus the ``watched`` ones.
+
+        The default reads everything. An adapter whose store can find
+        candidates cheaply returns only those, with ``total`` and ``deadline``
+        covering the rest; ``judge`` still decides every verdict.
+        """
+        return KindRead(self.name, tuple(self.read(now)))
+
     def close(self) -> None:  # noqa: B027 - optional hook, most adapters hold nothing
         """Release what the adapter holds."""
 
@@ -104,15 +114,26 @@ class Adapter(ABC):
                     problems.append(f"kinds.{self.name}.{key} = {value!r}: {message}")
             raise ConfigError("\n".join(problems)) from None
 
-    async def read_contained(self, now: datetime) -> KindRead:
-        """Read within the kind's time limit; any failure becomes an unreadable result."""
+    def _read_all(self, now: datetime) -> KindRead:
+        return KindRead(self.name, tuple(self.read(now)))
+
+    async def read_contained(self, now: datetime, watched: Set[str] | None = None) -> KindRead:
+        """Read within the kind's time limit; any failure becomes an unreadable result.
+
+        With ``watched`` (run ids that have live incidents) this is a sweep read.
+        """
         started = time.perf_counter()
         if self._in_flight is not None and not self._in_flight.done():
             return KindRead(self.name, error="the previous read has not finished yet")
         loop = asyncio.get_running_loop()
-        self._in_flight = loop.run_in_executor(None, self.read, now)
+        if watched is None:
+            self._in_flight = loop.run_in_executor(None, self._read_all, now)
+        else:
+            self._in_flight = loop.run_in_executor(None, self.read_for_sweep, now, watched)
         try:
-            runs = await asyncio.wait_for(asyncio.shield(self._in_flight), self.config.timeout_s)
+            read: KindRead = await asyncio.wait_for(
+                asyncio.shield(self._in_flight), self.config.timeout_s
+            )
         except TimeoutError:
             return KindRead(self.name, error=f"read timed out after {self.config.timeout_s:g} s")
         except WatchkeeperError as exc:
@@ -125,7 +146,7 @@ class Adapter(ABC):
                 extra={"action": "read_kind"},
             )
             return self._unreadable(exc, started)
-        return KindRead(self.name, tuple(runs), duration_s=time.perf_counter() - started)
+        return dataclasses.replace(read, duration_s=time.perf_counter() - started)
 
     def _unreadable(self, exc: BaseException, started: float) -> KindRead:
         message = str(exc).strip() or type(exc).__name__

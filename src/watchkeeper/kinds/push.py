@@ -6,12 +6,13 @@ within ``lease_s``. A lapsed lease makes running work stuck.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Sequence, Set
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from watchkeeper.contract import (
     NO_ORIGIN,
+    KindRead,
     Effects,
     Failure,
     Origin,
@@ -22,6 +23,7 @@ from watchkeeper.contract import (
 )
 from watchkeeper.errors import WatchkeeperError
 from watchkeeper.kinds.base import Adapter
+from watchkeeper.store import Store
 from watchkeeper.store.runs import state_token
 
 #: Ended runs stay visible (and their incidents reconcilable) this long.
@@ -41,6 +43,28 @@ class PushAdapter(Adapter):
         if store is None:
             raise RuntimeError("the push adapter needs watchkeeper's store")
         return self._views(store.runs.rows_for_judging(self.name, now - FINISHED_WINDOW), now)
+
+    def read_for_sweep(self, now: datetime, watched: Set[str]) -> KindRead:
+        """Only the runs that may have a verdict (and the watched ones), found by the store."""
+        store = self._store()
+        found = store.runs.sweep_rows(
+            self.name,
+            now,
+            now - FINISHED_WINDOW,
+            self.spec.budget_s,
+            self.spec.expected_s,
+            watched,
+        )
+        deadline = None if found.deadline is None else datetime.fromtimestamp(found.deadline, UTC)
+        return KindRead(
+            self.name, tuple(self._views(found.rows, now)), total=found.total, deadline=deadline
+        )
+
+    def _store(self) -> Store:
+        store = self.context.store
+        if store is None:
+            raise RuntimeError("the push adapter needs watchkeeper's store")
+        return store
 
     def read_one(self, run_id: str, now: datetime) -> RunView | None:
         """One push run by id, straight from the store."""

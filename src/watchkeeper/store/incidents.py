@@ -192,50 +192,74 @@ class IncidentStore:
     def _open(
         self, conn: Connection, openings: Sequence[Opening], at: float
     ) -> tuple[list[int], list[int]]:
-        opened: list[int] = []
+        existing = self._existing(conn, [o.key for o in openings])
+        fresh = [o for o in openings if o.key not in existing]
+        opened = self._insert_many(conn, fresh, at)
         reopened: list[int] = []
         for opening in openings:
-            existing = conn.execute(
-                select(incidents.c.id, incidents.c.status, incidents.c.suppressed).where(
-                    incidents.c.kind == opening.key.kind,
-                    incidents.c.run_id == opening.key.run_id,
-                    incidents.c.condition == opening.key.condition,
-                    incidents.c.fingerprint == opening.key.fingerprint,
-                )
-            ).first()
-            if existing is None:
-                opened.append(self._insert(conn, opening, at))
-            elif existing.suppressed:
-                continue  # dismissed: the same failure of the same work is never reported again
-            elif existing.status != IncidentStatus.OPEN.value:
-                self._reopen(conn, existing.id, opening, at)
-                reopened.append(existing.id)
+            found = existing.get(opening.key)
+            if found is None or found.suppressed:
+                continue  # new (inserted above), or dismissed: never reported again
+            if found.status != IncidentStatus.OPEN.value:
+                self._reopen(conn, found.id, opening, at)
+                reopened.append(found.id)
         return opened, reopened
 
-    def _insert(self, conn: Connection, opening: Opening, at: float) -> int:
-        result = conn.execute(
-            insert(incidents)
-            .values(
-                kind=opening.key.kind,
-                run_id=opening.key.run_id,
-                condition=opening.key.condition,
-                fingerprint=opening.key.fingerprint,
-                status=IncidentStatus.OPEN.value,
-                title=opening.title,
-                reason=opening.reason,
-                since=to_epoch(opening.since),
-                opened_at=at,
-                updated_at=at,
-                state_token=opening.state_token,
-                origin=opening.origin,
-                effects=opening.effects,
-                episodes=1,
+    def _existing(self, conn: Connection, keys: Sequence[IncidentKey]) -> dict[IncidentKey, Any]:
+        found: dict[IncidentKey, Any] = {}
+        wanted = set(keys)
+        run_ids = sorted({key.run_id for key in keys})
+        for chunk in range(0, len(run_ids), 500):
+            rows = conn.execute(
+                select(
+                    incidents.c.id,
+                    incidents.c.kind,
+                    incidents.c.run_id,
+                    incidents.c.condition,
+                    incidents.c.fingerprint,
+                    incidents.c.status,
+                    incidents.c.suppressed,
+                ).where(incidents.c.run_id.in_(run_ids[chunk : chunk + 500]))
             )
-            .returning(incidents.c.id)
+            for row in rows:
+                key = IncidentKey(row.kind, row.run_id, row.condition, row.fingerprint)
+                if key in wanted:
+                    found[key] = row
+        return found
+
+    def _insert_many(self, conn: Connection, openings: Sequence[Opening], at: float) -> list[int]:
+        if not openings:
+            return []
+        rows = [
+            {
+                "kind": o.key.kind,
+                "run_id": o.key.run_id,
+                "condition": o.key.condition,
+                "fingerprint": o.key.fingerprint,
+                "status": IncidentStatus.OPEN.value,
+                "title": o.title,
+                "reason": o.reason,
+                "since": to_epoch(o.since),
+                "opened_at": at,
+                "updated_at": at,
+                "state_token": o.state_token,
+                "origin": o.origin,
+                "effects": o.effects,
+                "episodes": 1,
+                "suppressed": False,
+            }
+            for o in openings
+        ]
+        statement = insert(incidents).returning(incidents.c.id, sort_by_parameter_order=True)
+        ids = [int(row.id) for row in conn.execute(statement, rows)]
+        conn.execute(
+            insert(incident_events),
+            [
+                {"incident_id": i, "at": at, "type": "opened", "detail": o.reason[:2000]}
+                for i, o in zip(ids, openings, strict=True)
+            ],
         )
-        incident_id = int(result.scalar_one())
-        _event(conn, incident_id, at, "opened", opening.reason)
-        return incident_id
+        return ids
 
     def _reopen(self, conn: Connection, incident_id: int, opening: Opening, at: float) -> None:
         conn.execute(

@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Collection, Iterable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import Engine, Row, and_, insert, select, update
+from sqlalchemy import Engine, Row, and_, case, func, insert, select, update
 
 from watchkeeper.clock import from_epoch, to_epoch
 from watchkeeper.contract import ACTIVE_STATUSES, RunStatus
@@ -108,6 +108,15 @@ class PushRun:
             failure_fingerprint=m["failure_fingerprint"],
             detail=m["detail"],
         )
+
+
+@dataclass(frozen=True, slots=True)
+class SweepRows:
+    """A sweep's read of one push kind: candidate rows, how many runs in all, next deadline."""
+
+    rows: Sequence[Any]
+    total: int
+    deadline: float | None
 
 
 def state_token(attempt: int, version: int) -> str:
@@ -221,6 +230,45 @@ class PushRunStore:
         )
         with translate_errors(f"reading {kind} runs"), self._engine.connect() as conn:
             return conn.execute(statement).all()
+
+    def sweep_rows(
+        self,
+        kind: str,
+        now: datetime,
+        finished_since: datetime,
+        budget_s: float,
+        expected_s: float | None,
+        watched: Collection[str],
+    ) -> SweepRows:
+        """Candidates for a verdict, the watched runs, and a summary of all the others.
+
+        A candidate is a run the judge might flag: failed, or running with a
+        lapsed lease, an exhausted budget or an overrun expectation. The rules
+        here are a superset of the judge's, so it still decides every verdict.
+        """
+        at, since = to_epoch(now), to_epoch(finished_since)
+        c = push_runs.c
+        running = c.status == RunStatus.RUNNING.value
+        budget_end = c.progress_at + func.coalesce(c.budget_s, budget_s)
+        expected_end = c.started_at + func.coalesce(c.expected_s, expected_s)
+        lease_end = c.seen_at + c.lease_s
+        flagged = ((c.status == RunStatus.FAILED.value) & (c.finished_at >= since)) | (
+            running & ((lease_end <= at) | (budget_end < at) | (expected_end < at))
+        )
+        if watched:
+            flagged = flagged | c.run_id.in_(list(watched))
+        considered = (c.kind == kind) & (c.status.in_(_ACTIVE) | (c.finished_at >= since))
+        summary = select(
+            func.count(),
+            func.min(case((running & (lease_end > at), lease_end))),
+            func.min(case((running & (budget_end > at), budget_end))),
+            func.min(case((running & (expected_end > at), expected_end))),
+        ).where(considered)
+        with translate_errors(f"reading {kind} runs"), self._engine.connect() as conn:
+            rows = conn.execute(select(*JUDGE_COLUMNS).where(considered & flagged)).all()
+            total, *ends = conn.execute(summary).one()
+        future = [end for end in ends if end is not None]
+        return SweepRows(rows, int(total), min(future) if future else None)
 
     def row_for_judging(self, kind: str, run_id: str) -> Any | None:
         """One run's judging columns, or ``None``."""

@@ -371,6 +371,14 @@ class NestedRunner(Runner):
             )
             stopper.cancel()
             self._task.cancel()
+        elif not stopper.cancelled() and (error := stopper.exception()) is not None:
+            logger.error(
+                "nested supervisor %s/%s failed while stopping: %r",
+                self.path,
+                self.spec.name,
+                error,
+                extra={"action": "stop_child"},
+            )
         with contextlib.suppress(asyncio.CancelledError):
             await asyncio.wait((self._task,))
         return await asyncio.shield(self.exited)

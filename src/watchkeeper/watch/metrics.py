@@ -53,9 +53,10 @@ class SupervisorMetrics:
         for read in reads:
             self.unreadable.labels(read.kind).set(0 if read.readable else 1)
         self.runs.clear()
+        considered = {read.kind: read.considered for read in reads if read.readable}
         for kind, items in judged.items():
-            counts = Counter(
-                item.verdict.condition.value if item.verdict else "ok" for item in items
-            )
+            counts = Counter(item.verdict.condition.value for item in items if item.verdict)
+            # Runs a sweep read left out were found fine by the kind's own index.
+            counts["ok"] = considered.get(kind, len(items)) - sum(counts.values())
             for verdict, count in counts.items():
                 self.runs.labels(kind, verdict).set(count)

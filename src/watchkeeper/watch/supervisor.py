@@ -19,7 +19,7 @@ from watchkeeper.kinds.base import Adapter
 from watchkeeper.notify.ops import OpsNotifier
 from watchkeeper.store import Store
 from watchkeeper.store.heartbeats import SweepBeat
-from watchkeeper.store.incidents import Applied
+from watchkeeper.store.incidents import Applied, Incident
 from watchkeeper.watch.metrics import SupervisorMetrics
 from watchkeeper.watch.reconcile import Judged, judge_reads, plan
 from watchkeeper.watch.selfcheck import Notice, SupervisionHealth
@@ -83,8 +83,17 @@ class Supervisor:
         self.after_sweep: list[Callable[[SweepResult], object]] = []
 
     async def read_all(self, now: datetime) -> tuple[KindRead, ...]:
-        """Read every kind concurrently, each within its own time limit."""
+        """Read every run of every kind concurrently, each within its own time limit."""
         reads = await asyncio.gather(*(a.read_contained(now) for a in self.adapters.values()))
+        return tuple(reads)
+
+    async def read_for_sweep(self, now: datetime, live: Sequence[Incident]) -> tuple[KindRead, ...]:
+        watched: dict[str, set[str]] = {name: set() for name in self.adapters}
+        for incident in live:
+            watched.setdefault(incident.key.kind, set()).add(incident.key.run_id)
+        reads = await asyncio.gather(
+            *(a.read_contained(now, watched[name]) for name, a in self.adapters.items())
+        )
         return tuple(reads)
 
     async def sweep(self) -> SweepResult:
@@ -92,9 +101,13 @@ class Supervisor:
         started = time.perf_counter()
         now = self.clock()
         await self._run_hooks(self.sweep_hooks, now)
-        reads = await self.read_all(now)
+        reads: tuple[KindRead, ...] = ()
         try:
-            judged, applied, deadline = await asyncio.to_thread(self._judge_and_record, reads, now)
+            live = await asyncio.to_thread(self.store.incidents.live, list(self.adapters))
+            reads = await self.read_for_sweep(now, live)
+            judged, applied, deadline = await asyncio.to_thread(
+                self._judge_and_record, reads, live, now
+            )
         except StoreError as exc:
             result = SweepResult(
                 now, reads, {}, duration_s=time.perf_counter() - started, error=str(exc)
@@ -114,32 +127,32 @@ class Supervisor:
                 log.exception("Sweep hook %r failed", hook, extra={"action": "sweep_hook"})
 
     def _judge_and_record(
-        self, reads: tuple[KindRead, ...], now: datetime
+        self, reads: tuple[KindRead, ...], live: Sequence[Incident], now: datetime
     ) -> tuple[dict[str, list[Judged]], Applied, datetime | None]:
         judged = judge_reads(reads, self.specs, now)
-        live = self.store.incidents.live(list(judged))
-        changes = plan(judged, live, self.store.decisions.suppressed_keys(list(judged)))
+        readable_live = [i for i in live if i.key.kind in judged]
+        changes = plan(judged, readable_live, self.store.decisions.suppressed_keys(list(judged)))
         applied = self.store.incidents.apply(changes, now) if changes else Applied()
-        runs = sum(len(items) for items in judged.values())
+        runs = sum(read.considered for read in reads if read.readable)
         unreadable = [f"{r.kind}: {r.error}" for r in reads if not r.readable]
         self.store.heartbeats.beat(
             SweepBeat(self.replica, now, now, 0.0, runs, "; ".join(unreadable) or None)
         )
-        return judged, applied, self._earliest(judged, now)
+        return judged, applied, self.earliest(reads, judged, now)
 
-    def _earliest(self, judged: Mapping[str, Sequence[Judged]], now: datetime) -> datetime | None:
-        earliest: datetime | None = None
+    def earliest(
+        self, reads: Sequence[KindRead], judged: Mapping[str, Sequence[Judged]], now: datetime
+    ) -> datetime | None:
+        """The earliest future moment any verdict could change, over shown and summarised runs."""
+        moments = [read.deadline for read in reads if read.readable and read.deadline is not None]
         for kind, items in judged.items():
             spec = self.specs[kind]
             for item in items:
-                deadline = next_deadline(item.run, spec)
-                if (
-                    deadline is not None
-                    and deadline > now
-                    and (earliest is None or deadline < earliest)
-                ):
-                    earliest = deadline
-        return earliest
+                deadline = next_deadline(item.run, spec, now)
+                if deadline is not None:
+                    moments.append(deadline)
+        future = [moment for moment in moments if moment > now]
+        return min(future) if future else None
 
     async def _after_success(self, result: SweepResult) -> None:
         self.latest = result

@@ -1,0 +1,118 @@
+"""Who owns a process: host, boot id, pid and the process's start time.
+
+A pid alone is not an identity: the kernel recycles pids. A pid is ours only
+when the process that has it now started at the recorded time, on this host,
+since the recorded boot. Start times are opaque strings: ``t<ticks>`` from
+``/proc/PID/stat`` field 22 on Linux, ``c<seconds>`` from psutil elsewhere.
+Both sides of a comparison are always read on the same host the same way.
+"""
+
+from __future__ import annotations
+
+import os
+from enum import StrEnum
+from functools import cache
+
+BOOT_ID_PATH = "/proc/sys/kernel/random/boot_id"
+
+
+class Ownership(StrEnum):
+    """What a recorded (pid, start time) is to us now."""
+
+    OURS = "ours"  # the same process, alive
+    GONE = "gone"  # no such process (or only its zombie)
+    RECYCLED = "recycled"  # the pid belongs to another process now
+    UNKNOWN = "unknown"  # another host or boot id unknown: cannot tell
+
+
+@cache
+def host() -> str:
+    """This host's name, as recorded on runs."""
+    import socket  # imported here: the shim never needs it and must start fast
+
+    return socket.gethostname()
+
+
+@cache
+def boot_id() -> str | None:
+    """The kernel's boot id, or ``None`` where there is none (not Linux)."""
+    try:
+        with open(BOOT_ID_PATH, encoding="ascii") as file:
+            return file.read().strip() or None
+    except OSError:
+        return None
+
+
+def user() -> str:
+    """The user running this process."""
+    import getpass
+
+    try:
+        return getpass.getuser()
+    except (KeyError, OSError):
+        return str(os.getuid())
+
+
+def _stat_fields(pid: int) -> list[str] | None:
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as file:
+            raw = file.read().decode("ascii", "replace")
+    except OSError:
+        return None
+    # The command name (field 2) may hold spaces and parentheses: split after the last ")".
+    return raw[raw.rfind(")") + 2 :].split()
+
+
+def start_time(pid: int, *, allow_zombie: bool = False) -> str | None:
+    """The start time of process ``pid``, or ``None`` if it is gone.
+
+    A zombie counts as gone unless ``allow_zombie``: its parent may read the
+    start time of a child it has not reaped yet (the shim does, for a command
+    that exited at once).
+    """
+    if os.path.isdir("/proc/self"):
+        fields = _stat_fields(pid)
+        # fields[0] is field 3 (state); field 22 (starttime) is fields[19].
+        if fields is None or len(fields) < 20:
+            return None
+        if fields[0] in ("Z", "X") and not allow_zombie:
+            return None
+        return f"t{fields[19]}"
+    return _psutil_start(pid, allow_zombie)
+
+
+def _psutil_start(pid: int, allow_zombie: bool) -> str | None:
+    import psutil
+
+    try:
+        process = psutil.Process(pid)
+        if process.status() == psutil.STATUS_ZOMBIE and not allow_zombie:
+            return None
+        return f"c{process.create_time():.2f}"
+    except (psutil.NoSuchProcess, psutil.AccessDenied):
+        return None
+
+
+def ownership(
+    run_host: str, run_boot_id: str | None, pid: int | None, recorded_start: str | None
+) -> Ownership:
+    """Whether the process recorded as (``pid``, ``recorded_start``) is still ours."""
+    if run_host != host():
+        return Ownership.UNKNOWN
+    if run_boot_id is not None and boot_id() is not None and run_boot_id != boot_id():
+        return Ownership.GONE  # a record from before a reboot: nothing of it survives
+    if pid is None or recorded_start is None:
+        return Ownership.UNKNOWN
+    current = start_time(pid)
+    if current is None:
+        return Ownership.GONE
+    return Ownership.OURS if current == recorded_start else Ownership.RECYCLED
+
+
+def alive(ownership_now: Ownership) -> bool | None:
+    """Liveness as the read model speaks it: ``None`` means cannot tell."""
+    if ownership_now is Ownership.OURS:
+        return True
+    if ownership_now is Ownership.UNKNOWN:
+        return None
+    return False

@@ -1,0 +1,182 @@
+"""Register, then start: the run record is committed before the command exists.
+
+A crash before the write leaves nothing running; a crash after it leaves a
+``starting`` record (and, once the shim is up, its ``owner.json``) that the
+reaper can judge.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import secrets
+import shutil
+import subprocess
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from watchkeeper.clock import Clock
+from watchkeeper.errors import InvalidInput
+from watchkeeper.procs import identity, layout, witness
+from watchkeeper.procs.errors import LaunchFailed
+from watchkeeper.procs.records import NewProc, ProcRun, ProcStatus, Started
+
+if TYPE_CHECKING:
+    from watchkeeper.store.procs import ProcStore
+
+log = logging.getLogger(__name__)
+RUN_ID_ENV = "WATCHKEEPER_RUN_ID"
+
+
+@dataclass(frozen=True, slots=True)
+class LaunchRequest:
+    """What to run and how: the options of ``watchkeeper run``."""
+
+    argv: tuple[str, ...]
+    cwd: str = field(default_factory=os.getcwd)
+    name: str | None = None
+    detach: bool = False
+    budget_s: float | None = None
+    timeout_s: float | None = None
+    origin: dict[str, str] | None = None
+    session: str | None = None
+    on_done_cmd: str | None = None
+    on_done_url: str | None = None
+
+
+@dataclass
+class Launched:
+    """A started run; ``shim`` is set for a foreground run the caller waits on."""
+
+    run: ProcRun
+    shim: subprocess.Popen[bytes] | None = None
+
+
+def new_run_id() -> str:
+    """A fresh run id: short, unguessable, safe in paths and URLs."""
+    return f"p-{secrets.token_hex(6)}"
+
+
+def check(request: LaunchRequest) -> None:
+    """Refuse what cannot start, before anything is recorded."""
+    if not request.argv or not request.argv[0]:
+        raise InvalidInput("no command given: write it after `--`", "argv")
+    if not Path(request.cwd).is_dir():
+        raise InvalidInput(f"working folder {request.cwd} does not exist", "cwd")
+    program = request.argv[0]
+    if "/" in program:
+        found = Path(request.cwd, program)
+        if not (found.is_file() and os.access(found, os.X_OK)):
+            raise InvalidInput(f"command {program!r} is not an executable file", "argv")
+    elif shutil.which(program) is None:
+        raise InvalidInput(f"command {program!r} not found on PATH", "argv")
+    if request.timeout_s is not None and request.timeout_s <= 0:
+        raise InvalidInput("--timeout must be more than 0", "timeout_s")
+    if request.budget_s is not None and request.budget_s <= 0:
+        raise InvalidInput("--budget must be more than 0", "budget_s")
+
+
+def _make_run_dir(data_dir: Path, run_id: str) -> Path:
+    folder = layout.run_dir(data_dir, run_id)
+    try:
+        folder.mkdir(parents=True)
+    except OSError as exc:
+        raise LaunchFailed(
+            f"cannot create {folder}: {exc.strerror}; choose a writable data_dir"
+        ) from None
+    return folder
+
+
+def launch(
+    procs: ProcStore, data_dir: Path, request: LaunchRequest, clock: Clock, *, tee: bool = False
+) -> Launched:
+    """Record the run, then start its shim; detached runs return once the command runs."""
+    check(request)
+    run_id = new_run_id()
+    folder = _make_run_dir(data_dir, run_id)
+    new = NewProc(
+        run_id=run_id,
+        name=request.name or Path(request.argv[0]).name,
+        argv=request.argv,
+        cwd=str(Path(request.cwd).resolve()),
+        host=identity.host(),
+        user=identity.user(),
+        boot_id=identity.boot_id(),
+        detach=request.detach,
+        budget_s=request.budget_s,
+        timeout_s=request.timeout_s,
+        origin=request.origin,
+        session=request.session,
+        on_done_cmd=request.on_done_cmd,
+        on_done_url=request.on_done_url,
+    )
+    try:
+        procs.register(new, clock())
+    except BaseException:
+        shutil.rmtree(folder, ignore_errors=True)  # nothing recorded: leave nothing behind
+        raise
+    shim = _start_shim(procs, folder, new, clock, tee)
+    if not request.detach:
+        return Launched(procs.get(run_id), shim)
+    shim.wait()  # the first shim forks and leaves at once; the second is nobody's child
+    return Launched(procs.get(run_id))
+
+
+def _start_shim(
+    procs: ProcStore, folder: Path, new: NewProc, clock: Clock, tee: bool
+) -> subprocess.Popen[bytes]:
+    read_fd, write_fd = os.pipe()
+    argv = [sys.executable, "-m", "watchkeeper.procs.shim", new.run_id, str(folder)]
+    argv += [str(write_fd), "1" if new.detach else "0", "1" if tee else "0", "--", *new.argv]
+    try:
+        with (folder / witness.LOG_NAME).open("ab") as shim_errors:
+            shim = subprocess.Popen(
+                argv,
+                cwd=new.cwd,
+                env={**os.environ, RUN_ID_ENV: new.run_id},
+                pass_fds=(write_fd,),
+                start_new_session=new.detach,
+                stdin=subprocess.DEVNULL,
+                stdout=None if tee else subprocess.DEVNULL,
+                stderr=shim_errors,
+            )
+    except OSError as exc:
+        os.close(read_fd)
+        _fail(procs, new.run_id, f"cannot start the shim: {exc.strerror}", clock)
+        raise LaunchFailed(f"cannot start the shim: {exc.strerror}", new.run_id) from None
+    finally:
+        os.close(write_fd)
+    with os.fdopen(read_fd, "rb") as handshake:
+        line = handshake.readline()
+    _record_handshake(procs, new.run_id, line, shim, clock)
+    return shim
+
+
+def _record_handshake(
+    procs: ProcStore, run_id: str, line: bytes, shim: subprocess.Popen[bytes], clock: Clock
+) -> None:
+    try:
+        report = json.loads(line) if line else {"error": "the shim stopped before reporting"}
+    except ValueError:
+        report = {"error": f"the shim reported nonsense: {line[:200]!r}"}
+    if "error" in report:
+        shim.wait()
+        message = str(report["error"])
+        _fail(procs, run_id, message, clock)
+        raise LaunchFailed(message, run_id)
+    started = Started(
+        shim_pid=int(report["shim_pid"]),
+        shim_start=str(report["shim_start"]),
+        pid=int(report["pid"]),
+        pid_start=str(report["pid_start"]),
+        pgid=int(report["pgid"]),
+    )
+    procs.mark_started(run_id, started, clock())
+    log.info("Started process run %s (pid %s)", run_id, started.pid, extra={"action": "proc_start"})
+
+
+def _fail(procs: ProcStore, run_id: str, reason: str, clock: Clock) -> None:
+    procs.finish(run_id, ProcStatus.FAILED, clock(), exit_code=127, reason=reason)

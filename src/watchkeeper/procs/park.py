@@ -1,0 +1,146 @@
+"""Park and wake for agent sessions: only the engine checks, so waiting costs no session.
+
+A session parks (``watchkeeper park --until RUN``) and hands back. On each
+sweep the engine finds parks whose run has ended and wakes them: the park
+becomes ``woken`` and its wake command (if any) runs with the run's result.
+
+The wake breaker: a session woken :data:`WAKE_LIMIT` times in a row without
+recording progress is not woken again (its parks become ``suppressed``, and
+``watchkeeper parked`` says so) until it records progress.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import subprocess
+from dataclasses import dataclass
+from datetime import datetime
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from watchkeeper.procs import hooks
+from watchkeeper.procs.records import Park, ParkState, ProcRun, SessionBreaker
+
+if TYPE_CHECKING:
+    from watchkeeper.store.procs import ProcStore
+
+log = logging.getLogger(__name__)
+WAKE_LIMIT = 3
+SESSION_ENV = "WATCHKEEPER_SESSION_ID"
+
+
+@dataclass(frozen=True, slots=True)
+class ParkedView:
+    """One park as ``watchkeeper parked`` shows it."""
+
+    park: Park
+    run_status: str | None
+    wakeable: bool
+    breaker: SessionBreaker
+
+    def as_dict(self) -> dict[str, Any]:
+        """Plain values for JSON."""
+        from watchkeeper.clock import rfc3339
+
+        return {
+            "id": self.park.id,
+            "session": self.park.session,
+            "reason": self.park.reason,
+            "until": self.park.until_run,
+            "state": self.park.state.value,
+            "run_status": self.run_status,
+            "wakeable": self.wakeable,
+            "parked_at": rfc3339(self.park.parked_at),
+            "woken_at": rfc3339(self.park.woken_at),
+            "note": self.park.note,
+            "wakes_without_progress": self.breaker.wakes_without_progress,
+            "breaker_open": self.breaker.wakes_without_progress >= WAKE_LIMIT,
+        }
+
+
+def views(procs: ProcStore, *, limit: int = 200) -> list[ParkedView]:
+    """Parks with the state of the run each waits on and its session's breaker."""
+    parks = procs.parks(limit=limit)
+    breakers = procs.sessions([park.session for park in parks])
+    result = []
+    for park in parks:
+        try:
+            status: str | None = procs.get(park.until_run).status.value
+        except LookupError:
+            status = None
+        ended = status is not None and status not in ("starting", "running")
+        wakeable = ended and park.state is not ParkState.WOKEN
+        result.append(ParkedView(park, status, wakeable, breakers[park.session]))
+    return result
+
+
+def wake_due(procs: ProcStore, data_dir: Path, now: datetime) -> list[tuple[int, ParkState]]:
+    """Wake every waiting park whose run ended, unless its session's breaker is open."""
+    moved = []
+    for park, run in procs.wakeable_parks():
+        breaker = procs.session(park.session)
+        if breaker.wakes_without_progress >= WAKE_LIMIT:
+            note = (
+                f"woken {breaker.wakes_without_progress} times in a row without progress: "
+                "further wakes suppressed until the session records progress"
+            )
+            if procs.move_park(park.id, ParkState.SUPPRESSED, now, note):
+                log.warning(
+                    "Wake of session %s suppressed: %s",
+                    park.session,
+                    note,
+                    extra={"action": "proc_wake"},
+                )
+                moved.append((park.id, ParkState.SUPPRESSED))
+            continue
+        # At most once: the move is committed before the wake command runs.
+        if procs.move_park(park.id, ParkState.WOKEN, now):
+            procs.record_wake(park.session, now)
+            _run_wake(park, run, data_dir, now)
+            moved.append((park.id, ParkState.WOKEN))
+    return moved
+
+
+def _run_wake(park: Park, run: ProcRun, data_dir: Path, now: datetime) -> None:
+    log.info(
+        "Woke session %s: run %s is %s",
+        park.session,
+        run.run_id,
+        run.status.value,
+        extra={"action": "proc_wake"},
+    )
+    if not park.wake_cmd:
+        return
+    result = hooks.result_of(run, data_dir, now)
+    env = {
+        **os.environ,
+        SESSION_ENV: park.session,
+        "WATCHKEEPER_RUN_ID": run.run_id,
+        "WATCHKEEPER_RESULT": json.dumps(result, sort_keys=True),
+    }
+    try:
+        done = subprocess.run(
+            ["/bin/sh", "-c", park.wake_cmd],
+            env=env,
+            stdin=subprocess.DEVNULL,
+            capture_output=True,
+            timeout=hooks.HOOK_TIMEOUT_S,
+            check=False,
+        )
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        log.warning(
+            "Wake command of session %s failed: %s",
+            park.session,
+            exc,
+            extra={"action": "proc_wake"},
+        )
+        return
+    if done.returncode != 0:
+        log.warning(
+            "Wake command of session %s exited with %s",
+            park.session,
+            done.returncode,
+            extra={"action": "proc_wake"},
+        )

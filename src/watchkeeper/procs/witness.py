@@ -1,0 +1,109 @@
+"""The witness file: how a run's exit becomes a fact the engine trusts.
+
+The shim, not the command, writes it once the command has exited, through a
+temporary file, ``fsync`` and an atomic rename: a reader sees the whole file
+or none. A file that is still unreadable (truncated by a full disk, edited by
+hand) is reported as :class:`WitnessCorrupt`, never guessed at.
+
+Stdlib only: the shim imports this module and must start fast.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from typing import NamedTuple
+
+# Paths are plain strings or path-likes: pathlib costs the shim milliseconds at start.
+PathLike = str | os.PathLike[str]
+
+WITNESS_NAME = "witness.json"
+LOG_NAME = "output.log"
+OWNER_NAME = "owner.json"
+
+
+class WitnessCorrupt(Exception):
+    """A witness file exists but does not say how the run ended.
+
+    Not a :class:`~watchkeeper.errors.WatchkeeperError` on purpose: this module
+    is imported by the shim, which must not pay for the package's imports. The
+    engine catches it and records the reason.
+    """
+
+
+class Witness(NamedTuple):
+    """How the command ended: an exit code or a signal, and when."""
+
+    run_id: str
+    exit_code: int | None
+    signal: int | None
+    ended_at: float
+    error: str | None = None  # the command could not be started at all
+
+    @property
+    def succeeded(self) -> bool:
+        """Exited with status 0."""
+        return self.exit_code == 0 and self.signal is None
+
+
+def write_json_atomic(path: PathLike, data: dict[str, object]) -> None:
+    """Write ``data`` to ``path`` so a reader sees all of it or nothing."""
+    folder, name = os.path.split(os.fspath(path))
+    tmp = os.path.join(folder, f".{name}.{os.getpid()}.tmp")
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    try:
+        os.write(fd, json.dumps(data).encode())
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+    os.replace(tmp, path)
+
+
+def write(run_dir: PathLike, witness: Witness) -> None:
+    """Record ``witness`` in ``run_dir``."""
+    write_json_atomic(
+        os.path.join(run_dir, WITNESS_NAME),
+        {
+            "run_id": witness.run_id,
+            "exit_code": witness.exit_code,
+            "signal": witness.signal,
+            "ended_at": witness.ended_at,
+            "error": witness.error,
+        },
+    )
+
+
+def read(run_dir: PathLike, run_id: str) -> Witness | None:
+    """The witness in ``run_dir``; ``None`` if there is none yet."""
+    path = os.path.join(run_dir, WITNESS_NAME)
+    try:
+        with open(path, "rb") as file:
+            raw = file.read()
+    except FileNotFoundError:
+        return None
+    except OSError as exc:
+        raise WitnessCorrupt(f"{path}: cannot be read: {exc.strerror}") from None
+    return _parse(raw, path, run_id)
+
+
+def _parse(raw: bytes, path: str, run_id: str) -> Witness:
+    try:
+        data = json.loads(raw)
+    except (ValueError, UnicodeDecodeError):
+        raise WitnessCorrupt(f"{path}: not valid JSON ({len(raw)} bytes)") from None
+    if not isinstance(data, dict) or data.get("run_id") != run_id:
+        raise WitnessCorrupt(f"{path}: not the witness of run {run_id}")
+    exit_code, signal, ended = data.get("exit_code"), data.get("signal"), data.get("ended_at")
+    if not isinstance(ended, int | float) or (exit_code is None) == (signal is None):
+        raise WitnessCorrupt(f"{path}: needs ended_at and exactly one of exit_code or signal")
+    if not all(isinstance(v, int) for v in (exit_code, signal) if v is not None):
+        raise WitnessCorrupt(f"{path}: exit_code and signal must be integers")
+    error = data.get("error")
+    return Witness(
+        run_id, exit_code, signal, float(ended), error if isinstance(error, str) else None
+    )
+
+
+def exists(run_dir: PathLike) -> bool:
+    """Whether a witness file (readable or not) is present."""
+    return os.path.exists(os.path.join(run_dir, WITNESS_NAME))
