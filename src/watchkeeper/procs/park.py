@@ -20,6 +20,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from watchkeeper.errors import NotFound
 from watchkeeper.procs import hooks
 from watchkeeper.procs.records import Park, ParkState, ProcRun, SessionBreaker
 
@@ -68,7 +69,7 @@ def views(procs: ProcStore, *, limit: int = 200) -> list[ParkedView]:
     for park in parks:
         try:
             status: str | None = procs.get(park.until_run).status.value
-        except LookupError:
+        except NotFound:
             status = None
         ended = status is not None and status not in ("starting", "running")
         wakeable = ended and park.state is not ParkState.WOKEN

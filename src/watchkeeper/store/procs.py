@@ -327,13 +327,21 @@ class ProcStore:
                 .values(hook_state=state.value, hook_error=error, hook_at=to_epoch(now))
             )
 
-    def reconcile_hooks(self, host: str) -> int:
-        """At start-up: hooks caught ``firing`` may have fired; mark them, never refire."""
+    def reconcile_hooks(self, host: str, claimed_before: float) -> int:
+        """Hooks caught ``firing`` since before ``claimed_before`` may have fired: never refire.
+
+        The cut-off keeps a second watchkeeper process on the same host (a CLI
+        command, say) from marking a hook another one is firing right now.
+        """
         with self._write("reconciling completion hooks") as conn:
             return int(
                 conn.execute(
                     update(proc_runs)
-                    .where(_R.hook_state == HookState.FIRING.value, _R.host == host)
+                    .where(
+                        _R.hook_state == HookState.FIRING.value,
+                        _R.host == host,
+                        _R.hook_at < claimed_before,
+                    )
                     .values(
                         hook_state=HookState.MAYBE_FIRED.value,
                         hook_error="watchkeeper stopped while firing: it may or may not have run",

@@ -1,0 +1,247 @@
+"""The process engine in one object: what the CLI, the API and the supervisor call.
+
+``ProcEngine`` holds the procs store, the data folder and the clock, and
+wires the small modules together: :mod:`launch`, :mod:`abort`,
+:mod:`reaper`, :mod:`hooks` and :mod:`park`.
+"""
+
+from __future__ import annotations
+
+import logging
+import select
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from watchkeeper.clock import Clock, to_epoch, utcnow
+from watchkeeper.procs import abort as aborting
+from watchkeeper.procs import hooks, identity, launch, layout, reaper, signals
+from watchkeeper.procs import park as parking
+from watchkeeper.procs.records import AbortOutcome, HookState, Park, ParkState, ProcRun
+
+if TYPE_CHECKING:
+    from watchkeeper.config import Settings
+    from watchkeeper.store import Store
+    from watchkeeper.store.procs import ProcStore
+
+log = logging.getLogger(__name__)
+#: A ``firing`` hook older than this belongs to an engine that stopped mid-fire.
+FIRING_STALE_S = hooks.HOOK_TIMEOUT_S + 15.0
+FINISHED_WINDOW = timedelta(days=1)
+
+
+@dataclass(frozen=True, slots=True)
+class SweepReport:
+    """What one engine sweep did."""
+
+    reaped: reaper.ReapReport
+    hooks: list[tuple[str, HookState]]
+    wakes: list[tuple[int, ParkState]]
+
+
+class ProcEngine:
+    """Starts, watches, aborts and settles the processes watchkeeper owns."""
+
+    def __init__(
+        self,
+        store: Store,
+        data_dir: Path,
+        *,
+        clock: Clock = utcnow,
+        hook_secret: str | None = None,
+        grace_s: float = aborting.DEFAULT_GRACE_S,
+    ) -> None:
+        from watchkeeper.store.procs import ProcStore
+
+        self.store = store
+        self.procs: ProcStore = ProcStore(store.engine)
+        self.data_dir = data_dir
+        self.clock = clock
+        self.grace_s = grace_s
+        self._configured_secret = hook_secret
+
+    @classmethod
+    def from_settings(cls, settings: Settings, store: Store, clock: Clock = utcnow) -> ProcEngine:
+        """The engine of a configured watchkeeper."""
+        return cls(store, settings.data_dir, clock=clock, hook_secret=settings.ops.webhook_secret)
+
+    # Starting -------------------------------------------------------------------------
+
+    def start(self, request: launch.LaunchRequest, *, tee: bool = False) -> launch.Launched:
+        """Register, then start; see :func:`watchkeeper.procs.launch.launch`."""
+        return launch.launch(self.procs, self.data_dir, request, self.clock, tee=tee)
+
+    def finish_foreground(self, launched: launch.Launched) -> ProcRun:
+        """Wait for a foreground run's shim, then settle the run from its witness."""
+        if launched.shim is not None:
+            while True:
+                try:
+                    launched.shim.wait()
+                    break
+                except KeyboardInterrupt:
+                    continue  # the shim passes the interrupt on to the command's group
+        self.reap()
+        return self.procs.get(launched.run.run_id)
+
+    # Reading --------------------------------------------------------------------------
+
+    def get(self, run_id: str) -> ProcRun:
+        """One run."""
+        return self.procs.get(run_id)
+
+    def effective_status(self, run: ProcRun) -> str:
+        """The run's status as it really is (``stale``, ``exited`` included)."""
+        return reaper.effective_status(run, self.data_dir)
+
+    def alive(self, run: ProcRun) -> bool | None:
+        """Whether the run's owner is alive; ``None`` when that cannot be told."""
+        if run.status.ended:
+            return False
+        return identity.alive(reaper.shim_ownership(run))
+
+    def runs(self, *, include_finished: bool = False, limit: int = 500) -> list[ProcRun]:
+        """Active runs, and (``include_finished``) those ended in the last day."""
+        since = self.clock() - FINISHED_WINDOW
+        return self.procs.runs(active_only=not include_finished, finished_since=since, limit=limit)
+
+    def describe(self, run: ProcRun) -> dict[str, Any]:
+        """A run as the API and ``status`` show it."""
+        body = run.as_dict()
+        body["effective_status"] = self.effective_status(run)
+        body["alive"] = self.alive(run)
+        body["log_path"] = str(layout.log_path(self.data_dir, run.run_id))
+        return body
+
+    def log_path(self, run_id: str) -> Path:
+        """The run's log file (it exists once the shim started)."""
+        self.procs.get(run_id)
+        return layout.log_path(self.data_dir, run_id)
+
+    def follow(self, run_id: str, *, poll_s: float = 0.25) -> Iterator[bytes]:
+        """The log from the start, then what is appended, until the run ends."""
+        path = self.log_path(run_id)
+        with path.open("rb") as file:
+            while True:
+                chunk = file.read(65536)
+                if chunk:
+                    yield chunk
+                    continue
+                run = self.refresh(run_id)
+                if run.status.ended:
+                    yield file.read()
+                    return
+                time.sleep(poll_s)
+
+    # Moving ---------------------------------------------------------------------------
+
+    def progress(self, run_id: str, step: str | None = None) -> ProcRun:
+        """An explicit progress report for an active run."""
+        return self.procs.progress(run_id, self.clock(), step)
+
+    def abort(self, run_id: str, *, grace_s: float | None = None) -> aborting.AbortResult:
+        """Abort a run after checking it is ours; see :func:`watchkeeper.procs.abort.abort`."""
+        grace = self.grace_s if grace_s is None else grace_s
+        result = aborting.abort(self.procs, self.data_dir, run_id, self.clock(), grace_s=grace)
+        if result.outcome is not AbortOutcome.SIGNALED:
+            self._fire_hooks(self.clock())
+        return result
+
+    def refresh(self, run_id: str) -> ProcRun:
+        """Settle one run now if its witness is there or its owner is gone."""
+        run = self.procs.get(run_id)
+        if not run.status.ended and run.host == identity.host():
+            self.reap()
+            run = self.procs.get(run_id)
+        return run
+
+    def wait(self, run_id: str, *, timeout_s: float | None = None) -> ProcRun:
+        """Block until the run has ended (or ``timeout_s`` passed); returns the run."""
+        deadline = None if timeout_s is None else time.monotonic() + timeout_s
+        while True:
+            run = self.refresh(run_id)
+            if run.status.ended or (deadline is not None and time.monotonic() >= deadline):
+                return run
+            self._wait_a_little(run)
+
+    def _wait_a_little(self, run: ProcRun) -> None:
+        # Wake as soon as the shim exits (it writes the witness just before), else re-check.
+        if run.host != identity.host() or run.shim_pid is None:
+            time.sleep(1.0)
+            return
+        try:
+            with signals.pinned(run.shim_pid) as pidfd:
+                if pidfd is None:
+                    time.sleep(0.2)
+                    return
+                select.select([pidfd], [], [], 1.0)
+        except ProcessLookupError:
+            return  # already gone: the next refresh settles it
+
+    # The engine's sweep ---------------------------------------------------------------
+
+    def reconcile_startup(self) -> int:
+        """At start-up: hooks left ``firing`` may have fired; mark them ``maybe_fired``."""
+        count = self.procs.reconcile_hooks(identity.host(), self._firing_cutoff(self.clock()))
+        if count:
+            log.warning(
+                "%d completion hook(s) were interrupted while firing: marked maybe_fired",
+                count,
+                extra={"action": "proc_hook_reconcile"},
+            )
+        return count
+
+    def _firing_cutoff(self, now: datetime) -> float:
+        cutoff = to_epoch(now - timedelta(seconds=FIRING_STALE_S))
+        assert cutoff is not None
+        return cutoff
+
+    def reap(self) -> reaper.ReapReport:
+        """Settle this host's runs now (``watchkeeper reclaim``)."""
+        now = self.clock()
+        report = reaper.reap(self.procs, self.data_dir, now, grace_s=self.grace_s)
+        self._fire_hooks(now)
+        return report
+
+    def _fire_hooks(self, now: datetime) -> list[tuple[str, HookState]]:
+        secret = hooks.hook_secret(self.data_dir, self._configured_secret)
+        return hooks.fire_due(self.procs, self.data_dir, secret, identity.host(), now)
+
+    def sweep(self, now: datetime) -> SweepReport:
+        """The supervisor's sweep hook: reap, fire due hooks, wake parked sessions."""
+        reaped = reaper.reap(self.procs, self.data_dir, now, grace_s=self.grace_s)
+        self.procs.reconcile_hooks(identity.host(), self._firing_cutoff(now))
+        fired = self._fire_hooks(now)
+        wakes = parking.wake_due(self.procs, self.data_dir, now)
+        return SweepReport(reaped, fired, wakes)
+
+    # Parking --------------------------------------------------------------------------
+
+    def park(
+        self,
+        session: str,
+        reason: str,
+        until_run: str,
+        *,
+        wake_cmd: str | None = None,
+        progress: str | None = None,
+    ) -> Park:
+        """Record that ``session`` handed back waiting on ``until_run``.
+
+        ``progress`` says what the session achieved since it was last woken; it
+        resets the session's wake breaker.
+        """
+        now = self.clock()
+        if progress:
+            self.procs.session_progress(session, progress, now)
+        return self.procs.park(session, reason, until_run, wake_cmd, now)
+
+    def session_progress(self, session: str, note: str | None = None) -> int:
+        """The session moved: reset its breaker; returns how many parks it released."""
+        return self.procs.session_progress(session, note, self.clock())
+
+    def parked(self) -> list[parking.ParkedView]:
+        """Every park with its run's state and its session's breaker."""
+        return parking.views(self.procs)
