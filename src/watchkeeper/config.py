@@ -34,6 +34,7 @@ DEFAULT_BUDGETS: dict[str, float] = {
     "document_job": 600.0,
     "research_session": 180.0,
     "crawl": 180.0,
+    "process": 600.0,
 }
 FALLBACK_BUDGET_S = 600.0
 KIND_NAME_PATTERN = r"^[a-z][a-z0-9_]{0,62}$"
@@ -206,7 +207,10 @@ class Settings(BaseModel):
 
     def kind_configs(self) -> dict[str, KindConfig]:
         """Every kind in force: the built-in push kinds, overridden by the file's tables."""
-        merged = {name: KindConfig() for name in DEFAULT_BUDGETS}
+        merged = {
+            name: KindConfig(adapter="process" if name == "process" else "push")
+            for name in DEFAULT_BUDGETS
+        }
         merged.update(self.kinds)
         return merged
 

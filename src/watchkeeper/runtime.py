@@ -52,6 +52,11 @@ class Runtime:
         )
         runtime = cls(settings, store, supervisor, clock)
         runtime.start_decisions()
+        from watchkeeper.procs.service import ProcEngine  # lazy: keeps CLI start-up fast
+
+        procs = ProcEngine.from_settings(settings, store, clock)
+        procs.reconcile_startup()  # hooks left firing become maybe_fired, never refired
+        supervisor.sweep_hooks.append(procs.sweep)
         return runtime
 
     def start_decisions(self) -> None:

@@ -13,6 +13,7 @@ def serve(
     ctx: typer.Context,
     host: str | None = typer.Option(None, help="address to listen on (default 127.0.0.1)"),
     port: int | None = typer.Option(None, help="port to listen on (default 8750)"),
+    access_log: bool = typer.Option(False, "--access-log", help="log every request"),
 ) -> None:
     """Start the server with the supervisor loop."""
     import uvicorn
@@ -33,7 +34,13 @@ def serve(
         f"{len(runtime.supervisor.adapters)} kinds, sweep every {settings.check_interval_s:g} s)"
     )
     try:
-        uvicorn.run(create_app(runtime), host=bind_host, port=bind_port, log_level="info")
+        uvicorn.run(
+            create_app(runtime),
+            host=bind_host,
+            port=bind_port,
+            log_level="info",
+            access_log=access_log,
+        )
     finally:
         runtime.close()
 

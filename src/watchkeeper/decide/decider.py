@@ -127,7 +127,10 @@ class Decider:
             run is not None and run.state_token != state_token
         )
         if moved:
-            why = "the work has moved on since this was shown (it progressed, ended or was retried); look again before acting"
+            why = (
+                "the work has moved on since this was shown (it progressed, ended or was "
+                "retried); look again before acting"
+            )
             return self._lose(incident, chosen, state_token, actor, Outcome.STALE, why)
         offered = self.offered(incident, run)
         if chosen not in offered:
@@ -176,7 +179,8 @@ class Decider:
         if action is Action.DISMISS:
             message = "dismissed: this failure of this work will not be reported again"
             return PressResult(Outcome.DISMISSED, message, incident.id, action, decision)
-        assert result.action_id is not None and adapter is not None
+        assert result.action_id is not None
+        assert adapter is not None
         return self._carry_out(incident, action, actor, adapter, result.action_id, decision)
 
     def _carry_out(

@@ -67,7 +67,10 @@ def rule_based(evidence: Evidence) -> str:
     """The deterministic diagnosis: three sentences from the evidence."""
     incident, run = evidence.incident, evidence.run
     condition = Condition(incident.key.condition)
-    what = f"{incident.title} ({incident.key.kind} {incident.key.run_id}) is {condition.value} since {_when(incident.since)}: {incident.reason}."
+    what = (
+        f"{incident.title} ({incident.key.kind} {incident.key.run_id}) is {condition.value} "
+        f"since {_when(incident.since)}: {incident.reason}."
+    )
     if evidence.read_error:
         what += f" Its kind cannot be read right now ({evidence.read_error})."
     detail = evidence.facts.get("detail") or evidence.facts.get("log_tail")
@@ -110,7 +113,8 @@ def _likely_cause(condition: Condition, evidence: Evidence, found: str | None) -
     return base + (
         f"; the likely cause is {found}."
         if found
-        else ", so it is probably waiting on something that never answers (a hung call, a lock, a slow dependency)."
+        else ", so it is probably waiting on something that never answers "
+        "(a hung call, a lock, a slow dependency)."
     )
 
 
@@ -118,11 +122,20 @@ def _next_step(condition: Condition, evidence: Evidence) -> str:
     run = evidence.run
     effects = run.effects if run is not None else Effects(evidence.incident.effects)
     if condition is Condition.STUCK and evidence.incident.key.kind == "chat_turn":
-        return "The safest next step is to close the turn so nobody is left waiting, then look at why its worker died."
+        return (
+            "The safest next step is to close the turn so nobody is left waiting, "
+            "then look at why its worker died."
+        )
     if condition is Condition.STALLED:
-        return "The safest next step is to look at the owner's log: cancel the work if it is hung, or dismiss this if it is only slow and will recover."
+        return (
+            "The safest next step is to look at the owner's log: cancel the work if it is "
+            "hung, or dismiss this if it is only slow and will recover."
+        )
     if effects is Effects.UNKNOWN:
-        return "It may already have sent or written something, so check its effects before retrying (use Retry (I checked its effects))."
+        return (
+            "It may already have sent or written something, so check its effects before "
+            "retrying (use Retry (I checked its effects))."
+        )
     return "It changed nothing outside, so a retry is safe once the cause is fixed."
 
 

@@ -59,7 +59,8 @@ def _opening(evidence: Evidence) -> str:
 
 def ask_model(config: DiagnoseConfig, evidence: Evidence) -> str:
     """Run the tool-calling conversation and return the model's final answer."""
-    assert config.base_url is not None and config.model is not None
+    assert config.base_url is not None
+    assert config.model is not None
     headers = {"Content-Type": "application/json"}
     if config.api_key_env:
         key = os.environ.get(config.api_key_env)

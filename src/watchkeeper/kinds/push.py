@@ -12,9 +12,9 @@ from typing import Any
 
 from watchkeeper.contract import (
     NO_ORIGIN,
-    KindRead,
     Effects,
     Failure,
+    KindRead,
     Origin,
     Owner,
     OwnerKind,

@@ -12,10 +12,11 @@ ENTRY_POINT_GROUP = "watchkeeper.kinds"
 
 
 def _builtin() -> dict[str, type[Adapter]]:
+    from watchkeeper.kinds.process import ProcessAdapter
     from watchkeeper.kinds.push import PushAdapter
     from watchkeeper.kinds.sql import SqlAdapter
 
-    return {"push": PushAdapter, "sql": SqlAdapter}
+    return {"push": PushAdapter, "sql": SqlAdapter, "process": ProcessAdapter}
 
 
 def available() -> dict[str, type[Adapter]]:

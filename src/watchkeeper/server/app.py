@@ -12,10 +12,12 @@ from fastapi import FastAPI
 from watchkeeper import __version__
 from watchkeeper.runtime import Runtime
 from watchkeeper.server import errors
+from watchkeeper.server.auth import TokenCache
 from watchkeeper.server.limits import BodyLimit
 from watchkeeper.server.reports import Reports
 from watchkeeper.server.routes_decide import router as decide_router
 from watchkeeper.server.routes_incidents import router as incidents_router
+from watchkeeper.server.routes_procs import router as procs_router
 from watchkeeper.server.routes_runs import router as runs_router
 from watchkeeper.server.routes_system import router as system_router
 
@@ -47,7 +49,9 @@ def create_app(runtime: Runtime, *, run_supervisor: bool = True) -> FastAPI:
     )
     app.state.runtime = runtime
     app.state.reports = Reports(runtime)
+    app.state.token_cache = TokenCache()
     errors.install(app)
+    app.include_router(procs_router)
     app.include_router(runs_router)
     app.include_router(incidents_router)
     app.include_router(decide_router)

@@ -4,8 +4,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from fastapi import APIRouter, Body, Depends, Query, Request, Response
+from fastapi import APIRouter, Body, Depends, Query, Request
+from fastapi.responses import JSONResponse
 
+from watchkeeper.clock import rfc3339
 from watchkeeper.errors import NotFound
 from watchkeeper.runtime import Runtime
 from watchkeeper.server.auth import reporter, viewer
@@ -36,33 +38,36 @@ def _reports(request: Request) -> Reports:
     return reports
 
 
-def run_out(run: PushRun) -> RunOut:
-    """A stored push run as the API shows it."""
+def run_json(run: PushRun) -> dict[str, Any]:
+    """A stored push run as the API shows it (the shape of :class:`RunOut`)."""
     failure = None
     if run.failure_reason is not None:
         failure = {"reason": run.failure_reason, "fingerprint": run.failure_fingerprint}
-    return RunOut.model_validate(
-        {
-            "kind": run.kind,
-            "run_id": run.run_id,
-            "title": run.title,
-            "status": run.status.value,
-            "attempt": run.attempt,
-            "state_token": run.state_token,
-            "origin": run.origin,
-            "effects": run.effects,
-            "budget_s": run.budget_s,
-            "expected_s": run.expected_s,
-            "lease_s": run.lease_s,
-            "started_at": run.started_at,
-            "progress_at": run.progress_at,
-            "last_seen_at": run.seen_at,
-            "finished_at": run.finished_at,
-            "step": run.step,
-            "failure": failure,
-            "detail": run.detail,
-        }
-    )
+    return {
+        "kind": run.kind,
+        "run_id": run.run_id,
+        "title": run.title,
+        "status": run.status.value,
+        "attempt": run.attempt,
+        "state_token": run.state_token,
+        "origin": run.origin,
+        "effects": run.effects,
+        "budget_s": run.budget_s,
+        "expected_s": run.expected_s,
+        "lease_s": run.lease_s,
+        "started_at": rfc3339(run.started_at),
+        "progress_at": rfc3339(run.progress_at),
+        "last_seen_at": rfc3339(run.seen_at),
+        "finished_at": rfc3339(run.finished_at),
+        "step": run.step,
+        "failure": failure,
+        "detail": run.detail,
+    }
+
+
+def run_out(run: PushRun, status_code: int = 200) -> JSONResponse:
+    """The answer for one run, serialised once (no second validation of our own output)."""
+    return JSONResponse(run_json(run), status_code=status_code)
 
 
 def _origin(origin: OriginIn | None) -> dict[str, str] | None:
@@ -70,7 +75,7 @@ def _origin(origin: OriginIn | None) -> dict[str, str] | None:
 
 
 @router.post("", status_code=201, response_model=RunOut, dependencies=[Depends(reporter)])
-def start_run(body: StartRun, request: Request, response: Response) -> RunOut:
+def start_run(body: StartRun, request: Request) -> JSONResponse:
     """Work started. Starting an active run again changes nothing (200); an ended one restarts."""
     new = NewRun(
         kind=body.kind,
@@ -83,9 +88,7 @@ def start_run(body: StartRun, request: Request, response: Response) -> RunOut:
         lease_s=body.lease_s,
     )
     run, changed = _reports(request).start(new, body.started_at)
-    if not changed:
-        response.status_code = 200
-    return run_out(run)
+    return run_out(run, 201 if changed else 200)
 
 
 @router.get("", dependencies=[Depends(viewer)])
@@ -101,7 +104,7 @@ async def list_runs(
 
 
 @router.get("/{kind}/{run_id}", response_model=RunOut, dependencies=[Depends(viewer)])
-def get_run(kind: KindName, run_id: RunId, request: Request) -> RunOut:
+def get_run(kind: KindName, run_id: RunId, request: Request) -> JSONResponse:
     """One push run."""
     runtime: Runtime = request.app.state.runtime
     if kind not in runtime.push_kinds:
@@ -112,14 +115,14 @@ def get_run(kind: KindName, run_id: RunId, request: Request) -> RunOut:
 @router.post("/{kind}/{run_id}/progress", response_model=RunOut, dependencies=[Depends(reporter)])
 def progress(
     kind: KindName, run_id: RunId, request: Request, body: Progress | None = Body(None)
-) -> RunOut:
+) -> JSONResponse:
     """Something meaningful moved (optionally: which step)."""
     body = body or Progress()
     return run_out(_reports(request).progress(kind, run_id, body.step, body.at))
 
 
 @router.post("/{kind}/{run_id}/heartbeat", response_model=RunOut, dependencies=[Depends(reporter)])
-def heartbeat(kind: KindName, run_id: RunId, request: Request) -> RunOut:
+def heartbeat(kind: KindName, run_id: RunId, request: Request) -> JSONResponse:
     """The owner is alive. Not progress: stalled work stays stalled."""
     return run_out(_reports(request).heartbeat(kind, run_id))
 
@@ -127,7 +130,7 @@ def heartbeat(kind: KindName, run_id: RunId, request: Request) -> RunOut:
 @router.post("/{kind}/{run_id}/waiting", response_model=RunOut, dependencies=[Depends(reporter)])
 def waiting(
     kind: KindName, run_id: RunId, request: Request, body: Waiting | None = Body(None)
-) -> RunOut:
+) -> JSONResponse:
     """The work waits for a person; it is never stalled while it waits."""
     body = body or Waiting()
     return run_out(_reports(request).waiting(kind, run_id, body.reason))
@@ -136,13 +139,13 @@ def waiting(
 @router.post("/{kind}/{run_id}/finish", response_model=RunOut, dependencies=[Depends(reporter)])
 def finish(
     kind: KindName, run_id: RunId, request: Request, body: Finish | None = Body(None)
-) -> RunOut:
+) -> JSONResponse:
     """The work succeeded."""
     body = body or Finish()
     return run_out(_reports(request).finish(kind, run_id, body.step))
 
 
 @router.post("/{kind}/{run_id}/fail", response_model=RunOut, dependencies=[Depends(reporter)])
-def fail(kind: KindName, run_id: RunId, body: Fail, request: Request) -> RunOut:
+def fail(kind: KindName, run_id: RunId, body: Fail, request: Request) -> JSONResponse:
     """The work failed; the same fingerprint means the same failure."""
     return run_out(_reports(request).fail(kind, run_id, body.reason, body.fingerprint, body.detail))

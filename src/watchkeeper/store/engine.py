@@ -9,6 +9,7 @@ cannot be upgraded.
 from __future__ import annotations
 
 import sqlite3
+import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -34,9 +35,37 @@ def _sqlite_on_connect(dbapi_connection: sqlite3.Connection, _record: Connection
     cursor.close()
 
 
-def _sqlite_on_begin(connection: Connection) -> None:
-    mode = connection.get_execution_options().get("sqlite_begin", "")
-    connection.exec_driver_sql(f"BEGIN {mode}".strip())
+class _WriterGate:
+    """One writer at a time per process, queued in Python rather than in SQLite's busy handler.
+
+    SQLite makes a blocked writer sleep and poll (1 ms to 100 ms at a time);
+    queueing on a lock hands the database to the next writer at once.
+    """
+
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+
+    def on_begin(self, connection: Connection) -> None:
+        mode = connection.get_execution_options().get("sqlite_begin", "")
+        # Bounded wait: should a holder ever leak, SQLite's own busy timeout still keeps order.
+        if mode == "IMMEDIATE" and self.lock.acquire(timeout=SQLITE_BUSY_TIMEOUT_MS / 1000):
+            connection.info["holds_writer_gate"] = True
+        try:
+            connection.exec_driver_sql(f"BEGIN {mode}".strip())
+        except BaseException:
+            self.release(connection)
+            raise
+
+    def release(self, connection: Connection) -> None:
+        self._release_info(connection.info)
+
+    def on_checkin(self, _dbapi: object, record: ConnectionPoolEntry) -> None:
+        # A connection returned to the pool never keeps the gate, whatever ended its transaction.
+        self._release_info(record.info)
+
+    def _release_info(self, info: dict[Any, Any]) -> None:
+        if info.pop("holds_writer_gate", False):
+            self.lock.release()
 
 
 def make_engine(url: str) -> Engine:
@@ -59,8 +88,12 @@ def make_engine(url: str) -> Engine:
             pool_size=8,
             max_overflow=32,
         )
+        gate = _WriterGate()
         event.listen(engine, "connect", _sqlite_on_connect)
-        event.listen(engine, "begin", _sqlite_on_begin)
+        event.listen(engine, "begin", gate.on_begin)
+        event.listen(engine, "commit", gate.release)
+        event.listen(engine, "rollback", gate.release)
+        event.listen(engine.pool, "checkin", gate.on_checkin)
         return engine
     return create_engine(url, pool_pre_ping=True, pool_size=8, max_overflow=32)
 

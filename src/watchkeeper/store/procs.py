@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from datetime import datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from sqlalchemy import Connection, Engine, Row, insert, select, update
 
@@ -28,6 +28,9 @@ from watchkeeper.procs.records import (
 )
 from watchkeeper.store.engine import is_sqlite, translate_errors
 from watchkeeper.store.schema_procs import proc_parks, proc_runs, proc_sessions
+
+if TYPE_CHECKING:
+    from watchkeeper.store import Store
 
 _ACTIVE = [status.value for status in ACTIVE]
 _R = proc_runs.c
@@ -477,3 +480,36 @@ class ProcStore:
                     session=session, wakes_without_progress=0, updated_at=at
                 )
             )
+
+
+def open_store(url: str) -> Store:
+    """Open the store, running Alembic only when the schema is behind the shipped migrations.
+
+    Commands that start processes pay for every millisecond: checking the
+    revision is one query, while a full ``upgrade`` loads every migration script.
+    """
+    from watchkeeper.store import Store
+    from watchkeeper.store.migrate import current_revision, upgrade
+
+    store = Store(url, migrate=False)
+    try:
+        head = _shipped_head()
+        if head is None or current_revision(store.engine) != head:
+            upgrade(store.engine)
+    except BaseException:
+        store.close()
+        raise
+    return store
+
+
+def _shipped_head() -> str | None:
+    """The newest ``NNNN_name.py`` revision shipped; ``None`` if the names do not say."""
+    import re
+
+    from watchkeeper.store.migrate import MIGRATIONS
+
+    names = [p.name for p in (MIGRATIONS / "versions").glob("*.py") if p.name != "__init__.py"]
+    found = [re.match(r"^(\d{4})_\w+\.py$", name) for name in names]
+    if not found or not all(found):
+        return None
+    return max(match.group(1) for match in found if match)

@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Collection, Iterable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import Engine, Row, and_, case, func, insert, select, update
+from sqlalchemy import Engine, Row, and_, bindparam, case, func, insert, select, update
 
 from watchkeeper.clock import from_epoch, to_epoch
 from watchkeeper.contract import ACTIVE_STATUSES, RunStatus
@@ -179,26 +180,16 @@ class PushRunStore:
     ) -> PushRun:
         """Apply ``values`` to an active run; a move bumps its version (its state token)."""
         at = to_epoch(now)
-        changes = {**values, "updated_at": at, "seen_at": at}
-        if counts_as_move:
-            changes["version"] = push_runs.c.version + 1
-        statement = (
-            update(push_runs)
-            .where(
-                and_(
-                    push_runs.c.run_id == run_id,
-                    push_runs.c.kind == kind,
-                    push_runs.c.status.in_(_ACTIVE),
-                )
-            )
-            .values(**changes)
-        )
+        statement = _move_statement(tuple(sorted(values)), counts_as_move)
+        params = {f"v_{key}": value for key, value in values.items()}
+        params.update(v_updated_at=at, v_seen_at=at, w_run_id=run_id, w_kind=kind)
         with translate_errors("updating a run"), self._engine.connect() as conn:
             conn = conn.execution_options(**self._write_options)
             with conn.begin():
-                if conn.execute(statement).rowcount == 0:
+                row = conn.execute(statement, params).first()
+                if row is None:
                     self._explain_missing(conn, kind, run_id)
-                row = conn.execute(select(push_runs).where(push_runs.c.run_id == run_id)).one()
+        assert row is not None
         return PushRun.from_row(row)
 
     def _explain_missing(self, conn: Any, kind: str, run_id: str) -> None:
@@ -282,6 +273,27 @@ class PushRunStore:
         """Every kind name that has push runs."""
         with translate_errors("listing kinds"), self._engine.connect() as conn:
             return [row.kind for row in conn.execute(select(push_runs.c.kind).distinct())]
+
+
+@functools.lru_cache(maxsize=64)
+def _move_statement(keys: tuple[str, ...], counts_as_move: bool) -> Any:
+    """One prepared UPDATE per shape of move: building one per call costs more than running it."""
+    values: dict[str, Any] = {key: bindparam(f"v_{key}") for key in keys}
+    values.update(updated_at=bindparam("v_updated_at"), seen_at=bindparam("v_seen_at"))
+    if counts_as_move:
+        values["version"] = push_runs.c.version + 1
+    return (
+        update(push_runs)
+        .where(
+            and_(
+                push_runs.c.run_id == bindparam("w_run_id"),
+                push_runs.c.kind == bindparam("w_kind"),
+                push_runs.c.status.in_(_ACTIVE),
+            )
+        )
+        .values(values)
+        .returning(*push_runs.c)
+    )
 
 
 def _same_kind(row: Row[Any], kind: str, run_id: str) -> None:

@@ -1,0 +1,302 @@
+"""Commands for the processes watchkeeper starts on this host.
+
+``run``, ``ps``, ``status``, ``logs``, ``wait``, ``abort``, ``reclaim``,
+``park`` and ``parked``. Every command works on the local
+store; heavy modules are imported inside the commands so start-up stays fast.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from typing import TYPE_CHECKING, Any
+
+import typer
+
+from watchkeeper.cli.common import console, settings
+
+if TYPE_CHECKING:
+    from watchkeeper.procs.service import ProcEngine
+
+_RUN = typer.Argument(..., help="the run's id (see `watchkeeper ps`)")
+_JSON = typer.Option(False, "--json", help="print JSON instead of text")
+_DURATION_UNITS = {"s": 1.0, "m": 60.0, "h": 3600.0, "d": 86400.0}
+
+
+def parse_duration(value: str | None, option: str) -> float | None:
+    """``90``, ``90s``, ``10m``, ``2h``, ``1d`` as seconds."""
+    if value is None:
+        return None
+    from watchkeeper.errors import InvalidInput
+
+    text = value.strip().lower()
+    unit = _DURATION_UNITS.get(text[-1:]) if text else None
+    number = text[:-1] if unit else text
+    try:
+        seconds = float(number) * (unit or 1.0)
+    except ValueError:
+        raise InvalidInput(f"{option} {value!r}: write a duration like 90s, 10m or 2h") from None
+    if seconds <= 0:
+        raise InvalidInput(f"{option} {value!r}: must be more than zero")
+    return seconds
+
+
+def _engine(ctx: typer.Context) -> ProcEngine:
+    from watchkeeper.procs.service import ProcEngine
+    from watchkeeper.store.procs import open_store
+
+    config = settings(ctx)
+    return ProcEngine.from_settings(config, open_store(config.resolved_database_url))
+
+
+def _close(engine: ProcEngine) -> None:
+    engine.store.close()
+
+
+def _print_json(data: Any) -> None:
+    console.print_json(json.dumps(data))
+
+
+def run(
+    ctx: typer.Context,
+    argv: list[str] = typer.Argument(..., help="the command and its arguments, after --"),
+    detach: bool = typer.Option(False, "--detach", "-d", help="run in its own session; return"),
+    name: str | None = typer.Option(None, "--name", help="a short human name"),
+    budget: str | None = typer.Option(None, "--budget", help="no progress this long: stalled"),
+    timeout: str | None = typer.Option(None, "--timeout", help="abort the run after this long"),
+    origin: str | None = typer.Option(None, "--origin", help="PLATFORM:CHAT[/THREAD]"),
+    on_done: str | None = typer.Option(None, "--on-done", help="shell command run at the end"),
+    on_done_url: str | None = typer.Option(None, "--on-done-url", help="POST the result here"),
+    session: str | None = typer.Option(
+        None, "--session", envvar="WATCHKEEPER_SESSION_ID", help="the agent session it belongs to"
+    ),
+) -> None:
+    """Record a run, then start CMD under watchkeeper (`watchkeeper run -- CMD ARGS...`)."""
+    from watchkeeper.cli.report import _parse_origin
+    from watchkeeper.procs.launch import LaunchRequest
+
+    if on_done_url and not on_done_url.startswith(("http://", "https://")):
+        from watchkeeper.errors import InvalidInput
+
+        raise InvalidInput(f"--on-done-url {on_done_url!r}: must be an http:// or https:// URL")
+    request = LaunchRequest(
+        argv=tuple(argv),
+        name=name,
+        detach=detach,
+        budget_s=parse_duration(budget, "--budget"),
+        timeout_s=parse_duration(timeout, "--timeout"),
+        origin=_parse_origin(origin),
+        session=session,
+        on_done_cmd=on_done,
+        on_done_url=on_done_url,
+    )
+    engine = _engine(ctx)
+    try:
+        launched = engine.start(request, tee=not detach)
+        if detach:
+            console.print(launched.run.run_id, highlight=False)
+            return
+        ended = engine.finish_foreground(launched)
+    finally:
+        _close(engine)
+    raise typer.Exit(exit_status(ended.exit_code, ended.signal, ended.status.value))
+
+
+def exit_status(exit_code: int | None, signal: int | None, status: str) -> int:
+    """The exit status a shell would show: the code, 128+signal, or 1 when unknown."""
+    if exit_code is not None:
+        return exit_code
+    if signal is not None:
+        return 128 + signal
+    return 0 if status == "succeeded" else 1
+
+
+def ps(
+    ctx: typer.Context,
+    all_: bool = typer.Option(False, "--all", "-a", help="add runs that ended in the last day"),
+    as_json: bool = _JSON,
+) -> None:
+    """List process runs."""
+    engine = _engine(ctx)
+    try:
+        rows = [engine.describe(run) for run in engine.runs(include_finished=all_)]
+    finally:
+        _close(engine)
+    if as_json:
+        _print_json(rows)
+        return
+    from rich.table import Table
+
+    table = Table(title=f"Process runs ({len(rows)})", title_justify="left")
+    for column in ("id", "name", "status", "pid", "started", "exit", "command"):
+        table.add_column(column, overflow="fold")
+    for row in rows:
+        table.add_row(
+            row["id"],
+            row["name"],
+            row["effective_status"],
+            str(row["pid"] or ""),
+            row["started_at"] or "",
+            _exit_text(row),
+            " ".join(row["argv"])[:60],
+        )
+    console.print(table)
+
+
+def _exit_text(row: dict[str, Any]) -> str:
+    if row["signal"] is not None:
+        return f"signal {row['signal']}"
+    return "" if row["exit_code"] is None else str(row["exit_code"])
+
+
+def status(ctx: typer.Context, run_id: str = _RUN, as_json: bool = _JSON) -> None:
+    """One run: its status as it really is, owner, exit, hooks."""
+    engine = _engine(ctx)
+    try:
+        body = engine.describe(engine.refresh(run_id))
+    finally:
+        _close(engine)
+    if as_json:
+        _print_json(body)
+        return
+    for key in (
+        "id", "name", "effective_status", "status", "argv", "cwd", "host", "pid", "pgid",
+        "alive", "started_at", "progress_at", "finished_at", "exit_code", "signal", "reason",
+        "step", "hook_state", "hook_error", "log_path",
+    ):  # fmt: skip
+        value = body[key]
+        if value is None or value == "":
+            continue
+        if key == "hook_state" and value == "maybe_fired":
+            value = "maybe_fired (watchkeeper stopped while firing; not fired again)"
+        console.print(f"{key:>16}  {value}", highlight=False, markup=False)
+
+
+def logs(
+    ctx: typer.Context,
+    run_id: str = _RUN,
+    follow: bool = typer.Option(False, "--follow", "-f", help="keep printing until it ends"),
+) -> None:
+    """Print a run's output (stdout and stderr)."""
+    engine = _engine(ctx)
+    try:
+        if follow:
+            for chunk in engine.follow(run_id):
+                sys.stdout.buffer.write(chunk)
+                sys.stdout.buffer.flush()
+            return
+        path = engine.log_path(run_id)
+        if path.exists():
+            sys.stdout.buffer.write(path.read_bytes())
+    finally:
+        _close(engine)
+
+
+def wait(
+    ctx: typer.Context,
+    run_id: str = _RUN,
+    timeout: str | None = typer.Option(None, "--timeout", help="give up after this long"),
+) -> None:
+    """Block until the run ends; exit with its exit status."""
+    engine = _engine(ctx)
+    try:
+        run = engine.wait(run_id, timeout_s=parse_duration(timeout, "--timeout"))
+    finally:
+        _close(engine)
+    if not run.status.ended:
+        from watchkeeper.procs.errors import ProcsError
+
+        raise ProcsError(f"process run {run_id} is still {run.status.value} after {timeout}")
+    if run.reason:
+        console.print(f"{run_id} {run.status.value}: {run.reason}", highlight=False)
+    raise typer.Exit(exit_status(run.exit_code, run.signal, run.status.value))
+
+
+def abort(
+    ctx: typer.Context,
+    run_id: str = _RUN,
+    grace: str | None = typer.Option(None, "--grace", help="SIGTERM, then SIGKILL after this"),
+    as_json: bool = _JSON,
+) -> None:
+    """Abort a run: SIGTERM its process group, SIGKILL after a grace period."""
+    engine = _engine(ctx)
+    try:
+        result = engine.abort(run_id, grace_s=parse_duration(grace, "--grace"))
+    finally:
+        _close(engine)
+    if as_json:
+        _print_json({"outcome": result.outcome.value, "detail": result.detail,
+                     "status": result.run.status.value})  # fmt: skip
+        return
+    console.print(f"{result.outcome.value}: {result.detail}", highlight=False, markup=False)
+
+
+def reclaim(ctx: typer.Context, as_json: bool = _JSON) -> None:
+    """Settle this host's runs now: read witnesses, reclaim stale runs, enforce timeouts."""
+    engine = _engine(ctx)
+    try:
+        report = engine.reap()
+    finally:
+        _close(engine)
+    data = {
+        "collected": report.collected,
+        "reclaimed": report.reclaimed,
+        "timed_out": report.timed_out,
+    }
+    if as_json:
+        _print_json(data)
+        return
+    for key, ids in data.items():
+        console.print(f"{key}: {', '.join(ids) or 'none'}", highlight=False)
+
+
+def park(
+    ctx: typer.Context,
+    until: str = typer.Option(..., "--until", help="the run this session waits on"),
+    reason: str = typer.Option(..., "--reason", help="what it waits for, in words"),
+    session: str = typer.Option(
+        ..., "--session", envvar="WATCHKEEPER_SESSION_ID", help="the agent session parking"
+    ),
+    wake: str | None = typer.Option(None, "--wake", help="shell command the engine runs to wake"),
+    progress: str | None = typer.Option(
+        None, "--progress", help="what the session achieved since it was last woken"
+    ),
+) -> None:
+    """Record that a session handed back, waiting on a run; the engine wakes it."""
+    engine = _engine(ctx)
+    try:
+        parked = engine.park(session, reason, until, wake_cmd=wake, progress=progress)
+    finally:
+        _close(engine)
+    console.print(
+        f"parked {parked.session} until {parked.until_run} ({parked.id})", highlight=False
+    )
+
+
+def parked(ctx: typer.Context, as_json: bool = _JSON) -> None:
+    """Parked sessions, what each waits on, and which became wakeable."""
+    engine = _engine(ctx)
+    try:
+        rows = [view.as_dict() for view in engine.parked()]
+    finally:
+        _close(engine)
+    if as_json:
+        _print_json(rows)
+        return
+    from rich.table import Table
+
+    table = Table(title=f"Parked sessions ({len(rows)})", title_justify="left")
+    for column in ("session", "waits on", "run", "state", "wakeable", "reason", "note"):
+        table.add_column(column, overflow="fold")
+    for row in rows:
+        state = row["state"] + (" (breaker open)" if row["breaker_open"] else "")
+        table.add_row(
+            row["session"],
+            row["until"],
+            row["run_status"] or "?",
+            state,
+            "yes" if row["wakeable"] else "no",
+            row["reason"],
+            row["note"] or "",
+        )
+    console.print(table)

@@ -1,0 +1,157 @@
+"""The ``process`` kind: processes watchkeeper started itself (``watchkeeper run``).
+
+The owner is the shim that holds the command: alive when its pid still has the
+recorded start time on this host and boot; another host's run is "cannot
+tell" and never stuck on our word alone. Progress is a step reported on the
+run or its log growing (read straight from the log file, so growth between
+sweeps counts). A run whose witness is there but not yet read is judged by the
+witness, never by what the command said about itself.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+from collections.abc import Sequence
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+from watchkeeper.contract import (
+    NO_ORIGIN,
+    Effects,
+    Failure,
+    Origin,
+    Owner,
+    OwnerKind,
+    RunStatus,
+    RunView,
+)
+from watchkeeper.kinds.base import Adapter
+from watchkeeper.procs import identity, layout, settle, witness
+from watchkeeper.procs.records import ProcRun, ProcStatus
+
+FINISHED_WINDOW = timedelta(days=1)
+_STATUS = {
+    ProcStatus.STARTING: RunStatus.RUNNING,
+    ProcStatus.RUNNING: RunStatus.RUNNING,
+    ProcStatus.SUCCEEDED: RunStatus.SUCCEEDED,
+    ProcStatus.FAILED: RunStatus.FAILED,
+    ProcStatus.CANCELLED: RunStatus.CANCELLED,
+}
+
+
+def fingerprint(reason: str) -> str:
+    """The same way of ending is the same failure: exit status or signal, not the run."""
+    return hashlib.sha256(reason.encode()).hexdigest()[:16]
+
+
+class ProcessAdapter(Adapter):
+    """Reads process runs from watchkeeper's own store; never writes it."""
+
+    adapter_name = "process"
+
+    def read(self, now: datetime) -> Sequence[RunView]:
+        """Active runs and those that ended within the last day."""
+        from watchkeeper.store.procs import ProcStore
+
+        store = self.context.store
+        if store is None:
+            raise RuntimeError("the process adapter needs watchkeeper's store")
+        runs = ProcStore(store.engine).runs(
+            active_only=False, finished_since=now - FINISHED_WINDOW, limit=100_000
+        )
+        data_dir = self.context.settings.data_dir
+        return [view(self.name, run, data_dir, now) for run in runs]
+
+
+def view(kind: str, run: ProcRun, data_dir: os.PathLike[str], now: datetime) -> RunView:
+    """One process run in the read model."""
+    status, failure, finished = _status(run, data_dir)
+    progress_at, log_moved = _progress(run, data_dir)
+    owner = Owner(OwnerKind.PID, f"{run.host}:{run.shim_pid}", _alive(run, status), None)
+    return RunView(
+        kind=kind,
+        run_id=run.run_id,
+        title=run.name,
+        status=status,
+        state_token=f"{run.state_token}.{log_moved}",
+        owner=owner,
+        progress_at=progress_at,
+        started_at=run.started_at or run.created_at,
+        finished_at=finished,
+        budget_s=run.budget_s,
+        origin=_origin(run.origin),
+        effects=Effects.UNKNOWN,
+        failure=failure,
+        step=run.step,
+    )
+
+
+def _status(
+    run: ProcRun, data_dir: os.PathLike[str]
+) -> tuple[RunStatus, Failure | None, datetime | None]:
+    if run.status.ended:
+        failure = None
+        if run.status is ProcStatus.FAILED:
+            reason = run.reason or "failed"
+            failure = Failure(reason, fingerprint(_stable(run)))
+        return _STATUS[run.status], failure, run.finished_at
+    try:
+        found = witness.read(layout.run_dir(_path(data_dir), run.run_id), run.run_id)
+    except witness.WitnessCorrupt:
+        return RunStatus.RUNNING, None, None  # the reaper records why; judge the owner meanwhile
+    if found is None:
+        return RunStatus.RUNNING, None, None
+    ended = datetime.fromtimestamp(found.ended_at, UTC)
+    if found.succeeded:
+        return RunStatus.SUCCEEDED, None, ended
+    status = settle.status_of(found, run.abort_requested_at is not None)
+    reason = settle.describe(found)
+    failure = Failure(reason, fingerprint(reason)) if status is ProcStatus.FAILED else None
+    return _STATUS[status], failure, ended
+
+
+def _stable(run: ProcRun) -> str:
+    if run.signal is not None:
+        return f"signal {run.signal}"
+    if run.exit_code is not None:
+        return f"exit {run.exit_code}"
+    return run.reason or "failed"
+
+
+def _alive(run: ProcRun, status: RunStatus) -> bool | None:
+    if status.ended:
+        return False
+    if run.shim_pid is None:
+        return None  # still starting: the reaper decides after its grace period
+    return identity.alive(identity.ownership(run.host, run.boot_id, run.shim_pid, run.shim_start))
+
+
+def _progress(run: ProcRun, data_dir: os.PathLike[str]) -> tuple[datetime | None, int]:
+    """Reported progress, or the log's last write if later (and how often it moved)."""
+    progress_at = run.progress_at or run.started_at
+    try:
+        stat = layout.log_path(_path(data_dir), run.run_id).stat()
+    except FileNotFoundError:
+        return progress_at, 0
+    grew = run.log_mtime is not None and stat.st_mtime != run.log_mtime
+    if grew and stat.st_size > 0:
+        written = datetime.fromtimestamp(stat.st_mtime, UTC)
+        if progress_at is None or written > progress_at:
+            progress_at = written
+    return progress_at, stat.st_size
+
+
+def _path(data_dir: os.PathLike[str]) -> Path:
+    return Path(data_dir)
+
+
+def _origin(value: dict[str, str] | None) -> Origin:
+    if not value:
+        return NO_ORIGIN
+    return Origin(
+        platform=value.get("platform"),
+        chat_id=value.get("chat_id"),
+        thread_id=value.get("thread_id"),
+        message_id=value.get("message_id"),
+    )

@@ -1,0 +1,213 @@
+"""``/api/v1/procs``: processes the server starts on its own host, parks and wakes.
+
+Starting a process or giving a wake command runs arbitrary commands on the
+server's host: admin only. Reporting progress is for reporters, reading for
+viewers. ``POST /api/v1/runs/process/{id}/progress`` is served here too, so
+``watchkeeper report progress process`` reaches a process run.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+from fastapi import APIRouter, Body, Depends, HTTPException, Query, Request
+from pydantic import BaseModel, ConfigDict, Field
+
+from watchkeeper.errors import InvalidInput
+from watchkeeper.procs.errors import LaunchFailed
+from watchkeeper.procs.service import ProcEngine
+from watchkeeper.runtime import Runtime
+from watchkeeper.server.auth import admin, reporter, viewer
+from watchkeeper.server.routes_runs import ERRORS
+from watchkeeper.server.schemas import STEP_MAX, OriginIn, Progress, RunId, ShortText
+from watchkeeper.store.tokens import Role, TokenInfo
+
+router = APIRouter(tags=["procs"], responses=ERRORS)
+PREFIX = "/api/v1/procs"
+#: Longest a ``wait`` request holds its connection; clients ask again.
+MAX_WAIT_S = 30.0
+
+
+class _Body(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class StartProc(_Body):
+    """``POST /api/v1/procs``: start a command on the server's host."""
+
+    argv: list[str] = Field(min_length=1, max_length=1000)
+    cwd: str | None = Field(default=None, max_length=4096)
+    name: str | None = Field(default=None, max_length=200)
+    detach: bool = True
+    budget_s: float | None = Field(default=None, gt=0, le=30 * 86400)
+    timeout_s: float | None = Field(default=None, gt=0, le=30 * 86400)
+    origin: OriginIn | None = None
+    session: ShortText | None = None
+    on_done_cmd: str | None = Field(default=None, max_length=4000)
+    on_done_url: str | None = Field(default=None, max_length=2000, pattern=r"^https?://")
+
+
+class AbortProc(_Body):
+    """``POST .../abort``."""
+
+    grace_s: float | None = Field(default=None, ge=0, le=600)
+
+
+class ParkIn(_Body):
+    """``POST /api/v1/procs/parks``: a session hands back, waiting on a run."""
+
+    session: ShortText = Field(min_length=1)
+    reason: str = Field(min_length=1, max_length=STEP_MAX)
+    until: RunId
+    wake_cmd: str | None = Field(default=None, max_length=4000)
+    progress: str | None = Field(default=None, max_length=STEP_MAX)
+
+
+class SessionProgress(_Body):
+    """``POST /api/v1/procs/sessions/{session}/progress``."""
+
+    note: str | None = Field(default=None, max_length=STEP_MAX)
+
+
+def engine_of(request: Request) -> ProcEngine:
+    """The app's process engine, built on first use from its runtime."""
+    found = getattr(request.app.state, "procs_engine", None)
+    if isinstance(found, ProcEngine):
+        return found
+    runtime: Runtime = request.app.state.runtime
+    built = ProcEngine.from_settings(runtime.settings, runtime.store, runtime.clock)
+    request.app.state.procs_engine = built
+    return built
+
+
+@router.get(PREFIX, dependencies=[Depends(viewer)])
+def list_procs(
+    request: Request,
+    all: bool = Query(False, description="also list runs that ended in the last day"),
+    limit: int = Query(500, ge=1, le=10000),
+) -> dict[str, Any]:
+    """Process runs, newest first."""
+    engine = engine_of(request)
+    runs = engine.runs(include_finished=all, limit=limit)
+    return {"runs": [engine.describe(run) for run in runs]}
+
+
+@router.post(PREFIX, status_code=201, dependencies=[Depends(admin)])
+def start_proc(body: StartProc, request: Request) -> dict[str, Any]:
+    """Record a run, then start it detached on the server's host."""
+    from watchkeeper.procs.launch import LaunchRequest
+
+    if not body.detach:
+        raise InvalidInput(
+            "the server starts detached runs only: send detach=true and wait on the run",
+            "detach",
+        )
+    engine = engine_of(request)
+    request_ = LaunchRequest(
+        argv=tuple(body.argv),
+        cwd=body.cwd or os.getcwd(),
+        name=body.name,
+        detach=True,
+        budget_s=body.budget_s,
+        timeout_s=body.timeout_s,
+        origin=None if body.origin is None else body.origin.model_dump(exclude_none=True),
+        session=body.session,
+        on_done_cmd=body.on_done_cmd,
+        on_done_url=body.on_done_url,
+    )
+    try:
+        launched = engine.start(request_)
+    except LaunchFailed as exc:
+        raise InvalidInput(str(exc), "argv") from None
+    return engine.describe(launched.run)
+
+
+@router.get(f"{PREFIX}/parks", dependencies=[Depends(viewer)])
+def list_parks(request: Request) -> dict[str, Any]:
+    """Parked sessions, what each waits on, and which became wakeable."""
+    return {"parks": [view.as_dict() for view in engine_of(request).parked()]}
+
+
+@router.post(f"{PREFIX}/parks", status_code=201)
+def park(body: ParkIn, request: Request, token: TokenInfo = Depends(reporter)) -> dict[str, Any]:
+    """Record that a session handed back, waiting on a run."""
+    if body.wake_cmd and not token.role.allows(Role.ADMIN):
+        raise HTTPException(
+            403, "a wake command runs on the server's host: it needs an admin token"
+        )
+    parked = engine_of(request).park(
+        body.session, body.reason, body.until, wake_cmd=body.wake_cmd, progress=body.progress
+    )
+    return {"id": parked.id, "session": parked.session, "until": parked.until_run,
+            "state": parked.state.value}  # fmt: skip
+
+
+@router.post(f"{PREFIX}/sessions/{{session}}/progress", dependencies=[Depends(reporter)])
+def session_progress(
+    session: str, request: Request, body: SessionProgress | None = Body(None)
+) -> dict[str, Any]:
+    """The session moved: reset its wake breaker and release its suppressed parks."""
+    released = engine_of(request).session_progress(session, (body or SessionProgress()).note)
+    return {"session": session, "released": released}
+
+
+@router.post(f"{PREFIX}/reclaim", dependencies=[Depends(admin)])
+def reclaim(request: Request) -> dict[str, Any]:
+    """Settle the server host's runs now: witnesses, stale runs, timeouts."""
+    report = engine_of(request).reap()
+    return {
+        "collected": report.collected,
+        "reclaimed": report.reclaimed,
+        "timed_out": report.timed_out,
+    }
+
+
+@router.get(f"{PREFIX}/{{run_id}}", dependencies=[Depends(viewer)])
+def get_proc(run_id: RunId, request: Request) -> dict[str, Any]:
+    """One run, with its status as it really is."""
+    engine = engine_of(request)
+    return engine.describe(engine.refresh(run_id))
+
+
+@router.get(f"{PREFIX}/{{run_id}}/log", dependencies=[Depends(viewer)])
+def get_log(
+    run_id: RunId,
+    request: Request,
+    tail_bytes: int = Query(65536, ge=1, le=4 * 1024 * 1024),
+) -> dict[str, Any]:
+    """The end of the run's output, with secrets redacted."""
+    from watchkeeper.procs.layout import read_tail
+    from watchkeeper.redact import redact
+
+    path = engine_of(request).log_path(run_id)
+    size = path.stat().st_size if path.exists() else 0
+    return {"id": run_id, "size": size, "text": redact(read_tail(path, tail_bytes))}
+
+
+@router.get(f"{PREFIX}/{{run_id}}/wait", dependencies=[Depends(viewer)])
+def wait(
+    run_id: RunId,
+    request: Request,
+    timeout_s: float = Query(MAX_WAIT_S, ge=0, le=MAX_WAIT_S),
+) -> dict[str, Any]:
+    """Hold the request until the run ends or ``timeout_s`` passes; ask again if still active."""
+    engine = engine_of(request)
+    return engine.describe(engine.wait(run_id, timeout_s=timeout_s))
+
+
+@router.post(f"{PREFIX}/{{run_id}}/abort", dependencies=[Depends(admin)])
+def abort(run_id: RunId, request: Request, body: AbortProc | None = Body(None)) -> dict[str, Any]:
+    """SIGTERM the run's group, SIGKILL after the grace period; never what is not ours."""
+    engine = engine_of(request)
+    result = engine.abort(run_id, grace_s=(body or AbortProc()).grace_s)
+    return {"outcome": result.outcome.value, "detail": result.detail,
+            "run": engine.describe(result.run)}  # fmt: skip
+
+
+@router.post(f"{PREFIX}/{{run_id}}/progress", dependencies=[Depends(reporter)])
+@router.post("/api/v1/runs/process/{run_id}/progress", dependencies=[Depends(reporter)])
+def progress(run_id: RunId, request: Request, body: Progress | None = Body(None)) -> dict[str, Any]:
+    """Something moved in a process run (optionally: which step)."""
+    engine = engine_of(request)
+    return engine.describe(engine.progress(run_id, (body or Progress()).step))
