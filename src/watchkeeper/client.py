@@ -22,6 +22,7 @@ from typing import Any
 
 import httpx
 
+from watchkeeper.client_procs import Procs
 from watchkeeper.errors import ClientError
 
 DEFAULT_URL = "http://127.0.0.1:8750"
@@ -47,6 +48,8 @@ class Client:
             base_url=self.url, headers=headers, timeout=timeout, transport=transport
         )
         self.incidents = Incidents(self)
+        self.runbooks = Runbooks(self)
+        self.procs = Procs(self)
 
     def request(self, method: str, path: str, **kwargs: Any) -> Any:
         """Call the API; an error answer raises :class:`ClientError` with the server's message."""
@@ -172,8 +175,56 @@ class Incidents:
         return incidents
 
     def get(self, incident_id: int) -> dict[str, Any]:
-        """One incident with its history."""
+        """One incident with its history, buttons, decision, presses and action journal."""
         result: dict[str, Any] = self._client.request("GET", f"/api/v1/incidents/{incident_id}")
+        return result
+
+    def decide(
+        self,
+        incident_id: int,
+        action: str,
+        *,
+        state_token: str | None = None,
+        via: str = "api",
+    ) -> dict[str, Any]:
+        """Press a button. Without ``state_token`` the incident's current one is used.
+
+        A press that loses raises :class:`ClientError` (409 already decided or
+        stale, 403 refused, 422 not offered) whose message says who won.
+        """
+        if state_token is None:
+            state_token = str(self.get(incident_id)["state_token"])
+        body = {"action": action, "state_token": state_token, "via": via}
+        result: dict[str, Any] = self._client.request(
+            "POST", f"/api/v1/incidents/{incident_id}/decide", json=body
+        )
+        return result
+
+    def diagnose(self, incident_id: int) -> dict[str, Any]:
+        """Ask to diagnose: read-only; returns the diagnosis under ``diagnosis``."""
+        result: dict[str, Any] = self._client.request(
+            "POST", f"/api/v1/incidents/{incident_id}/diagnose"
+        )
+        return result
+
+
+class Runbooks:
+    """``client.runbooks``: the automatic first steps."""
+
+    def __init__(self, client: Client) -> None:
+        self._client = client
+
+    def list(self) -> list[dict[str, Any]]:
+        """Every runbook and whether it is on."""
+        result = self._client.request("GET", "/api/v1/runbooks")
+        runbooks: list[dict[str, Any]] = result["runbooks"]
+        return runbooks
+
+    def switch(self, name: str, enabled: bool) -> dict[str, Any]:
+        """Switch one on or off (admins only)."""
+        result: dict[str, Any] = self._client.request(
+            "PUT", f"/api/v1/runbooks/{name}", json={"enabled": enabled}
+        )
         return result
 
 

@@ -7,7 +7,7 @@ import traceback
 
 import typer
 
-from watchkeeper.cli import db, report, runs, serve, token
+from watchkeeper.cli import db, incidents, report, runs, serve, token
 from watchkeeper.cli import procs as procs_cli
 from watchkeeper.cli.common import CliState, err_console
 from watchkeeper.errors import WatchkeeperError
@@ -37,6 +37,8 @@ app.command("runs")(runs.runs)
 app.add_typer(report.app, name="report")
 app.add_typer(token.app, name="token")
 app.add_typer(db.app, name="db")
+for _name in ("incidents", "decide", "diagnose", "runbooks"):
+    app.command(_name)(getattr(incidents, _name))
 app.command("run", context_settings={"allow_interspersed_args": False})(procs_cli.run)
 for _name in ("ps", "status", "logs", "wait", "abort", "reclaim", "park", "parked"):
     app.command(_name)(getattr(procs_cli, _name))
