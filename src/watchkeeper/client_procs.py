@@ -1,0 +1,138 @@
+"""``client.procs``: start, watch, wait on and abort processes on the server's host.
+
+::
+
+    run = client.procs.start(["pytest", "-x"], detach=True, timeout_s=3600)
+    done = client.procs.wait(run["id"])
+    print(done["status"], done["exit_code"])
+"""
+
+from __future__ import annotations
+
+import time
+import builtins
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from watchkeeper.client import Client
+
+_ENDED = frozenset({"succeeded", "failed", "cancelled"})
+
+
+class Procs:
+    """Process runs over the HTTP API."""
+
+    def __init__(self, client: Client) -> None:
+        self._client = client
+
+    def start(
+        self,
+        argv: list[str],
+        *,
+        detach: bool = True,
+        cwd: str | None = None,
+        name: str | None = None,
+        budget_s: float | None = None,
+        timeout_s: float | None = None,
+        origin: dict[str, str] | None = None,
+        session: str | None = None,
+        on_done_cmd: str | None = None,
+        on_done_url: str | None = None,
+    ) -> dict[str, Any]:
+        """Start ``argv`` on the server's host (admin token); returns the run with its ``id``."""
+        body: dict[str, Any] = {"argv": list(argv), "detach": detach}
+        optional = {
+            "cwd": cwd,
+            "name": name,
+            "budget_s": budget_s,
+            "timeout_s": timeout_s,
+            "origin": origin,
+            "session": session,
+            "on_done_cmd": on_done_cmd,
+            "on_done_url": on_done_url,
+        }
+        body.update({key: value for key, value in optional.items() if value is not None})
+        result: dict[str, Any] = self._client.request("POST", "/api/v1/procs", json=body)
+        return result
+
+    def list(self, *, all: bool = False) -> list[dict[str, Any]]:
+        """Active runs (and, with ``all``, those that ended in the last day)."""
+        result = self._client.request("GET", "/api/v1/procs", params={"all": all})
+        runs: list[dict[str, Any]] = result["runs"]
+        return runs
+
+    def get(self, run_id: str) -> dict[str, Any]:
+        """One run, with ``effective_status`` (``stale`` when its process is gone)."""
+        result: dict[str, Any] = self._client.request("GET", f"/api/v1/procs/{run_id}")
+        return result
+
+    def log(self, run_id: str, tail_bytes: int = 65536) -> str:
+        """The end of the run's output, secrets redacted."""
+        result = self._client.request(
+            "GET", f"/api/v1/procs/{run_id}/log", params={"tail_bytes": tail_bytes}
+        )
+        return str(result["text"])
+
+    def wait(self, run_id: str, *, timeout_s: float | None = None) -> dict[str, Any]:
+        """Block until the run ends (or ``timeout_s`` passes); returns the run."""
+        deadline = None if timeout_s is None else time.monotonic() + timeout_s
+        while True:
+            left = 30.0 if deadline is None else max(0.0, min(30.0, deadline - time.monotonic()))
+            run: dict[str, Any] = self._client.request(
+                "GET", f"/api/v1/procs/{run_id}/wait", params={"timeout_s": left}
+            )
+            if run["status"] in _ENDED or (deadline is not None and time.monotonic() >= deadline):
+                return run
+
+    def abort(self, run_id: str, *, grace_s: float | None = None) -> dict[str, Any]:
+        """Abort the run; ``outcome`` is ``signaled``, ``already_exited`` or ``not_ours``."""
+        body = {} if grace_s is None else {"grace_s": grace_s}
+        result: dict[str, Any] = self._client.request(
+            "POST", f"/api/v1/procs/{run_id}/abort", json=body
+        )
+        return result
+
+    def progress(self, run_id: str, step: str | None = None) -> dict[str, Any]:
+        """Report progress on a process run."""
+        body = {} if step is None else {"step": step}
+        result: dict[str, Any] = self._client.request(
+            "POST", f"/api/v1/procs/{run_id}/progress", json=body
+        )
+        return result
+
+    def reclaim(self) -> dict[str, Any]:
+        """Settle the server host's runs now."""
+        result: dict[str, Any] = self._client.request("POST", "/api/v1/procs/reclaim")
+        return result
+
+    def park(
+        self,
+        session: str,
+        until: str,
+        reason: str,
+        *,
+        wake_cmd: str | None = None,
+        progress: str | None = None,
+    ) -> dict[str, Any]:
+        """Record that ``session`` hands back, waiting on run ``until``."""
+        body: dict[str, Any] = {"session": session, "until": until, "reason": reason}
+        if wake_cmd is not None:
+            body["wake_cmd"] = wake_cmd
+        if progress is not None:
+            body["progress"] = progress
+        result: dict[str, Any] = self._client.request("POST", "/api/v1/procs/parks", json=body)
+        return result
+
+    def parked(self) -> builtins.list[dict[str, Any]]:
+        """Parked sessions and what each waits on."""
+        result = self._client.request("GET", "/api/v1/procs/parks")
+        parks: list[dict[str, Any]] = result["parks"]
+        return parks
+
+    def session_progress(self, session: str, note: str | None = None) -> dict[str, Any]:
+        """Record that ``session`` moved: resets its wake breaker."""
+        body = {} if note is None else {"note": note}
+        result: dict[str, Any] = self._client.request(
+            "POST", f"/api/v1/procs/sessions/{session}/progress", json=body
+        )
+        return result
