@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import random
 import shutil
 import signal
 import socket
@@ -170,6 +171,7 @@ def wait_for_children(pid: int, count: int, timeout_s: float = 60.0) -> set[int]
 
 
 def restart_latencies(pid: int, count: int, samples: int) -> list[float]:
+    rng = random.Random(1)  # the same pauses for every peer
     latencies = []
     for _ in range(samples):
         before = wait_for_children(pid, count)
@@ -183,7 +185,8 @@ def restart_latencies(pid: int, count: int, samples: int) -> list[float]:
             if time.perf_counter() - killed_at > 30:
                 raise SystemExit("no restart within 30 s")
             time.sleep(0.0002)
-        time.sleep(0.05)
+        # A random pause puts each kill at a random phase of any periodic check a peer runs.
+        time.sleep(rng.uniform(0.05, 1.1))
     return latencies
 
 

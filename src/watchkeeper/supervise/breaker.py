@@ -8,9 +8,9 @@ call runs outside any lock, so calls in the closed state run concurrently.
 from __future__ import annotations
 
 import contextvars
-import enum
 import functools
 import inspect
+import itertools
 import logging
 import threading
 import time
@@ -34,6 +34,7 @@ P = ParamSpec("P")
 R = TypeVar("R")
 
 _CAS_TRIES = 8
+_CLOSED = CircuitState.CLOSED
 
 
 class _Clock:
@@ -90,16 +91,23 @@ class BreakerStatistics:
     time_in_state: Mapping[CircuitState, float]
 
 
-class _Kind(enum.Enum):
-    NORMAL = "normal"
-    PROBE = "probe"
+class _Probe:
+    """The one caller let through while half-open, and the state it was let in on."""
+
+    __slots__ = ("reopen_at", "state")
+
+    def __init__(self, state: BreakerState, reopen_at: float | None) -> None:
+        self.state = state
+        self.reopen_at = reopen_at
 
 
-@dataclass(frozen=True)
-class _Permit:
-    kind: _Kind
-    state: BreakerState
-    reopen_at: float | None = None
+# A normal permit is the closed state it was admitted on: no allocation per call.
+_Permit = BreakerState | _Probe
+
+
+def _read(counter: itertools.count[int]) -> int:
+    # itertools.count increments atomically under the GIL; its repr is its next value.
+    return int(repr(counter)[6:-1])
 
 
 Listener = Callable[[BreakerStateChange], None]
@@ -140,7 +148,11 @@ class CircuitBreaker:
         self._listeners = list(listeners)
         self._outcomes: deque[bool] = deque(maxlen=window.size if window else 1)
         self._lock = threading.Lock()
-        self._counts = {"successes": 0, "failures": 0, "rejections": 0, "ignored": 0}
+        self._successes = itertools.count()
+        self._quiet: BreakerState | None = None
+        self._failures = itertools.count()
+        self._rejections = itertools.count()
+        self._ignored = itertools.count()
         self._seen = CircuitState.CLOSED
         self._seen_since = self._clock.now()
         self._state_changes = 0
@@ -168,7 +180,10 @@ class CircuitBreaker:
         except BaseException as exc:
             self._settle(permit, exc)
             raise
-        self._settle(permit, None)
+        if permit is self._quiet:
+            next(self._successes)  # closed with no failures on record: nothing to write
+        else:
+            self._settle(permit, None)
         return result
 
     async def call_async(
@@ -181,7 +196,10 @@ class CircuitBreaker:
         except BaseException as exc:
             self._settle(permit, exc)
             raise
-        self._settle(permit, None)
+        if permit is self._quiet:
+            next(self._successes)
+        else:
+            self._settle(permit, None)
         return result
 
     @overload
@@ -246,19 +264,26 @@ class CircuitBreaker:
                 failure_count=current.failure_count,
                 state_changes=self._state_changes,
                 time_in_state=MappingProxyType(times),
-                **self._counts,
+                successes=_read(self._successes),
+                failures=_read(self._failures),
+                rejections=_read(self._rejections),
+                ignored=_read(self._ignored),
             )
 
     # -- admission -------------------------------------------------------------
 
     def _acquire(self) -> _Permit:
+        current = self.store.load(self.name)
+        if current.state is _CLOSED and self._seen is _CLOSED:
+            self._quiet = current if not current.failure_count and self.window is None else None
+            return current
+        return self._acquire_slow(current)
+
+    def _acquire_slow(self, current: BreakerState) -> _Permit:
         for _ in range(_CAS_TRIES):
-            current = self.store.load(self.name)
-            if current.state is CircuitState.CLOSED:
-                if self._seen is not CircuitState.CLOSED:
-                    self._observe(current)
-                return _Permit(_Kind.NORMAL, current)
             self._observe(current)
+            if current.state is _CLOSED:
+                return current
             now = self._clock.now()
             opened_at = now if current.opened_at is None else current.opened_at
             retry_at = opened_at + self.reset_timeout_s
@@ -269,36 +294,37 @@ class CircuitBreaker:
             stored = self.store.compare_and_set(self.name, current, probe)
             if stored is not None:
                 self._observe(stored)
-                return _Permit(_Kind.PROBE, stored, reopen_at=current.opened_at)
+                return _Probe(stored, current.opened_at)
+            current = self.store.load(self.name)
         now = self._clock.now()
         raise self._rejection(CircuitState.HALF_OPEN, now + self.reset_timeout_s, now)
 
     def _rejection(self, state: CircuitState, retry_at: float, now: float) -> CircuitOpenError:
-        self._count("rejections")
+        next(self._rejections)
         return CircuitOpenError(self.name, state.value, retry_at, retry_at - now)
 
     # -- outcomes --------------------------------------------------------------
 
     def _settle(self, permit: _Permit, exc: BaseException | None) -> None:
         if exc is None or (isinstance(exc, Exception) and isinstance(exc, self.exclude)):
-            self._count("successes" if exc is None else "ignored")
+            next(self._successes if exc is None else self._ignored)
             self._on_success(permit)
         elif isinstance(exc, Exception):
-            self._count("failures")
+            next(self._failures)
             self._on_failure(permit)
         else:
-            self._count("ignored")
-            if permit.kind is _Kind.PROBE:
+            next(self._ignored)
+            if isinstance(permit, _Probe):
                 self._release_probe(permit)
 
     def _on_success(self, permit: _Permit) -> None:
-        if permit.kind is _Kind.PROBE:
+        if isinstance(permit, _Probe):
             self._update(permit, lambda s: BreakerState(CircuitState.CLOSED, 0, None))
             return
         if self.window is not None:
             with self._lock:
                 self._outcomes.append(True)
-        if permit.state.failure_count and self.window is None:
+        if permit.failure_count and self.window is None:
             self._update(
                 None,
                 lambda s: (
@@ -310,7 +336,7 @@ class CircuitBreaker:
 
     def _on_failure(self, permit: _Permit) -> None:
         now = self._clock.now()
-        if permit.kind is _Kind.PROBE:
+        if isinstance(permit, _Probe):
             self._update(permit, lambda s: BreakerState(CircuitState.OPEN, s.failure_count, now))
             return
         if self.window is not None:
@@ -343,13 +369,13 @@ class CircuitBreaker:
         failures = calls - sum(self._outcomes)
         return failures / calls >= self.window.threshold
 
-    def _release_probe(self, permit: _Permit) -> None:
+    def _release_probe(self, permit: _Probe) -> None:
         # A cancelled probe proves nothing: back to OPEN as it was, so the next caller probes.
         reopen = permit.reopen_at
         self._update(permit, lambda s: BreakerState(CircuitState.OPEN, s.failure_count, reopen))
 
     def _update(
-        self, permit: _Permit | None, change: Callable[[BreakerState], BreakerState | None]
+        self, permit: _Probe | None, change: Callable[[BreakerState], BreakerState | None]
     ) -> None:
         """Apply ``change`` by compare-and-set; a probe's change applies only to its own probe."""
         for _ in range(_CAS_TRIES):
@@ -372,10 +398,6 @@ class CircuitBreaker:
         )
 
     # -- bookkeeping -----------------------------------------------------------
-
-    def _count(self, key: str) -> None:
-        with self._lock:
-            self._counts[key] += 1
 
     def _observe(self, current: BreakerState) -> CircuitState:
         new = current.state

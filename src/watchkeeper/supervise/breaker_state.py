@@ -68,6 +68,9 @@ class BreakerState:
         )
 
 
+_INITIAL = BreakerState()
+
+
 @runtime_checkable
 class BreakerStateStore(Protocol):
     """Persistence of breaker state: one load, one atomic compare-and-set."""
@@ -93,13 +96,13 @@ class InMemoryStateStore:
         self._lock = threading.Lock()
 
     def load(self, name: str) -> BreakerState:
-        return self._states.get(name) or BreakerState()
+        return self._states.get(name, _INITIAL)
 
     def compare_and_set(
         self, name: str, expected: BreakerState, new: BreakerState
     ) -> BreakerState | None:
         with self._lock:
-            current = self._states.get(name) or BreakerState()
+            current = self._states.get(name, _INITIAL)
             if current.version != expected.version:
                 return None
             stored = replace(new, version=current.version + 1)
