@@ -9,8 +9,8 @@
 
 from __future__ import annotations
 
-import time
 import builtins
+import time
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:

@@ -211,6 +211,8 @@ class ProcEngine:
 
     def sweep(self, now: datetime) -> SweepReport:
         """The supervisor's sweep hook: reap, fire due hooks, wake parked sessions."""
+        if not self.procs.has_work(identity.host()):
+            return SweepReport(reaper.ReapReport(), [], [])
         reaped = reaper.reap(self.procs, self.data_dir, now, grace_s=self.grace_s)
         self.procs.reconcile_hooks(identity.host(), self._firing_cutoff(now))
         fired = self._fire_hooks(now)

@@ -299,6 +299,20 @@ class ProcStore:
         with self._read("reading active process runs") as conn:
             return [run_from_row(row) for row in conn.execute(statement)]
 
+    def has_work(self, host: str) -> bool:
+        """Whether a sweep has anything to do here: cheap, so an idle sweep stays idle."""
+        busy = [*_ACTIVE, HookState.PENDING.value, HookState.FIRING.value]
+        runs = (
+            select(_R.run_id)
+            .where(_R.host == host, _R.status.in_(busy) | _R.hook_state.in_(busy))
+            .limit(1)
+        )
+        parks = select(proc_parks.c.id).where(proc_parks.c.state == ParkState.WAITING.value)
+        with self._read("checking for process work") as conn:
+            if conn.execute(runs).first() is not None:
+                return True
+            return conn.execute(parks.limit(1)).first() is not None
+
     # Hook journal ----------------------------------------------------------------------
 
     def due_hooks(self, host: str) -> list[ProcRun]:

@@ -1,0 +1,71 @@
+"""Fixtures for process runs: an engine on the test store, and nothing left running after."""
+
+from __future__ import annotations
+
+import os
+import signal
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import pytest
+
+from watchkeeper.clock import utcnow
+from watchkeeper.procs import identity, layout
+from watchkeeper.procs.launch import LaunchRequest
+from watchkeeper.procs.records import ProcRun
+from watchkeeper.procs.service import ProcEngine
+from watchkeeper.store import Store
+
+EVENT_TIMEOUT_S = 30.0
+
+
+def wait_until(predicate: Callable[[], object], timeout: float = EVENT_TIMEOUT_S) -> None:
+    """Wait for a real process event (a file, an exit): never for a verdict."""
+    deadline = time.monotonic() + timeout
+    while not predicate():
+        if time.monotonic() > deadline:
+            raise AssertionError(f"event did not happen within {timeout} s")
+        time.sleep(0.01)
+
+
+def gone(pid: int) -> bool:
+    """The process has exited (a zombie counts: it runs nothing)."""
+    return identity.start_time(pid) is None
+
+
+def kill_leftovers(engine: ProcEngine) -> None:
+    """End every group a test left running, by its verified leader."""
+    for run in engine.procs.runs(active_only=True):
+        if run.pid is not None and run.pid_start == identity.start_time(run.pid):
+            os.killpg(run.pgid or run.pid, signal.SIGKILL)
+        if run.shim_pid is not None and run.shim_start == identity.start_time(run.shim_pid):
+            os.kill(run.shim_pid, signal.SIGKILL)
+
+
+@pytest.fixture
+def data_dir(tmp_path: Path) -> Path:
+    """The data folder of the test's runs."""
+    folder = tmp_path / "data"
+    folder.mkdir(exist_ok=True)
+    return folder
+
+
+@pytest.fixture
+def engine(store: Store, data_dir: Path) -> Iterator[ProcEngine]:
+    """A process engine with a real clock and a short abort grace."""
+    opened = ProcEngine(store, data_dir, clock=utcnow, grace_s=2.0)
+    yield opened
+    kill_leftovers(opened)
+
+
+def start_detached(engine: ProcEngine, *argv: str, **options: object) -> ProcRun:
+    """Start ``argv`` detached and return its run."""
+    request = LaunchRequest(argv=tuple(argv), detach=True, **options)  # type: ignore[arg-type]
+    return engine.start(request).run
+
+
+def wait_witness(engine: ProcEngine, run: ProcRun) -> None:
+    """Wait until the shim has written the run's witness."""
+    path = layout.witness_path(engine.data_dir, run.run_id)
+    wait_until(path.exists)
