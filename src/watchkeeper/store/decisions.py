@@ -16,7 +16,7 @@ from enum import StrEnum
 from sqlalchemy import Connection, Engine, insert, select, update
 
 from watchkeeper.clock import from_epoch, to_epoch
-from watchkeeper.store.engine import is_sqlite, translate_errors
+from watchkeeper.store.engine import is_sqlite, translate_errors, write_transaction
 from watchkeeper.store.incidents import Decision, IncidentKey, IncidentStatus, _event
 
 __all__ = [
@@ -193,8 +193,10 @@ class DecisionStore:
 
     def record_press(self, press: Press) -> None:
         """Append a press that did not win (refused, stale, already decided, diagnosed)."""
-        with translate_errors("recording a press"), self._engine.begin() as conn:
-            self._press(conn, press)
+        with translate_errors("recording a press"), self._engine.connect() as conn:
+            conn = conn.execution_options(**self._write_options)
+            with conn.begin():
+                self._press(conn, press)
 
     def _press(self, conn: Connection, press: Press) -> None:
         conn.execute(
@@ -215,7 +217,7 @@ class DecisionStore:
     ) -> bool:
         """Move a started journal row to done or failed; False when it had already moved."""
         at = to_epoch(now)
-        with translate_errors("finishing an action"), self._engine.begin() as conn:
+        with translate_errors("finishing an action"), write_transaction(self._engine) as conn:
             row = conn.execute(select(actions.c.incident_id).where(actions.c.id == action_id)).one()
             moved = conn.execute(
                 update(actions)

@@ -22,7 +22,9 @@ from sqlalchemy.pool import ConnectionPoolEntry
 
 from watchkeeper.errors import StoreError, StoreUnavailable
 
-SQLITE_BUSY_TIMEOUT_MS = 5000
+# Generous on purpose: with many processes on one file, SQLite's busy handler is not fair,
+# and a write that waits is better than a press or report that fails.
+SQLITE_BUSY_TIMEOUT_MS = 30_000
 
 
 def _sqlite_on_connect(dbapi_connection: sqlite3.Connection, _record: ConnectionPoolEntry) -> None:
@@ -101,6 +103,17 @@ def make_engine(url: str) -> Engine:
 def is_sqlite(engine: Engine) -> bool:
     """Whether ``engine`` talks to SQLite."""
     return engine.dialect.name == "sqlite"
+
+
+@contextmanager
+def write_transaction(engine: Engine) -> Iterator[Connection]:
+    """A transaction that will write: ``BEGIN IMMEDIATE`` on SQLite, so it queues for the
+    write lock up front instead of failing when a read lock cannot be upgraded."""
+    with engine.connect() as connection:
+        if is_sqlite(engine):
+            connection = connection.execution_options(sqlite_begin="IMMEDIATE")
+        with connection.begin():
+            yield connection
 
 
 @contextmanager

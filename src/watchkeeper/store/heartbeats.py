@@ -9,7 +9,7 @@ from sqlalchemy import Engine, select, update
 from sqlalchemy import insert as sa_insert
 
 from watchkeeper.clock import from_epoch, to_epoch
-from watchkeeper.store.engine import translate_errors
+from watchkeeper.store.engine import translate_errors, write_transaction
 from watchkeeper.store.schema import watch_heartbeats
 
 
@@ -40,7 +40,10 @@ class HeartbeatStore:
             "runs": beat.runs,
             "error": beat.error[:2000] if beat.error else None,
         }
-        with translate_errors("recording the sweep heartbeat"), self._engine.begin() as conn:
+        with (
+            translate_errors("recording the sweep heartbeat"),
+            write_transaction(self._engine) as conn,
+        ):
             updated = conn.execute(
                 update(watch_heartbeats)
                 .where(watch_heartbeats.c.replica == beat.replica)

@@ -12,7 +12,7 @@ from sqlalchemy import Connection, Engine, Row, func, insert, select, update
 
 from watchkeeper.clock import from_epoch, to_epoch
 from watchkeeper.errors import NotFound
-from watchkeeper.store.engine import is_sqlite, translate_errors
+from watchkeeper.store.engine import is_sqlite, translate_errors, write_transaction
 from watchkeeper.store.schema import incident_events, incidents
 
 
@@ -333,7 +333,10 @@ class IncidentStore:
 
     def add_event(self, incident_id: int, now: datetime, event_type: str, detail: str) -> None:
         """Append one line to an incident's history."""
-        with translate_errors("recording an incident event"), self._engine.begin() as conn:
+        with (
+            translate_errors("recording an incident event"),
+            write_transaction(self._engine) as conn,
+        ):
             _event(conn, incident_id, to_epoch(now) or 0.0, event_type, detail)
 
     def count_by_status(self) -> dict[str, int]:

@@ -12,7 +12,7 @@ from sqlalchemy import Engine, func, insert, select, update
 
 from watchkeeper.clock import from_epoch, to_epoch
 from watchkeeper.errors import InvalidInput, NotFound
-from watchkeeper.store.engine import translate_errors
+from watchkeeper.store.engine import translate_errors, write_transaction
 from watchkeeper.store.schema import api_tokens
 
 TOKEN_PREFIX = "wk_"  # noqa: S105 - a prefix that makes tokens recognisable in leaks
@@ -67,7 +67,7 @@ class TokenStore:
     def create(self, role: Role, name: str, now: datetime) -> tuple[TokenInfo, str]:
         """Create a token; the secret is returned once and never stored."""
         secret = TOKEN_PREFIX + secrets.token_urlsafe(32)
-        with translate_errors("creating a token"), self._engine.begin() as conn:
+        with translate_errors("creating a token"), write_transaction(self._engine) as conn:
             token_id = conn.execute(
                 insert(api_tokens)
                 .values(
@@ -108,7 +108,7 @@ class TokenStore:
 
     def revoke(self, token_id: int, now: datetime) -> None:
         """Revoke a token; revoking twice is harmless."""
-        with translate_errors("revoking a token"), self._engine.begin() as conn:
+        with translate_errors("revoking a token"), write_transaction(self._engine) as conn:
             found = conn.execute(select(api_tokens.c.id).where(api_tokens.c.id == token_id)).first()
             if found is None:
                 raise NotFound(f"no token {token_id}; see `watchkeeper token list`")
