@@ -15,13 +15,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from watchkeeper.supervise.builder import SupervisorSpec
-from watchkeeper.supervise.children import (
-    CoroutineRunner,
-    NestedRunner,
-    Outcome,
-    ProcessRunner,
-    Runner,
-)
+from watchkeeper.supervise.children import CoroutineRunner, NestedRunner, Outcome, Runner
 from watchkeeper.supervise.clock import Clock, MonotonicClock, Timer, wait_until_done
 from watchkeeper.supervise.errors import (
     RestartIntensityExceeded,
@@ -41,6 +35,7 @@ from watchkeeper.supervise.events import (
 )
 from watchkeeper.supervise.handle import ChildInfo, SupervisorHandle, SupervisorStatistics
 from watchkeeper.supervise.policy import IntensityWindow, should_restart
+from watchkeeper.supervise.process import ProcessRunner
 from watchkeeper.supervise.spec import ChildSpec, CoroutineTarget, ProcessTarget, Restart
 from watchkeeper.supervise.strategies import restart_group
 

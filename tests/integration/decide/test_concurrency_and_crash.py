@@ -87,7 +87,7 @@ def hanging_service() -> Iterator[tuple[str, threading.Event, threading.Event, l
     calls: list[str] = []
 
     class Handler(BaseHTTPRequestHandler):
-        def do_POST(self) -> None:  # noqa: N802
+        def do_POST(self) -> None:
             self.rfile.read(int(self.headers.get("Content-Length") or 0))
             calls.append(self.path)
             arrived.set()
