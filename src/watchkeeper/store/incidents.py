@@ -124,9 +124,16 @@ class Changes:
     recoveries: Sequence[tuple[int, str]] = ()
     resolutions: Sequence[tuple[int, str]] = ()
     token_updates: Sequence[tuple[int, str]] = ()
+    renewals: Sequence[Opening] = ()
 
     def __bool__(self) -> bool:
-        return bool(self.openings or self.recoveries or self.resolutions or self.token_updates)
+        return bool(
+            self.openings
+            or self.recoveries
+            or self.resolutions
+            or self.token_updates
+            or self.renewals
+        )
 
 
 @dataclass(frozen=True, slots=True)
@@ -175,6 +182,12 @@ class IncidentStore:
             conn = conn.execution_options(**self._write_options)
             with conn.begin():
                 opened, reopened = self._open(conn, changes.openings, at)
+                renewed = self._existing(conn, [o.key for o in changes.renewals])
+                for opening in changes.renewals:
+                    found = renewed.get(opening.key)
+                    if found is not None and not found.suppressed:
+                        self._reopen(conn, found.id, opening, at)
+                        reopened.append(found.id)
                 recovered = self._move(
                     conn, changes.recoveries, at, IncidentStatus.RECOVERED, "moved_again"
                 )

@@ -63,6 +63,7 @@ def plan(
     """The incident changes one sweep calls for, given the live and the dismissed incidents."""
     live_by_key = {incident.key: incident for incident in live}
     openings: list[Opening] = []
+    renewals: list[Opening] = []
     token_updates: list[tuple[int, str]] = []
     current: dict[tuple[str, str], Judged] = {}
     for items in judged.values():
@@ -78,9 +79,14 @@ def plan(
             if existing is None or existing.status is not IncidentStatus.OPEN:
                 openings.append(_opening(key, item.run, verdict))
             elif existing.state_token != item.run.state_token:
-                token_updates.append((existing.id, item.run.state_token))
+                if existing.decision is not None:
+                    # Decided, then the work moved and is here again (retried and failed the
+                    # same way, say): a new episode that needs a new decision.
+                    renewals.append(_opening(key, item.run, verdict))
+                else:
+                    token_updates.append((existing.id, item.run.state_token))
     recoveries, resolutions = _settle(judged, live, current)
-    return Changes(openings, recoveries, resolutions, token_updates)
+    return Changes(openings, recoveries, resolutions, token_updates, renewals)
 
 
 def _settle(
