@@ -57,7 +57,7 @@ def fake_model() -> Iterator[FakeModel]:
     state = FakeModel()
 
     class Handler(BaseHTTPRequestHandler):
-        def do_POST(self) -> None:  # noqa: N802
+        def do_POST(self) -> None:
             body = json.loads(self.rfile.read(int(self.headers.get("Content-Length") or 0)))
             state.requests.append(body)
             state.headers.append(dict(self.headers.items()))
