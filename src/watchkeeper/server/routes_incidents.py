@@ -71,6 +71,23 @@ def list_incidents(
 
 @router.get("/{incident_id}", dependencies=[Depends(viewer)])
 def get_incident(request: Request, incident_id: int = Path(ge=1, le=2**62)) -> dict[str, Any]:
-    """One incident with its history."""
+    """One incident with its history, its buttons, its decision, presses and action journal."""
     runtime: Runtime = request.app.state.runtime
-    return incident_json(runtime.store.incidents.get(incident_id), with_events=True)
+    incident = runtime.store.incidents.get(incident_id)
+    body = incident_json(incident, with_events=True)
+    body["buttons"] = [
+        {"action": action.value, "label": label(action)}
+        for action in runtime.decider.offered(incident)
+    ]
+    body["presses"] = [
+        {"at": rfc3339(p.at), "actor": p.actor, "via": p.via, "action": p.action,
+         "outcome": p.outcome, "detail": p.detail}
+        for p in runtime.store.decisions.presses_for(incident_id)
+    ]  # fmt: skip
+    body["journal"] = [
+        {"id": a.id, "action": a.action, "actor": a.actor, "via": a.via, "status": a.status.value,
+         "started_at": rfc3339(a.started_at), "finished_at": rfc3339(a.finished_at),
+         "answer": a.answer}
+        for a in runtime.store.decisions.actions_for_incident(incident_id)
+    ]  # fmt: skip
+    return body
