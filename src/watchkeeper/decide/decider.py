@@ -103,7 +103,7 @@ class Decider:
     ) -> PressResult:
         """Handle one press; every outcome is recorded, at most one press ever wins."""
         chosen = parse_action(action) if isinstance(action, str) else action
-        incident = self.store.incidents.get(incident_id)
+        incident = self.store.incidents.get(incident_id, with_events=chosen is Action.DIAGNOSE)
         if chosen is Action.DIAGNOSE:
             return self._diagnose(incident, actor)
         if not actor.is_admin:
@@ -231,7 +231,7 @@ class Decider:
     def _explain_loss(
         self, incident_id: int, action: Action, state_token: str, actor: Actor
     ) -> PressResult:
-        incident = self.store.incidents.get(incident_id)
+        incident = self.store.incidents.get(incident_id, with_events=False)
         if incident.decision is not None:
             message = decided_message(incident.decision)
             return self._lose(

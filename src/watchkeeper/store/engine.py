@@ -97,7 +97,9 @@ def make_engine(url: str) -> Engine:
         event.listen(engine, "rollback", gate.release)
         event.listen(engine.pool, "checkin", gate.on_checkin)
         return engine
-    return create_engine(url, pool_pre_ping=True, pool_size=8, max_overflow=32)
+    # No pre-ping: it costs a round trip on every checkout (most of a decision's time), and a
+    # lost connection is found on first use anyway, which invalidates the whole pool.
+    return create_engine(url, pool_size=8, max_overflow=32)
 
 
 def is_sqlite(engine: Engine) -> bool:

@@ -330,12 +330,14 @@ class IncidentStore:
         with translate_errors("listing incidents"), self._engine.connect() as conn:
             return [Incident.from_row(row) for row in conn.execute(statement)]
 
-    def get(self, incident_id: int) -> Incident:
-        """One incident with its history, or :class:`NotFound`."""
+    def get(self, incident_id: int, *, with_events: bool = True) -> Incident:
+        """One incident (with its history unless told otherwise), or :class:`NotFound`."""
         with translate_errors("reading an incident"), self._engine.connect() as conn:
             row = conn.execute(select(incidents).where(incidents.c.id == incident_id)).first()
             if row is None:
                 raise NotFound(f"no incident {incident_id}; list them with GET /api/v1/incidents")
+            if not with_events:
+                return Incident.from_row(row)
             events = conn.execute(
                 select(incident_events)
                 .where(incident_events.c.incident_id == incident_id)
