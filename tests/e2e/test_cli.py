@@ -39,9 +39,12 @@ def config_file(tmp_path: Path) -> Path:
 def test_db_upgrade_and_current(config_file: Path) -> None:
     upgraded = run("--config", str(config_file), "db", "upgrade")
     assert upgraded.returncode == 0, upgraded.stderr
-    assert "schema at 0001 (was empty)" in upgraded.stdout
+    from watchkeeper.store.migrate import head_revision
+
+    head = head_revision()
+    assert f"schema at {head} (was empty)" in upgraded.stdout
     current = run("--config", str(config_file), "db", "current")
-    assert "database: 0001; code: 0001" in current.stdout
+    assert f"database: {head}; code: {head}" in current.stdout
 
 
 def test_tokens_and_local_runs(config_file: Path) -> None:
