@@ -35,6 +35,8 @@ DEFAULT_BUDGETS: dict[str, float] = {
     "research_session": 180.0,
     "crawl": 180.0,
     "process": 600.0,
+    # Children of in-process supervision trees, reported by watchkeeper.supervise.ChildReporter.
+    "child": 600.0,
 }
 FALLBACK_BUDGET_S = 600.0
 KIND_NAME_PATTERN = r"^[a-z][a-z0-9_]{0,62}$"

@@ -5,6 +5,11 @@
 abnormal exit with no restart) fails it. Delivery happens in one background
 task reading a bounded subscription: a slow or absent server costs dropped
 reports (counted), never a blocked child.
+
+Separately, every ``lease_s / 3`` seconds the reporter tells the server that
+this process is alive for each running child (``/heartbeat``, which is not
+progress). So a child whose own loop stops moving while its process lives is
+judged *stalled*, and a process that dies leaves its children *stuck*.
 """
 
 from __future__ import annotations
@@ -12,6 +17,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Protocol
@@ -56,9 +62,13 @@ class _Request:
     body: Mapping[str, object]
 
 
+_UNSAFE = re.compile(r"[^A-Za-z0-9._:@+=-]")
+
+
 def run_id_of(path: str, child: str) -> str:
-    """The run id a child is reported under: ``<tree path>/<child>``."""
-    return f"{path}/{child}"
+    """The run id a child is reported under: ``<tree path>:<child>``, with path separators
+    as colons and any character a run id may not hold as ``-``."""
+    return _UNSAFE.sub("-", f"{path}:{child}".replace("/", ":"))[:200]
 
 
 class ChildReporter:
@@ -99,6 +109,19 @@ class ChildReporter:
         sub = source.subscribe(self.queue_size)
         self._subs.append(sub)
         self._tasks.append(asyncio.create_task(self._deliver(sub), name="child reporter"))
+        if len(self._subs) == 1:
+            self._tasks.append(asyncio.create_task(self._keep_alive(), name="child liveness"))
+
+    async def beat(self) -> None:
+        """Tell the server this process is alive, for every running child (not progress)."""
+        for run_id in sorted(self._active):
+            await self._send(_Request(self._run_path(run_id, "heartbeat"), {}))
+
+    async def _keep_alive(self) -> None:
+        # Real time on purpose: liveness is about this process, not the tree's clock.
+        while True:
+            await asyncio.sleep(max(self.lease_s / 3, 0.1))
+            await self.beat()
 
     def statistics(self) -> ReporterStatistics:
         return ReporterStatistics(
@@ -197,8 +220,7 @@ class ChildReporter:
 
     @staticmethod
     def _run_path(run_id: str, verb: str) -> str:
-        # The run id holds '/', so it travels as one percent-encoded path segment.
-        return f"/api/v1/runs/{KIND}/{quote(run_id, safe='')}/{verb}"
+        return f"/api/v1/runs/{KIND}/{quote(run_id, safe=':@+=')}/{verb}"
 
     async def _send(self, request: _Request) -> None:
         try:

@@ -63,13 +63,13 @@ async def test_a_child_life_becomes_run_reports(recording_server: RecordingServe
     got = recording_server.wait_for(4)
     assert [(r.method, r.path) for r in got] == [
         ("POST", "/api/v1/runs"),
-        ("POST", "/api/v1/runs/child/tree%2Findexer/progress"),
-        ("POST", "/api/v1/runs/child/tree%2Findexer/progress"),
-        ("POST", "/api/v1/runs/child/tree%2Findexer/finish"),
+        ("POST", "/api/v1/runs/child/tree:indexer/progress"),
+        ("POST", "/api/v1/runs/child/tree:indexer/progress"),
+        ("POST", "/api/v1/runs/child/tree:indexer/finish"),
     ]
     assert got[0].body == {
         "kind": "child",
-        "run_id": "tree/indexer",
+        "run_id": "tree:indexer",
         "title": "Index documents",
         "lease_s": 90,
     }
@@ -97,8 +97,8 @@ async def test_giving_up_fails_every_run_of_the_tree(recording_server: Recording
     await reporter.aclose()
     fails = {r.path: r.body for r in recording_server.requests if r.path.endswith("/fail")}
     assert set(fails) == {
-        "/api/v1/runs/child/tree%2Fsteady/fail",
-        "/api/v1/runs/child/tree%2Fbroken/fail",
+        "/api/v1/runs/child/tree:steady/fail",
+        "/api/v1/runs/child/tree:broken/fail",
     }
     for body in fails.values():
         assert isinstance(body, dict)
@@ -120,7 +120,7 @@ async def test_a_temporary_child_that_crashes_fails_with_its_reason(
     handle = await sup.start()
     await reporter.drain()
     got = recording_server.wait_for(2)
-    assert got[1].path == "/api/v1/runs/child/tree%2Fonce/fail"
+    assert got[1].path == "/api/v1/runs/child/tree:once/fail"
     assert got[1].body == {
         "reason": "error: raised RuntimeError('broken config')",
         "fingerprint": "error",
