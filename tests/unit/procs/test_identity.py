@@ -26,11 +26,15 @@ def test_a_recycled_pid_is_not_ours() -> None:
 
 def test_a_finished_process_is_gone_even_as_a_zombie() -> None:
     child = subprocess.Popen(["true"])
-    start = identity.start_time(child.pid)
-    os.waitid(os.P_PID, child.pid, os.WEXITED | os.WNOWAIT)  # exited, not reaped: a zombie
-    assert identity.start_time(child.pid) is None
-    assert identity.start_time(child.pid, allow_zombie=True) == start
-    child.wait()
+    try:
+        # Read as its parent would: ``true`` may already have exited, unreaped.
+        start = identity.start_time(child.pid, allow_zombie=True)
+        assert start is not None
+        os.waitid(os.P_PID, child.pid, os.WEXITED | os.WNOWAIT)  # exited, not reaped: a zombie
+        assert identity.start_time(child.pid) is None
+        assert identity.start_time(child.pid, allow_zombie=True) == start
+    finally:
+        child.wait()
     assert identity.ownership(identity.host(), None, child.pid, start) is Ownership.GONE
 
 
