@@ -136,7 +136,9 @@ def test_next_deadline_is_the_earliest_of_lease_budget_and_expected() -> None:
     work = run(progress_at=ago(10), expected_s=500)
     assert next_deadline(work, SPEC, NOW) == ALIVE.expires_at
     long_lease = replace(ALIVE, expires_at=NOW + timedelta(hours=1))
-    assert next_deadline(replace(work, owner=long_lease), SPEC, NOW) == ago(10) + timedelta(seconds=180)
+    assert next_deadline(replace(work, owner=long_lease), SPEC, NOW) == ago(10) + timedelta(
+        seconds=180
+    )
 
 
 def test_stalled_work_still_has_its_lease_deadline() -> None:
