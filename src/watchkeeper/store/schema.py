@@ -180,4 +180,5 @@ watch_heartbeats = Table(
     Column("error", String(2000), nullable=True),
 )
 
-from watchkeeper.store import schema_procs  # noqa: E402,F401 - registers its tables on metadata
+# Aggregates that keep their tables in modules of their own register them on ``metadata``.
+from watchkeeper.store import schema_notify, schema_procs  # noqa: E402,F401
