@@ -14,7 +14,6 @@ from watchkeeper.store.decisions import DecisionStore
 from watchkeeper.store.engine import is_sqlite, make_engine
 from watchkeeper.store.heartbeats import HeartbeatStore
 from watchkeeper.store.incidents import IncidentStore
-from watchkeeper.store.migrate import upgrade
 from watchkeeper.store.runs import PushRunStore
 from watchkeeper.store.tokens import TokenStore
 
@@ -28,6 +27,8 @@ class Store:
         self.url = url
         self.engine: Engine = make_engine(url)
         if migrate:
+            from watchkeeper.store.migrate import upgrade
+
             upgrade(self.engine)
 
     @property

@@ -200,12 +200,14 @@ class Supervisor:
         self._loop = asyncio.get_running_loop()
         self._changed = asyncio.Event()
         while not stop.is_set():
+            self._wake_at = None  # a report poked during the sweep leaves its deadline here
             try:
                 result = await self.sweep()
             except Exception:
                 log.exception("Unexpected failure in a sweep", extra={"action": "sweep"})
                 result = SweepResult(self.clock(), (), {}, error="unexpected failure")
-            self._wake_at = self.next_wake(result)
+            scheduled, poked = self.next_wake(result), self._wake_at
+            self._wake_at = scheduled if poked is None else min(scheduled, poked)
             await self._sleep_until_wake(stop)
 
     async def _sleep_until_wake(self, stop: asyncio.Event) -> None:
