@@ -80,6 +80,8 @@ class KindConfig(BaseModel):
     budget_s: float | None = Field(default=None, gt=0)
     expected_s: float | None = Field(default=None, gt=0)
     timeout_s: float = Field(default=10.0, gt=0, le=600)
+    #: The kind already alerts on its own: incidents are recorded, no message is sent.
+    reports_itself: bool = False
     actions: dict[Literal["cancel", "retry", "close_turn"], ActionConfig] = Field(
         default_factory=dict
     )
@@ -91,13 +93,33 @@ class KindConfig(BaseModel):
 
 
 class OpsConfig(BaseModel):
-    """Where notices for operators go when no chat owns the work."""
+    """Where notices for operators go when no chat owns the work.
+
+    ``channels`` lists conversations as ``PLATFORM:CHAT[/THREAD]`` (for example
+    ``slack:C0123``, ``telegram:-1001234/7``, ``discord:123456``), or ``webhook``
+    for the signed webhook below, or ``log``.
+    """
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
     webhook_url: str | None = None
     webhook_secret: str | None = None
     timeout_s: float = Field(default=5.0, gt=0, le=60)
+    channels: list[str] = Field(default_factory=lambda: ["log"])
+
+    @field_validator("channels")
+    @classmethod
+    def _channel_names(cls, channels: list[str]) -> list[str]:
+        for entry in channels:
+            platform, _, chat = entry.partition(":")
+            if entry in {"log", "webhook"}:
+                continue
+            if platform not in {"telegram", "discord", "slack"} or not chat:
+                raise ValueError(
+                    f"{entry!r} is not a channel: write log, webhook, or PLATFORM:CHAT[/THREAD] "
+                    "with PLATFORM one of telegram, discord, slack"
+                )
+        return channels
 
     @field_validator("webhook_url")
     @classmethod
@@ -105,6 +127,46 @@ class OpsConfig(BaseModel):
         if value is not None and not value.startswith(("http://", "https://")):
             raise ValueError("must be an http:// or https:// URL")
         return value
+
+
+class TelegramConfig(BaseModel):
+    """The Telegram bot: sends cards, receives button presses on ``/webhooks/telegram``."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    bot_token: str | None = None
+    bot_token_env: str | None = None
+    webhook_secret: str | None = Field(
+        default=None, description="checked in X-Telegram-Bot-Api-Secret-Token"
+    )
+    base_url: str = "https://api.telegram.org"
+    timeout_s: float = Field(default=10.0, gt=0, le=120)
+
+
+class DiscordConfig(BaseModel):
+    """The Discord bot and its interactions endpoint (``/webhooks/discord``)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    bot_token: str | None = None
+    bot_token_env: str | None = None
+    application_id: str | None = None
+    public_key: str | None = Field(default=None, description="hex Ed25519 key of the application")
+    base_url: str = "https://discord.com/api/v10"
+    timeout_s: float = Field(default=10.0, gt=0, le=120)
+
+
+class SlackConfig(BaseModel):
+    """The Slack app: Web API for posting, interactivity on ``/webhooks/slack``."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    bot_token: str | None = None
+    bot_token_env: str | None = None
+    signing_secret: str | None = None
+    signing_secret_env: str | None = None
+    base_url: str = "https://slack.com/api"
+    timeout_s: float = Field(default=10.0, gt=0, le=120)
 
 
 class AdminsConfig(BaseModel):
@@ -170,6 +232,9 @@ class Settings(BaseModel):
     ops: OpsConfig = OpsConfig()
     server: ServerConfig = ServerConfig()
     admins: AdminsConfig = AdminsConfig()
+    telegram: TelegramConfig = TelegramConfig()
+    discord: DiscordConfig = DiscordConfig()
+    slack: SlackConfig = SlackConfig()
     runbooks: RunbooksConfig = RunbooksConfig()
     diagnose: DiagnoseConfig = DiagnoseConfig()
 
@@ -280,3 +345,13 @@ def load(path: str | Path | None = None) -> Settings:
     except (OSError, UnicodeDecodeError) as exc:
         raise ConfigError(f"{file}: cannot be read: {exc}") from None
     return parse(raw, str(file), base_dir=file.parent.resolve())
+
+
+def resolve_secret(value: str | None, env_name: str | None, key: str) -> str | None:
+    """A secret given in the file or, better, through an environment variable named there."""
+    if env_name:
+        found = os.environ.get(env_name)
+        if not found:
+            raise ConfigError(f"{key}_env = {env_name!r}: the environment variable is not set")
+        return found
+    return value

@@ -7,6 +7,7 @@ and watchkeeper's own errors.
 from __future__ import annotations
 
 from functools import cached_property
+from typing import TYPE_CHECKING
 
 from sqlalchemy import Engine
 
@@ -16,6 +17,9 @@ from watchkeeper.store.heartbeats import HeartbeatStore
 from watchkeeper.store.incidents import IncidentStore
 from watchkeeper.store.runs import PushRunStore
 from watchkeeper.store.tokens import TokenStore
+
+if TYPE_CHECKING:
+    from watchkeeper.store.outbox import OutboxStore
 
 __all__ = ["Store"]
 
@@ -50,6 +54,13 @@ class Store:
     def decisions(self) -> DecisionStore:
         """Decisions, presses, the action journal and runbook switches."""
         return DecisionStore(self.engine)
+
+    @cached_property
+    def outbox(self) -> OutboxStore:
+        """Deliveries and inbound dedup."""
+        from watchkeeper.store.outbox import OutboxStore
+
+        return OutboxStore(self.engine)
 
     @cached_property
     def tokens(self) -> TokenStore:

@@ -1,0 +1,94 @@
+"""The shape every channel shares, and how a failed HTTP call is classified.
+
+A send ends in one of four ways, and the outbox acts on each differently:
+
+- ``SENT``: the platform accepted it (with its message id).
+- ``RETRY``: it definitely did not arrive (connection refused, connect
+  timeout, HTTP 429): back to pending, retried with backoff (after the
+  platform's ``retry_after`` for a 429).
+- ``FAILED``: the platform refused it for good (400, 403, 404: bad button
+  data, bot blocked, chat not found): shown on the incident.
+- ``MAYBE_SENT``: nobody can tell (write or read timeout, connection dropped
+  mid-request, any 5xx): never sent again automatically, unless the channel
+  makes resends safe (``idempotent_sends``) or the call was an edit.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from dataclasses import dataclass
+from enum import StrEnum
+
+import httpx
+
+from watchkeeper.notify.message import Message, Target
+
+
+class SendOutcome(StrEnum):
+    """How one call to a platform ended."""
+
+    SENT = "sent"
+    RETRY = "retry"
+    FAILED = "failed"
+    MAYBE_SENT = "maybe_sent"
+
+
+@dataclass(frozen=True, slots=True)
+class SendResult:
+    """A send's outcome, the platform's message id, and why it did not work."""
+
+    outcome: SendOutcome
+    message_id: str | None = None
+    error: str | None = None
+    retry_after_s: float | None = None
+
+
+def classify_error(exc: httpx.HTTPError) -> SendResult:
+    """A transport error: definitely not sent, or cannot tell."""
+    if isinstance(exc, httpx.ConnectError | httpx.ConnectTimeout | httpx.PoolTimeout):
+        return SendResult(SendOutcome.RETRY, error=f"not sent: {type(exc).__name__}: {exc}")
+    return SendResult(
+        SendOutcome.MAYBE_SENT, error=f"may have been sent: {type(exc).__name__}: {exc}"
+    )
+
+
+def classify_status(response: httpx.Response, retry_after_s: float | None = None) -> SendResult:
+    """A non-success answer: 429 retries, other 4xx fail for good, 5xx cannot tell."""
+    reason = f"HTTP {response.status_code}: {response.text[:300]}"
+    if response.status_code == 429:
+        header = response.headers.get("Retry-After")
+        if retry_after_s is None and header is not None:
+            try:
+                retry_after_s = float(header)
+            except ValueError:
+                retry_after_s = None
+        return SendResult(SendOutcome.RETRY, error=reason, retry_after_s=retry_after_s)
+    if 400 <= response.status_code < 500:
+        return SendResult(SendOutcome.FAILED, error=reason)
+    return SendResult(SendOutcome.MAYBE_SENT, error=reason)
+
+
+class Channel(ABC):
+    """Posts and edits messages on one platform. Subclasses implement ``send`` and ``edit``.
+
+    Library-level automatic retries must be off: the outbox alone decides
+    whether a message is sent again.
+    """
+
+    #: The channel's name in targets and configuration.
+    name = "abstract"
+    #: True when the platform deduplicates resends (Discord's nonce): ambiguous sends retry.
+    idempotent_sends = False
+    #: Posts per second allowed to one conversation (the platform's own limit).
+    per_chat_rate = 1.0
+
+    @abstractmethod
+    async def send(self, target: Target, message: Message, idempotency_key: str) -> SendResult:
+        """Post ``message`` to ``target``; never raises for platform or network failures."""
+
+    @abstractmethod
+    async def edit(self, target: Target, message: Message) -> SendResult:
+        """Replace the message ``target.message_id`` (text and buttons); safe to repeat."""
+
+    async def aclose(self) -> None:  # noqa: B027 - optional: channels without clients hold nothing
+        """Release connections."""
