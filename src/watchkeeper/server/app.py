@@ -20,6 +20,7 @@ from watchkeeper.server.routes_incidents import router as incidents_router
 from watchkeeper.server.routes_procs import router as procs_router
 from watchkeeper.server.routes_runs import router as runs_router
 from watchkeeper.server.routes_system import router as system_router
+from watchkeeper.server.routes_telegram import router as telegram_router
 
 log = logging.getLogger(__name__)
 
@@ -56,5 +57,6 @@ def create_app(runtime: Runtime, *, run_supervisor: bool = True) -> FastAPI:
     app.include_router(incidents_router)
     app.include_router(decide_router)
     app.include_router(system_router)
+    app.include_router(telegram_router)
     app.add_middleware(BodyLimit)
     return app
