@@ -37,7 +37,11 @@ DEFAULT_BUDGETS: dict[str, float] = {
     "process": 600.0,
     # Children of in-process supervision trees, reported by watchkeeper.supervise.ChildReporter.
     "child": 600.0,
+    # Tasks of the job queue, leased by runners (watchkeeper.queue).
+    "task": 600.0,
 }
+#: Built-in kinds read by an adapter of their own instead of ``push``.
+_BUILTIN_ADAPTERS = {"process": "process", "task": "tasks"}
 FALLBACK_BUDGET_S = 600.0
 KIND_NAME_PATTERN = r"^[a-z][a-z0-9_]{0,62}$"
 
@@ -219,6 +223,31 @@ class ServerConfig(BaseModel):
     port: int = Field(default=8750, ge=1, le=65535)
 
 
+class OrgConfig(BaseModel):
+    """One ``[orgs.NAME]`` table: the org's caps on the job queue and how to start a runner."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    max_concurrent_jobs: int | None = Field(default=None, ge=1)
+    monthly_agent_minutes: float | None = Field(default=None, gt=0)
+    launcher: str | None = Field(
+        default=None, min_length=1, description="command that cold-starts a runner for the org"
+    )
+
+
+class QueueConfig(BaseModel):
+    """The ``[queue]`` table: leases, attempts, runner liveness and cold starts."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    lease_s: float = Field(default=60.0, ge=1, le=86400)
+    max_attempts: int = Field(default=3, ge=1, le=100)
+    runner_offline_after_s: float = Field(default=30.0, gt=0, le=86400)
+    provision_timeout_s: float = Field(default=300.0, gt=0, le=86400)
+    provision_retry_s: float = Field(default=120.0, gt=0, le=86400)
+    launcher_timeout_s: float = Field(default=60.0, gt=0, le=3600)
+
+
 class Settings(BaseModel):
     """The whole configuration, validated."""
 
@@ -237,6 +266,8 @@ class Settings(BaseModel):
     slack: SlackConfig = SlackConfig()
     runbooks: RunbooksConfig = RunbooksConfig()
     diagnose: DiagnoseConfig = DiagnoseConfig()
+    orgs: dict[str, OrgConfig] = Field(default_factory=dict)
+    queue: QueueConfig = QueueConfig()
 
     @field_validator("kinds")
     @classmethod
@@ -275,7 +306,7 @@ class Settings(BaseModel):
     def kind_configs(self) -> dict[str, KindConfig]:
         """Every kind in force: the built-in push kinds, overridden by the file's tables."""
         merged = {
-            name: KindConfig(adapter="process" if name == "process" else "push")
+            name: KindConfig(adapter=_BUILTIN_ADAPTERS.get(name, "push"))
             for name in DEFAULT_BUDGETS
         }
         merged.update(self.kinds)

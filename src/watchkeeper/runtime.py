@@ -57,6 +57,9 @@ class Runtime:
         procs = ProcEngine.from_settings(settings, store, clock)
         procs.reconcile_startup()  # hooks left firing become maybe_fired, never refired
         supervisor.sweep_hooks.append(procs.sweep)
+        from watchkeeper.queue.service import QueueService  # lazy, as above
+
+        supervisor.sweep_hooks.append(QueueService(store, settings, clock=clock).sweep)
         return runtime
 
     def start_decisions(self) -> None:

@@ -15,8 +15,14 @@ def _builtin() -> dict[str, type[Adapter]]:
     from watchkeeper.kinds.process import ProcessAdapter
     from watchkeeper.kinds.push import PushAdapter
     from watchkeeper.kinds.sql import SqlAdapter
+    from watchkeeper.kinds.tasks import TasksAdapter
 
-    return {"push": PushAdapter, "sql": SqlAdapter, "process": ProcessAdapter}
+    return {
+        "push": PushAdapter,
+        "sql": SqlAdapter,
+        "process": ProcessAdapter,
+        "tasks": TasksAdapter,
+    }
 
 
 def available() -> dict[str, type[Adapter]]:

@@ -1,0 +1,126 @@
+"""The ``task`` kind: tasks of watchkeeper's own job queue, leased by runners.
+
+The owner is the runner holding the lease, alive while the lease is live
+(counted from its last renewal). A task whose lease lapsed is stuck until the
+queue takes it back (re-runnable tasks go back to the queue; the others stay
+stuck for a person); a task whose runner renews but whose timeline has not
+moved within the budget is stalled; a failed task is failed. Queued tasks are
+not judged: their blocked reason says why they wait.
+
+The kind's own actions are ``cancel`` and ``retry``; a task's effects come
+from its re-runnable flag.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from datetime import datetime, timedelta
+
+from watchkeeper.clock import utcnow
+from watchkeeper.contract import (
+    Action,
+    Effects,
+    Failure,
+    Owner,
+    OwnerKind,
+    RunStatus,
+    RunView,
+)
+from watchkeeper.kinds.actions import ActionFailed, ActionRequest
+from watchkeeper.kinds.base import Adapter
+from watchkeeper.queue import control
+from watchkeeper.queue.records import Task, TaskStatus
+from watchkeeper.store.queue import QueueStore
+
+FINISHED_WINDOW = timedelta(days=1)
+_STATUS = {
+    TaskStatus.QUEUED: RunStatus.QUEUED,
+    TaskStatus.RUNNING: RunStatus.RUNNING,
+    TaskStatus.STUCK: RunStatus.RUNNING,
+    TaskStatus.SUCCEEDED: RunStatus.SUCCEEDED,
+    TaskStatus.FAILED: RunStatus.FAILED,
+    TaskStatus.CANCELLED: RunStatus.CANCELLED,
+}
+_OWN_ACTIONS = frozenset({Action.CANCEL, Action.RETRY})
+
+
+class TasksAdapter(Adapter):
+    """Reads queue tasks from watchkeeper's own store; acts through the queue's control."""
+
+    adapter_name = "tasks"
+
+    def _queue(self) -> QueueStore:
+        store = self.context.store
+        if store is None:
+            raise RuntimeError("the tasks adapter needs watchkeeper's store")
+        return QueueStore(store.engine)
+
+    def read(self, now: datetime) -> Sequence[RunView]:
+        """Unfinished tasks and those that ended within the last day."""
+        found = self._queue().for_judging(now - FINISHED_WINDOW)
+        return [view(self.name, task, title, now) for task, title in found]
+
+    def read_one(self, run_id: str, now: datetime) -> RunView | None:
+        """One task by id."""
+        found = self._queue().for_judging(now - FINISHED_WINDOW, task_id=run_id)
+        return view(self.name, *found[0], now) if found else None
+
+    def capabilities(self) -> frozenset[Action]:
+        """Cancel and retry are the queue's own; configured actions are kept too."""
+        return super().capabilities() | _OWN_ACTIONS
+
+    def perform(self, request: ActionRequest) -> str:
+        """Cancel or retry the task through the queue's control."""
+        queue = self._queue()
+        now = utcnow()  # the decider's request carries no time: actions happen now
+        if request.action is Action.CANCEL:
+            done = control.cancel_task(queue, request.run_id, now)
+            return f"cancelled {done.affected} task(s)"
+        if request.action in (Action.RETRY, Action.RETRY_CHECKED):
+            done = control.retry_task(queue, request.run_id, now)
+            if not done.affected:
+                raise ActionFailed(f"task {request.run_id} cannot be retried now")
+            return f"queued {done.affected} task(s) again"
+        return super().perform(request)
+
+    def evidence(self, run_id: str) -> dict[str, str]:
+        """The attempt, the runner and how the last attempt ended."""
+        task = self._queue().task(run_id)
+        facts = {
+            "attempt": f"{task.attempt} of {task.max_attempts}",
+            "rerunnable": str(task.rerunnable).lower(),
+            "fleet": task.fleet,
+            "org": task.org,
+        }
+        if task.runner_id:
+            facts["runner"] = task.runner_id
+        if task.exit_code is not None:
+            facts["exit_code"] = str(task.exit_code)
+        return facts
+
+
+def view(kind: str, task: Task, title: str, now: datetime) -> RunView:
+    """One task in the read model."""
+    status = _STATUS[task.status]
+    owner = Owner()
+    if task.status in (TaskStatus.RUNNING, TaskStatus.STUCK):
+        expires = task.lease_expires_at
+        alive = task.status is TaskStatus.RUNNING and expires is not None and expires > now
+        owner = Owner(OwnerKind.RUNNER, task.runner_id, alive, expires)
+    failure = None
+    if task.status is TaskStatus.FAILED:
+        failure = Failure(task.failure_reason or "failed", task.failure_fingerprint or "")
+    return RunView(
+        kind=kind,
+        run_id=task.id,
+        title=title if task.seq == 0 else f"{title} (continuation {task.seq})",
+        status=status,
+        state_token=task.state_token,
+        owner=owner,
+        progress_at=task.progress_at,
+        started_at=task.leased_at,
+        finished_at=task.finished_at,
+        effects=Effects.NONE if task.rerunnable else Effects.UNKNOWN,
+        failure=failure,
+        step=task.step,
+    )

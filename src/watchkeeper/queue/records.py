@@ -1,0 +1,243 @@
+"""The queue's domain records: jobs, tasks, runners, leases. Frozen, no I/O."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import datetime
+from enum import StrEnum
+from typing import Any
+
+from watchkeeper.clock import rfc3339
+
+
+class TaskStatus(StrEnum):
+    """Where a task is. ``stuck``: its lease lapsed and it may not run again on its own."""
+
+    QUEUED = "queued"
+    RUNNING = "running"
+    STUCK = "stuck"
+    SUCCEEDED = "succeeded"
+    FAILED = "failed"
+    CANCELLED = "cancelled"
+
+    @property
+    def ended(self) -> bool:
+        """True once the task cannot move by itself or by a runner."""
+        return self in (TaskStatus.SUCCEEDED, TaskStatus.FAILED, TaskStatus.CANCELLED)
+
+
+class JobStatus(StrEnum):
+    """A job's status, rolled up from its tasks (see :mod:`watchkeeper.queue.rollup`)."""
+
+    QUEUED = "queued"
+    RUNNING = "running"
+    SUCCEEDED = "succeeded"
+    FAILED = "failed"
+    CANCELLED = "cancelled"
+
+
+#: Statuses a cancel stops, a retry restarts.
+CANCELLABLE = (TaskStatus.QUEUED, TaskStatus.RUNNING, TaskStatus.STUCK)
+RETRYABLE = (TaskStatus.FAILED, TaskStatus.CANCELLED, TaskStatus.STUCK)
+OUT_OF_ATTEMPTS = "out_of_attempts"
+
+
+@dataclass(frozen=True, slots=True)
+class NewJob:
+    """What a submitter sends: one job and the payload of its first task."""
+
+    title: str
+    org: str
+    fleet: str
+    payload: dict[str, Any]
+    submitted_by: str
+    rerunnable: bool = True
+    max_attempts: int = 3
+    lease_s: float = 60.0
+
+
+@dataclass(frozen=True, slots=True)
+class Task:
+    """One task of a job: the first (``seq`` 0) or a continuation."""
+
+    id: str
+    job_id: str
+    seq: int
+    org: str
+    fleet: str
+    payload: dict[str, Any]
+    status: TaskStatus
+    rerunnable: bool
+    attempt: int
+    max_attempts: int
+    version: int
+    lease_s: float
+    queued_at: datetime
+    runner_id: str | None = None
+    leased_at: datetime | None = None
+    last_renewed_at: datetime | None = None
+    progress_at: datetime | None = None
+    finished_at: datetime | None = None
+    step: str | None = None
+    exit_code: int | None = None
+    failure_reason: str | None = None
+    failure_fingerprint: str | None = None
+
+    @property
+    def state_token(self) -> str:
+        """Changes whenever the task moves."""
+        return f"a{self.attempt}v{self.version}"
+
+    @property
+    def lease_expires_at(self) -> datetime | None:
+        """When the current lease lapses unless renewed: counted from the last renewal."""
+        from datetime import timedelta
+
+        basis = self.last_renewed_at or self.leased_at
+        return None if basis is None else basis + timedelta(seconds=self.lease_s)
+
+    def as_dict(self) -> dict[str, Any]:
+        """The task as the API shows it (never its lease token)."""
+        return {
+            "id": self.id,
+            "job_id": self.job_id,
+            "seq": self.seq,
+            "org": self.org,
+            "fleet": self.fleet,
+            "payload": self.payload,
+            "status": self.status.value,
+            "rerunnable": self.rerunnable,
+            "attempt": self.attempt,
+            "max_attempts": self.max_attempts,
+            "state_token": self.state_token,
+            "lease_s": self.lease_s,
+            "queued_at": rfc3339(self.queued_at),
+            "runner_id": self.runner_id,
+            "leased_at": rfc3339(self.leased_at),
+            "last_renewed_at": rfc3339(self.last_renewed_at),
+            "lease_expires_at": rfc3339(self.lease_expires_at),
+            "progress_at": rfc3339(self.progress_at),
+            "finished_at": rfc3339(self.finished_at),
+            "step": self.step,
+            "exit_code": self.exit_code,
+            "failure": None
+            if self.failure_reason is None
+            else {"reason": self.failure_reason, "fingerprint": self.failure_fingerprint},
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class Job:
+    """One submitted piece of work with its tasks, ordered by ``seq``."""
+
+    id: str
+    title: str
+    org: str
+    fleet: str
+    payload: dict[str, Any]
+    submitted_by: str
+    created_at: datetime
+    tasks: tuple[Task, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class NewRunner:
+    """What a runner says when it registers."""
+
+    fleet: str
+    capacity: int
+    host: str
+    pid: int
+    org: str | None = None
+    name: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Runner:
+    """A registered executor daemon. ``running`` counts the tasks it holds now."""
+
+    id: str
+    fleet: str
+    capacity: int
+    host: str
+    pid: int
+    org: str | None
+    name: str | None
+    registered_at: datetime
+    heartbeat_at: datetime
+    stopped_at: datetime | None = None
+    running: int = 0
+
+
+@dataclass(frozen=True, slots=True)
+class Lease:
+    """A task just leased to a runner, with the token every later move must present."""
+
+    task: Task
+    token: str
+
+
+@dataclass(frozen=True, slots=True)
+class OrgLoad:
+    """What an org uses now: jobs with a running task, agent-minutes this month."""
+
+    org: str
+    running_jobs: int = 0
+    used_minutes: float = 0.0
+
+
+@dataclass(frozen=True, slots=True)
+class Provision:
+    """The last cold start of a runner for (org, fleet)."""
+
+    org: str
+    fleet: str
+    state: str  # provisioning | failed
+    reason: str | None
+    started_at: datetime
+    updated_at: datetime
+
+
+@dataclass(frozen=True, slots=True)
+class QueuedTask:
+    """A queued task as the blocked-reason query sees it."""
+
+    id: str
+    job_id: str
+    org: str
+    fleet: str
+    job_running: bool
+
+
+@dataclass(frozen=True, slots=True)
+class Snapshot:
+    """Everything the lease rules read, taken in one go (set-based, not per task)."""
+
+    at: datetime
+    runners: tuple[Runner, ...]
+    loads: dict[str, OrgLoad] = field(default_factory=dict)
+    provisions: dict[tuple[str, str], Provision] = field(default_factory=dict)
+
+
+@dataclass(frozen=True, slots=True)
+class Recovery:
+    """What a lapsed-lease pass did, by task id."""
+
+    requeued: tuple[str, ...] = ()
+    stuck: tuple[str, ...] = ()
+    failed: tuple[str, ...] = ()
+
+    @property
+    def total(self) -> int:
+        """How many tasks moved."""
+        return len(self.requeued) + len(self.stuck) + len(self.failed)
+
+
+@dataclass(frozen=True, slots=True)
+class Event:
+    """One entry of a task's timeline: append-only."""
+
+    task_id: str
+    at: datetime
+    type: str
+    detail: str | None = None

@@ -1,0 +1,347 @@
+"""The queue in one object: what the API, the CLI, the kind and the supervisor call.
+
+``QueueService`` holds the queue store, the policy from the configuration and
+the clock, and wires the small modules together: the lease rule of
+:mod:`rules` is what the store admits tasks with, and the same rule explains
+why queued tasks wait.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from typing import TYPE_CHECKING, Any
+
+from watchkeeper.clock import Clock, utcnow
+from watchkeeper.errors import InvalidInput
+from watchkeeper.queue import control, launcher, rollup, rules
+from watchkeeper.queue.errors import LeaseLost
+from watchkeeper.queue.records import (
+    Job,
+    JobStatus,
+    Lease,
+    NewJob,
+    NewRunner,
+    OrgLoad,
+    QueuedTask,
+    Recovery,
+    Runner,
+    Task,
+)
+from watchkeeper.store.queue import QueueStore
+
+if TYPE_CHECKING:
+    from watchkeeper.config import Settings
+    from watchkeeper.store import Store
+
+log = logging.getLogger(__name__)
+#: Lapsed leases are taken back at most this often from the lease path.
+RECOVERY_GAP = timedelta(seconds=1)
+MAX_LEASE_BATCH = 100
+
+
+def policy_of(settings: Settings) -> rules.Policy:
+    """The rules' knobs from the configuration."""
+    orgs = {
+        name: rules.OrgPolicy(org.max_concurrent_jobs, org.monthly_agent_minutes)
+        for name, org in settings.orgs.items()
+    }
+    return rules.Policy(
+        offline_after_s=settings.queue.runner_offline_after_s,
+        provision_timeout_s=settings.queue.provision_timeout_s,
+        orgs=orgs,
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class QueueSweep:
+    """What one supervisor sweep did to the queue."""
+
+    recovered: Recovery
+    provisioned: tuple[tuple[str, str, str | None], ...] = ()
+
+
+class QueueService:
+    """Submits, leases, explains and controls the queue's work."""
+
+    def __init__(
+        self,
+        store: Store,
+        settings: Settings,
+        *,
+        clock: Clock = utcnow,
+        launchers: Mapping[str, launcher.Launcher] | None = None,
+    ) -> None:
+        self.store = QueueStore(store.engine)
+        self.settings = settings
+        self.config = settings.queue
+        self.policy = policy_of(settings)
+        self.clock = clock
+        self.launchers: Mapping[str, launcher.Launcher] = (
+            launchers if launchers is not None else _configured_launchers(settings)
+        )
+        self._recovered_at: datetime | None = None
+
+    # Jobs ----------------------------------------------------------------------------
+
+    def submit(
+        self,
+        title: str,
+        *,
+        org: str,
+        fleet: str,
+        payload: dict[str, Any],
+        submitted_by: str,
+        rerunnable: bool = True,
+        max_attempts: int | None = None,
+        lease_s: float | None = None,
+    ) -> Job:
+        """Queue a job; its first task waits for a runner of ``fleet``."""
+        check_payload(payload)
+        new = NewJob(
+            title=title,
+            org=org,
+            fleet=fleet,
+            payload=payload,
+            submitted_by=submitted_by,
+            rerunnable=rerunnable,
+            max_attempts=max_attempts or self.config.max_attempts,
+            lease_s=lease_s or self.config.lease_s,
+        )
+        job = self.store.submit(new, self.clock())
+        log.info("Submitted job %s to fleet %s", job.id, fleet, extra={"action": "queue_submit"})
+        return job
+
+    def resume(self, job_id: str, payload: dict[str, Any] | None = None) -> Task:
+        """Add a continuation task to a job whose tasks have all ended."""
+        if payload is not None:
+            check_payload(payload)
+        return self.store.resume(job_id, payload, self.clock())
+
+    def job(self, job_id: str) -> Job:
+        """One job with its tasks."""
+        return self.store.job(job_id)
+
+    def jobs(
+        self,
+        *,
+        status: JobStatus | None = None,
+        fleet: str | None = None,
+        org: str | None = None,
+        limit: int = 200,
+    ) -> list[Job]:
+        """Jobs newest first, filtered by their rolled-up status."""
+        active = None
+        if status is not None:
+            active = status in (JobStatus.QUEUED, JobStatus.RUNNING)
+        found: list[Job] = []
+        offset = 0
+        page = max(limit, 100)
+        while len(found) < limit:
+            batch = self.store.jobs(fleet=fleet, org=org, active=active, limit=page, offset=offset)
+            found += [j for j in batch if status is None or rollup.of_tasks(j.tasks) is status]
+            if len(batch) < page:
+                break
+            offset += page
+        return found[:limit]
+
+    # Blocked reasons -----------------------------------------------------------------
+
+    def explain(self, tasks: Sequence[QueuedTask]) -> dict[str, rules.Blocked]:
+        """Why each queued task waits; best-effort: a failure here says ``unknown``, logged."""
+        if not tasks:
+            return {}
+        try:
+            capped = {task.org for task in tasks if self.policy.org(task.org).capped}
+            snapshot = self.store.snapshot(self.clock(), capped)
+            return rules.explain_all(tasks, snapshot, self.policy)
+        except Exception as exc:  # the explanation must never fail the status request
+            log.exception("Could not explain why tasks wait", extra={"action": "queue_explain"})
+            return {task.id: rules.unknown(exc) for task in tasks}
+
+    def blocked(self, jobs: Sequence[Job] = ()) -> dict[str, rules.Blocked]:
+        """Reasons for the queued tasks of ``jobs`` (every queued task when none are given)."""
+        try:
+            queued = self.store.queued(job_ids=[job.id for job in jobs] if jobs else None)
+        except Exception as exc:  # best-effort, as above
+            log.exception("Could not read queued tasks", extra={"action": "queue_explain"})
+            ids = [t.id for job in jobs for t in job.tasks if t.status.value == "queued"]
+            return {task_id: rules.unknown(exc) for task_id in ids}
+        return self.explain(queued)
+
+    # Runners -------------------------------------------------------------------------
+
+    def register(self, new: NewRunner) -> Runner:
+        """Record a runner; cold starts it answers are forgotten."""
+        runner = self.store.register(new, self.clock())
+        self.store.clear_provisions(new.fleet, new.org)
+        log.info(
+            "Runner %s registered for fleet %s on %s (capacity %d)",
+            runner.id,
+            runner.fleet,
+            runner.host,
+            runner.capacity,
+            extra={"action": "queue_register"},
+        )
+        return runner
+
+    def heartbeat(self, runner_id: str) -> Runner:
+        """The runner is alive."""
+        return self.store.heartbeat(runner_id, self.clock())
+
+    def stop_runner(self, runner_id: str) -> Recovery:
+        """The runner leaves: its leases are taken back at once."""
+        now = self.clock()
+        self.store.stop_runner(runner_id, now)
+        return self.store.recover(now, runner_id=runner_id)
+
+    def runners(self) -> list[Runner]:
+        """Registered runners."""
+        return self.store.runners()
+
+    def alive(self, runner: Runner) -> bool:
+        """Alive by its own heartbeat."""
+        return rules.runner_alive(runner, self.clock(), self.policy)
+
+    # Leases --------------------------------------------------------------------------
+
+    def lease(self, runner_id: str, limit: int = 1) -> list[Lease]:
+        """Lease up to ``limit`` tasks the lease rules allow this runner."""
+        limit = max(1, min(limit, MAX_LEASE_BATCH))
+        now = self.clock()
+        self.recover_due(now)
+
+        def admit(task: QueuedTask, runner: Runner, load: OrgLoad) -> bool:
+            return rules.lease_block(task, runner, load, self.policy, now) is None
+
+        return self.store.lease(
+            runner_id,
+            now,
+            limit=limit,
+            admit=admit,
+            load_needed=lambda org: self.policy.org(org).capped,
+        )
+
+    def renew(
+        self, task_id: str, token: str, *, progressed: bool = False, step: str | None = None
+    ) -> Task:
+        """Renew a lease; :class:`LeaseLost` tells the runner to stop."""
+        task = self.store.renew(task_id, token, self.clock(), progressed=progressed, step=step)
+        if task is None:
+            raise LeaseLost(task_id)
+        return task
+
+    def complete(self, task_id: str, token: str, exit_code: int | None = 0) -> Task:
+        """Record success; :class:`LeaseLost` when the lease is gone (nothing recorded)."""
+        task = self.store.complete(task_id, token, self.clock(), exit_code=exit_code)
+        if task is None:
+            raise LeaseLost(task_id)
+        return task
+
+    def fail(
+        self,
+        task_id: str,
+        token: str,
+        reason: str,
+        *,
+        fingerprint: str | None = None,
+        exit_code: int | None = None,
+    ) -> Task:
+        """Record failure; :class:`LeaseLost` when the lease is gone."""
+        task = self.store.fail(
+            task_id,
+            token,
+            self.clock(),
+            reason=reason,
+            fingerprint=fingerprint or _fingerprint(reason),
+            exit_code=exit_code,
+        )
+        if task is None:
+            raise LeaseLost(task_id)
+        return task
+
+    def recover_due(self, now: datetime) -> Recovery | None:
+        """Take back lapsed leases unless that was done within the last second."""
+        if self._recovered_at is not None and now - self._recovered_at < RECOVERY_GAP:
+            return None
+        self._recovered_at = now
+        return self.recover(now)
+
+    def recover(self, now: datetime | None = None) -> Recovery:
+        """Take back every lapsed lease now."""
+        found = self.store.recover(now or self.clock())
+        if found.total:
+            log.info(
+                "Took back %d lapsed lease(s): %d queued again, %d stuck, %d out of attempts",
+                found.total,
+                len(found.requeued),
+                len(found.stuck),
+                len(found.failed),
+                extra={"action": "queue_recover"},
+            )
+        return found
+
+    # Control -------------------------------------------------------------------------
+
+    def cancel(self, job_id: str) -> control.Controlled:
+        """Cancel the job's unfinished tasks (revoking running leases)."""
+        return control.cancel(self.store, job_id, self.clock())
+
+    def retry(self, job_id: str) -> control.Controlled:
+        """Queue the job's failed, cancelled and stuck tasks again."""
+        return control.retry(self.store, job_id, self.clock())
+
+    def delete(self, job_id: str) -> control.Controlled:
+        """Delete the job (refused while a task runs)."""
+        return control.delete(self.store, job_id)
+
+    # The supervisor's sweep ----------------------------------------------------------
+
+    def sweep(self, now: datetime) -> QueueSweep:
+        """The supervisor's hook: take back lapsed leases, then cold-start missing runners."""
+        recovered = self.recover(now)
+        if not self.launchers:
+            return QueueSweep(recovered)
+        queued = [t for t in self.store.queued() if t.org in self.launchers]
+        if not queued:
+            return QueueSweep(recovered)
+        capped = {t.org for t in queued if self.policy.org(t.org).capped}
+        snapshot = self.store.snapshot(now, capped)
+        pairs = launcher.wanted(
+            queued, snapshot, self.policy, self.launchers, self.config.provision_retry_s
+        )
+        done = tuple(
+            (org, fleet, launcher.provision(self.store, self.launchers[org], org, fleet, now))
+            for org, fleet in pairs
+        )
+        return QueueSweep(recovered, done)
+
+
+def check_payload(payload: dict[str, Any]) -> None:
+    """A task's payload names the command to run: ``{"argv": ["cmd", "arg", ...]}``."""
+    argv = payload.get("argv")
+    if not isinstance(argv, list) or not argv or not all(isinstance(a, str) for a in argv):
+        raise InvalidInput(
+            'the payload needs "argv": a non-empty list of strings (the command to run)',
+            "payload.argv",
+        )
+    cwd = payload.get("cwd")
+    if cwd is not None and not isinstance(cwd, str):
+        raise InvalidInput('"cwd" must be a string (a folder on the runner\'s host)', "payload.cwd")
+
+
+def _fingerprint(reason: str) -> str:
+    import hashlib
+
+    return hashlib.sha256(reason.encode()).hexdigest()[:16]
+
+
+def _configured_launchers(settings: Settings) -> dict[str, launcher.Launcher]:
+    timeout = settings.queue.launcher_timeout_s
+    return {
+        name: launcher.CommandLauncher(org.launcher, timeout)
+        for name, org in settings.orgs.items()
+        if org.launcher
+    }
