@@ -47,7 +47,7 @@ class Runtime:
             adapters,
             check_interval_s=settings.check_interval_s,
             down_after_s=settings.down_after_s,
-            notifier=notifier or OpsNotifier(settings.ops),
+            notifier=notifier or OpsNotifier(settings.ops, settings=settings),
             clock=clock,
         )
         runtime = cls(settings, store, supervisor, clock)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
 import hmac
 import json
@@ -12,7 +13,7 @@ from typing import Any
 import httpx
 
 from watchkeeper.clock import rfc3339
-from watchkeeper.config import OpsConfig
+from watchkeeper.config import OpsConfig, Settings
 from watchkeeper.watch.selfcheck import Notice, NoticeKind
 
 log = logging.getLogger(__name__)
@@ -38,11 +39,18 @@ def notice_payload(notice: Notice) -> dict[str, Any]:
 
 
 class OpsNotifier:
-    """Sends supervision notices to the log and the configured webhook."""
+    """Sends supervision notices to the log, the signed webhook and every ops chat channel.
 
-    def __init__(self, config: OpsConfig, attempts: int = 3) -> None:
+    Nothing here touches the database: the database may be what is down. Chat
+    channels are called directly, each with a fresh connection.
+    """
+
+    def __init__(
+        self, config: OpsConfig, attempts: int = 3, settings: Settings | None = None
+    ) -> None:
         self.config = config
         self.attempts = attempts
+        self.settings = settings
         self.sent: list[Notice] = []
 
     def send(self, notice: Notice) -> None:
@@ -52,6 +60,37 @@ class OpsNotifier:
         self.sent.append(notice)
         if self.config.webhook_url:
             self._post(notice_payload(notice))
+        chats = [c for c in self.config.channels if c not in {"log", "webhook"}]
+        if chats and self.settings is not None:
+            asyncio.run(self._to_chats(notice, chats, self.settings))
+
+    async def _to_chats(self, notice: Notice, places: list[str], settings: Settings) -> None:
+        from watchkeeper.notify.channels.registry import build_channels
+        from watchkeeper.notify.message import Message
+        from watchkeeper.notify.router import parse_place
+
+        channels = build_channels(settings)
+        try:
+            for place in places:
+                target = parse_place(place)
+                channel = channels.get(target.channel)
+                if channel is None:
+                    log.warning(
+                        "Ops channel %s is not configured", place, extra={"action": "ops_notice"}
+                    )
+                    continue
+                message = Message(notice.text, (), notice.text.split(":")[0])
+                result = await channel.send(
+                    target, message, f"{notice.kind.value}-{notice.at.timestamp():.0f}"
+                )
+                if result.outcome.value != "sent":
+                    log.warning(
+                        "Ops notice to %s: %s (%s)", place, result.outcome.value, result.error,
+                        extra={"action": "ops_notice"},
+                    )  # fmt: skip
+        finally:
+            for channel in channels.values():
+                await channel.aclose()
 
     def _post(self, payload: dict[str, Any]) -> None:
         body = json.dumps(payload).encode()

@@ -10,6 +10,8 @@ from collections.abc import AsyncIterator
 from fastapi import FastAPI
 
 from watchkeeper import __version__
+from watchkeeper.notify.channels.registry import build_channels
+from watchkeeper.notify.service import Notifier
 from watchkeeper.runtime import Runtime
 from watchkeeper.server import errors
 from watchkeeper.server.auth import TokenCache
@@ -25,22 +27,39 @@ from watchkeeper.server.routes_telegram import router as telegram_router
 log = logging.getLogger(__name__)
 
 
-def create_app(runtime: Runtime, *, run_supervisor: bool = True) -> FastAPI:
-    """Build the app around ``runtime``; the supervisor loop runs while the app is served."""
+def create_app(
+    runtime: Runtime,
+    *,
+    run_supervisor: bool = True,
+    notifier: Notifier | None = None,
+    run_notifier: bool | None = None,
+) -> FastAPI:
+    """Build the app around ``runtime``.
+
+    While the app is served, the supervisor loop and the notifier (routing
+    incident events into the outbox and delivering it) run in its event loop.
+    """
+    notifier = notifier or Notifier(runtime, build_channels(runtime.settings))
+    deliver = run_supervisor if run_notifier is None else run_notifier
 
     @contextlib.asynccontextmanager
     async def lifespan(_app: FastAPI) -> AsyncIterator[None]:
         stop = asyncio.Event()
-        task = None
+        tasks = []
+        if deliver:
+            await asyncio.to_thread(notifier.recover, runtime.clock())
+            runtime.supervisor.after_sweep.append(notifier.poke)
+            tasks.append(asyncio.create_task(notifier.run(stop), name="notifier"))
         if run_supervisor:
-            task = asyncio.create_task(runtime.supervisor.run(stop), name="supervisor")
+            tasks.append(asyncio.create_task(runtime.supervisor.run(stop), name="supervisor"))
         try:
             yield
         finally:
             stop.set()
-            if task is not None:
+            for task in tasks:
                 with contextlib.suppress(asyncio.CancelledError):
                     await asyncio.wait_for(task, timeout=10)
+            await notifier.aclose()
 
     app = FastAPI(
         title="watchkeeper",
@@ -49,6 +68,8 @@ def create_app(runtime: Runtime, *, run_supervisor: bool = True) -> FastAPI:
         lifespan=lifespan,
     )
     app.state.runtime = runtime
+    app.state.notifier = notifier
+    app.state.channels = notifier.channels
     app.state.reports = Reports(runtime)
     app.state.token_cache = TokenCache()
     errors.install(app)

@@ -354,6 +354,23 @@ class IncidentStore:
         ):
             _event(conn, incident_id, to_epoch(now) or 0.0, event_type, detail)
 
+    def events_after(
+        self, event_id: int, limit: int = 500, since: datetime | None = None
+    ) -> Sequence[tuple[int, int, IncidentEvent]]:
+        """History lines newer than ``event_id`` (and ``since``), oldest first:
+        ``(event id, incident id, event)``."""
+        statement = (
+            select(incident_events)
+            .where(incident_events.c.id > event_id)
+            .order_by(incident_events.c.id)
+            .limit(limit)
+        )
+        if since is not None:
+            statement = statement.where(incident_events.c.at >= to_epoch(since))
+        with translate_errors("reading incident events"), self._engine.connect() as conn:
+            rows = conn.execute(statement).all()
+        return [(r.id, r.incident_id, IncidentEvent(_at(r.at), r.type, r.detail)) for r in rows]
+
     def count_by_status(self) -> dict[str, int]:
         """How many incidents there are in each status."""
         statement = select(incidents.c.status, func.count()).group_by(incidents.c.status)

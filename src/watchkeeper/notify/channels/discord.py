@@ -1,0 +1,212 @@
+"""Discord through its HTTP API: cards with buttons, edits, interaction follow-ups.
+
+A card is ``POST {base_url}/channels/{chat_id}/messages`` with ``Authorization:
+Bot <token>``, its buttons in action rows of at most five. Every post carries
+a nonce with ``enforce_nonce``: Discord answers a resend with the same nonce
+(within a few minutes) with the message it already created, so a send whose
+answer was lost is safe to repeat (``idempotent_sends``). Errors come back as
+``{"message": "...", "code": N}``; a 429 carries ``retry_after`` in seconds.
+No call is ever retried here: the outbox alone decides whether to send again.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+import httpx
+
+from watchkeeper.config import DiscordConfig, resolve_secret
+from watchkeeper.errors import ConfigError
+from watchkeeper.notify.channels.base import (
+    Channel,
+    SendOutcome,
+    SendResult,
+    classify_error,
+    classify_status,
+)
+from watchkeeper.notify.message import Button, Message, Target
+
+log = logging.getLogger(__name__)
+
+#: Discord's limits.
+CONTENT_LIMIT = 2000
+LABEL_LIMIT = 80
+CUSTOM_ID_LIMIT = 100
+NONCE_LIMIT = 25
+ROW_WIDTH = 5
+MAX_ROWS = 5
+#: Message flag: only the presser sees it.
+EPHEMERAL = 64
+#: Button styles: primary (blurple), secondary (grey), danger (red).
+PRIMARY, SECONDARY, DANGER = 1, 2, 4
+_STYLES = {"cancel": DANGER, "close_turn": DANGER, "retry": PRIMARY, "retry_checked": PRIMARY}
+
+
+def fit(text: str, limit: int = CONTENT_LIMIT) -> str:
+    """``text`` cut to ``limit`` characters, ending in an ellipsis when cut."""
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def button(b: Button) -> dict[str, Any]:
+    """One button component (``type`` 2) whose ``custom_id`` is the button's data."""
+    return {
+        "type": 2,
+        "style": _STYLES.get(b.action, SECONDARY),
+        "label": fit(b.label, LABEL_LIMIT),
+        "custom_id": b.data,
+    }
+
+
+def components(buttons: tuple[Button, ...]) -> list[dict[str, Any]]:
+    """Action rows (``type`` 1) of at most five buttons; an empty list removes every button."""
+    cells = [button(b) for b in buttons[: ROW_WIDTH * MAX_ROWS]]
+    return [
+        {"type": 1, "components": cells[i : i + ROW_WIDTH]} for i in range(0, len(cells), ROW_WIDTH)
+    ]
+
+
+def create_body(message: Message, idempotency_key: str) -> dict[str, Any]:
+    """The body of "create message": content, buttons, and the nonce Discord enforces."""
+    return {
+        "content": fit(message.text or " "),
+        "components": components(message.buttons),
+        "nonce": idempotency_key[:NONCE_LIMIT],
+        "enforce_nonce": True,
+    }
+
+
+def edit_body(message: Message) -> dict[str, Any]:
+    """The body of "edit message": the new content and buttons (none: buttons gone)."""
+    return {"content": fit(message.text or " "), "components": components(message.buttons)}
+
+
+def _too_long_id(buttons: tuple[Button, ...]) -> SendResult | None:
+    for b in buttons:
+        if len(b.data) > CUSTOM_ID_LIMIT:
+            return SendResult(
+                SendOutcome.FAILED,
+                error=f"button {b.label!r} carries {len(b.data)} characters of data; "
+                f"Discord allows {CUSTOM_ID_LIMIT}: not sent",
+            )
+    return None
+
+
+def failure(response: httpx.Response) -> SendResult:
+    """A non-2xx answer: 429 retries after ``retry_after``, other 4xx fail, 5xx cannot tell."""
+    try:
+        decoded = response.json()
+    except ValueError:
+        decoded = None
+    if not isinstance(decoded, dict):
+        return classify_status(response)
+    retry_after = decoded.get("retry_after")
+    retry_s = float(retry_after) if isinstance(retry_after, int | float) else None
+    result = classify_status(response, retry_s)
+    scope = " (global)" if decoded.get("global") is True else ""
+    reason = (
+        f"Discord HTTP {response.status_code}{scope}: {decoded.get('message') or 'no message'}"
+        f" (code {decoded.get('code', 0)})"
+    )
+    return SendResult(result.outcome, error=reason, retry_after_s=result.retry_after_s)
+
+
+class DiscordChannel(Channel):
+    """Posts cards to Discord channels and threads, edits them, follows up on interactions."""
+
+    name = "discord"
+    idempotent_sends = True
+    per_chat_rate = 1.0
+
+    def __init__(self, config: DiscordConfig, http: httpx.AsyncClient | None = None) -> None:
+        self.config = config
+        self._owns_http = http is None
+        self._http = http or httpx.AsyncClient(timeout=config.timeout_s)
+        self.base_url = config.base_url.rstrip("/")
+        try:
+            self._token = resolve_secret(config.bot_token, config.bot_token_env, "discord.bot_token")
+            self.problem = None if self._token else "discord.bot_token is not configured"
+        except ConfigError as exc:
+            self._token = None
+            self.problem = str(exc)
+
+    async def send(self, target: Target, message: Message, idempotency_key: str) -> SendResult:
+        """Create a message in ``target.chat_id`` (or in the thread, itself a channel)."""
+        refused = _too_long_id(message.buttons)
+        if refused is not None:
+            return refused
+        channel_id = target.thread_id or target.chat_id
+        url = f"{self.base_url}/channels/{channel_id}/messages"
+        result = await self._call("POST", url, create_body(message, idempotency_key), target)
+        if result.outcome is SendOutcome.SENT and result.message_id is None:
+            return SendResult(
+                SendOutcome.MAYBE_SENT, error="Discord accepted the message without its id"
+            )
+        return result
+
+    async def edit(self, target: Target, message: Message) -> SendResult:
+        """Replace a message's content and buttons; safe to repeat."""
+        if not target.message_id:
+            return SendResult(SendOutcome.FAILED, error="no message id to edit")
+        refused = _too_long_id(message.buttons)
+        if refused is not None:
+            return refused
+        channel_id = target.thread_id or target.chat_id
+        url = f"{self.base_url}/channels/{channel_id}/messages/{target.message_id}"
+        result = await self._call("PATCH", url, edit_body(message), target)
+        if result.outcome is SendOutcome.SENT:
+            return SendResult(SendOutcome.SENT, message_id=target.message_id)
+        return result
+
+    async def followup(self, application_id: str, interaction_token: str, text: str) -> SendResult:
+        """An ephemeral follow-up to an interaction: only the presser sees it.
+
+        Follow-ups are authorised by the interaction token in the path; no bot token.
+        """
+        url = f"{self.base_url}/webhooks/{application_id}/{interaction_token}"
+        body = {"content": fit(text or " "), "flags": EPHEMERAL}
+        return await self._call("POST", url, body, None, authorised=False)
+
+    async def aclose(self) -> None:
+        """Close the HTTP client if this channel made it."""
+        if self._owns_http:
+            await self._http.aclose()
+
+    async def _call(
+        self,
+        method: str,
+        url: str,
+        body: dict[str, Any],
+        target: Target | None,
+        *,
+        authorised: bool = True,
+    ) -> SendResult:
+        headers: dict[str, str] = {}
+        if authorised:
+            if self._token is None:
+                return SendResult(SendOutcome.FAILED, error=self.problem)
+            headers["Authorization"] = f"Bot {self._token}"
+        place = target.place if target is not None else "an interaction"
+        try:
+            response = await self._http.request(method, url, json=body, headers=headers)
+        except httpx.HTTPError as exc:
+            result = classify_error(exc)
+            log.warning("Discord %s %s: %s", method, place, result.error,
+                        extra={"action": "discord_send"})  # fmt: skip
+            return result
+        if not response.is_success:
+            result = failure(response)
+            log.warning("Discord %s %s: %s", method, place, result.error,
+                        extra={"action": "discord_send"})  # fmt: skip
+            return result
+        return SendResult(SendOutcome.SENT, message_id=_message_id(response))
+
+
+def _message_id(response: httpx.Response) -> str | None:
+    try:
+        decoded = response.json()
+    except ValueError:
+        return None
+    if isinstance(decoded, dict) and decoded.get("id") is not None:
+        return str(decoded["id"])
+    return None

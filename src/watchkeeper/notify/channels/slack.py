@@ -1,0 +1,235 @@
+"""Slack through the Web API: cards as Block Kit messages, edits, ephemeral answers.
+
+Every call is ``POST {base_url}/{method}`` with a bearer token and a JSON body.
+Slack answers refusals with HTTP 200 and ``{"ok": false, "error": "..."}``
+(``channel_not_found``, ``not_in_channel``, ``invalid_blocks`` ...); rate
+limits with HTTP 429 and ``Retry-After``. Blocks are built with
+``slack_sdk.models.blocks``, whose ``to_dict`` checks Slack's limits. No call
+is ever retried here: the outbox alone decides whether a message is sent again.
+
+Slack keeps a card's buttons once it is decided (the card says who decided);
+a later press is answered, to the presser only, with who decided.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import httpx
+from slack_sdk.errors import SlackObjectFormationError
+from slack_sdk.models.blocks import (
+    ActionsBlock,
+    Block,
+    ButtonElement,
+    MarkdownTextObject,
+    PlainTextObject,
+    SectionBlock,
+)
+
+from watchkeeper.config import SlackConfig, resolve_secret
+from watchkeeper.errors import ConfigError
+from watchkeeper.notify.channels.base import (
+    Channel,
+    SendOutcome,
+    SendResult,
+    classify_error,
+    classify_status,
+)
+from watchkeeper.notify.message import Button, Message, Target
+
+log = logging.getLogger(__name__)
+
+#: Slack's limits (characters).
+SECTION_LIMIT = 3000
+TEXT_LIMIT = 40000
+LABEL_LIMIT = 75
+VALUE_LIMIT = 2000
+#: Every button's ``action_id`` starts with this; the action's name follows.
+ACTION_PREFIX = "wk_"
+#: Errors (in an HTTP 200 ``ok: false`` answer) that mean "not now, try again".
+_RETRY_ERRORS = frozenset({"ratelimited", "rate_limited"})
+#: Errors after which nobody can tell whether the message was posted.
+_AMBIGUOUS_ERRORS = frozenset({"internal_error", "fatal_error", "service_unavailable"})
+
+
+@dataclass(frozen=True, slots=True)
+class SlackSendResult(SendResult):
+    """A send's result plus the conversation Slack posted into (a DM's own id, say)."""
+
+    channel: str | None = None
+
+
+def fit(text: str, limit: int) -> str:
+    """``text`` cut to ``limit`` characters, ending in an ellipsis when cut."""
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def escape(text: str) -> str:
+    """Slack's three control characters, escaped as its formatting rules require."""
+    return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+
+
+def button(b: Button) -> ButtonElement:
+    """One button: its label, ``wk_<action>`` as action id, the button data as value."""
+    return ButtonElement(
+        text=PlainTextObject(text=fit(b.label, LABEL_LIMIT)),
+        action_id=f"{ACTION_PREFIX}{b.action}",
+        value=b.data,
+    )
+
+
+def blocks(message: Message) -> list[Block]:
+    """A section with the text (mrkdwn) and, when there are buttons, an actions block."""
+    built: list[Block] = [
+        SectionBlock(text=MarkdownTextObject(text=fit(escape(message.text or " "), SECTION_LIMIT)))
+    ]
+    if message.buttons:
+        built.append(ActionsBlock(elements=[button(b) for b in message.buttons]))
+    return built
+
+
+def blocks_json(message: Message) -> list[dict[str, Any]]:
+    """The blocks as JSON; ``to_dict`` validates every block and element against Slack's rules."""
+    return [block.to_dict() for block in blocks(message)]
+
+
+def post_body(target: Target, message: Message) -> dict[str, Any]:
+    """``chat.postMessage``: channel, thread, fallback text and blocks."""
+    body: dict[str, Any] = {
+        "channel": target.chat_id,
+        "text": fit(message.headline or message.text or " ", TEXT_LIMIT),
+        "blocks": blocks_json(message),
+    }
+    if target.thread_id:
+        body["thread_ts"] = target.thread_id
+    return body
+
+
+def update_body(channel: str, ts: str, message: Message) -> dict[str, Any]:
+    """``chat.update``: the same message, new text and blocks."""
+    return {
+        "channel": channel,
+        "ts": ts,
+        "text": fit(message.headline or message.text or " ", TEXT_LIMIT),
+        "blocks": blocks_json(message),
+    }
+
+
+def ephemeral_reply(text: str) -> dict[str, Any]:
+    """What goes to a ``response_url``: seen by the presser only, the card left as it is."""
+    return {"response_type": "ephemeral", "replace_original": False, "text": fit(text, TEXT_LIMIT)}
+
+
+def refusal(error: str) -> SendResult:
+    """An ``ok: false`` answer: rate limits retry, internal errors cannot tell, others fail."""
+    reason = f"Slack: {error}"
+    if error in _RETRY_ERRORS:
+        return SendResult(SendOutcome.RETRY, error=reason)
+    if error in _AMBIGUOUS_ERRORS:
+        return SendResult(SendOutcome.MAYBE_SENT, error=reason)
+    return SendResult(SendOutcome.FAILED, error=reason)
+
+
+class SlackChannel(Channel):
+    """Posts cards to Slack conversations and threads, edits them, answers presses."""
+
+    name = "slack"
+    idempotent_sends = False
+    per_chat_rate = 1.0
+
+    def __init__(self, config: SlackConfig, http: httpx.AsyncClient | None = None) -> None:
+        self.config = config
+        self._owns_http = http is None
+        self._http = http or httpx.AsyncClient(timeout=config.timeout_s)
+        self.base_url = config.base_url.rstrip("/")
+        try:
+            self._token = resolve_secret(config.bot_token, config.bot_token_env, "slack.bot_token")
+            self.problem = None if self._token else "slack.bot_token is not configured"
+        except ConfigError as exc:
+            self._token = None
+            self.problem = str(exc)
+
+    async def send(self, target: Target, message: Message, idempotency_key: str) -> SendResult:
+        """``chat.postMessage``; the message id is Slack's ``ts``."""
+        body = self._body(lambda: post_body(target, message))
+        if isinstance(body, SendResult):
+            return body
+        return await self._message_call("chat.postMessage", body, target)
+
+    async def edit(self, target: Target, message: Message) -> SendResult:
+        """``chat.update`` of the message ``ts`` = ``target.message_id``; safe to repeat."""
+        if not target.message_id:
+            return SendResult(SendOutcome.FAILED, error="no message ts to edit")
+        channel = target.extra.get("channel") or target.chat_id
+        message_id = target.message_id
+        body = self._body(lambda: update_body(channel, message_id, message))
+        if isinstance(body, SendResult):
+            return body
+        return await self._message_call("chat.update", body, target)
+
+    async def respond(self, response_url: str, text: str) -> SendResult:
+        """An ephemeral answer to whoever pressed, through the press's ``response_url``."""
+        try:
+            response = await self._http.post(response_url, json=ephemeral_reply(text))
+        except httpx.HTTPError as exc:
+            result = classify_error(exc)
+            log.warning("Slack response_url: %s", result.error, extra={"action": "slack_respond"})
+            return result
+        if not response.is_success:
+            result = classify_status(response)
+            log.warning("Slack response_url: %s", result.error, extra={"action": "slack_respond"})
+            return result
+        return SendResult(SendOutcome.SENT)
+
+    async def aclose(self) -> None:
+        """Close the HTTP client if this channel made it."""
+        if self._owns_http:
+            await self._http.aclose()
+
+    def _body(self, build: Callable[[], dict[str, Any]]) -> dict[str, Any] | SendResult:
+        try:
+            body = build()
+        except SlackObjectFormationError as exc:
+            return SendResult(SendOutcome.FAILED, error=f"Slack would refuse the blocks: {exc}")
+        return body
+
+    async def _message_call(self, method: str, body: dict[str, Any], target: Target) -> SendResult:
+        result = await self._call(method, body)
+        if result.outcome is not SendOutcome.SENT:
+            log.warning("Slack %s to %s: %s", method, target.place, result.error,
+                        extra={"action": "slack_send"})  # fmt: skip
+        return result
+
+    async def _call(self, method: str, body: dict[str, Any]) -> SendResult:
+        if self._token is None:
+            return SendResult(SendOutcome.FAILED, error=self.problem)
+        headers = {"Authorization": f"Bearer {self._token}"}
+        try:
+            response = await self._http.post(
+                f"{self.base_url}/{method}", json=body, headers=headers
+            )
+        except httpx.HTTPError as exc:
+            return classify_error(exc)
+        if not response.is_success:
+            return classify_status(response)
+        try:
+            decoded = response.json()
+        except ValueError:
+            decoded = None
+        if not isinstance(decoded, dict) or "ok" not in decoded:
+            return SendResult(
+                SendOutcome.MAYBE_SENT,
+                error=f"Slack answered HTTP {response.status_code} without a Web API body",
+            )
+        if decoded["ok"] is not True:
+            return refusal(str(decoded.get("error") or "unknown_error"))
+        ts = decoded.get("ts")
+        if not ts:
+            return SendResult(SendOutcome.MAYBE_SENT, error="Slack accepted without a message ts")
+        channel = decoded.get("channel")
+        return SlackSendResult(
+            SendOutcome.SENT, message_id=str(ts), channel=str(channel) if channel else None
+        )

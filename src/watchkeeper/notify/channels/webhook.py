@@ -1,0 +1,63 @@
+"""A generic signed webhook: JSON POSTed with an HMAC-SHA256 signature over the body."""
+
+from __future__ import annotations
+
+import json
+import time
+
+import httpx
+
+from watchkeeper.config import OpsConfig
+from watchkeeper.notify.channels.base import (
+    Channel,
+    SendOutcome,
+    SendResult,
+    classify_error,
+    classify_status,
+)
+from watchkeeper.notify.message import Message, Target
+from watchkeeper.notify.ops import SIGNATURE_HEADER, TIMESTAMP_HEADER, sign
+
+
+class WebhookChannel(Channel):
+    """POSTs ``{"type", "text", "buttons", "target", "idempotency_key"}`` to the ops webhook."""
+
+    name = "webhook"
+    per_chat_rate = 20.0
+
+    def __init__(self, config: OpsConfig, http: httpx.AsyncClient | None = None) -> None:
+        self.config = config
+        self._http = http or httpx.AsyncClient(timeout=config.timeout_s)
+
+    async def _post(self, body: dict[str, object]) -> SendResult:
+        if not self.config.webhook_url:
+            return SendResult(SendOutcome.FAILED, error="[ops] webhook_url is not configured")
+        raw = json.dumps(body).encode()
+        headers = {"Content-Type": "application/json"}
+        if self.config.webhook_secret:
+            stamp = str(int(time.time()))
+            headers[TIMESTAMP_HEADER] = stamp
+            headers[SIGNATURE_HEADER] = sign(self.config.webhook_secret, stamp, raw)
+        try:
+            response = await self._http.post(self.config.webhook_url, content=raw, headers=headers)
+        except httpx.HTTPError as exc:
+            return classify_error(exc)
+        if not response.is_success:
+            return classify_status(response)
+        return SendResult(SendOutcome.SENT, message_id=response.headers.get("X-Message-Id"))
+
+    async def send(self, target: Target, message: Message, idempotency_key: str) -> SendResult:
+        """POST a new message."""
+        return await self._post(
+            {"type": "message", "idempotency_key": idempotency_key, **message.as_json()}
+        )
+
+    async def edit(self, target: Target, message: Message) -> SendResult:
+        """POST the new form of a message (receivers key it by ``message_id``)."""
+        return await self._post(
+            {"type": "update", "message_id": target.message_id, **message.as_json()}
+        )
+
+    async def aclose(self) -> None:
+        """Close the HTTP client."""
+        await self._http.aclose()

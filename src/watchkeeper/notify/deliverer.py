@@ -1,0 +1,136 @@
+"""Sends due deliveries: claimed before the call, settled after it, never sent twice.
+
+Conversations are served concurrently and each at its platform's pace, so a
+dead or slow channel (or one busy chat) never holds up the others.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+import socket
+import time
+from collections import defaultdict
+from collections.abc import Mapping
+from datetime import datetime, timedelta
+
+from watchkeeper.clock import Clock
+from watchkeeper.notify.channels.base import Channel, SendOutcome, SendResult
+from watchkeeper.notify.message import Message, Target
+from watchkeeper.store import Store
+from watchkeeper.store.outbox import Delivery, DeliveryStatus
+
+log = logging.getLogger(__name__)
+#: Retries of a definite non-send before it is given up as failed.
+MAX_ATTEMPTS = 8
+#: Ambiguous sends that are safe to repeat (edits, idempotent platforms) are retried this often.
+MAX_SAFE_RESENDS = 3
+#: A call that takes longer than this is abandoned (and counts as "may have been sent").
+CALL_TIMEOUT_S = 30.0
+
+
+def backoff_s(attempts: int) -> float:
+    """Seconds before the next try after ``attempts`` tries: 1, 2, 4 ... capped at 5 minutes."""
+    return float(min(300, 2 ** max(0, attempts - 1)))
+
+
+class Deliverer:
+    """Claims due deliveries and sends them through their channels."""
+
+    def __init__(self, store: Store, channels: Mapping[str, Channel], clock: Clock) -> None:
+        self.store = store
+        self.channels = dict(channels)
+        self.clock = clock
+        self.claimer = f"{socket.gethostname()}:{os.getpid()}"
+        # Pace per conversation in real time: platform limits are about seconds, not judged time.
+        self._next_slot: dict[str, float] = {}
+
+    async def deliver_due(self, limit: int = 200) -> int:
+        """Send what is due now; returns how many calls were made."""
+        now = self.clock()
+        due = await asyncio.to_thread(self.store.outbox.due, now, limit)
+        by_place: dict[str, list[Delivery]] = defaultdict(list)
+        for delivery in due:
+            by_place[Target.from_json(delivery.target).place].append(delivery)
+        done = await asyncio.gather(
+            *(self._serve(place, items) for place, items in by_place.items())
+        )
+        return sum(done)
+
+    async def _serve(self, place: str, items: list[Delivery]) -> int:
+        calls = 0
+        for delivery in items:
+            channel = self.channels.get(delivery.channel)
+            wait = self._wait_for_slot(place, channel)
+            if wait > 0:
+                break  # the rest of this conversation waits for the next pass
+            if not await asyncio.to_thread(
+                self.store.outbox.claim, delivery.id, self.claimer, self.clock()
+            ):
+                continue  # another deliverer has it
+            result = await self._call(channel, delivery)
+            await asyncio.to_thread(self._settle, delivery, channel, result)
+            calls += 1
+        return calls
+
+    def _wait_for_slot(self, place: str, channel: Channel | None) -> float:
+        now = time.monotonic()
+        slot = self._next_slot.get(place, 0.0)
+        if slot > now:
+            return slot - now
+        rate = channel.per_chat_rate if channel is not None else 1.0
+        self._next_slot[place] = now + 1 / rate
+        return 0.0
+
+    async def _call(self, channel: Channel | None, delivery: Delivery) -> SendResult:
+        if channel is None:
+            return SendResult(
+                SendOutcome.FAILED, error=f"channel {delivery.channel} is not configured"
+            )
+        target = Target.from_json(delivery.target)
+        message = Message.from_json(delivery.payload)
+        try:
+            async with asyncio.timeout(CALL_TIMEOUT_S):
+                if delivery.purpose == "update":
+                    return await channel.edit(target, message)
+                return await channel.send(target, message, f"wk{delivery.id}")
+        except TimeoutError:
+            return SendResult(
+                SendOutcome.MAYBE_SENT, error=f"no answer within {CALL_TIMEOUT_S:g} s"
+            )
+        except Exception as exc:  # a channel's bug must not lose the row in 'sending'
+            log.exception(
+                "Channel %s failed unexpectedly", delivery.channel, extra={"action": "deliver"}
+            )
+            return SendResult(SendOutcome.MAYBE_SENT, error=f"{type(exc).__name__}: {exc}")
+
+    def _settle(self, delivery: Delivery, channel: Channel | None, result: SendResult) -> None:
+        now = self.clock()
+        outbox = self.store.outbox
+        attempts = delivery.attempts + 1
+        outcome = result.outcome
+        repeatable = delivery.purpose == "update" or (
+            channel is not None and channel.idempotent_sends
+        )
+        if outcome is SendOutcome.MAYBE_SENT and repeatable and attempts <= MAX_SAFE_RESENDS:
+            outcome = SendOutcome.RETRY  # the platform (or an edit) makes a resend harmless
+        if outcome is SendOutcome.RETRY and attempts >= MAX_ATTEMPTS:
+            outcome = SendOutcome.FAILED
+        if outcome is SendOutcome.SENT:
+            outbox.settle(delivery.id, DeliveryStatus.SENT, now, message_id=result.message_id)
+        elif outcome is SendOutcome.RETRY:
+            delay = max(result.retry_after_s or 0.0, backoff_s(attempts))
+            outbox.settle(
+                delivery.id, DeliveryStatus.PENDING, now, error=result.error,
+                next_attempt_at=now + timedelta(seconds=delay),
+            )  # fmt: skip
+        elif outcome is SendOutcome.FAILED:
+            outbox.settle(delivery.id, DeliveryStatus.FAILED, now, error=result.error)
+        else:
+            outbox.settle(delivery.id, DeliveryStatus.MAYBE_SENT, now, error=result.error)
+        if outcome is not SendOutcome.SENT:
+            log.warning(
+                "Delivery %d to %s: %s (%s)", delivery.id, delivery.channel, outcome.value,
+                result.error, extra={"action": "deliver"},
+            )  # fmt: skip

@@ -1,0 +1,81 @@
+"""The notifier: routes incident events into the outbox and delivers it, in the server's loop."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Mapping
+from datetime import datetime
+
+from watchkeeper.errors import StoreError
+from watchkeeper.notify.channels.base import Channel
+from watchkeeper.notify.deliverer import Deliverer
+from watchkeeper.notify.router import Router
+from watchkeeper.runtime import Runtime
+
+log = logging.getLogger(__name__)
+#: How often the outbox is looked at when nothing pokes it.
+PASS_INTERVAL_S = 1.0
+
+
+class Notifier:
+    """Tells people once: route new incident events, then send what is due."""
+
+    def __init__(self, runtime: Runtime, channels: Mapping[str, Channel]) -> None:
+        self.runtime = runtime
+        self.channels = dict(channels)
+        self.router = Router(runtime, list(self.channels))
+        self.deliverer = Deliverer(runtime.store, self.channels, runtime.clock)
+        self._wake = asyncio.Event()
+        self._loop: asyncio.AbstractEventLoop | None = None
+
+    def recover(self, now: datetime) -> list[int]:
+        """At start-up: sends cut off by a crash become ``maybe_sent``, never resent."""
+        return self.runtime.store.outbox.recover_interrupted(now)
+
+    def route(self, now: datetime) -> int:
+        """Turn every new incident event into deliveries; returns how many."""
+        total = 0
+        while True:
+            created = self.router.route(now)
+            total += created
+            if created == 0 and not self._more_events():
+                return total
+
+    def _more_events(self) -> bool:
+        cursor = self.router.cursor or 0
+        return bool(self.runtime.store.incidents.events_after(cursor, 1))
+
+    async def deliver_due(self, now: datetime | None = None) -> int:
+        """Send every due delivery once; returns how many calls were made."""
+        return await self.deliverer.deliver_due()
+
+    def poke(self, *_: object) -> None:
+        """Something new to tell: run a pass now. Safe from any thread."""
+        loop = self._loop
+        if loop is not None and not loop.is_closed():
+            loop.call_soon_threadsafe(self._wake.set)
+
+    async def run(self, stop: asyncio.Event) -> None:
+        """Route and deliver until ``stop``; a failing pass is logged and retried."""
+        self._loop = asyncio.get_running_loop()
+        while not stop.is_set():
+            try:
+                await asyncio.to_thread(self.route, self.runtime.clock())
+                await self.deliver_due()
+            except StoreError as exc:
+                log.warning("Notifier pass failed: %s", exc, extra={"action": "notify"})
+            except Exception:  # the notifier must outlive any one pass's bug
+                log.exception("Unexpected failure in a notifier pass", extra={"action": "notify"})
+            self._wake.clear()
+            waiters = {asyncio.ensure_future(stop.wait()), asyncio.ensure_future(self._wake.wait())}
+            _, pending = await asyncio.wait(
+                waiters, timeout=PASS_INTERVAL_S, return_when=asyncio.FIRST_COMPLETED
+            )
+            for waiter in pending:
+                waiter.cancel()
+
+    async def aclose(self) -> None:
+        """Close every channel's connections."""
+        for channel in self.channels.values():
+            await channel.aclose()
