@@ -124,7 +124,9 @@ class DiscordChannel(Channel):
         self._http = http or httpx.AsyncClient(timeout=config.timeout_s)
         self.base_url = config.base_url.rstrip("/")
         try:
-            self._token = resolve_secret(config.bot_token, config.bot_token_env, "discord.bot_token")
+            self._token = resolve_secret(
+                config.bot_token, config.bot_token_env, "discord.bot_token"
+            )
             self.problem = None if self._token else "discord.bot_token is not configured"
         except ConfigError as exc:
             self._token = None

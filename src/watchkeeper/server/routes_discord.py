@@ -1,0 +1,222 @@
+"""Discord's interactions endpoint: button presses and the ``/runs`` command.
+
+Discord signs every interaction with the application's Ed25519 key: the
+signature (``X-Signature-Ed25519``) covers the timestamp
+(``X-Signature-Timestamp``) followed by the raw body. A request that fails
+the check, or whose timestamp is more than five minutes away, is answered 401
+and changes nothing.
+
+Discord wants an answer within three seconds, and a press may take longer
+(the winner runs the kind's action). So a press is acknowledged at once with
+``DEFERRED_UPDATE_MESSAGE`` and decided in a worker thread; a press that did
+not win is then told why in an ephemeral follow-up. The card itself is edited
+by the outbox, from the incident's ``decided`` event.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import logging
+from collections.abc import AsyncIterator, Mapping
+from typing import Any
+
+from fastapi import APIRouter, FastAPI, Request
+from fastapi.responses import JSONResponse, Response
+from nacl.exceptions import CryptoError
+from nacl.signing import VerifyKey
+from starlette.background import BackgroundTask
+
+from watchkeeper.errors import WatchkeeperError
+from watchkeeper.notify.channels.discord import EPHEMERAL, DiscordChannel, fit
+from watchkeeper.notify.presses import ChatPress, handle_chat_press
+from watchkeeper.notify.runs_text import runs_text
+from watchkeeper.runtime import Runtime
+from watchkeeper.server.errors import error_response
+
+log = logging.getLogger(__name__)
+
+#: Interaction types.
+PING, APPLICATION_COMMAND, MESSAGE_COMPONENT = 1, 2, 3
+#: Interaction callback types.
+PONG, CHANNEL_MESSAGE, DEFERRED_CHANNEL_MESSAGE, DEFERRED_UPDATE = 1, 4, 5, 6
+#: A signed request older (or newer) than this is refused: a replay, or a clock far off.
+MAX_AGE_S = 300
+NOT_OURS = "this button is not one of watchkeeper's, or its incident no longer exists"
+_OWN_CHANNEL = "discord_channel"
+
+
+@contextlib.asynccontextmanager
+async def _close_own_channel(app: FastAPI) -> AsyncIterator[None]:
+    yield
+    own = getattr(app.state, _OWN_CHANNEL, None)
+    if isinstance(own, DiscordChannel):
+        await own.aclose()
+
+
+router = APIRouter(tags=["webhooks"], lifespan=_close_own_channel)
+
+
+def verified(
+    public_key: str | None,
+    signature: str | None,
+    timestamp: str | None,
+    body: bytes,
+    now: float,
+) -> bool:
+    """Whether Discord signed ``timestamp + body`` with ``public_key``, less than 5 minutes ago."""
+    if not public_key or not signature or not timestamp or not timestamp.isdigit():
+        return False
+    if abs(now - int(timestamp)) > MAX_AGE_S:
+        return False
+    try:
+        key = VerifyKey(bytes.fromhex(public_key))
+        key.verify(timestamp.encode() + body, bytes.fromhex(signature))
+    except (CryptoError, ValueError, TypeError):
+        return False
+    return True
+
+
+def channel_of(app: FastAPI, runtime: Runtime) -> DiscordChannel:
+    """The app's Discord channel, or one built from the settings and kept on the app."""
+    channels = getattr(app.state, "channels", None)
+    if isinstance(channels, Mapping):
+        shared = channels.get("discord")
+        if isinstance(shared, DiscordChannel):
+            return shared
+    own = getattr(app.state, _OWN_CHANNEL, None)
+    if not isinstance(own, DiscordChannel):
+        own = DiscordChannel(runtime.settings.discord)
+        setattr(app.state, _OWN_CHANNEL, own)
+    return own
+
+
+def _presser(interaction: Mapping[str, Any]) -> tuple[str, str]:
+    """The user's id and name: ``member.user`` in a server, ``user`` in a direct message."""
+    member = interaction.get("member")
+    user = member.get("user") if isinstance(member, Mapping) else None
+    if not isinstance(user, Mapping):
+        user = interaction.get("user")
+    if not isinstance(user, Mapping):
+        return "", "unknown"
+    user_id = str(user.get("id") or "")
+    return user_id, str(user.get("username") or user.get("global_name") or user_id)
+
+
+def _ephemeral(text: str) -> JSONResponse:
+    return JSONResponse(
+        {"type": CHANNEL_MESSAGE, "data": {"content": fit(text), "flags": EPHEMERAL}}
+    )
+
+
+@router.post("/webhooks/discord", include_in_schema=False)
+async def discord_interactions(request: Request) -> Response:
+    """The interactions endpoint URL of the Discord application."""
+    runtime: Runtime = request.app.state.runtime
+    body = await request.body()
+    headers = request.headers
+    if not verified(
+        runtime.settings.discord.public_key,
+        headers.get("X-Signature-Ed25519"),
+        headers.get("X-Signature-Timestamp"),
+        body,
+        runtime.clock().timestamp(),
+    ):
+        log.warning("Refused a Discord interaction: bad or stale signature",
+                    extra={"action": "discord_webhook"})  # fmt: skip
+        return error_response(401, "unauthorized", "invalid request signature")
+    try:
+        interaction = json.loads(body)
+    except ValueError:
+        return error_response(400, "malformed_json", "the body is not valid JSON")
+    if not isinstance(interaction, dict):
+        return error_response(400, "invalid", "an interaction is a JSON object")
+    kind = interaction.get("type")
+    if kind == PING:
+        return JSONResponse({"type": PONG})
+    interaction_id = str(interaction.get("id") or "")
+    if not interaction_id:
+        return error_response(400, "invalid", "the interaction has no id")
+    first = await asyncio.to_thread(
+        runtime.store.outbox.first_time, "discord", interaction_id, runtime.clock()
+    )
+    if not first:
+        log.info("Discord interaction %s seen before", interaction_id,
+                 extra={"action": "discord_webhook"})  # fmt: skip
+        duplicate = DEFERRED_UPDATE if kind == MESSAGE_COMPONENT else DEFERRED_CHANNEL_MESSAGE
+        return JSONResponse({"type": duplicate})
+    if kind == MESSAGE_COMPONENT:
+        return _press(request.app, runtime, interaction)
+    if kind == APPLICATION_COMMAND:
+        return await _command(runtime, interaction)
+    return _ephemeral("watchkeeper answers buttons and /runs only")
+
+
+def _press(app: FastAPI, runtime: Runtime, interaction: dict[str, Any]) -> Response:
+    """Acknowledge now (no visible change); decide in a thread; follow up if it did not win."""
+    data = interaction.get("data")
+    custom_id = str(data.get("custom_id") or "") if isinstance(data, Mapping) else ""
+    user_id, user_name = _presser(interaction)
+    press = ChatPress("discord", user_id, user_name, custom_id)
+    application_id = runtime.settings.discord.application_id or str(
+        interaction.get("application_id") or ""
+    )
+    token = str(interaction.get("token") or "")
+    channel = channel_of(app, runtime)
+    task = BackgroundTask(_decide_and_follow_up, runtime, channel, press, application_id, token)
+    return JSONResponse({"type": DEFERRED_UPDATE}, background=task)
+
+
+async def _decide_and_follow_up(
+    runtime: Runtime,
+    channel: DiscordChannel,
+    press: ChatPress,
+    application_id: str,
+    token: str,
+) -> None:
+    text = await decide_press(runtime, press)
+    if text is None:
+        return
+    if not application_id or not token:
+        log.warning("Cannot follow up on a Discord press: no application id or token",
+                    extra={"action": "discord_press"})  # fmt: skip
+        return
+    await channel.followup(application_id, token, text)
+
+
+async def decide_press(runtime: Runtime, press: ChatPress) -> str | None:
+    """Decide a chat press in a thread; the words for the presser, or ``None`` when it won."""
+    try:
+        result = await asyncio.to_thread(handle_chat_press, runtime, press)
+    except WatchkeeperError as exc:
+        log.warning("A %s press could not be decided: %s", press.platform, exc,
+                    extra={"action": f"{press.platform}_press"})  # fmt: skip
+        return f"nothing was done: {exc}"
+    except Exception:  # the presser must hear back whatever went wrong
+        log.exception("A %s press failed unexpectedly", press.platform,
+                      extra={"action": f"{press.platform}_press"})  # fmt: skip
+        return "nothing was done: an unexpected error happened; it has been logged"
+    if result is None:
+        return NOT_OURS
+    if result.won:
+        return None
+    return result.message
+
+
+async def _command(runtime: Runtime, interaction: dict[str, Any]) -> Response:
+    """``/runs`` (with the option ``all`` for finished work too), answered to the caller only."""
+    data = interaction.get("data")
+    if not isinstance(data, Mapping) or data.get("name") != "runs":
+        return _ephemeral("unknown command: watchkeeper knows /runs")
+    options = data.get("options")
+    include = isinstance(options, list) and any(
+        isinstance(o, Mapping)
+        and (
+            (o.get("name") == "all" and o.get("value") not in (False, None, "", "false"))
+            or o.get("value") == "all"
+        )
+        for o in options
+    )
+    text = await runs_text(runtime, "all" if include else "")
+    return _ephemeral(text)
