@@ -28,6 +28,8 @@ MAX_ATTEMPTS = 8
 MAX_SAFE_RESENDS = 3
 #: A call that takes longer than this is abandoned (and counts as "may have been sent").
 CALL_TIMEOUT_S = 30.0
+#: Longest pause for a conversation's pace inside one pass; longer waits go to the next pass.
+MAX_PACE_WAIT_S = 2.0
 
 
 def backoff_s(attempts: int) -> float:
@@ -63,6 +65,9 @@ class Deliverer:
         for delivery in items:
             channel = self.channels.get(delivery.channel)
             wait = self._wait_for_slot(place, channel)
+            while 0 < wait <= MAX_PACE_WAIT_S:
+                await asyncio.sleep(wait)  # only this conversation waits; the others go on
+                wait = self._wait_for_slot(place, channel)
             if wait > 0:
                 break  # the rest of this conversation waits for the next pass
             if not await asyncio.to_thread(

@@ -23,7 +23,7 @@ class WebhookChannel(Channel):
     """POSTs ``{"type", "text", "buttons", "target", "idempotency_key"}`` to the ops webhook."""
 
     name = "webhook"
-    per_chat_rate = 20.0
+    per_chat_rate = 100.0
 
     def __init__(self, config: OpsConfig, http: httpx.AsyncClient | None = None) -> None:
         self.config = config
