@@ -7,8 +7,9 @@ import traceback
 
 import typer
 
-from watchkeeper.cli import db, incidents, report, runs, serve, token
+from watchkeeper.cli import db, demo, incidents, report, runs, serve, token
 from watchkeeper.cli import procs as procs_cli
+from watchkeeper.cli import queue as queue_cli
 from watchkeeper.cli.common import CliState, err_console
 from watchkeeper.errors import WatchkeeperError
 
@@ -33,6 +34,7 @@ def _global(
 
 
 app.command("serve")(serve.serve)
+app.command("demo")(demo.demo)
 app.command("runs")(runs.runs)
 app.add_typer(report.app, name="report")
 app.add_typer(token.app, name="token")
@@ -42,6 +44,9 @@ for _name in ("incidents", "decide", "diagnose", "runbooks"):
 app.command("run", context_settings={"allow_interspersed_args": False})(procs_cli.run)
 for _name in ("ps", "status", "logs", "wait", "abort", "reclaim", "park", "parked"):
     app.command(_name)(getattr(procs_cli, _name))
+app.command("submit", context_settings={"allow_interspersed_args": False})(queue_cli.submit)
+for _name in ("jobs", "job", "cancel", "retry", "delete", "runner", "runners"):
+    app.command(_name)(getattr(queue_cli, _name))
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable, Callable
 
 from fastapi import FastAPI
 
@@ -18,9 +18,12 @@ from watchkeeper.server.auth import TokenCache
 from watchkeeper.server.limits import BodyLimit
 from watchkeeper.server.reports import Reports
 from watchkeeper.server.routes_decide import router as decide_router
+from watchkeeper.server.routes_discord import router as discord_router
 from watchkeeper.server.routes_incidents import router as incidents_router
 from watchkeeper.server.routes_procs import router as procs_router
+from watchkeeper.server.routes_queue import router as queue_router
 from watchkeeper.server.routes_runs import router as runs_router
+from watchkeeper.server.routes_slack import router as slack_router
 from watchkeeper.server.routes_system import router as system_router
 from watchkeeper.server.routes_telegram import router as telegram_router
 
@@ -33,6 +36,7 @@ def create_app(
     run_supervisor: bool = True,
     notifier: Notifier | None = None,
     run_notifier: bool | None = None,
+    on_start: Callable[[], Awaitable[None]] | None = None,
 ) -> FastAPI:
     """Build the app around ``runtime``.
 
@@ -52,6 +56,8 @@ def create_app(
             tasks.append(asyncio.create_task(notifier.run(stop), name="notifier"))
         if run_supervisor:
             tasks.append(asyncio.create_task(runtime.supervisor.run(stop), name="supervisor"))
+        if on_start is not None:
+            await on_start()
         try:
             yield
         finally:
@@ -74,10 +80,13 @@ def create_app(
     app.state.token_cache = TokenCache()
     errors.install(app)
     app.include_router(procs_router)
+    app.include_router(queue_router)
     app.include_router(runs_router)
     app.include_router(incidents_router)
     app.include_router(decide_router)
     app.include_router(system_router)
     app.include_router(telegram_router)
+    app.include_router(discord_router)
+    app.include_router(slack_router)
     app.add_middleware(BodyLimit)
     return app
