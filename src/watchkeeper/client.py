@@ -23,6 +23,7 @@ from typing import Any
 import httpx
 
 from watchkeeper.client_procs import Procs
+from watchkeeper.client_queue import Jobs, Runners
 from watchkeeper.errors import ClientError
 
 DEFAULT_URL = "http://127.0.0.1:8750"
@@ -50,6 +51,8 @@ class Client:
         self.incidents = Incidents(self)
         self.runbooks = Runbooks(self)
         self.procs = Procs(self)
+        self.jobs = Jobs(self)
+        self.runners = Runners(self)
 
     def request(self, method: str, path: str, **kwargs: Any) -> Any:
         """Call the API; an error answer raises :class:`ClientError` with the server's message."""

@@ -1,0 +1,264 @@
+"""Commands for the job queue: ``submit``, ``jobs``, ``job``, ``cancel``, ``retry``,
+``delete``, ``runner`` and ``runners``.
+
+They talk to a watchkeeper server over its API (``--server`` or
+``WATCHKEEPER_URL``, ``--token`` or ``WATCHKEEPER_TOKEN``): the server owns
+leases, their recovery and cold starts, and runners may live on other hosts.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import typer
+
+from watchkeeper.cli.common import console, settings
+
+if TYPE_CHECKING:
+    from watchkeeper.client import Client
+
+_SERVER = typer.Option(None, "--server", envvar="WATCHKEEPER_URL", help="the server's URL")
+_TOKEN = typer.Option(None, "--token", envvar="WATCHKEEPER_TOKEN", help="API token")
+_JSON = typer.Option(False, "--json", help="print JSON instead of text")
+_JOB = typer.Argument(..., help="the job's id (see `watchkeeper jobs`)")
+
+
+def _client(server: str | None, token: str | None) -> Client:
+    from watchkeeper.client import Client
+
+    return Client(server, token)
+
+
+def _print_json(data: Any) -> None:
+    console.print_json(json.dumps(data))
+
+
+def _say(text: str) -> None:
+    console.print(text, highlight=False, markup=False)
+
+
+def submit(
+    argv: list[str] = typer.Argument(..., help="the command and its arguments, after --"),
+    fleet: str = typer.Option(..., "--fleet", help="the fleet whose runners may run it"),
+    org: str = typer.Option(..., "--org", help="the org it counts against"),
+    title: str | None = typer.Option(None, "--title", help="a short human title"),
+    cwd: str | None = typer.Option(None, "--cwd", help="working folder on the runner's host"),
+    not_rerunnable: bool = typer.Option(
+        False, "--not-rerunnable", help="its effects are unknown: never run it again by itself"
+    ),
+    max_attempts: int | None = typer.Option(None, "--max-attempts", min=1),
+    server: str | None = _SERVER,
+    token: str | None = _TOKEN,
+    as_json: bool = _JSON,
+) -> None:
+    """Queue a job running CMD on a runner of FLEET: `submit --fleet F --org O -- CMD`."""
+    payload: dict[str, Any] = {"argv": list(argv)}
+    if cwd:
+        payload["cwd"] = cwd
+    with _client(server, token) as client:
+        job = client.jobs.submit(
+            title or " ".join(argv)[:200],
+            org=org,
+            fleet=fleet,
+            payload=payload,
+            rerunnable=not not_rerunnable,
+            max_attempts=max_attempts,
+        )
+    if as_json:
+        _print_json(job)
+        return
+    _say(job["id"])
+    blocked = job["tasks"][0].get("blocked")
+    if blocked:
+        _say(f"queued: {blocked['code']}: {blocked['message']}")
+
+
+def jobs(
+    status: str | None = typer.Option(None, "--status", help="queued, running, succeeded, ..."),
+    fleet: str | None = typer.Option(None, "--fleet"),
+    org: str | None = typer.Option(None, "--org"),
+    limit: int = typer.Option(200, "--limit", min=1, max=5000),
+    server: str | None = _SERVER,
+    token: str | None = _TOKEN,
+    as_json: bool = _JSON,
+) -> None:
+    """List jobs, newest first, with why each queued one has not started."""
+    with _client(server, token) as client:
+        found = client.jobs.list(status=status, fleet=fleet, org=org, limit=limit)
+    if as_json:
+        _print_json(found)
+        return
+    from rich.table import Table
+
+    table = Table(title=f"Jobs ({len(found)})", title_justify="left")
+    for column in ("id", "title", "org", "fleet", "status", "tasks", "why it waits"):
+        table.add_column(column, overflow="fold")
+    for job in found:
+        table.add_row(
+            job["id"],
+            job["title"][:60],
+            job["org"],
+            job["fleet"],
+            job["status"],
+            str(len(job["tasks"])),
+            _why(job["tasks"]),
+        )
+    console.print(table)
+
+
+def _why(tasks: list[dict[str, Any]]) -> str:
+    for task in tasks:
+        blocked = task.get("blocked")
+        if blocked:
+            return f"{blocked['code']}: {blocked['message']}"
+    return ""
+
+
+def job(
+    job_id: str = _JOB,
+    server: str | None = _SERVER,
+    token: str | None = _TOKEN,
+    as_json: bool = _JSON,
+) -> None:
+    """One job: status, tasks, why a queued task waits, and its timeline."""
+    with _client(server, token) as client:
+        body = client.jobs.get(job_id)
+    if as_json:
+        _print_json(body)
+        return
+    for key in ("id", "title", "status", "org", "fleet", "submitted_by", "created_at"):
+        _say(f"{key:>13}  {body[key]}")
+    _say(f"{'command':>13}  {' '.join(body['payload'].get('argv', []))}")
+    for task in body["tasks"]:
+        line = f"  task {task['id']} (#{task['seq']}) {task['status']}"
+        line += f", attempt {task['attempt']}/{task['max_attempts']}"
+        if task["runner_id"]:
+            line += f", runner {task['runner_id']}"
+        if task.get("failure"):
+            line += f": {task['failure']['reason']}"
+        _say(line)
+        if task.get("blocked"):
+            _say(f"    {task['blocked']['code']}: {task['blocked']['message']}")
+    for event in body.get("timeline", []):
+        detail = f" ({event['detail']})" if event["detail"] else ""
+        _say(f"  {event['at']}  {event['task_id']}  {event['type']}{detail}")
+
+
+def _control(verb: str, job_id: str, server: str | None, token: str | None, as_json: bool) -> None:
+    with _client(server, token) as client:
+        done = getattr(client.jobs, verb)(job_id)
+    if as_json:
+        _print_json(done)
+        return
+    past = {"cancel": "cancelled", "retry": "queued again", "delete": "deleted"}[verb]
+    count = done["affected"]
+    _say(f"{past} {count} task{'s' if count != 1 else ''} of job {job_id}")
+
+
+def cancel(
+    job_id: str = _JOB,
+    server: str | None = _SERVER,
+    token: str | None = _TOKEN,
+    as_json: bool = _JSON,
+) -> None:
+    """Cancel a job: queued tasks never start, running ones are aborted by their runner."""
+    _control("cancel", job_id, server, token, as_json)
+
+
+def retry(
+    job_id: str = _JOB,
+    server: str | None = _SERVER,
+    token: str | None = _TOKEN,
+    as_json: bool = _JSON,
+) -> None:
+    """Queue a job's failed, cancelled and stuck tasks again."""
+    _control("retry", job_id, server, token, as_json)
+
+
+def delete(
+    job_id: str = _JOB,
+    server: str | None = _SERVER,
+    token: str | None = _TOKEN,
+    as_json: bool = _JSON,
+) -> None:
+    """Delete a job and its tasks (cancel it first if a task runs)."""
+    _control("delete", job_id, server, token, as_json)
+
+
+def runner(
+    ctx: typer.Context,
+    fleet: str = typer.Option(..., "--fleet", help="the fleet this runner serves"),
+    capacity: int = typer.Option(1, "--capacity", min=1, max=1000, help="tasks at once"),
+    org: str | None = typer.Option(None, "--org", help="serve only this org's tasks"),
+    name: str | None = typer.Option(None, "--name", help="a short human name"),
+    data_dir: Path | None = typer.Option(
+        None, "--data-dir", help="where its process runs are kept (default: DATA_DIR/runner)"
+    ),
+    heartbeat: float = typer.Option(5.0, "--heartbeat-interval", min=0.05, help="seconds"),
+    poll: float = typer.Option(1.0, "--poll-interval", min=0.01, help="seconds"),
+    renew: float | None = typer.Option(
+        None, "--renew-interval", min=0.05, help="seconds (default: a third of each lease)"
+    ),
+    grace: float = typer.Option(5.0, "--grace", min=0, help="SIGTERM to SIGKILL on abort"),
+    server: str | None = _SERVER,
+    token: str | None = _TOKEN,
+) -> None:
+    """Serve a fleet: lease its tasks, run each as a subprocess, report the outcome."""
+    import logging
+    import signal
+    import threading
+
+    from watchkeeper.queue.runner import RunnerDaemon, RunnerOptions
+
+    logging.basicConfig(
+        level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s"
+    )
+    folder = data_dir or settings(ctx).data_dir / "runner"
+    options = RunnerOptions(fleet, capacity, org, name, folder, heartbeat, poll, renew, grace)
+    stop = threading.Event()
+    for signum in (signal.SIGTERM, signal.SIGINT):
+        signal.signal(signum, lambda *_: stop.set())
+    with _client(server, token) as client:
+        daemon = RunnerDaemon.open(client, options)
+        try:
+            runner_id = daemon.register()
+            _say(f"runner {runner_id} serves fleet {fleet} (capacity {capacity})")
+            daemon.run(stop)
+        finally:
+            daemon.close()
+
+
+def runners(
+    server: str | None = _SERVER, token: str | None = _TOKEN, as_json: bool = _JSON
+) -> None:
+    """Fleets and runners: which are alive, and what each runs now."""
+    with _client(server, token) as client:
+        body = client.runners.topology()
+    if as_json:
+        _print_json(body)
+        return
+    from rich.table import Table
+
+    fleets = Table(title="Fleets", title_justify="left")
+    for column in ("fleet", "runners", "alive", "capacity", "running", "queued"):
+        fleets.add_column(column)
+    for fleet in body["fleets"]:
+        fleets.add_row(*(str(fleet[key]) for key in ("fleet", "runners", "alive", "capacity",
+                                                      "running", "queued")))  # fmt: skip
+    console.print(fleets)
+    table = Table(title=f"Runners ({len(body['runners'])})", title_justify="left")
+    for column in ("id", "fleet", "host", "alive", "last heartbeat", "load", "tasks"):
+        table.add_column(column, overflow="fold")
+    for item in body["runners"]:
+        table.add_row(
+            item["id"],
+            item["fleet"],
+            f"{item['host']}:{item['pid']}",
+            "yes" if item["alive"] else "no",
+            f"{item['heartbeat_age_s']:.0f} s ago",
+            f"{item['running']}/{item['capacity']}",
+            ", ".join(task["id"] for task in item["tasks"]),
+        )
+    console.print(table)

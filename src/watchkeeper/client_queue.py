@@ -1,0 +1,188 @@
+"""``client.jobs`` and ``client.runners``: the job queue over the HTTP API.
+
+::
+
+    job = client.jobs.submit("nightly build", org="acme", fleet="cpu",
+                             argv=["make", "all"])
+    print(job["status"], job["tasks"][0]["blocked"])   # why it has not started
+    client.jobs.cancel(job["id"])                       # {"affected": 1, ...}
+
+Runners use ``client.runners``: register, heartbeat, lease, then renew,
+complete or fail each task with the lease token it came with. A move on a
+lease that is gone raises :class:`~watchkeeper.errors.ClientError` with the
+code ``lease_lost``.
+"""
+
+from __future__ import annotations
+
+import builtins
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from watchkeeper.client import Client
+
+
+class Jobs:
+    """Submit, read and control jobs."""
+
+    def __init__(self, client: Client) -> None:
+        self._client = client
+
+    def submit(
+        self,
+        title: str,
+        *,
+        org: str,
+        fleet: str,
+        argv: builtins.list[str] | None = None,
+        payload: dict[str, Any] | None = None,
+        rerunnable: bool = True,
+        max_attempts: int | None = None,
+        lease_s: float | None = None,
+    ) -> dict[str, Any]:
+        """Queue a job running ``argv`` (or a full ``payload``); admin token."""
+        body: dict[str, Any] = {
+            "title": title,
+            "org": org,
+            "fleet": fleet,
+            "payload": dict(payload or {}) | ({"argv": list(argv)} if argv else {}),
+            "rerunnable": rerunnable,
+        }
+        if max_attempts is not None:
+            body["max_attempts"] = max_attempts
+        if lease_s is not None:
+            body["lease_s"] = lease_s
+        return self._post("/api/v1/jobs", body)
+
+    def list(
+        self,
+        *,
+        status: str | None = None,
+        fleet: str | None = None,
+        org: str | None = None,
+        limit: int = 200,
+    ) -> builtins.list[dict[str, Any]]:
+        """Jobs newest first, filtered by rolled-up status, fleet or org."""
+        params: dict[str, Any] = {"limit": limit}
+        params.update(
+            {k: v for k, v in {"status": status, "fleet": fleet, "org": org}.items() if v}
+        )
+        result = self._client.request("GET", "/api/v1/jobs", params=params)
+        jobs: builtins.list[dict[str, Any]] = result["jobs"]
+        return jobs
+
+    def get(self, job_id: str) -> dict[str, Any]:
+        """One job: status, tasks (queued ones with ``blocked``), timeline."""
+        result: dict[str, Any] = self._client.request("GET", f"/api/v1/jobs/{job_id}")
+        return result
+
+    def cancel(self, job_id: str) -> dict[str, Any]:
+        """Cancel the job's unfinished tasks; ``affected`` says how many."""
+        return self._post(f"/api/v1/jobs/{job_id}/cancel", None)
+
+    def retry(self, job_id: str) -> dict[str, Any]:
+        """Queue the job's failed, cancelled and stuck tasks again; ``affected`` says how many."""
+        return self._post(f"/api/v1/jobs/{job_id}/retry", None)
+
+    def resume(self, job_id: str, payload: dict[str, Any] | None = None) -> dict[str, Any]:
+        """Add a continuation task to a finished job; returns the task."""
+        return self._post(f"/api/v1/jobs/{job_id}/resume", {"payload": payload})
+
+    def delete(self, job_id: str) -> dict[str, Any]:
+        """Delete the job and its tasks; ``affected`` says how many tasks went."""
+        result: dict[str, Any] = self._client.request("DELETE", f"/api/v1/jobs/{job_id}")
+        return result
+
+    def task(self, task_id: str) -> dict[str, Any]:
+        """One task (with ``blocked`` while queued)."""
+        result: dict[str, Any] = self._client.request("GET", f"/api/v1/tasks/{task_id}")
+        return result
+
+    def _post(self, path: str, body: dict[str, Any] | None) -> dict[str, Any]:
+        result: dict[str, Any] = self._client.request("POST", path, json=body)
+        return result
+
+
+class Runners:
+    """What a runner daemon says to the server, and the topology."""
+
+    def __init__(self, client: Client) -> None:
+        self._client = client
+
+    def register(
+        self,
+        fleet: str,
+        *,
+        capacity: int,
+        host: str,
+        pid: int,
+        org: str | None = None,
+        name: str | None = None,
+    ) -> dict[str, Any]:
+        """Register a runner; returns it with its ``id``."""
+        body: dict[str, Any] = {"fleet": fleet, "capacity": capacity, "host": host, "pid": pid}
+        body.update({k: v for k, v in {"org": org, "name": name}.items() if v is not None})
+        return self._post("/api/v1/runners", body)
+
+    def list(self) -> builtins.list[dict[str, Any]]:
+        """Registered runners, alive or not."""
+        result = self._client.request("GET", "/api/v1/runners")
+        runners: builtins.list[dict[str, Any]] = result["runners"]
+        return runners
+
+    def heartbeat(self, runner_id: str) -> dict[str, Any]:
+        """Say the runner is alive."""
+        return self._post(f"/api/v1/runners/{runner_id}/heartbeat", None)
+
+    def lease(self, runner_id: str, max: int = 1) -> builtins.list[dict[str, Any]]:
+        """Lease up to ``max`` tasks; each comes with its ``lease_token``."""
+        result = self._post(f"/api/v1/runners/{runner_id}/lease", {"max": max})
+        tasks: builtins.list[dict[str, Any]] = result["tasks"]
+        return tasks
+
+    def renew(
+        self, task_id: str, lease_token: str, *, progressed: bool = False, step: str | None = None
+    ) -> dict[str, Any]:
+        """Renew a lease; ``ClientError`` with code ``lease_lost`` means stop the task."""
+        body: dict[str, Any] = {"lease_token": lease_token, "progressed": progressed}
+        if step is not None:
+            body["step"] = step
+        return self._post(f"/api/v1/tasks/{task_id}/renew", body)
+
+    def complete(self, task_id: str, lease_token: str, exit_code: int | None = 0) -> dict[str, Any]:
+        """Record success under the lease."""
+        body = {"lease_token": lease_token, "exit_code": exit_code}
+        return self._post(f"/api/v1/tasks/{task_id}/complete", body)
+
+    def fail(
+        self,
+        task_id: str,
+        lease_token: str,
+        reason: str,
+        *,
+        fingerprint: str | None = None,
+        exit_code: int | None = None,
+    ) -> dict[str, Any]:
+        """Record failure under the lease."""
+        body: dict[str, Any] = {"lease_token": lease_token, "reason": reason}
+        body.update(
+            {
+                k: v
+                for k, v in {"fingerprint": fingerprint, "exit_code": exit_code}.items()
+                if v is not None
+            }
+        )
+        return self._post(f"/api/v1/tasks/{task_id}/fail", body)
+
+    def stop(self, runner_id: str) -> dict[str, Any]:
+        """The runner leaves; its leases are taken back."""
+        return self._post(f"/api/v1/runners/{runner_id}/stop", None)
+
+    def topology(self) -> dict[str, Any]:
+        """Fleets, runners and the tasks each runs now."""
+        result: dict[str, Any] = self._client.request("GET", "/api/v1/topology")
+        return result
+
+    def _post(self, path: str, body: dict[str, Any] | None) -> dict[str, Any]:
+        result: dict[str, Any] = self._client.request("POST", path, json=body)
+        return result

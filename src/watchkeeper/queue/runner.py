@@ -1,0 +1,312 @@
+"""The runner daemon: lease tasks of a fleet, run each as a subprocess, report the outcome.
+
+It talks to the server over the HTTP API only (it may run on another host),
+and runs each task's command through the ``procs/`` machinery on its own
+host, recorded in a local store in its data folder. Three duties, each on its
+own clock:
+
+- heartbeat every ``heartbeat_s`` from a thread of its own, so a runner busy
+  with long tasks never looks offline;
+- renew each lease every ``renew_s`` (a third of the task's lease unless
+  told), saying whether its output grew; a renewal answered ``lease_lost``
+  (cancelled, lapsed, taken back) aborts the subprocess at once, so a cancel
+  reaches the process within one renewal interval;
+- lease up to its free capacity every ``poll_s`` while it has room.
+
+A task's outcome is reported under its lease token; a report the server
+cannot take (the lease is gone) is logged and dropped, never retried as if
+it were ours. On stop, running subprocesses are aborted and the server takes
+the leases back.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import threading
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from watchkeeper.errors import ClientError, WatchkeeperError
+from watchkeeper.procs import identity, layout
+from watchkeeper.procs.launch import LaunchRequest
+from watchkeeper.procs.records import ProcStatus
+
+if TYPE_CHECKING:
+    import subprocess
+
+    from watchkeeper.client import Client
+    from watchkeeper.procs.service import ProcEngine
+
+log = logging.getLogger(__name__)
+#: How often the loop looks at its subprocesses; their exit is noticed within this.
+TICK_S = 0.05
+
+
+@dataclass(frozen=True, slots=True)
+class RunnerOptions:
+    """How a runner serves: its fleet, capacity and intervals."""
+
+    fleet: str
+    capacity: int = 1
+    org: str | None = None
+    name: str | None = None
+    data_dir: Path = Path(".watchkeeper") / "runner"
+    heartbeat_s: float = 5.0
+    poll_s: float = 1.0
+    renew_s: float | None = None
+    grace_s: float = 5.0
+
+
+@dataclass
+class _Held:
+    """A task this runner holds: its lease and its subprocess."""
+
+    task_id: str
+    token: str
+    renew_every: float
+    next_renew: float
+    run_id: str | None = None
+    shim: subprocess.Popen[bytes] | None = None
+    log_size: int = 0
+    outcome: dict[str, Any] | None = field(default=None)
+
+
+class RunnerDaemon:
+    """One executor daemon. ``run(stop)`` serves until ``stop`` is set."""
+
+    def __init__(self, client: Client, options: RunnerOptions, engine: ProcEngine) -> None:
+        self.client = client
+        self.options = options
+        self.engine = engine
+        self.runner_id: str | None = None
+        self.held: dict[str, _Held] = {}
+        self._next_poll = 0.0
+
+    @classmethod
+    def open(cls, client: Client, options: RunnerOptions) -> RunnerDaemon:
+        """A daemon with its own process store in ``options.data_dir``."""
+        from watchkeeper.procs.service import ProcEngine
+        from watchkeeper.store.procs import open_store
+
+        options.data_dir.mkdir(parents=True, exist_ok=True)
+        store = open_store(f"sqlite:///{options.data_dir / 'runner.db'}")
+        return cls(client, options, ProcEngine(store, options.data_dir, grace_s=options.grace_s))
+
+    def close(self) -> None:
+        """Release the local store."""
+        self.engine.store.close()
+
+    # The loop ------------------------------------------------------------------------
+
+    def register(self) -> str:
+        """Register with the server; returns the runner's id."""
+        found = self.client.runners.register(
+            self.options.fleet,
+            capacity=self.options.capacity,
+            host=identity.host(),
+            pid=os.getpid(),
+            org=self.options.org,
+            name=self.options.name,
+        )
+        self.runner_id = str(found["id"])
+        log.info(
+            "Runner %s serves fleet %s with capacity %d",
+            self.runner_id,
+            self.options.fleet,
+            self.options.capacity,
+            extra={"action": "runner_register"},
+        )
+        return self.runner_id
+
+    def run(self, stop: threading.Event) -> None:
+        """Register, then serve until ``stop`` is set; leaves cleanly."""
+        if self.runner_id is None:
+            self.register()
+        beats = threading.Thread(target=self._heartbeats, args=(stop,), name="heartbeat")
+        beats.start()
+        try:
+            while not stop.is_set():
+                self.step()
+                stop.wait(TICK_S)
+        finally:
+            stop.set()
+            beats.join()
+            self._leave()
+
+    def step(self) -> None:
+        """One pass: report ended runs, renew due leases, lease into free slots."""
+        self._collect()
+        self._renew_due()
+        self._lease_if_free()
+
+    # Heartbeats ----------------------------------------------------------------------
+
+    def _heartbeats(self, stop: threading.Event) -> None:
+        assert self.runner_id is not None
+        while not stop.wait(self.options.heartbeat_s):
+            try:
+                self.client.runners.heartbeat(self.runner_id)
+            except ClientError as exc:
+                if exc.status in (404, 409):
+                    log.error(
+                        "The server no longer knows runner %s (%s): stopping",
+                        self.runner_id,
+                        exc.message,
+                        extra={"action": "runner_heartbeat"},
+                    )
+                    stop.set()
+                    return
+                log.warning("Heartbeat failed: %s", exc, extra={"action": "runner_heartbeat"})
+
+    # Leasing and starting ------------------------------------------------------------
+
+    def _lease_if_free(self) -> None:
+        free = self.options.capacity - len(self.held)
+        if free <= 0 or time.monotonic() < self._next_poll:
+            return
+        assert self.runner_id is not None
+        try:
+            tasks = self.client.runners.lease(self.runner_id, free)
+        except ClientError as exc:
+            log.warning("Leasing failed: %s", exc, extra={"action": "runner_lease"})
+            tasks = []
+        if len(tasks) < free:
+            self._next_poll = time.monotonic() + self.options.poll_s
+        for task in tasks:
+            self._start(task)
+
+    def _start(self, task: dict[str, Any]) -> None:
+        lease_s = float(task["lease_s"])
+        every = self.options.renew_s or lease_s / 3
+        held = _Held(str(task["id"]), str(task["lease_token"]), every, time.monotonic() + every)
+        self.held[held.task_id] = held
+        payload = task["payload"]
+        request = LaunchRequest(
+            argv=tuple(payload["argv"]),
+            cwd=str(payload.get("cwd") or self.options.data_dir),
+            name=f"task {held.task_id}",
+        )
+        try:
+            launched = self.engine.start(request)
+        except WatchkeeperError as exc:
+            held.outcome = {"failed": f"could not start: {exc}", "exit_code": None}
+            return
+        held.run_id, held.shim = launched.run.run_id, launched.shim
+        log.info(
+            "Task %s runs as process run %s",
+            held.task_id,
+            held.run_id,
+            extra={"action": "runner_start"},
+        )
+
+    # Renewing ------------------------------------------------------------------------
+
+    def _renew_due(self) -> None:
+        now = time.monotonic()
+        for held in list(self.held.values()):
+            if held.outcome is None and now >= held.next_renew:
+                self._renew(held, now)
+
+    def _renew(self, held: _Held, now: float) -> None:
+        size = self._log_size(held)
+        try:
+            self.client.runners.renew(held.task_id, held.token, progressed=size > held.log_size)
+        except ClientError as exc:
+            if _lease_gone(exc):
+                self._abort(held, exc.message)
+                return
+            log.warning(
+                "Renewing the lease on task %s failed: %s",
+                held.task_id,
+                exc,
+                extra={"action": "runner_renew"},
+            )
+            held.next_renew = now + min(1.0, held.renew_every)
+            return
+        held.log_size = size
+        held.next_renew = now + held.renew_every
+
+    def _log_size(self, held: _Held) -> int:
+        if held.run_id is None:
+            return 0
+        try:
+            return layout.log_path(self.engine.data_dir, held.run_id).stat().st_size
+        except OSError:
+            return held.log_size
+
+    def _abort(self, held: _Held, why: str) -> None:
+        self.held.pop(held.task_id, None)
+        if held.run_id is not None and held.shim is not None and held.shim.poll() is None:
+            self.engine.abort(held.run_id, grace_s=self.options.grace_s)
+            held.shim.wait()
+        log.info("Stopped task %s: %s", held.task_id, why, extra={"action": "runner_abort"})
+
+    # Reporting -----------------------------------------------------------------------
+
+    def _collect(self) -> None:
+        for held in list(self.held.values()):
+            if held.outcome is None and held.shim is not None and held.shim.poll() is not None:
+                held.outcome = self._outcome(held)
+            if held.outcome is not None:
+                self._report(held)
+
+    def _outcome(self, held: _Held) -> dict[str, Any]:
+        assert held.run_id is not None
+        run = self.engine.refresh(held.run_id)
+        if run.status is ProcStatus.SUCCEEDED:
+            return {"succeeded": True, "exit_code": run.exit_code}
+        reason = run.reason or f"ended {run.status.value}"
+        return {"failed": reason, "exit_code": run.exit_code}
+
+    def _report(self, held: _Held) -> None:
+        outcome = held.outcome
+        assert outcome is not None
+        try:
+            if "succeeded" in outcome:
+                self.client.runners.complete(held.task_id, held.token, outcome["exit_code"])
+            else:
+                self.client.runners.fail(
+                    held.task_id, held.token, outcome["failed"], exit_code=outcome["exit_code"]
+                )
+        except ClientError as exc:
+            if not _lease_gone(exc):
+                log.warning(
+                    "Reporting task %s failed, will try again: %s",
+                    held.task_id,
+                    exc,
+                    extra={"action": "runner_report"},
+                )
+                return
+            log.warning(
+                "The outcome of task %s was not recorded: %s",
+                held.task_id,
+                exc.message,
+                extra={"action": "runner_report"},
+            )
+        self.held.pop(held.task_id, None)
+
+    # Leaving -------------------------------------------------------------------------
+
+    def _leave(self) -> None:
+        for held in list(self.held.values()):
+            if held.outcome is None:
+                self._abort(held, "the runner is stopping")
+            else:
+                self._report(held)
+        if self.runner_id is None:
+            return
+        try:
+            self.client.runners.stop(self.runner_id)
+        except ClientError as exc:
+            log.warning(
+                "Could not say goodbye; the leases will lapse instead: %s",
+                exc,
+                extra={"action": "runner_stop"},
+            )
+
+
+def _lease_gone(exc: ClientError) -> bool:
+    return exc.code == "lease_lost" or exc.status == 404

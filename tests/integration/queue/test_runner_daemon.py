@@ -1,0 +1,102 @@
+"""A real runner daemon process against a real server: tasks run as real subprocesses,
+outcomes are reported, and a cancel reaches the running subprocess."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import make_settings
+from tests.integration.procs.conftest import wait_until
+from tests.integration.server import LiveServer, live_server
+from watchkeeper.client import Client
+from watchkeeper.clock import utcnow
+from watchkeeper.notify.ops import OpsNotifier
+from watchkeeper.procs import identity
+from watchkeeper.runtime import Runtime
+from watchkeeper.store import Store
+
+EVENT_TIMEOUT_S = 60.0
+# Writes its pid (atomically), then sleeps until it is killed.
+SLEEPER = (
+    "import os, sys, time\n"
+    "tmp = sys.argv[1] + '.tmp'\n"
+    "open(tmp, 'w').write(str(os.getpid()))\n"
+    "os.replace(tmp, sys.argv[1])\n"
+    "time.sleep(600)\n"
+)
+
+
+@pytest.fixture
+def server(tmp_path: Path, store: Store) -> Iterator[LiveServer]:
+    settings = make_settings(tmp_path, store.url, queue={"lease_s": 30})
+    runtime = Runtime.open(settings, clock=utcnow, store=store, notifier=OpsNotifier(settings.ops))
+    try:
+        with live_server(runtime) as live:
+            yield live
+    finally:
+        runtime.supervisor.close()
+
+
+def start_runner(server: LiveServer, tmp_path: Path) -> subprocess.Popen[bytes]:
+    log = (tmp_path / "runner.log").open("wb")
+    with log:
+        return subprocess.Popen(
+            [sys.executable, "-m", "watchkeeper", "runner", "--fleet", "e2e", "--capacity", "3",
+             "--data-dir", str(tmp_path / "runner"), "--renew-interval", "0.3",
+             "--poll-interval", "0.1", "--heartbeat-interval", "0.5", "--grace", "2"],
+            env={**os.environ, "WATCHKEEPER_URL": server.url,
+                 "WATCHKEEPER_TOKEN": server.tokens["reporter"]},
+            stdout=log,
+            stderr=subprocess.STDOUT,
+        )  # fmt: skip
+
+
+def test_runner_runs_reports_and_a_cancel_aborts_the_subprocess(
+    server: LiveServer, tmp_path: Path
+) -> None:
+    pid_file = tmp_path / "sleeper.pid"
+    daemon = start_runner(server, tmp_path)
+    try:
+        with Client(server.url, server.tokens["admin"]) as client:
+            ok = client.jobs.submit("ok", org="o", fleet="e2e", argv=["true"])
+            bad = client.jobs.submit(
+                "bad", org="o", fleet="e2e", argv=[sys.executable, "-c", "raise SystemExit(3)"]
+            )
+            slow = client.jobs.submit(
+                "slow", org="o", fleet="e2e", argv=[sys.executable, "-c", SLEEPER, str(pid_file)]
+            )
+
+            def status(job: dict[str, object]) -> str:
+                return str(client.jobs.get(str(job["id"]))["status"])
+
+            wait_until(lambda: status(ok) == "succeeded", EVENT_TIMEOUT_S)
+            wait_until(lambda: status(bad) == "failed", EVENT_TIMEOUT_S)
+            failed_task = client.jobs.get(str(bad["id"]))["tasks"][0]
+            assert failed_task["exit_code"] == 3
+
+            wait_until(pid_file.exists, EVENT_TIMEOUT_S)
+            pid = int(pid_file.read_text())
+            assert identity.start_time(pid) is not None
+            [runner] = client.runners.topology()["runners"]
+            assert runner["alive"] and [t["job_id"] for t in runner["tasks"]] == [slow["id"]]
+
+            assert client.jobs.cancel(str(slow["id"]))["affected"] == 1
+            # The runner's next renewal fails; it aborts the subprocess's group.
+            wait_until(lambda: identity.start_time(pid) is None, EVENT_TIMEOUT_S)
+            assert status(slow) == "cancelled"
+            assert client.jobs.cancel(str(slow["id"]))["affected"] == 0
+    finally:
+        if daemon.poll() is None:
+            daemon.send_signal(signal.SIGTERM)
+        assert daemon.wait(timeout=EVENT_TIMEOUT_S) == 0
+    output = (tmp_path / "runner.log").read_text()
+    assert "Stopped task" in output and "is gone" in output
+    with Client(server.url, server.tokens["viewer"]) as client:
+        assert client.runners.list() == []  # it said goodbye
