@@ -114,7 +114,7 @@ provisions = st.builds(
 )
 
 
-@settings(max_examples=400, deadline=None)
+@settings(max_examples=200, deadline=None)
 @given(
     st.lists(runners, max_size=6),
     st.dictionaries(st.sampled_from(ORGS), caps),
