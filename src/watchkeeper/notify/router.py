@@ -62,15 +62,17 @@ class Router:
         """Route every event not yet routed; returns how many deliveries were enqueued."""
         since = now - CATCH_UP if self.cursor is None else None
         events = self.runtime.store.incidents.events_after(self.cursor or 0, limit, since)
-        created = 0
         incidents: dict[int, Incident] = {}
+        items = []
         for event_id, incident_id, event in events:
             incident = incidents.get(incident_id) or self._incident(incident_id)
             if incident is None:
                 continue
             incidents[incident_id] = incident
-            items = self._deliveries(event_id, incident, event)
-            created += len(self.runtime.store.outbox.enqueue(items, now))
+            items.extend(self._deliveries(event_id, incident, event))
+        # One transaction for the whole pass: enqueueing is idempotent, so a crash here only
+        # means the next pass (or the next start's catch-up) enqueues the same keys.
+        created = len(self.runtime.store.outbox.enqueue(items, now))
         if events:
             self.cursor = events[-1][0]
         elif self.cursor is None:

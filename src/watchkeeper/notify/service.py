@@ -46,9 +46,9 @@ class Notifier:
         cursor = self.router.cursor or 0
         return bool(self.runtime.store.incidents.events_after(cursor, 1))
 
-    async def deliver_due(self, now: datetime | None = None) -> int:
-        """Send every due delivery once; returns how many calls were made."""
-        return await self.deliverer.deliver_due()
+    async def deliver_due(self, limit: int = 200) -> int:
+        """Send due deliveries (at most ``limit``); returns how many calls were made."""
+        return await self.deliverer.deliver_due(limit)
 
     def poke(self, *_: object) -> None:
         """Something new to tell: run a pass now. Safe from any thread."""
