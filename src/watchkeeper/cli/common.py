@@ -3,17 +3,35 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import typer
-from rich.console import Console
+
+if TYPE_CHECKING:
+    from rich.console import Console
 
 if TYPE_CHECKING:
     from watchkeeper.config import Settings
     from watchkeeper.runtime import Runtime
 
-console = Console()
-err_console = Console(stderr=True)
+
+class _LazyConsole:
+    """A Rich console created on first use: most commands print little, and start fast."""
+
+    def __init__(self, stderr: bool = False) -> None:
+        self._stderr = stderr
+        self._console: Console | None = None
+
+    def __getattr__(self, name: str) -> Any:
+        if self._console is None:
+            from rich.console import Console
+
+            self._console = Console(stderr=self._stderr)
+        return getattr(self._console, name)
+
+
+console: Any = _LazyConsole()
+err_console: Any = _LazyConsole(stderr=True)
 
 
 @dataclass

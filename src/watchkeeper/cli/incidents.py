@@ -11,7 +11,6 @@ import json
 from typing import Any
 
 import typer
-from rich.table import Table
 
 from watchkeeper.cli.common import console
 
@@ -37,6 +36,8 @@ def incidents(
     if as_json:
         console.print_json(json.dumps(items))
         return
+    from rich.table import Table
+
     table = Table("id", "kind", "run", "condition", "status", "since", "decided", title="Incidents")
     for item in items:
         decision = item.get("decision")
@@ -109,6 +110,8 @@ def runbooks(
                 )
             client.runbooks.switch(name, switch == "on")
         items = client.runbooks.list()
+    from rich.table import Table
+
     table = Table("runbook", "does", "on", "set by", title="Automatic first steps")
     for item in items:
         table.add_row(

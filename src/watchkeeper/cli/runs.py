@@ -2,15 +2,12 @@
 
 from __future__ import annotations
 
-import asyncio
 import json
 import os
 from datetime import UTC, datetime
 from typing import Any
 
 import typer
-from rich.table import Table
-from rich.text import Text
 
 from watchkeeper.cli.common import console, local_runtime
 
@@ -45,6 +42,8 @@ def _from_server(server: str, token: str | None, all_: bool) -> dict[str, Any]:
 
 
 def _from_store(ctx: typer.Context, all_: bool) -> dict[str, Any]:
+    import asyncio
+
     from watchkeeper.watch.overview import overview_json
 
     runtime = local_runtime(ctx)
@@ -57,6 +56,8 @@ def _from_store(ctx: typer.Context, all_: bool) -> dict[str, Any]:
 
 def render(data: dict[str, Any], all_: bool) -> None:
     """Print the runs list as Rich tables."""
+    from rich.table import Table
+
     now = datetime.now(UTC)
     for item in data.get("unreadable", []):
         console.print(f"[bold red]unreadable[/] {item['kind']}: {item['error']}", highlight=False)
@@ -82,7 +83,9 @@ def render(data: dict[str, Any], all_: bool) -> None:
         console.print(table)
 
 
-def _row(item: dict[str, Any], now: datetime) -> list[str | Text]:
+def _row(item: dict[str, Any], now: datetime) -> list[Any]:
+    from rich.text import Text
+
     verdict = item.get("verdict") or {}
     condition = verdict.get("condition", "")
     return [
