@@ -248,6 +248,66 @@ class QueueConfig(BaseModel):
     launcher_timeout_s: float = Field(default=60.0, gt=0, le=3600)
 
 
+class PriceOverride(BaseModel):
+    """One ``[prices."provider/model"]`` table: USD per million tokens for a private or new model.
+
+    Cache reads and writes are priced as uncached input when their own price is not given.
+    """
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    input_per_mtok: float = Field(ge=0)
+    output_per_mtok: float = Field(ge=0)
+    cache_read_per_mtok: float | None = Field(default=None, ge=0)
+    cache_write_per_mtok: float | None = Field(default=None, ge=0)
+
+
+class ForgeConfig(BaseModel):
+    """The ``[forge]`` table: signed GitHub and Linear webhooks (``/webhooks/github``, ``/webhooks/linear``).
+
+    ``job_pattern`` finds job ids in a pull request's title, body or branch (its first group
+    is the id). A Linear issue becomes a job running ``linear_argv`` (``{identifier}``,
+    ``{id}`` and ``{url}`` are filled in) on ``linear_fleet`` for ``linear_org``; without
+    ``linear_argv`` the request is kept as pending.
+    """
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    github_secret: str | None = None
+    github_secret_env: str | None = None
+    linear_secret: str | None = None
+    linear_secret_env: str | None = None
+    job_pattern: str = r"wk-job:(j-[0-9a-f]{1,60})"
+    linear_label: str = "watchkeeper"
+    linear_org: str = "default"
+    linear_fleet: str = "default"
+    linear_argv: list[str] = Field(default_factory=list)
+
+    @field_validator("job_pattern")
+    @classmethod
+    def _one_group(cls, value: str) -> str:
+        import re
+
+        try:
+            compiled = re.compile(value)
+        except re.error as exc:
+            raise ValueError(f"not a regular expression: {exc}") from None
+        if compiled.groups < 1:
+            raise ValueError("needs a group capturing the job id, e.g. wk-job:(j-[0-9a-f]+)")
+        return value
+
+
+class RecordsConfig(BaseModel):
+    """The ``[records]`` table: the key execution records are signed with.
+
+    Without ``key_env`` a random key is generated once into ``DATA_DIR/record.key``.
+    """
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    key_env: str | None = None
+
+
 class Settings(BaseModel):
     """The whole configuration, validated."""
 
@@ -268,6 +328,9 @@ class Settings(BaseModel):
     diagnose: DiagnoseConfig = DiagnoseConfig()
     orgs: dict[str, OrgConfig] = Field(default_factory=dict)
     queue: QueueConfig = QueueConfig()
+    prices: dict[str, PriceOverride] = Field(default_factory=dict)
+    forge: ForgeConfig = ForgeConfig()
+    records: RecordsConfig = RecordsConfig()
 
     @field_validator("kinds")
     @classmethod

@@ -181,4 +181,4 @@ watch_heartbeats = Table(
 )
 
 # Aggregates that keep their tables in modules of their own register them on ``metadata``.
-from watchkeeper.store import schema_notify, schema_procs, schema_queue  # noqa: E402,F401
+from watchkeeper.store import schema_notify, schema_procs, schema_queue, schema_timeline  # noqa: E402,F401
