@@ -24,6 +24,7 @@ import httpx
 
 from watchkeeper.client_procs import Procs
 from watchkeeper.client_queue import Jobs, Runners
+from watchkeeper.client_timeline import Timeline
 from watchkeeper.errors import ClientError
 
 DEFAULT_URL = "http://127.0.0.1:8750"
@@ -53,6 +54,7 @@ class Client:
         self.procs = Procs(self)
         self.jobs = Jobs(self)
         self.runners = Runners(self)
+        self.timeline = Timeline(self)
 
     def request(self, method: str, path: str, **kwargs: Any) -> Any:
         """Call the API; an error answer raises :class:`ClientError` with the server's message."""

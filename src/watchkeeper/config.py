@@ -263,11 +263,11 @@ class PriceOverride(BaseModel):
 
 
 class ForgeConfig(BaseModel):
-    """The ``[forge]`` table: signed GitHub and Linear webhooks (``/webhooks/github``, ``/webhooks/linear``).
+    """The ``[forge]`` table: signed webhooks from GitHub and Linear (``/webhooks/...``).
 
     ``job_pattern`` finds job ids in a pull request's title, body or branch (its first group
     is the id). A Linear issue becomes a job running ``linear_argv`` (``{identifier}``,
-    ``{id}`` and ``{url}`` are filled in) on ``linear_fleet`` for ``linear_org``; without
+    ``{issue_id}`` and ``{url}`` are filled in) on ``linear_fleet`` for ``linear_org``; without
     ``linear_argv`` the request is kept as pending.
     """
 

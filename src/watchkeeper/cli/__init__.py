@@ -10,6 +10,7 @@ import typer
 from watchkeeper.cli import db, demo, incidents, report, runs, serve, token
 from watchkeeper.cli import procs as procs_cli
 from watchkeeper.cli import queue as queue_cli
+from watchkeeper.cli import timeline as timeline_cli
 from watchkeeper.cli.common import CliState, err_console
 from watchkeeper.errors import WatchkeeperError
 
@@ -47,6 +48,9 @@ for _name in ("ps", "status", "logs", "wait", "abort", "reclaim", "park", "parke
 app.command("submit", context_settings={"allow_interspersed_args": False})(queue_cli.submit)
 for _name in ("jobs", "job", "cancel", "retry", "delete", "runner", "runners"):
     app.command(_name)(getattr(queue_cli, _name))
+app.command("record")(timeline_cli.record)
+app.command("verify-record")(timeline_cli.verify_record)
+app.command("spend")(timeline_cli.spend)
 
 
 def main(argv: list[str] | None = None) -> int:

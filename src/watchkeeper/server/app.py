@@ -19,6 +19,7 @@ from watchkeeper.server.limits import BodyLimit
 from watchkeeper.server.reports import Reports
 from watchkeeper.server.routes_decide import router as decide_router
 from watchkeeper.server.routes_discord import router as discord_router
+from watchkeeper.server.routes_forge import router as forge_router
 from watchkeeper.server.routes_incidents import router as incidents_router
 from watchkeeper.server.routes_procs import router as procs_router
 from watchkeeper.server.routes_queue import router as queue_router
@@ -26,6 +27,7 @@ from watchkeeper.server.routes_runs import router as runs_router
 from watchkeeper.server.routes_slack import router as slack_router
 from watchkeeper.server.routes_system import router as system_router
 from watchkeeper.server.routes_telegram import router as telegram_router
+from watchkeeper.server.routes_timeline import router as timeline_router
 
 log = logging.getLogger(__name__)
 
@@ -81,6 +83,7 @@ def create_app(
     errors.install(app)
     app.include_router(procs_router)
     app.include_router(queue_router)
+    app.include_router(timeline_router)
     app.include_router(runs_router)
     app.include_router(incidents_router)
     app.include_router(decide_router)
@@ -88,5 +91,6 @@ def create_app(
     app.include_router(telegram_router)
     app.include_router(discord_router)
     app.include_router(slack_router)
+    app.include_router(forge_router)
     app.add_middleware(BodyLimit)
     return app

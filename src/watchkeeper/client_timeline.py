@@ -1,0 +1,109 @@
+"""``client.timeline``: timeline events, spend and execution records over the HTTP API.
+
+::
+
+    client.timeline.emit_batch([
+        {"phase": "implementer", "task_id": task_id, "round": 1, "role": "implementer",
+         "model": "claude-haiku-4-5", "provider": "anthropic",
+         "input_tokens": 12_000, "cache_read_tokens": 9_000, "output_tokens": 800,
+         "duration_s": 41.5, "outcome": "ok"},
+        {"phase": "verify", "task_id": task_id, "round": 1, "outcome": "failed",
+         "fingerprint": diff_and_result_hash},
+    ])
+    client.timeline.spend(by="model")["totals"]      # cost, calls, unpriced
+    record = client.timeline.record(job_id)          # signed; `watchkeeper verify-record`
+
+A batch (up to 5,000 events) is stored all or nothing; a bad event raises
+:class:`~watchkeeper.errors.ClientError` whose message names its index and
+field. Batches are sent gzip-compressed. ``input_tokens`` counts every input
+token, cached ones included.
+"""
+
+from __future__ import annotations
+
+import builtins
+import gzip
+import json
+from collections.abc import Mapping, Sequence
+from datetime import datetime
+from typing import TYPE_CHECKING, Any
+
+from watchkeeper.clock import rfc3339
+from watchkeeper.errors import ClientError
+
+if TYPE_CHECKING:
+    from watchkeeper.client import Client
+
+MAX_BATCH = 5000
+
+
+def _wire(value: Any) -> Any:
+    return rfc3339(value) if isinstance(value, datetime) else value
+
+
+class Timeline:
+    """Emit timeline events; read timelines, spend and records."""
+
+    def __init__(self, client: Client) -> None:
+        self._client = client
+
+    def emit_batch(self, events: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
+        """Store ``events`` (all or nothing); returns ``accepted``, ``cost`` and ``unpriced``."""
+        if not events:
+            return {"accepted": 0, "cost": 0.0, "unpriced": 0}
+        if len(events) > MAX_BATCH:
+            raise ClientError(
+                0, "too_many", f"{len(events)} events: send at most {MAX_BATCH} per batch"
+            )
+        body = {
+            "events": [
+                {key: _wire(value) for key, value in event.items() if value is not None}
+                for event in events
+            ]
+        }
+        data = gzip.compress(json.dumps(body, separators=(",", ":")).encode(), compresslevel=5)
+        headers = {"Content-Type": "application/json", "Content-Encoding": "gzip"}
+        result: dict[str, Any] = self._client.request(
+            "POST", "/api/v1/events/batch", content=data, headers=headers
+        )
+        return result
+
+    def emit(self, event: Mapping[str, Any]) -> dict[str, Any]:
+        """Store one event."""
+        return self.emit_batch([event])
+
+    def events(
+        self, *, job_id: str | None = None, task_id: str | None = None
+    ) -> builtins.list[dict[str, Any]]:
+        """Events of a job or a task, oldest first."""
+        params = {k: v for k, v in {"job_id": job_id, "task_id": task_id}.items() if v}
+        result = self._client.request("GET", "/api/v1/timeline", params=params)
+        found: builtins.list[dict[str, Any]] = result["events"]
+        return found
+
+    def last_progress_at(self, task_id: str) -> str | None:
+        """When the task last made progress by its timeline (RFC 3339), or ``None``."""
+        result = self._client.request("GET", "/api/v1/timeline", params={"task_id": task_id})
+        found: str | None = result.get("last_progress_at")
+        return found
+
+    def spend(
+        self,
+        by: str = "model",
+        *,
+        org: str | None = None,
+        job_id: str | None = None,
+        since: datetime | None = None,
+        until: datetime | None = None,
+    ) -> dict[str, Any]:
+        """Spend grouped by org, job, role, model, provider or day, with totals."""
+        params: dict[str, Any] = {"by": by}
+        optional = {"org": org, "job_id": job_id, "since": _wire(since), "until": _wire(until)}
+        params.update({key: value for key, value in optional.items() if value is not None})
+        result: dict[str, Any] = self._client.request("GET", "/api/v1/spend", params=params)
+        return result
+
+    def record(self, job_id: str) -> dict[str, Any]:
+        """The signed execution record of a finished job."""
+        result: dict[str, Any] = self._client.request("GET", f"/api/v1/jobs/{job_id}/record")
+        return result

@@ -1,0 +1,213 @@
+"""What one model call cost, priced on the provider it actually ran on.
+
+Prices come from the local override table (``[prices."provider/model"]``)
+first, then from the price data bundled with ``genai-prices``, as they were at
+the time of the call. The bundled data is never updated over the network.
+The provider is never guessed: a call without one, or with a model the data
+does not know on that provider, is *unpriced* (cost ``None``), never free.
+
+Token counts follow OpenTelemetry and ``genai-prices``: ``input_tokens`` is
+every input token, cached ones included; ``cache_read_tokens`` and
+``cache_write_tokens`` are the parts of it read from and written to the
+provider's cache, each priced at its own rate.
+
+``genai-prices`` takes about a millisecond per call; a price that is linear in
+its token counts (no context-length tiers) is therefore turned once into four
+per-token rates by asking the library itself, and each call is then priced
+from them. Tiered prices always go through the library.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Mapping
+from dataclasses import dataclass
+from datetime import datetime
+from decimal import Decimal
+from typing import TYPE_CHECKING, Any
+
+from watchkeeper.errors import ConfigError
+
+if TYPE_CHECKING:
+    from watchkeeper.config import PriceOverride
+
+log = logging.getLogger(__name__)
+OVERRIDE_VERSION = "override"
+_MTOK = Decimal(1_000_000)
+
+
+@dataclass(frozen=True, slots=True)
+class Usage:
+    """Token counts of one call (``input_tokens`` includes the cached parts)."""
+
+    input_tokens: int = 0
+    output_tokens: int = 0
+    cache_read_tokens: int = 0
+    cache_write_tokens: int = 0
+
+    @property
+    def empty(self) -> bool:
+        """No tokens at all."""
+        return not (self.input_tokens or self.output_tokens)
+
+
+@dataclass(frozen=True, slots=True)
+class Price:
+    """The cost of one call, and which price it was computed from."""
+
+    cost: float | None
+    unpriced: bool = False
+    model: str | None = None
+    provider: str | None = None
+    version: str | None = None
+    reason: str | None = None
+
+
+#: Nothing to price: the event is not a model call.
+NOT_A_CALL = Price(None)
+
+
+@dataclass(frozen=True, slots=True)
+class _Rates:
+    """USD per token: uncached input, cache read, cache write, output."""
+
+    input: Decimal
+    cache_read: Decimal
+    cache_write: Decimal
+    output: Decimal
+
+    def cost(self, usage: Usage) -> Decimal:
+        uncached = usage.input_tokens - usage.cache_read_tokens - usage.cache_write_tokens
+        return (
+            uncached * self.input
+            + usage.cache_read_tokens * self.cache_read
+            + usage.cache_write_tokens * self.cache_write
+            + usage.output_tokens * self.output
+        )
+
+
+def _override_rates(override: PriceOverride) -> _Rates:
+    def per_token(value: float | None, fallback: float) -> Decimal:
+        return Decimal(str(fallback if value is None else value)) / _MTOK
+
+    return _Rates(
+        per_token(override.input_per_mtok, 0.0),
+        per_token(override.cache_read_per_mtok, override.input_per_mtok),
+        per_token(override.cache_write_per_mtok, override.input_per_mtok),
+        per_token(override.output_per_mtok, 0.0),
+    )
+
+
+def split_key(key: str) -> tuple[str, str]:
+    """``"provider/model"`` as its two parts (the model may contain ``/`` itself)."""
+    provider, _, model = key.partition("/")
+    if not provider or not model:
+        raise ConfigError(
+            f'prices.{key!r}: name a price as "provider/model", e.g. [prices."acme/coder-1"]'
+        )
+    return provider.lower(), model.lower()
+
+
+class Pricer:
+    """Prices calls: overrides first, then the bundled ``genai-prices`` data."""
+
+    def __init__(self, overrides: Mapping[str, PriceOverride] | None = None) -> None:
+        self._overrides = {
+            split_key(key): _override_rates(value) for key, value in (overrides or {}).items()
+        }
+        self._found: dict[tuple[str, str], tuple[Any, Any] | None] = {}
+        self._linear: dict[int, tuple[Any, _Rates | None]] = {}
+        self._version: str | None = None
+
+    @property
+    def version(self) -> str:
+        """The version of the bundled price data."""
+        if self._version is None:
+            import genai_prices
+
+            self._version = f"genai-prices {genai_prices.__version__}"
+        return self._version
+
+    def price(self, provider: str | None, model: str | None, usage: Usage, at: datetime) -> Price:
+        """What ``usage`` of ``model`` on ``provider`` cost at ``at``."""
+        if model is None and usage.empty:
+            return NOT_A_CALL
+        if model is None or provider is None:
+            missing = "model" if model is None else "provider"
+            return Price(None, True, model, provider, None, f"no {missing} reported")
+        key = (provider.lower(), model.lower())
+        rates = self._overrides.get(key)
+        if rates is not None:
+            return Price(float(rates.cost(usage)), False, model, provider, OVERRIDE_VERSION)
+        return self._bundled(key, usage, at)
+
+    def _bundled(self, key: tuple[str, str], usage: Usage, at: datetime) -> Price:
+        found = self._lookup(key)
+        if found is None:
+            return Price(None, True, key[1], key[0], self.version, "no known price")
+        provider, model = found
+        try:
+            model_price = model.get_prices(at)
+            rates = self._rates_of(model_price)
+            if rates is not None:
+                cost = rates.cost(usage)
+            else:
+                cost = model_price.calc_price(_library_usage(usage))["total_price"]
+        except (ValueError, ArithmeticError, TypeError) as exc:  # the data cannot price this call
+            log.warning(
+                "Cannot price %s on %s: %s", key[1], key[0], exc, extra={"action": "price_call"}
+            )
+            return Price(None, True, model.id, provider.id, self.version, f"cannot price: {exc}")
+        return Price(float(cost), False, model.id, provider.id, self.version)
+
+    def _lookup(self, key: tuple[str, str]) -> tuple[Any, Any] | None:
+        if key in self._found:
+            return self._found[key]
+        from genai_prices import data_snapshot
+
+        try:
+            found = data_snapshot.get_snapshot().find_provider_model(key[1], None, key[0], None)
+        except LookupError:
+            found = None
+        self._found[key] = found
+        return found
+
+    def _rates_of(self, model_price: Any) -> _Rates | None:
+        cached = self._linear.get(id(model_price))
+        if cached is not None and cached[0] is model_price:
+            return cached[1]
+        rates = _linear_rates(model_price)
+        self._linear[id(model_price)] = (model_price, rates)
+        return rates
+
+
+def _library_usage(usage: Usage) -> Any:
+    from genai_prices import Usage as LibraryUsage
+
+    return LibraryUsage(
+        input_tokens=usage.input_tokens,
+        output_tokens=usage.output_tokens,
+        cache_read_tokens=usage.cache_read_tokens,
+        cache_write_tokens=usage.cache_write_tokens,
+    )
+
+
+def _linear_rates(model_price: Any) -> _Rates | None:
+    """Per-token rates asked of the library itself, or ``None`` for a tiered price."""
+    from genai_prices.types import TieredPrices
+
+    if any(isinstance(value, TieredPrices) for value in vars(model_price).values()):
+        return None
+    million = 1_000_000
+
+    def total(**counts: int) -> Decimal:
+        result: Decimal = model_price.calc_price(_library_usage(Usage(**counts)))["total_price"]
+        return result
+
+    uncached = total(input_tokens=million)
+    return _Rates(
+        uncached / _MTOK,
+        total(input_tokens=million, cache_read_tokens=million) / _MTOK,
+        total(input_tokens=million, cache_write_tokens=million) / _MTOK,
+        total(output_tokens=million) / _MTOK,
+    )

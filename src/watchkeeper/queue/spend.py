@@ -1,0 +1,86 @@
+"""Spend: what model calls cost, grouped by org, job, role, model, provider or day.
+
+Each call was priced when its event arrived, on the provider it ran on
+(:mod:`watchkeeper.queue.prices`); a rollup only sums. Unpriced calls are
+counted, never added as zero: a report with ``unpriced > 0`` is a floor.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from typing import TYPE_CHECKING, Any
+
+from watchkeeper.errors import InvalidInput
+
+if TYPE_CHECKING:
+    from watchkeeper.store.timeline import SpendGroup, TimelineStore
+
+GROUPINGS = ("org", "job", "role", "model", "provider", "day")
+
+
+@dataclass(frozen=True, slots=True)
+class SpendReport:
+    """Groups, costliest first, and their totals."""
+
+    by: str
+    groups: tuple[SpendGroup, ...]
+
+    @property
+    def cost(self) -> float:
+        """The priced calls' total cost in USD."""
+        return sum(group.cost for group in self.groups)
+
+    @property
+    def unpriced(self) -> int:
+        """Calls no price was known for."""
+        return sum(group.unpriced for group in self.groups)
+
+    def as_dict(self) -> dict[str, Any]:
+        """As the API answers."""
+        return {
+            "by": self.by,
+            "groups": [_group_dict(group) for group in self.groups],
+            "totals": {
+                "cost": self.cost,
+                "calls": sum(group.calls for group in self.groups),
+                "unpriced": self.unpriced,
+                **_tokens(self.groups),
+            },
+        }
+
+
+def _group_dict(group: SpendGroup) -> dict[str, Any]:
+    return {
+        "key": group.key,
+        "cost": group.cost,
+        "calls": group.calls,
+        "unpriced": group.unpriced,
+        **_tokens([group]),
+    }
+
+
+def _tokens(groups: Sequence[SpendGroup]) -> dict[str, int]:
+    return {
+        "input_tokens": sum(g.input_tokens for g in groups),
+        "output_tokens": sum(g.output_tokens for g in groups),
+        "cache_read_tokens": sum(g.cache_read_tokens for g in groups),
+        "cache_write_tokens": sum(g.cache_write_tokens for g in groups),
+    }
+
+
+def report(
+    store: TimelineStore,
+    by: str,
+    *,
+    org: str | None = None,
+    job_id: str | None = None,
+    since: datetime | None = None,
+    until: datetime | None = None,
+) -> SpendReport:
+    """Spend grouped ``by`` one of :data:`GROUPINGS`, optionally for one org or job."""
+    if by not in GROUPINGS:
+        raise InvalidInput(f"by must be one of {', '.join(GROUPINGS)}, not {by!r}", "by")
+    groups = store.spend(by, org=org, job_id=job_id, since=since, until=until)
+    return SpendReport(by, tuple(groups))

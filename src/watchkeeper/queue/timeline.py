@@ -1,0 +1,303 @@
+"""Timeline events: every run explains itself, one event per phase.
+
+A runner (or any reporter) sends events such as ``round_start``,
+``implementer``, ``tool``, ``review``, ``verify`` and ``session_end``, each
+with its outcome, duration, role, model and provider, token usage and, where
+the phase explains itself, a short rationale. Events are append-only and
+outlive the task they describe. Before an event is stored, each text field is
+redacted (:func:`watchkeeper.redact.redact`) and capped, so raw test output
+and secrets never land in the timeline; the call is priced on the provider it
+ran on (:mod:`watchkeeper.queue.prices`).
+
+Progress. A round may carry a fingerprint (say, a hash of the diff and the
+verify result). :func:`progress_time` says when a task last made progress:
+
+* an event outside any round (no ``round``) is progress when it happens;
+* a round whose fingerprint differs from the previous fingerprinted round's
+  is progress, at the time of its last event; a round that repeats it is not,
+  however many events it sends: a task looping on the same change stalls;
+* a round without a fingerprint counts as progress until the task's first
+  fingerprint (reporters that never fingerprint are judged by their events);
+  after that, a round is progress only once its fingerprint shows it moved.
+
+The task kind's hook is :meth:`TimelineService.last_progress_at` (and
+``last_progress_many`` for a sweep): the later of it and the task's own
+``progress_at`` is the task's progress.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
+from typing import TYPE_CHECKING, Any
+
+from watchkeeper.clock import Clock, rfc3339, to_epoch, utcnow
+from watchkeeper.queue.prices import Price, Pricer, Usage
+from watchkeeper.redact import redact
+
+if TYPE_CHECKING:
+    from watchkeeper.config import Settings
+    from watchkeeper.store import Store
+    from watchkeeper.store.timeline import TimelineStore
+
+log = logging.getLogger(__name__)
+
+#: The phases a runner reports; other names are allowed.
+PHASES = ("round_start", "implementer", "tool", "review", "verify", "session_end")
+MAX_BATCH = 5000
+TEXT_MAX = 1000
+NAME_MAX = 200
+TRUNCATED = " [truncated]"
+#: Receives each stored batch (the OpenTelemetry exporter is one).
+Exporter = Callable[[Sequence["TimelineEvent"]], None]
+
+
+def clean(text: str | None, limit: int = TEXT_MAX) -> str | None:
+    """``text`` redacted and capped at ``limit`` characters (never raw output)."""
+    if text is None:
+        return None
+    cleaned = redact(text)
+    if len(cleaned) <= limit:
+        return cleaned
+    return cleaned[: limit - len(TRUNCATED)] + TRUNCATED
+
+
+@dataclass(frozen=True, slots=True)
+class NewEvent:
+    """One phase as a reporter sends it. ``at`` is when the phase ended (default: now)."""
+
+    phase: str
+    at: datetime | None = None
+    org: str | None = None
+    job_id: str | None = None
+    task_id: str | None = None
+    round: int | None = None
+    fingerprint: str | None = None
+    outcome: str | None = None
+    duration_s: float | None = None
+    name: str | None = None
+    role: str | None = None
+    model: str | None = None
+    provider: str | None = None
+    usage: Usage = field(default_factory=Usage)
+    rationale: str | None = None
+    detail: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class TimelineEvent:
+    """One stored event, with the price it was given when it arrived."""
+
+    id: int
+    phase: str
+    at: datetime
+    received_at: datetime
+    reporter: str
+    org: str | None = None
+    job_id: str | None = None
+    task_id: str | None = None
+    round: int | None = None
+    fingerprint: str | None = None
+    outcome: str | None = None
+    duration_s: float | None = None
+    name: str | None = None
+    role: str | None = None
+    model: str | None = None
+    provider: str | None = None
+    usage: Usage = field(default_factory=Usage)
+    price: Price = field(default_factory=lambda: Price(None))
+    rationale: str | None = None
+    detail: str | None = None
+
+    @property
+    def started_at(self) -> datetime:
+        """When the phase began: its end less its duration."""
+        return self.at - timedelta(seconds=self.duration_s or 0.0)
+
+    def as_dict(self) -> dict[str, Any]:
+        """The event as the API and the execution record show it."""
+        return {
+            "id": self.id,
+            "phase": self.phase,
+            "at": rfc3339(self.at),
+            "org": self.org,
+            "job_id": self.job_id,
+            "task_id": self.task_id,
+            "round": self.round,
+            "fingerprint": self.fingerprint,
+            "outcome": self.outcome,
+            "duration_s": self.duration_s,
+            "name": self.name,
+            "role": self.role,
+            "model": self.model,
+            "provider": self.provider,
+            "input_tokens": self.usage.input_tokens,
+            "output_tokens": self.usage.output_tokens,
+            "cache_read_tokens": self.usage.cache_read_tokens,
+            "cache_write_tokens": self.usage.cache_write_tokens,
+            "cost": self.price.cost,
+            "unpriced": self.price.unpriced,
+            "price": None
+            if self.price.version is None
+            else {
+                "model": self.price.model,
+                "provider": self.price.provider,
+                "version": self.price.version,
+            },
+            "rationale": self.rationale,
+            "detail": self.detail,
+            "reporter": self.reporter,
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class Ingested:
+    """What one batch added: how many events, their cost, how many calls were unpriced."""
+
+    count: int
+    cost: float
+    unpriced: int
+
+    def as_dict(self) -> dict[str, Any]:
+        """As the API answers."""
+        return {"accepted": self.count, "cost": self.cost, "unpriced": self.unpriced}
+
+
+#: ``(at, round, fingerprint)`` of one event, as :func:`progress_time` reads it.
+Fact = tuple[float, int | None, str | None]
+
+
+def progress_time(facts: Iterable[Fact]) -> float | None:
+    """When a task last made progress, by the rules in the module's docstring."""
+    best: float | None = None
+    rounds: dict[int, list[Any]] = {}
+    for at, number, fingerprint in facts:
+        if number is None:
+            best = at if best is None else max(best, at)
+            continue
+        entry = rounds.setdefault(number, [None, at])
+        if entry[0] is None:
+            entry[0] = fingerprint
+        entry[1] = max(entry[1], at)
+    previous: str | None = None
+    fingerprinting = False
+    for number in sorted(rounds):
+        fingerprint, last = rounds[number]
+        if fingerprint is None and fingerprinting:
+            continue
+        if fingerprint is not None:
+            fingerprinting, moved = True, fingerprint != previous
+            previous = fingerprint
+            if not moved:
+                continue
+        best = last if best is None else max(best, last)
+    return best
+
+
+def day_of(at: float) -> str:
+    """The UTC day an epoch second falls on, as spend is grouped."""
+    return datetime.fromtimestamp(at, UTC).strftime("%Y-%m-%d")
+
+
+class TimelineService:
+    """Ingests, prices and reads timeline events."""
+
+    def __init__(
+        self,
+        store: Store,
+        settings: Settings,
+        *,
+        clock: Clock = utcnow,
+        exporters: Sequence[Exporter] = (),
+    ) -> None:
+        from watchkeeper.store.timeline import TimelineStore  # the store imports our records
+
+        self.store: TimelineStore = TimelineStore(store.engine)
+        self.pricer = Pricer(settings.prices)
+        self.clock = clock
+        self.exporters = list(exporters)
+
+    def ingest(self, events: Sequence[NewEvent], reporter: str) -> Ingested:
+        """Store ``events`` in one transaction (all or nothing), priced and redacted."""
+        now = self.clock()
+        received = to_epoch(now) or 0.0
+        rows = [self.row(event, now, received, reporter) for event in events]
+        self.store.append(rows)
+        cost = sum(row["cost"] or 0.0 for row in rows)
+        unpriced = sum(1 for row in rows if row["unpriced"])
+        log.info(
+            "Stored %d timeline event(s) from %s",
+            len(rows),
+            reporter,
+            extra={"action": "timeline_ingest"},
+        )
+        if self.exporters:
+            self._export(rows)
+        return Ingested(len(rows), cost, unpriced)
+
+    def row(self, event: NewEvent, now: datetime, received: float, reporter: str) -> dict[str, Any]:
+        """The stored row of one event: priced, redacted, capped."""
+        at_time = event.at or now
+        at = to_epoch(at_time) or 0.0
+        price = self.pricer.price(event.provider, event.model, event.usage, at_time)
+        usage = event.usage
+        return {
+            "org": event.org,
+            "job_id": event.job_id,
+            "task_id": event.task_id,
+            "at": at,
+            "day": day_of(at),
+            "received_at": received,
+            "phase": event.phase,
+            "round": event.round,
+            "fingerprint": event.fingerprint,
+            "outcome": event.outcome,
+            "duration_s": event.duration_s,
+            "name": clean(event.name, NAME_MAX),
+            "role": event.role,
+            "model": event.model,
+            "provider": event.provider,
+            "input_tokens": usage.input_tokens,
+            "output_tokens": usage.output_tokens,
+            "cache_read_tokens": usage.cache_read_tokens,
+            "cache_write_tokens": usage.cache_write_tokens,
+            "cost": price.cost,
+            "unpriced": price.unpriced,
+            "price_model": price.model if price.version else None,
+            "price_provider": price.provider if price.version else None,
+            "price_version": price.version,
+            "rationale": clean(event.rationale),
+            "detail": clean(event.detail),
+            "reporter": reporter[:200],
+        }
+
+    def _export(self, rows: Sequence[dict[str, Any]]) -> None:
+        from watchkeeper.store.timeline import event_from_mapping
+
+        events = [event_from_mapping({"id": 0, **row}) for row in rows]
+        for exporter in self.exporters:
+            try:
+                exporter(events)
+            except Exception:  # an exporter must never lose the batch, which is stored
+                log.exception("A timeline exporter failed", extra={"action": "timeline_export"})
+
+    def events(
+        self, *, job_id: str | None = None, task_id: str | None = None, limit: int = 10_000
+    ) -> list[TimelineEvent]:
+        """Events of a job or a task, oldest first."""
+        return self.store.events(job_id=job_id, task_id=task_id, limit=limit)
+
+    def last_progress_at(self, task_id: str) -> datetime | None:
+        """When the task last made progress by its timeline; ``None`` without events."""
+        return self.last_progress_many([task_id]).get(task_id)
+
+    def last_progress_many(self, task_ids: Sequence[str]) -> dict[str, datetime]:
+        """:meth:`last_progress_at` for many tasks in one query."""
+        found: dict[str, datetime] = {}
+        for task_id, facts in self.store.progress_facts(task_ids).items():
+            at = progress_time(facts)
+            if at is not None:
+                found[task_id] = datetime.fromtimestamp(at, UTC)
+        return found

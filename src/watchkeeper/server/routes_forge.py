@@ -1,0 +1,79 @@
+"""``POST /webhooks/github`` and ``POST /webhooks/linear``: signed forge webhooks.
+
+No bearer token: each request is signed by the forge with the secret in
+``[forge]``. An unsigned, forged or stale request answers 401 and changes
+nothing; an endpoint whose secret is not configured answers 404. See
+:mod:`watchkeeper.queue.forge` for what each delivery does.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from fastapi import APIRouter, Request
+from fastapi.responses import JSONResponse
+from starlette.concurrency import run_in_threadpool
+
+from watchkeeper.queue.forge import Forge, NotConfigured, Refused
+from watchkeeper.runtime import Runtime
+from watchkeeper.server.errors import error_response
+from watchkeeper.server.routes_queue import queue_of
+from watchkeeper.server.routes_timeline import record_key, timeline_of
+
+router = APIRouter(tags=["webhooks"])
+
+
+def forge_of(request: Request) -> Forge:
+    """The app's forge handler, built on first use."""
+    found = getattr(request.app.state, "forge", None)
+    if isinstance(found, Forge):
+        return found
+    runtime: Runtime = request.app.state.runtime
+    config = runtime.settings.forge
+    queue = queue_of(request)
+
+    def submit(title: str, payload: dict[str, Any]) -> str:
+        job = queue.submit(
+            title,
+            org=config.linear_org,
+            fleet=config.linear_fleet,
+            payload=payload,
+            submitted_by="linear",
+        )
+        return job.id
+
+    built = Forge(
+        timeline_of(request).store,
+        config,
+        record_key(request),
+        submit=submit,
+        clock=runtime.clock,
+    )
+    request.app.state.forge = built
+    return built
+
+
+async def _handle(request: Request, source: str) -> dict[str, Any] | JSONResponse:
+    body = await request.body()
+    headers = {name.lower(): value for name, value in request.headers.items()}
+    try:
+        forge = forge_of(request)
+        answer = await run_in_threadpool(getattr(forge, source), headers, body)
+    except Refused as exc:
+        return error_response(401, "unauthorized", f"{source} webhook refused: {exc}")
+    except NotConfigured as exc:
+        return error_response(404, "not_configured", str(exc))
+    result: dict[str, Any] = answer.as_dict()
+    return result
+
+
+@router.post("/webhooks/github", response_model=None)
+async def github(request: Request) -> dict[str, Any] | JSONResponse:
+    """A GitHub delivery: merged pull requests naming a job link to its record."""
+    return await _handle(request, "github")
+
+
+@router.post("/webhooks/linear", response_model=None)
+async def linear(request: Request) -> dict[str, Any] | JSONResponse:
+    """A Linear delivery: issues labelled for watchkeeper or in progress become jobs."""
+    return await _handle(request, "linear")

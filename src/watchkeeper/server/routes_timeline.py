@@ -1,0 +1,239 @@
+"""``/api/v1/events/batch``, ``/api/v1/timeline``, ``/api/v1/spend`` and job records.
+
+Reporters send timeline events in batches of up to 5,000, stored all or
+nothing: one bad event refuses the batch with a 4xx naming its index and
+field. A body may be gzip-compressed (``Content-Encoding: gzip``), which is
+how the SDK sends it: the server's body limit applies to the bytes sent.
+Viewers read timelines, spend and signed execution records.
+"""
+
+from __future__ import annotations
+
+import zlib
+from datetime import datetime
+from typing import Annotated, Any
+
+from fastapi import APIRouter, Depends, Query, Request
+from fastapi.responses import JSONResponse
+from pydantic import (
+    AwareDatetime,
+    BaseModel,
+    ConfigDict,
+    Field,
+    StringConstraints,
+    ValidationError,
+    model_validator,
+)
+from starlette.concurrency import run_in_threadpool
+
+from watchkeeper.clock import rfc3339
+from watchkeeper.errors import NotFound
+from watchkeeper.queue import otel, record, spend
+from watchkeeper.queue.prices import Usage
+from watchkeeper.queue.timeline import MAX_BATCH, NewEvent, TimelineService
+from watchkeeper.runtime import Runtime
+from watchkeeper.server.auth import reporter, viewer
+from watchkeeper.server.errors import error_response
+from watchkeeper.server.routes_runs import ERRORS
+from watchkeeper.store.queue import QueueStore
+from watchkeeper.store.tokens import TokenInfo
+
+router = APIRouter(tags=["timeline"], responses=ERRORS)
+#: Decompressed bodies are capped too: a small gzip body must not expand without bound.
+MAX_INFLATED_BYTES = 32 * 1024 * 1024
+_MODEL = r"^[A-Za-z0-9][A-Za-z0-9._:/@+-]{0,199}$"
+Ident = Annotated[str, StringConstraints(pattern=r"^[a-z]-[0-9a-f]{1,60}$")]
+Phase = Annotated[str, StringConstraints(pattern=r"^[a-z][a-z0-9_.-]{0,31}$")]
+Word = Annotated[str, StringConstraints(pattern=r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,31}$")]
+Org = Annotated[str, StringConstraints(pattern=r"^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$")]
+Model = Annotated[str, StringConstraints(pattern=_MODEL)]
+Provider = Annotated[str, StringConstraints(pattern=r"^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$")]
+Fingerprint = Annotated[str, StringConstraints(pattern=r"^[A-Za-z0-9:._+/=-]{1,128}$")]
+Tokens = Annotated[int, Field(ge=0, le=10**12)]
+
+
+class EventIn(BaseModel):
+    """One timeline event. ``input_tokens`` counts every input token, cached ones included."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    phase: Phase = Field(description="round_start, implementer, tool, review, verify, ...")
+    at: AwareDatetime | None = Field(default=None, description="when the phase ended")
+    org: Org | None = None
+    job_id: Ident | None = None
+    task_id: Ident | None = None
+    round: int | None = Field(default=None, ge=0, le=1_000_000)
+    fingerprint: Fingerprint | None = Field(default=None, description="the round's progress")
+    outcome: Word | None = None
+    duration_s: float | None = Field(default=None, ge=0, le=30 * 86400)
+    name: str | None = Field(default=None, max_length=200, description="agent or tool name")
+    role: Word | None = Field(default=None, description="architect, implementer, reviewer")
+    model: Model | None = None
+    provider: Provider | None = Field(default=None, description="where the call actually ran")
+    input_tokens: Tokens = 0
+    output_tokens: Tokens = 0
+    cache_read_tokens: Tokens = 0
+    cache_write_tokens: Tokens = 0
+    # Longer texts are accepted, then redacted and capped before they are stored.
+    rationale: str | None = Field(default=None, max_length=64 * 1024)
+    detail: str | None = Field(default=None, max_length=64 * 1024)
+
+    @model_validator(mode="after")
+    def _cache_within_input(self) -> EventIn:
+        if self.cache_read_tokens + self.cache_write_tokens > self.input_tokens:
+            raise ValueError(
+                "cache_read_tokens + cache_write_tokens exceed input_tokens: "
+                "input_tokens must count every input token, cached ones included"
+            )
+        return self
+
+    def new(self) -> NewEvent:
+        """As the timeline service takes it."""
+        usage = Usage(
+            self.input_tokens, self.output_tokens, self.cache_read_tokens, self.cache_write_tokens
+        )
+        fields = self.model_dump(
+            exclude={"input_tokens", "output_tokens", "cache_read_tokens", "cache_write_tokens"}
+        )
+        return NewEvent(**fields, usage=usage)
+
+
+class Batch(BaseModel):
+    """``POST /api/v1/events/batch``."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    events: list[EventIn] = Field(min_length=1, max_length=MAX_BATCH)
+
+
+def timeline_of(request: Request) -> TimelineService:
+    """The app's timeline service, built on first use (with OpenTelemetry export if installed)."""
+    found = getattr(request.app.state, "timeline_service", None)
+    if isinstance(found, TimelineService):
+        return found
+    runtime: Runtime = request.app.state.runtime
+    exporter = otel.exporter()
+    built = TimelineService(
+        runtime.store,
+        runtime.settings,
+        clock=runtime.clock,
+        exporters=[exporter] if exporter is not None else [],
+    )
+    request.app.state.timeline_service = built
+    return built
+
+
+def record_key(request: Request) -> bytes:
+    """The server's record key, read (or made) once."""
+    key = getattr(request.app.state, "record_key", None)
+    if isinstance(key, bytes):
+        return key
+    runtime: Runtime = request.app.state.runtime
+    key = record.load_key(runtime.settings)
+    request.app.state.record_key = key
+    return key
+
+
+def _inflate(body: bytes, encoding: str) -> bytes:
+    if encoding not in ("gzip", "deflate"):
+        raise ValueError(f"Content-Encoding {encoding!r} is not supported: send gzip or nothing")
+    inflater = zlib.decompressobj(wbits=31 if encoding == "gzip" else 15)
+    try:
+        inflated = inflater.decompress(body, MAX_INFLATED_BYTES)
+    except zlib.error as exc:
+        raise ValueError(f"the body is not valid {encoding}: {exc}") from None
+    if inflater.unconsumed_tail:
+        raise ValueError(f"the body inflates to more than {MAX_INFLATED_BYTES} bytes; send less")
+    return inflated
+
+
+def _refusal(exc: ValidationError) -> JSONResponse:
+    problem = exc.errors()[0]
+    location = [str(part) for part in problem["loc"]]
+    if problem["type"] == "json_invalid":
+        message = f"the body is not valid JSON: {problem['msg']}"
+        return error_response(400, "malformed_json", message)
+    body: dict[str, Any] = {
+        "code": "invalid",
+        "field": ".".join(location) or "body",
+        "message": f"{'.'.join(location) or 'body'}: "
+        + str(problem["msg"]).removeprefix("Value error, "),
+    }
+    if len(location) >= 2 and location[0] == "events" and location[1].isdigit():
+        index = int(location[1])
+        body["index"] = index
+        body["field"] = ".".join(location[2:]) or "event"
+        body["message"] = f"event {index}, {body['field']}: " + str(problem["msg"]).removeprefix(
+            "Value error, "
+        )
+    return JSONResponse({"error": body}, status_code=422)
+
+
+@router.post("/api/v1/events/batch", status_code=201, response_model=None)
+async def ingest(
+    request: Request, token: TokenInfo = Depends(reporter)
+) -> dict[str, Any] | JSONResponse:
+    """Store a batch of timeline events (all or nothing), priced and redacted."""
+    raw = await request.body()
+    encoding = request.headers.get("content-encoding", "").strip().lower()
+    if encoding and encoding != "identity":
+        try:
+            raw = _inflate(raw, encoding)
+        except ValueError as exc:
+            return error_response(400, "bad_encoding", str(exc))
+    try:
+        batch = Batch.model_validate_json(raw)
+    except ValidationError as exc:
+        return _refusal(exc)
+    events = [event.new() for event in batch.events]
+    service = timeline_of(request)
+    done = await run_in_threadpool(service.ingest, events, token.name)
+    return done.as_dict()
+
+
+@router.get("/api/v1/timeline", dependencies=[Depends(viewer)])
+def read_timeline(
+    request: Request,
+    job_id: Ident | None = Query(None),
+    task_id: Ident | None = Query(None),
+    limit: int = Query(10_000, ge=1, le=100_000),
+) -> dict[str, Any]:
+    """Events of a job or task, oldest first; a task's answer says when it last progressed."""
+    if job_id is None and task_id is None:
+        return {"events": []}
+    service = timeline_of(request)
+    body: dict[str, Any] = {
+        "events": [e.as_dict() for e in service.events(job_id=job_id, task_id=task_id, limit=limit)]
+    }
+    if task_id is not None:
+        body["last_progress_at"] = rfc3339(service.last_progress_at(task_id))
+    return body
+
+
+@router.get("/api/v1/spend", dependencies=[Depends(viewer)])
+def read_spend(
+    request: Request,
+    by: str = Query("model", description="org, job, role, model, provider or day"),
+    org: Org | None = Query(None),
+    job_id: Ident | None = Query(None),
+    since: datetime | None = Query(None),
+    until: datetime | None = Query(None),
+) -> dict[str, Any]:
+    """Spend grouped by one key, costliest first, with totals and the unpriced count."""
+    store = timeline_of(request).store
+    return spend.report(store, by, org=org, job_id=job_id, since=since, until=until).as_dict()
+
+
+@router.get("/api/v1/jobs/{job_id}/record", dependencies=[Depends(viewer)])
+def job_record(job_id: Ident, request: Request) -> dict[str, Any]:
+    """The signed execution record of a finished job."""
+    service = timeline_of(request)
+    runtime: Runtime = request.app.state.runtime
+    try:
+        job = QueueStore(runtime.store.engine).job(job_id)
+    except NotFound:
+        job = None
+    body = record.assemble(
+        job_id, job, service.events(job_id=job_id), service.store.links(job_id), service.clock()
+    )
+    return record.sign(body, record_key(request))

@@ -1,0 +1,318 @@
+"""The timeline's store: events (append-only), spend rollups, record links, forge webhooks.
+
+Events are inserted in one ``executemany`` per batch; nothing updates or
+deletes them. Spend is summed from the events that were priced (or found
+unpriced) when they arrived.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from sqlalchemy import Connection, Engine, case, delete, func, insert, or_, select, true, update
+
+from watchkeeper.clock import from_epoch, to_epoch
+from watchkeeper.queue.prices import Price, Usage
+from watchkeeper.queue.timeline import Fact, TimelineEvent
+from watchkeeper.store.engine import is_sqlite, translate_errors, write_transaction
+from watchkeeper.store.schema_queue import queue_jobs
+from watchkeeper.store.schema_timeline import (
+    forge_deliveries,
+    forge_requests,
+    timeline_events,
+    timeline_links,
+)
+
+_E = timeline_events.c
+_L = timeline_links.c
+#: What spend may be grouped by, and the column each groups on.
+SPEND_KEYS = {
+    "org": _E.org,
+    "job": _E.job_id,
+    "role": _E.role,
+    "model": _E.model,
+    "provider": _E.provider,
+    "day": _E.day,
+}
+
+
+def _aware(value: float) -> datetime:
+    result = from_epoch(value)
+    assert result is not None  # NOT NULL columns
+    return result
+
+
+def event_from_mapping(m: Mapping[Any, Any]) -> TimelineEvent:
+    """A stored row (or the row about to be stored) as a record."""
+    version = m["price_version"]
+    return TimelineEvent(
+        id=m["id"],
+        phase=m["phase"],
+        at=_aware(m["at"]),
+        received_at=_aware(m["received_at"]),
+        reporter=m["reporter"],
+        org=m["org"],
+        job_id=m["job_id"],
+        task_id=m["task_id"],
+        round=m["round"],
+        fingerprint=m["fingerprint"],
+        outcome=m["outcome"],
+        duration_s=m["duration_s"],
+        name=m["name"],
+        role=m["role"],
+        model=m["model"],
+        provider=m["provider"],
+        usage=Usage(
+            m["input_tokens"], m["output_tokens"], m["cache_read_tokens"], m["cache_write_tokens"]
+        ),
+        price=Price(
+            m["cost"],
+            bool(m["unpriced"]),
+            m["price_model"] if version else m["model"],
+            m["price_provider"] if version else m["provider"],
+            version,
+        ),
+        rationale=m["rationale"],
+        detail=m["detail"],
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class SpendGroup:
+    """The spend of one group: calls, unpriced calls, cost and tokens."""
+
+    key: str | None
+    calls: int
+    unpriced: int
+    cost: float
+    input_tokens: int
+    output_tokens: int
+    cache_read_tokens: int
+    cache_write_tokens: int
+
+
+def _group(row: tuple[Any, ...]) -> SpendGroup:
+    key, calls, unpriced, cost, inp, out, read, write = row
+    return SpendGroup(
+        None if key is None else str(key),
+        int(calls),
+        int(unpriced),
+        float(cost),
+        int(inp),
+        int(out),
+        int(read),
+        int(write),
+    )
+
+
+def _insert_ignoring_duplicates(engine: Engine, table: Any) -> Any:
+    if is_sqlite(engine):
+        from sqlalchemy.dialects.sqlite import insert as dialect_insert
+    else:
+        from sqlalchemy.dialects.postgresql import insert as dialect_insert  # type: ignore[assignment]
+    return dialect_insert(table)
+
+
+class TimelineStore:
+    """Reads and appends timeline rows; one transaction per call."""
+
+    def __init__(self, engine: Engine) -> None:
+        self._engine = engine
+
+    # Events --------------------------------------------------------------------------
+
+    def append(self, rows: Sequence[dict[str, Any]]) -> None:
+        """Insert a batch of event rows, all or nothing; a missing org is the job's."""
+        if not rows:
+            return
+        with translate_errors("storing timeline events"), write_transaction(self._engine) as conn:
+            self._fill_orgs(conn, rows)
+            conn.execute(insert(timeline_events), list(rows))
+
+    def _fill_orgs(self, conn: Connection, rows: Sequence[dict[str, Any]]) -> None:
+        wanted = {row["job_id"] for row in rows if row["org"] is None and row["job_id"]}
+        if not wanted:
+            return
+        statement = select(queue_jobs.c.id, queue_jobs.c.org).where(queue_jobs.c.id.in_(wanted))
+        orgs = {job_id: org for job_id, org in conn.execute(statement)}
+        for row in rows:
+            if row["org"] is None and row["job_id"] in orgs:
+                row["org"] = orgs[row["job_id"]]
+
+    def events(
+        self, *, job_id: str | None = None, task_id: str | None = None, limit: int = 10_000
+    ) -> list[TimelineEvent]:
+        """Events of a job and/or a task, oldest first."""
+        statement = select(timeline_events).order_by(_E.at, _E.id).limit(limit)
+        if job_id is not None:
+            statement = statement.where(_E.job_id == job_id)
+        if task_id is not None:
+            statement = statement.where(_E.task_id == task_id)
+        with translate_errors("reading a timeline"), self._engine.connect() as conn:
+            return [event_from_mapping(row._mapping) for row in conn.execute(statement)]
+
+    def progress_facts(self, task_ids: Sequence[str]) -> dict[str, list[Fact]]:
+        """``(at, round, fingerprint)`` of every event of each task, oldest first."""
+        statement = (
+            select(_E.task_id, _E.at, _E.round, _E.fingerprint)
+            .where(_E.task_id.in_(list(task_ids)))
+            .order_by(_E.task_id, _E.at, _E.id)
+        )
+        facts: dict[str, list[Fact]] = {}
+        with translate_errors("reading task progress"), self._engine.connect() as conn:
+            for task_id, at, number, fingerprint in conn.execute(statement):
+                facts.setdefault(task_id, []).append((at, number, fingerprint))
+        return facts
+
+    def has_events(self, job_id: str) -> bool:
+        """Whether any event names ``job_id``."""
+        statement = select(_E.id).where(_E.job_id == job_id).limit(1)
+        with translate_errors("reading a timeline"), self._engine.connect() as conn:
+            return conn.execute(statement).first() is not None
+
+    # Spend ---------------------------------------------------------------------------
+
+    def spend(
+        self,
+        by: str,
+        *,
+        org: str | None = None,
+        job_id: str | None = None,
+        since: datetime | None = None,
+        until: datetime | None = None,
+    ) -> list[SpendGroup]:
+        """Spend grouped by ``by`` (a key of :data:`SPEND_KEYS`), costliest first."""
+        column = SPEND_KEYS[by]
+        statement = (
+            select(
+                column,
+                func.count(),
+                func.coalesce(func.sum(case((_E.unpriced == true(), 1), else_=0)), 0),
+                func.coalesce(func.sum(_E.cost), 0.0),
+                func.coalesce(func.sum(_E.input_tokens), 0),
+                func.coalesce(func.sum(_E.output_tokens), 0),
+                func.coalesce(func.sum(_E.cache_read_tokens), 0),
+                func.coalesce(func.sum(_E.cache_write_tokens), 0),
+            )
+            .where(or_(_E.cost.is_not(None), _E.unpriced == true()))
+            .group_by(column)
+        )
+        for value, col in ((org, _E.org), (job_id, _E.job_id)):
+            if value is not None:
+                statement = statement.where(col == value)
+        if since is not None:
+            statement = statement.where(_E.at >= to_epoch(since))
+        if until is not None:
+            statement = statement.where(_E.at < to_epoch(until))
+        with translate_errors("summing spend"), self._engine.connect() as conn:
+            groups = [_group(tuple(row)) for row in conn.execute(statement)]
+        return sorted(groups, key=lambda group: (-group.cost, str(group.key)))
+
+    # Record links --------------------------------------------------------------------
+
+    def links(self, job_id: str) -> list[dict[str, Any]]:
+        """Links appended to a job's record, oldest first."""
+        statement = select(timeline_links).where(_L.job_id == job_id).order_by(_L.at, _L.id)
+        with translate_errors("reading record links"), self._engine.connect() as conn:
+            return [
+                {
+                    "kind": row.kind,
+                    "url": row.url,
+                    "title": row.title,
+                    "actor": row.actor,
+                    "at": _aware(row.at),
+                    "detail": row.detail,
+                    "signature": row.signature,
+                }
+                for row in conn.execute(statement)
+            ]
+
+    def job_known(self, job_id: str) -> bool:
+        """Whether the queue holds the job or the timeline names it."""
+        statement = select(queue_jobs.c.id).where(queue_jobs.c.id == job_id)
+        with translate_errors("reading a job"), self._engine.connect() as conn:
+            if conn.execute(statement).first() is not None:
+                return True
+        return self.has_events(job_id)
+
+    # Forge deliveries ----------------------------------------------------------------
+
+    def _claim(self, conn: Connection, source: str, delivery_id: str, at: float) -> bool:
+        statement = _insert_ignoring_duplicates(self._engine, forge_deliveries).values(
+            source=source, delivery_id=delivery_id[:200], received_at=at
+        )
+        return bool(conn.execute(statement.on_conflict_do_nothing()).rowcount)
+
+    def record_links(
+        self, source: str, delivery_id: str, links: Sequence[dict[str, Any]], now: datetime
+    ) -> bool:
+        """Append ``links`` once per delivery; ``False`` when the delivery was seen before."""
+        at = to_epoch(now) or 0.0
+        with translate_errors("recording a webhook"), write_transaction(self._engine) as conn:
+            if not self._claim(conn, source, delivery_id, at):
+                return False
+            if links:
+                conn.execute(insert(timeline_links), [{**link, "at": at} for link in links])
+        return True
+
+    def claim_request(
+        self,
+        source: str,
+        delivery_id: str,
+        external_id: str,
+        title: str,
+        detail: dict[str, Any],
+        now: datetime,
+    ) -> str:
+        """Claim a job request: ``new``, ``duplicate`` (delivery seen) or ``known`` (item seen)."""
+        at = to_epoch(now) or 0.0
+        with translate_errors("recording a webhook"), write_transaction(self._engine) as conn:
+            if not self._claim(conn, source, delivery_id, at):
+                return "duplicate"
+            statement = _insert_ignoring_duplicates(self._engine, forge_requests).values(
+                source=source, external_id=external_id[:200], title=title[:500],
+                status="pending", detail=detail, created_at=at, updated_at=at,
+            )  # fmt: skip
+            if not conn.execute(statement.on_conflict_do_nothing()).rowcount:
+                return "known"
+        return "new"
+
+    def settle_request(
+        self, source: str, external_id: str, *, job_id: str | None, reason: str | None,
+        now: datetime,
+    ) -> None:  # fmt: skip
+        """Record the job a request became (``submitted``), or why it waits (``pending``)."""
+        values = {
+            "status": "submitted" if job_id else "pending",
+            "job_id": job_id,
+            "reason": None if reason is None else reason[:2000],
+            "updated_at": to_epoch(now),
+        }
+        key = (forge_requests.c.source == source) & (forge_requests.c.external_id == external_id)
+        with translate_errors("recording a job request"), write_transaction(self._engine) as conn:
+            conn.execute(update(forge_requests).where(key).values(**values))
+
+    def forget_request(self, source: str, delivery_id: str, external_id: str) -> None:
+        """Undo a claim whose job could not be submitted, so the sender's retry is handled."""
+        request_key = (forge_requests.c.source == source) & (
+            forge_requests.c.external_id == external_id
+        )
+        delivery_key = (forge_deliveries.c.source == source) & (
+            forge_deliveries.c.delivery_id == delivery_id[:200]
+        )
+        with translate_errors("forgetting a request"), write_transaction(self._engine) as conn:
+            conn.execute(delete(forge_requests).where(request_key))
+            conn.execute(delete(forge_deliveries).where(delivery_key))
+
+    def requests(self, source: str) -> list[dict[str, Any]]:
+        """Job requests from ``source``, oldest first."""
+        statement = (
+            select(forge_requests)
+            .where(forge_requests.c.source == source)
+            .order_by(forge_requests.c.created_at)
+        )
+        with translate_errors("reading job requests"), self._engine.connect() as conn:
+            return [dict(row._mapping) for row in conn.execute(statement)]
