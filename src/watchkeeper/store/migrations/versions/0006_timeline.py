@@ -73,9 +73,7 @@ def upgrade() -> None:
         sa.PrimaryKeyConstraint("id", name=op.f("pk_timeline_events")),
     )
     op.create_index(op.f("ix_timeline_events_at"), "timeline_events", ["at"], unique=False)
-    op.create_index(
-        op.f("ix_timeline_events_job_id"), "timeline_events", ["job_id"], unique=False
-    )
+    op.create_index(op.f("ix_timeline_events_job_id"), "timeline_events", ["job_id"], unique=False)
     op.create_index(
         op.f("ix_timeline_events_task_id"), "timeline_events", ["task_id"], unique=False
     )
