@@ -286,10 +286,18 @@ def test_long_runs_answers_are_cut_to_4096_characters(fake: FakeTelegram) -> Non
 # -- the webhook: presses and /runs ---------------------------------------------------------
 
 
-@pytest.fixture
-def service() -> Iterator[Recorder]:
+@pytest.fixture(scope="module")
+def _service_server() -> Iterator[Recorder]:
     with recording_server() as recorder:
         yield recorder
+
+
+@pytest.fixture
+def service(_service_server: Recorder) -> Recorder:
+    """The owning system's action endpoint (shared by the module's tests, emptied for each)."""
+    with _service_server.lock:
+        _service_server.requests.clear()
+    return _service_server
 
 
 def telegram_runtime(
