@@ -222,7 +222,9 @@ class TelegramChannel(Channel):
             return answer
         if not answer.ok:
             result = self._failure(answer)
-            log.warning(
+            level = logging.DEBUG if NOT_MODIFIED in answer.description else logging.WARNING
+            log.log(
+                level,
                 "Telegram %s to %s: %s",
                 method,
                 target.place,
