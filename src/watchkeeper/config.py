@@ -266,9 +266,10 @@ class ForgeConfig(BaseModel):
     """The ``[forge]`` table: signed webhooks from GitHub and Linear (``/webhooks/...``).
 
     ``job_pattern`` finds job ids in a pull request's title, body or branch (its first group
-    is the id). A Linear issue becomes a job running ``linear_argv`` (``{identifier}``,
-    ``{issue_id}`` and ``{url}`` are filled in) on ``linear_fleet`` for ``linear_org``; without
-    ``linear_argv`` the request is kept as pending.
+    is the id): ``wk-job:j-...`` in text, ``wk-job/j-...`` in a branch name. A Linear issue
+    becomes a job running ``linear_argv`` (``{identifier}``, ``{issue_id}`` and ``{url}`` are
+    filled in) on ``linear_fleet`` for ``linear_org``; without ``linear_argv`` the request is
+    kept as pending.
     """
 
     model_config = ConfigDict(extra="forbid", frozen=True)
@@ -277,7 +278,7 @@ class ForgeConfig(BaseModel):
     github_secret_env: str | None = None
     linear_secret: str | None = None
     linear_secret_env: str | None = None
-    job_pattern: str = r"wk-job:(j-[0-9a-f]{1,60})"
+    job_pattern: str = r"wk-job[:/](j-[0-9a-f]{1,60})"
     linear_label: str = "watchkeeper"
     linear_org: str = "default"
     linear_fleet: str = "default"

@@ -1,10 +1,11 @@
 """Forge webhooks: GitHub merges link to execution records; Linear issues become jobs.
 
 GitHub (``pull_request``, ``action=closed``, ``merged=true``): a pull request
-whose title, body or branch names a job (``wk-job:<id>``, or the first group
-of ``[forge] job_pattern``) appends a signed merge link, with who merged it,
-to that job's record. The request must carry ``X-Hub-Signature-256``:
-``sha256=`` and the HMAC-SHA256 of the raw body with ``[forge] github_secret``.
+whose title, body or branch names a job (``wk-job:<id>``, ``wk-job/<id>`` in
+a branch name, or the first group of ``[forge] job_pattern``) appends a
+signed merge link, with who merged it, to that job's record. The request must
+carry ``X-Hub-Signature-256``: ``sha256=`` and the HMAC-SHA256 of the raw
+body with ``[forge] github_secret``.
 
 Linear (``Issue`` created or updated): an issue labelled ``[forge]
 linear_label`` or in the state "In Progress" becomes a job, submitted through

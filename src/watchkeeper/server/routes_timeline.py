@@ -22,7 +22,8 @@ from pydantic import (
     Field,
     StringConstraints,
     ValidationError,
-    model_validator,
+    ValidationInfo,
+    field_validator,
 )
 from starlette.concurrency import run_in_threadpool
 
@@ -42,7 +43,8 @@ router = APIRouter(tags=["timeline"], responses=ERRORS)
 #: Decompressed bodies are capped too: a small gzip body must not expand without bound.
 MAX_INFLATED_BYTES = 32 * 1024 * 1024
 _MODEL = r"^[A-Za-z0-9][A-Za-z0-9._:/@+-]{0,199}$"
-Ident = Annotated[str, StringConstraints(pattern=r"^[a-z]-[0-9a-f]{1,60}$")]
+# Queue ids (``j-...``, ``t-...``) or any other reporter's own ids, as stored (64 characters).
+Ident = Annotated[str, StringConstraints(pattern=r"^[A-Za-z0-9][A-Za-z0-9._:@+=-]{0,63}$")]
 Phase = Annotated[str, StringConstraints(pattern=r"^[a-z][a-z0-9_.-]{0,31}$")]
 Word = Annotated[str, StringConstraints(pattern=r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,31}$")]
 Org = Annotated[str, StringConstraints(pattern=r"^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$")]
@@ -78,14 +80,18 @@ class EventIn(BaseModel):
     rationale: str | None = Field(default=None, max_length=64 * 1024)
     detail: str | None = Field(default=None, max_length=64 * 1024)
 
-    @model_validator(mode="after")
-    def _cache_within_input(self) -> EventIn:
-        if self.cache_read_tokens + self.cache_write_tokens > self.input_tokens:
+    @field_validator("cache_read_tokens", "cache_write_tokens")
+    @classmethod
+    def _cache_within_input(cls, value: int, info: ValidationInfo) -> int:
+        cached = value + (
+            info.data.get("cache_read_tokens", 0) if info.field_name == "cache_write_tokens" else 0
+        )
+        if cached > info.data.get("input_tokens", 0):
             raise ValueError(
-                "cache_read_tokens + cache_write_tokens exceed input_tokens: "
-                "input_tokens must count every input token, cached ones included"
+                "cached tokens exceed input_tokens: input_tokens counts every input token, "
+                "cached ones included"
             )
-        return self
+        return value
 
     def new(self) -> NewEvent:
         """As the timeline service takes it."""

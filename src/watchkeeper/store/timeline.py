@@ -137,7 +137,7 @@ class TimelineStore:
         if not wanted:
             return
         statement = select(queue_jobs.c.id, queue_jobs.c.org).where(queue_jobs.c.id.in_(wanted))
-        orgs = {job_id: org for job_id, org in conn.execute(statement)}
+        orgs: dict[str, str] = dict(conn.execute(statement).all())
         for row in rows:
             if row["org"] is None and row["job_id"] in orgs:
                 row["org"] = orgs[row["job_id"]]
@@ -244,7 +244,8 @@ class TimelineStore:
         statement = _insert_ignoring_duplicates(self._engine, forge_deliveries).values(
             source=source, delivery_id=delivery_id[:200], received_at=at
         )
-        return bool(conn.execute(statement.on_conflict_do_nothing()).rowcount)
+        claimed = statement.on_conflict_do_nothing().returning(forge_deliveries.c.source)
+        return conn.execute(claimed).first() is not None
 
     def record_links(
         self, source: str, delivery_id: str, links: Sequence[dict[str, Any]], now: datetime
@@ -276,7 +277,8 @@ class TimelineStore:
                 source=source, external_id=external_id[:200], title=title[:500],
                 status="pending", detail=detail, created_at=at, updated_at=at,
             )  # fmt: skip
-            if not conn.execute(statement.on_conflict_do_nothing()).rowcount:
+            claimed = statement.on_conflict_do_nothing().returning(forge_requests.c.source)
+            if conn.execute(claimed).first() is None:
                 return "known"
         return "new"
 
