@@ -13,7 +13,7 @@ import socket
 import time
 from collections import defaultdict
 from collections.abc import Mapping
-from datetime import datetime, timedelta
+from datetime import timedelta
 
 from watchkeeper.clock import Clock
 from watchkeeper.notify.channels.base import Channel, SendOutcome, SendResult

@@ -2,13 +2,18 @@
 
 from __future__ import annotations
 
+import asyncio
+import logging
 from dataclasses import dataclass
 
 from watchkeeper.decide.actors import Actor
 from watchkeeper.decide.decider import PressResult
-from watchkeeper.errors import NotFound
+from watchkeeper.errors import NotFound, WatchkeeperError
 from watchkeeper.notify.message import parse_button, token_digest
 from watchkeeper.runtime import Runtime
+
+log = logging.getLogger(__name__)
+NOT_OURS = "this button is not one of watchkeeper's, or its incident no longer exists"
 
 
 @dataclass(frozen=True, slots=True)
@@ -38,3 +43,25 @@ def handle_chat_press(runtime: Runtime, press: ChatPress) -> PressResult | None:
     name = press.user_name if press.user_name.startswith("@") else f"@{press.user_name}"
     actor = Actor.from_chat(press.platform, press.user_id, name, runtime.settings.admins)
     return runtime.decider.press(parsed.incident_id, parsed.action, shown, actor)
+
+
+async def decide_press(runtime: Runtime, press: ChatPress) -> str | None:
+    """Decide a chat press off the event loop; the words for the presser, or ``None`` if it won.
+
+    Whatever goes wrong, the presser hears back: platforms that answer
+    presses later (Discord follow-ups, Slack ``response_url``) call this
+    after acknowledging the request.
+    """
+    try:
+        result = await asyncio.to_thread(handle_chat_press, runtime, press)
+    except WatchkeeperError as exc:
+        log.warning("A %s press could not be decided: %s", press.platform, exc,
+                    extra={"action": f"{press.platform}_press"})  # fmt: skip
+        return f"nothing was done: {exc}"
+    except Exception:  # the presser must hear back whatever went wrong
+        log.exception("A %s press failed unexpectedly", press.platform,
+                      extra={"action": f"{press.platform}_press"})  # fmt: skip
+        return "nothing was done: an unexpected error happened; it has been logged"
+    if result is None:
+        return NOT_OURS
+    return None if result.won else result.message

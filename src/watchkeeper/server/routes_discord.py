@@ -28,9 +28,8 @@ from nacl.exceptions import CryptoError
 from nacl.signing import VerifyKey
 from starlette.background import BackgroundTask
 
-from watchkeeper.errors import WatchkeeperError
 from watchkeeper.notify.channels.discord import EPHEMERAL, DiscordChannel, fit
-from watchkeeper.notify.presses import ChatPress, handle_chat_press
+from watchkeeper.notify.presses import ChatPress, decide_press
 from watchkeeper.notify.runs_text import runs_text
 from watchkeeper.runtime import Runtime
 from watchkeeper.server.errors import error_response
@@ -43,7 +42,6 @@ PING, APPLICATION_COMMAND, MESSAGE_COMPONENT = 1, 2, 3
 PONG, CHANNEL_MESSAGE, DEFERRED_CHANNEL_MESSAGE, DEFERRED_UPDATE = 1, 4, 5, 6
 #: A signed request older (or newer) than this is refused: a replay, or a clock far off.
 MAX_AGE_S = 300
-NOT_OURS = "this button is not one of watchkeeper's, or its incident no longer exists"
 _OWN_CHANNEL = "discord_channel"
 
 
@@ -183,25 +181,6 @@ async def _decide_and_follow_up(
                     extra={"action": "discord_press"})  # fmt: skip
         return
     await channel.followup(application_id, token, text)
-
-
-async def decide_press(runtime: Runtime, press: ChatPress) -> str | None:
-    """Decide a chat press in a thread; the words for the presser, or ``None`` when it won."""
-    try:
-        result = await asyncio.to_thread(handle_chat_press, runtime, press)
-    except WatchkeeperError as exc:
-        log.warning("A %s press could not be decided: %s", press.platform, exc,
-                    extra={"action": f"{press.platform}_press"})  # fmt: skip
-        return f"nothing was done: {exc}"
-    except Exception:  # the presser must hear back whatever went wrong
-        log.exception("A %s press failed unexpectedly", press.platform,
-                      extra={"action": f"{press.platform}_press"})  # fmt: skip
-        return "nothing was done: an unexpected error happened; it has been logged"
-    if result is None:
-        return NOT_OURS
-    if result.won:
-        return None
-    return result.message
 
 
 async def _command(runtime: Runtime, interaction: dict[str, Any]) -> Response:

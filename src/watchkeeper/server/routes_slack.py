@@ -33,11 +33,10 @@ from watchkeeper.clock import Clock
 from watchkeeper.config import resolve_secret
 from watchkeeper.errors import ConfigError
 from watchkeeper.notify.channels.slack import ACTION_PREFIX, SlackChannel
-from watchkeeper.notify.presses import ChatPress
+from watchkeeper.notify.presses import ChatPress, decide_press
 from watchkeeper.notify.runs_text import runs_text
 from watchkeeper.runtime import Runtime
 from watchkeeper.server.errors import error_response
-from watchkeeper.server.routes_discord import decide_press
 
 log = logging.getLogger(__name__)
 
