@@ -13,6 +13,7 @@ zero rows means the lease is gone.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import secrets
 from collections.abc import Callable, Collection, Iterable, Sequence
 from datetime import datetime
@@ -22,8 +23,13 @@ from sqlalchemy import (
     ColumnElement,
     Connection,
     Engine,
+    Float,
+    Integer,
     Row,
+    String,
     and_,
+    bindparam,
+    cast,
     delete,
     func,
     insert,
@@ -550,35 +556,26 @@ class QueueStore:
         """
         at = _at(now)
         with translate_errors("leasing tasks"), write_transaction(self._engine) as conn:
-            row = conn.execute(select(queue_runners).where(_R.id == runner_id)).first()
+            row = conn.execute(_RUNNER_WITH_LOAD, {"p_runner": runner_id}).first()
             if row is None:
                 raise NotFound(f"no runner {runner_id!r}: register first")
             if row.stopped_at is not None:
                 raise Conflict(f"runner {runner_id} has stopped: register again to serve")
-            runner = runner_from_row(row, self._running_of(conn, runner_id))
+            runner = runner_from_row(row, int(row.running))
             candidates = self._candidates(conn, runner, max(window, limit))
             if not candidates:
                 return []
             chosen = self._admit(conn, runner, candidates, limit, admit, load_needed, now)
-            claimed = [self._claim(conn, runner_id, task_id, at) for task_id in chosen]
-            leases = [lease for lease in claimed if lease is not None]
+            leases = self._claim(conn, runner_id, chosen, at) if chosen else []
             self._events(
                 conn, [(x.task.id, x.task.job_id) for x in leases], at, "leased", runner_id
             )
         return leases
 
     def _candidates(self, conn: Connection, runner: Runner, window: int) -> Sequence[Any]:
-        statement = (
-            select(_T.id, _T.job_id, _T.org, _T.fleet)
-            .where(_T.status == _QUEUED, _T.fleet == runner.fleet)
-            .order_by(_T.queued_at, _T.id)
-            .limit(window)
-        )
-        if runner.org is not None:
-            statement = statement.where(_T.org == runner.org)
-        if not self._sqlite:
-            statement = statement.with_for_update(skip_locked=True, of=queue_tasks)
-        return conn.execute(statement).all()
+        statement = _candidates_statement(runner.org is not None, self._sqlite)
+        params = {"p_fleet": runner.fleet, "p_org": runner.org, "p_window": window}
+        return conn.execute(statement, params).all()
 
     def _admit(
         self,
@@ -616,25 +613,16 @@ class QueueStore:
                 loads[row.org] = dataclasses.replace(load, running_jobs=load.running_jobs + 1)
         return chosen
 
-    def _claim(self, conn: Connection, runner_id: str, task_id: str, at: float) -> Lease | None:
-        token = secrets.token_hex(16)
-        row = conn.execute(
-            update(queue_tasks)
-            .where(_T.id == task_id, _T.status == _QUEUED)
-            .values(
-                status=_RUNNING,
-                runner_id=runner_id,
-                lease_token=token,
-                leased_at=at,
-                last_renewed_at=None,
-                progress_at=at,
-                attempt=_T.attempt + 1,
-                version=_T.version + 1,
-                updated_at=at,
-            )
-            .returning(*queue_tasks.c)
-        ).first()
-        return None if row is None else Lease(task_from_row(row), token)
+    def _claim(
+        self, conn: Connection, runner_id: str, task_ids: list[str], at: float
+    ) -> list[Lease]:
+        rows = conn.execute(
+            _claim_statement(self._sqlite),
+            {"p_ids": task_ids, "p_runner": runner_id, "p_at": at},
+        ).all()
+        order = {task_id: index for index, task_id in enumerate(task_ids)}
+        leases = [Lease(task_from_row(row), row.lease_token) for row in rows]
+        return sorted(leases, key=lambda lease: order[lease.task.id])
 
     def renew(
         self,
@@ -691,29 +679,26 @@ class QueueStore:
         fingerprint: str | None,
     ) -> Task | None:
         at = _at(now)
+        params = {
+            "p_id": task_id,
+            "p_token": token,
+            "p_at": at,
+            "p_exit": exit_code,
+            "p_reason": None if reason is None else reason[:2000],
+            "p_fingerprint": fingerprint,
+            "p_month": month_of(now),
+        }
+        statement = _end_statement(status.value, self._sqlite)
         with (
             translate_errors(f"recording a task {status.value}"),
             write_transaction(self._engine) as conn,
         ):
-            row = conn.execute(
-                update(queue_tasks)
-                .where(_held(task_id, token, at))
-                .values(
-                    status=status.value,
-                    lease_token=None,
-                    finished_at=at,
-                    updated_at=at,
-                    exit_code=exit_code,
-                    failure_reason=None if reason is None else reason[:2000],
-                    failure_fingerprint=fingerprint,
-                    version=_T.version + 1,
-                )
-                .returning(*queue_tasks.c)
-            ).first()
+            row = conn.execute(statement, params).first()
             if row is None:
                 return None
-            self._spend(conn, row.org, now, at - row.leased_at)
-            self._events(conn, [(row.id, row.job_id)], at, status.value, reason)
+            if self._sqlite:  # PostgreSQL did these in the same statement
+                self._spend(conn, row.org, now, at - row.leased_at)
+                self._events(conn, [(row.id, row.job_id)], at, status.value, reason)
         return task_from_row(row)
 
     def recover(self, now: datetime, *, runner_id: str | None = None) -> Recovery:
@@ -955,6 +940,107 @@ class QueueStore:
         ]  # fmt: skip
         if rows:
             conn.execute(insert(queue_events), rows)
+
+
+# The runner and how many tasks it holds, in one read.
+_RUNNER_WITH_LOAD = select(
+    queue_runners,
+    select(func.count())
+    .where(_T.runner_id == _R.id, _T.status == _RUNNING)
+    .scalar_subquery()
+    .label("running"),
+).where(_R.id == bindparam("p_runner"))
+
+
+@functools.lru_cache(maxsize=4)
+def _candidates_statement(tied_to_org: bool, sqlite: bool) -> Any:
+    """The oldest queued tasks of a fleet; on PostgreSQL, rows others hold are skipped."""
+    statement = (
+        select(_T.id, _T.job_id, _T.org, _T.fleet)
+        .where(_T.status == _QUEUED, _T.fleet == bindparam("p_fleet"))
+        .order_by(_T.queued_at, _T.id)
+        .limit(bindparam("p_window", type_=Integer))
+    )
+    if tied_to_org:
+        statement = statement.where(_T.org == bindparam("p_org"))
+    if not sqlite:
+        statement = statement.with_for_update(skip_locked=True, of=queue_tasks)
+    return statement
+
+
+@functools.lru_cache(maxsize=2)
+def _claim_statement(sqlite: bool) -> Any:
+    """Claim a batch in one statement; each row gets a fresh random token from the
+    database (PostgreSQL's gen_random_uuid, SQLite's randomblob)."""
+    if sqlite:
+        token: Any = func.lower(func.hex(func.randomblob(16)))
+    else:
+        token = func.replace(cast(func.gen_random_uuid(), String), "-", "")
+    at = bindparam("p_at", type_=Float)
+    return (
+        update(queue_tasks)
+        .where(_T.id.in_(bindparam("p_ids", expanding=True)), _T.status == _QUEUED)
+        .values(
+            status=_RUNNING,
+            runner_id=bindparam("p_runner", type_=String),
+            lease_token=token,
+            leased_at=at,
+            last_renewed_at=None,
+            progress_at=at,
+            attempt=_T.attempt + 1,
+            version=_T.version + 1,
+            updated_at=at,
+        )
+        .returning(*queue_tasks.c)
+    )
+
+
+@functools.lru_cache(maxsize=16)
+def _end_statement(status: str, sqlite: bool) -> Any:
+    """The end of a held task, built once: building it costs more than running it.
+
+    On PostgreSQL the move, its agent-minutes and its timeline entry are one
+    statement (data-modifying CTEs), so ending a task is one round trip.
+    """
+    at = bindparam("p_at", type_=Float)
+    moved = (
+        update(queue_tasks)
+        .where(
+            _T.id == bindparam("p_id"),
+            _T.lease_token == bindparam("p_token"),
+            _T.status == _RUNNING,
+            func.coalesce(_T.last_renewed_at, _T.leased_at) + _T.lease_s > at,
+        )
+        .values(
+            status=status,
+            lease_token=None,
+            finished_at=at,
+            updated_at=at,
+            exit_code=bindparam("p_exit", type_=Integer),
+            failure_reason=bindparam("p_reason", type_=String),
+            failure_fingerprint=bindparam("p_fingerprint", type_=String),
+            version=_T.version + 1,
+        )
+        .returning(*queue_tasks.c)
+    )
+    if sqlite:
+        return moved
+    from sqlalchemy.dialects.postgresql import insert as pg_insert
+
+    task = moved.cte("moved")
+    spent = pg_insert(queue_spend).from_select(
+        ["org", "month", "agent_seconds"],
+        select(task.c.org, bindparam("p_month", type_=String), at - task.c.leased_at),
+    )
+    spent = spent.on_conflict_do_update(
+        index_elements=["org", "month"],
+        set_={"agent_seconds": queue_spend.c.agent_seconds + spent.excluded.agent_seconds},
+    )
+    logged = insert(queue_events).from_select(
+        ["task_id", "job_id", "at", "type", "detail"],
+        select(task.c.id, task.c.job_id, at, literal(status, String), task.c.failure_reason),
+    )
+    return select(task).add_cte(spent.cte("spent"), logged.cte("logged"))
 
 
 def _requeue_values(at: float) -> dict[str, Any]:
