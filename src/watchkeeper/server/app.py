@@ -28,6 +28,7 @@ from watchkeeper.server.routes_slack import router as slack_router
 from watchkeeper.server.routes_system import router as system_router
 from watchkeeper.server.routes_telegram import router as telegram_router
 from watchkeeper.server.routes_timeline import router as timeline_router
+from watchkeeper.server.web import install as install_dashboard
 
 log = logging.getLogger(__name__)
 
@@ -92,5 +93,6 @@ def create_app(
     app.include_router(discord_router)
     app.include_router(slack_router)
     app.include_router(forge_router)
+    install_dashboard(app)
     app.add_middleware(BodyLimit)
     return app

@@ -1,0 +1,155 @@
+"""The jobs list's view: filters, order, grouping and page, all carried in the URL.
+
+The store lists jobs newest first, page by page, filtered by fleet, org and
+whether a task is unfinished; the rolled-up status and the text filter are
+applied here, and a page stops reading as soon as it has what it shows, so
+a filtered list of 10,000 jobs reads only as far as it must. The oldest-first
+order reads the whole (bounded) list once.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass, replace
+from itertools import groupby
+from typing import Any
+from urllib.parse import urlencode
+
+from watchkeeper.queue import rollup
+from watchkeeper.queue.records import Job, JobStatus
+from watchkeeper.store.queue import QueueStore
+
+STATUSES = tuple(s.value for s in JobStatus)
+SORTS = ("newest", "oldest")
+PER_PAGE = (25, 50, 100, 200)
+#: The most jobs one list request reads; beyond, the page says the search was cut.
+SCAN_LIMIT = 20_000
+_BATCH = 500
+_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$")
+
+
+@dataclass(frozen=True, slots=True)
+class JobsView:
+    """Everything that decides what the list shows; ``query()`` is its shareable URL."""
+
+    status: str = ""
+    fleet: str = ""
+    org: str = ""
+    q: str = ""
+    sort: str = "newest"
+    group: bool = True
+    page: int = 1
+    per: int = 50
+
+    @classmethod
+    def parse(cls, params: Mapping[str, str]) -> JobsView:
+        """From query parameters; anything unknown falls back to the default."""
+        status = params.get("status", "")
+        fleet, org = params.get("fleet", "").strip(), params.get("org", "").strip()
+        sort = params.get("sort", "newest")
+        per = _int(params.get("per"), 50)
+        return cls(
+            status=status if status in STATUSES else "",
+            fleet=fleet if _NAME.match(fleet) else "",
+            org=org if _NAME.match(org) else "",
+            q=params.get("q", "").strip()[:200],
+            sort=sort if sort in SORTS else "newest",
+            group=params.get("group", "day") != "none",
+            page=max(1, min(_int(params.get("page"), 1), 10_000)),
+            per=per if per in PER_PAGE else 50,
+        )
+
+    def params(self, **changes: Any) -> dict[str, str]:
+        """The non-default parameters (after ``changes``), in a stable order."""
+        view = replace(self, **changes)
+        found = {
+            "status": view.status,
+            "fleet": view.fleet,
+            "org": view.org,
+            "q": view.q,
+            "sort": "" if view.sort == "newest" else view.sort,
+            "group": "" if view.group else "none",
+            "page": "" if view.page == 1 else str(view.page),
+            "per": "" if view.per == 50 else str(view.per),
+        }
+        return {key: value for key, value in found.items() if value}
+
+    def query(self, **changes: Any) -> str:
+        """``/web/jobs?...`` for this view (after ``changes``)."""
+        encoded = urlencode(self.params(**changes))
+        return "/web/jobs" + (f"?{encoded}" if encoded else "")
+
+    @property
+    def filtered(self) -> bool:
+        """Whether any filter narrows the list."""
+        return bool(self.status or self.fleet or self.org or self.q)
+
+
+@dataclass(frozen=True, slots=True)
+class JobsPage:
+    """One page of the list: its jobs, whether more follow, whether the search was cut."""
+
+    jobs: tuple[Job, ...]
+    has_more: bool
+    scanned: int
+    cut: bool
+
+
+def _int(value: str | None, default: int) -> int:
+    try:
+        return int(value or default)
+    except ValueError:
+        return default
+
+
+def matches(job: Job, view: JobsView) -> bool:
+    """The filters the store cannot apply: rolled-up status and text."""
+    if view.status and rollup.of_tasks(job.tasks).value != view.status:
+        return False
+    if view.q:
+        needle = view.q.casefold()
+        haystack = f"{job.id} {job.title} {job.submitted_by}".casefold()
+        return needle in haystack
+    return True
+
+
+def find(store: QueueStore, view: JobsView) -> JobsPage:
+    """The page ``view`` asks for, reading the store only as far as needed."""
+    start = (view.page - 1) * view.per
+    need = None if view.sort == "oldest" else start + view.per + 1
+    active = None
+    if view.status:
+        active = view.status in (JobStatus.QUEUED.value, JobStatus.RUNNING.value)
+    found: list[Job] = []
+    offset = 0
+    cut = False
+    while need is None or len(found) < need:
+        if offset >= SCAN_LIMIT:
+            cut = True
+            break
+        batch = store.jobs(
+            fleet=view.fleet or None,
+            org=view.org or None,
+            active=active,
+            limit=_BATCH,
+            offset=offset,
+        )
+        found += [job for job in batch if matches(job, view)]
+        offset += len(batch)
+        if len(batch) < _BATCH:
+            break
+    if view.sort == "oldest":
+        found.reverse()
+    shown = found[start : start + view.per]
+    return JobsPage(tuple(shown), len(found) > start + view.per, offset, cut)
+
+
+def by_day(jobs: tuple[Job, ...], group: bool) -> list[tuple[str, list[Job]]]:
+    """Jobs under a heading per day they were created (one untitled group when not grouping)."""
+    if not group:
+        return [("", list(jobs))]
+    return [
+        (day, list(items))
+        for day, items in groupby(jobs, key=lambda j: j.created_at.strftime("%Y-%m-%d"))
+    ]

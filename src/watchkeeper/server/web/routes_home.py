@@ -1,0 +1,320 @@
+"""Logging in, the home page (running work, automatic first steps), the bell and incidents."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from typing import Any
+
+from fastapi import APIRouter, Depends, Path, Query, Request
+from fastapi.responses import HTMLResponse, RedirectResponse, Response
+
+from watchkeeper.clock import rfc3339
+from watchkeeper.decide.decider import PressResult
+from watchkeeper.decide.offer import label
+from watchkeeper.decide.runbooks import RUNBOOKS
+from watchkeeper.errors import NotFound
+from watchkeeper.runtime import Runtime
+from watchkeeper.server.web.common import acting_form, answer, form_of, local_path, page
+from watchkeeper.server.web.session import (
+    Session,
+    check_login_nonce,
+    close_session,
+    login_nonce,
+    open_session,
+    read_session,
+    session,
+    set_login_cookie,
+)
+from watchkeeper.watch.overview import Overview, overview_json
+
+log = logging.getLogger(__name__)
+router = APIRouter(include_in_schema=False)
+#: Most runs shown per section of the running-work card; the rest are counted.
+SECTION_LIMIT = 100
+#: Most open incidents listed under the bell; the count is exact.
+BELL_LIMIT = 50
+#: What each runbook's kind of problem is called on the page.
+PROBLEMS = {
+    "retry_failed_without_effects": "Failed work with no effects outside",
+    "retry_out_of_attempts": "Jobs out of attempts",
+    "close_abandoned_turns": "Chat turns left open with nothing running them",
+}
+
+
+def _runtime(request: Request) -> Runtime:
+    runtime: Runtime = request.app.state.runtime
+    return runtime
+
+
+@router.get("/")
+def root() -> RedirectResponse:
+    """The dashboard lives under ``/web``."""
+    return RedirectResponse("/web/", 307)
+
+
+@router.get("/web/login")
+def login_page(request: Request, next: str | None = Query(None)) -> Response:
+    """The login form: paste an API token once."""
+    if read_session(request) is not None:
+        return RedirectResponse(local_path(next, "/web/"), 303)
+    return _login_form(request, local_path(next, "/web/"), None)
+
+
+def _login_form(request: Request, target: str, error: str | None) -> Response:
+    nonce, cookie = login_nonce(request)
+    response = page(request, "login.html", None, next=target, error=error, nonce=nonce)
+    if error is not None:
+        response.status_code = 401
+    set_login_cookie(request, response, cookie)
+    return response
+
+
+@router.post("/web/login")
+async def login(request: Request) -> Response:
+    """Check the API token; on success set the signed session cookie."""
+    form = await form_of(request)
+    check_login_nonce(request, form.get("nonce", ""))
+    runtime = _runtime(request)
+    secret = form.get("token", "").strip()
+    token = await asyncio.to_thread(runtime.store.tokens.authenticate, secret) if secret else None
+    target = local_path(form.get("next"), "/web/")
+    if token is None:
+        log.info("Dashboard login refused", extra={"action": "web_login"})
+        return _login_form(request, target, "unknown or revoked token")
+    redirect = RedirectResponse(target, 303)
+    open_session(request, redirect, token)
+    log.info("Dashboard login by %s", token.name, extra={"action": "web_login"})
+    return redirect
+
+
+@router.post("/web/logout")
+async def logout(request: Request, current: Session = Depends(session)) -> Response:
+    """Forget the session."""
+    await acting_form(request, current)
+    redirect = RedirectResponse("/web/login", 303)
+    close_session(redirect)
+    return redirect
+
+
+# The running-work card ---------------------------------------------------------------
+
+
+def _buttons(runtime: Runtime, overview: Overview) -> dict[int, list[dict[str, str]]]:
+    found: dict[int, list[dict[str, str]]] = {}
+    for item in overview.attention[:SECTION_LIMIT]:
+        incident = overview.incidents.get((item.run.kind, item.run.run_id))
+        if incident is None:
+            continue
+        offered = runtime.decider.offered(incident, item.run)
+        found[incident.id] = [{"action": a.value, "label": label(a)} for a in offered]
+    return found
+
+
+def _tokens_by_incident(overview: Overview) -> dict[int, str]:
+    return {i.id: i.state_token for i in overview.incidents.values()}
+
+
+async def work_context(request: Request, show_all: bool) -> dict[str, Any]:
+    """Everything the running-work card shows, read like ``GET /api/v1/runs``."""
+    runtime = _runtime(request)
+    overview = await runtime.overview(include_finished=show_all)
+    return {
+        "work": overview_json(overview, SECTION_LIMIT),
+        "buttons": _buttons(runtime, overview),
+        "incident_tokens": _tokens_by_incident(overview),
+        "show_all": show_all,
+    }
+
+
+def switches_context(runtime: Runtime) -> list[dict[str, Any]]:
+    """The runbook switches, one per kind of problem."""
+    return [
+        {
+            "name": s.runbook.name,
+            "problem": PROBLEMS.get(s.runbook.name, s.runbook.description),
+            "step": s.runbook.description,
+            "action": label(s.runbook.action),
+            "enabled": s.enabled,
+            "source": s.source,
+            "changed_at": rfc3339(s.changed_at),
+        }
+        for s in runtime.runbooks.switches()
+    ]
+
+
+def bell_context(runtime: Runtime) -> dict[str, Any]:
+    """Open incidents: the exact count and the newest :data:`BELL_LIMIT`."""
+    counts = runtime.store.incidents.count_by_status()
+    items = runtime.store.incidents.list("open", BELL_LIMIT, 0)
+    return {
+        "count": counts.get("open", 0),
+        "items": [
+            {
+                "id": i.id,
+                "title": i.title,
+                "condition": i.key.condition,
+                "kind": i.key.kind,
+                "decided": i.decision is not None,
+            }
+            for i in items
+        ],
+    }
+
+
+async def chrome(request: Request) -> dict[str, Any]:
+    """What the header of every page needs (the bell), read in a thread."""
+    return {"bell": await asyncio.to_thread(bell_context, _runtime(request))}
+
+
+@router.get("/web/", response_class=HTMLResponse)
+async def home(
+    request: Request, all: bool = Query(False), current: Session = Depends(session)
+) -> HTMLResponse:
+    """Running work at the top, then the automatic first steps."""
+    runtime = _runtime(request)
+    work = await work_context(request, all)
+    switches = await asyncio.to_thread(switches_context, runtime)
+    return page(
+        request,
+        "home.html",
+        current,
+        **work,
+        **await chrome(request),
+        switches=switches,
+        title="Running work",
+    )
+
+
+@router.get("/web/fragments/work", response_class=HTMLResponse)
+async def work_fragment(
+    request: Request, all: bool = Query(False), current: Session = Depends(session)
+) -> HTMLResponse:
+    """The running-work card alone, for live updates."""
+    return page(request, "_work.html", current, **await work_context(request, all))
+
+
+@router.get("/web/fragments/bell", response_class=HTMLResponse)
+async def bell_fragment(request: Request, current: Session = Depends(session)) -> HTMLResponse:
+    """The bell alone, for live updates."""
+    return page(request, "_bell.html", current, **await chrome(request))
+
+
+# Incidents ---------------------------------------------------------------------------
+
+
+def _incident_context(runtime: Runtime, incident_id: int) -> dict[str, Any]:
+    from watchkeeper.server.routes_incidents import incident_json
+
+    incident = runtime.store.incidents.get(incident_id)
+    body = incident_json(incident, with_events=True)
+    body["buttons"] = [
+        {"action": a.value, "label": label(a)} for a in runtime.decider.offered(incident)
+    ]
+    body["presses"] = [
+        {
+            "at": rfc3339(p.at),
+            "actor": p.actor,
+            "via": p.via,
+            "action": p.action,
+            "outcome": p.outcome,
+            "detail": p.detail,
+        }
+        for p in runtime.store.decisions.presses_for(incident_id)
+    ]
+    return {"incident": body}
+
+
+@router.get("/web/incidents/{incident_id}", response_class=HTMLResponse)
+async def incident_page(
+    request: Request,
+    incident_id: int = Path(ge=1, le=2**62),
+    current: Session = Depends(session),
+) -> HTMLResponse:
+    """One incident: its history, its buttons, who pressed what."""
+    runtime = _runtime(request)
+    try:
+        context = await asyncio.to_thread(_incident_context, runtime, incident_id)
+    except NotFound as exc:
+        response = page(
+            request,
+            "missing.html",
+            current,
+            **await chrome(request),
+            message=str(exc),
+            title="Not found",
+        )
+        response.status_code = 404
+        return response
+    return page(
+        request,
+        "incident.html",
+        current,
+        **context,
+        **await chrome(request),
+        title=f"Incident {incident_id}",
+    )
+
+
+def _press_extra(result: PressResult) -> dict[str, Any]:
+    decision = result.decision
+    return {
+        "outcome": result.outcome.value,
+        "won": result.won,
+        "decided_by": None if decision is None else decision.actor,
+        "diagnosis": result.diagnosis,
+    }
+
+
+@router.post("/web/incidents/{incident_id}/press")
+async def press(
+    request: Request,
+    incident_id: int = Path(ge=1, le=2**62),
+    current: Session = Depends(session),
+) -> Response:
+    """Press a button through the one decision function every channel uses."""
+    form = await acting_form(request, current)
+    runtime = _runtime(request)
+    back = local_path(form.get("back"), f"/web/incidents/{incident_id}")
+    try:
+        result = await asyncio.to_thread(
+            runtime.decider.press,
+            incident_id,
+            form.get("action", ""),
+            form.get("state_token") or None,
+            current.actor(),
+        )
+    except NotFound as exc:
+        return answer(request, back, str(exc), False)
+    log.info(
+        "Dashboard press on incident %d: %s by @%s: %s",
+        incident_id,
+        result.action.value,
+        current.name,
+        result.outcome.value,
+        extra={"action": "web_press"},
+    )
+    message = result.diagnosis or result.message
+    return answer(request, back, message, result.won, **_press_extra(result))
+
+
+@router.post("/web/runbooks/{name}")
+async def switch_runbook(
+    request: Request, name: str, current: Session = Depends(session)
+) -> Response:
+    """Switch an automatic first step on or off (admins only)."""
+    form = await acting_form(request, current)
+    if not current.is_admin:
+        refused = f"only admins switch runbooks: @{current.name} is not"
+        return answer(request, "/web/", refused, False)
+    if name not in RUNBOOKS:
+        return answer(request, "/web/", f"no runbook {name!r}", False)
+    runtime = _runtime(request)
+    enabled = form.get("enabled") == "1"
+    await asyncio.to_thread(
+        runtime.store.decisions.set_runbook, name, enabled, f"@{current.name}", runtime.clock()
+    )
+    log.info(
+        "Runbook %s switched %s", name, "on" if enabled else "off", extra={"action": "web_runbook"}
+    )
+    return answer(request, "/web/", f"{name} is now {'on' if enabled else 'off'}", True)

@@ -1,0 +1,153 @@
+"""The jobs list (filters in the URL), a job's page (rounds, timeline, spend, record), control."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from typing import Any, Literal
+
+from fastapi import APIRouter, Depends, Path, Request
+from fastapi.responses import HTMLResponse, Response
+
+from watchkeeper.errors import Conflict, NotFound, WatchkeeperError
+from watchkeeper.queue import record, rollup
+from watchkeeper.queue.service import QueueService
+from watchkeeper.server.routes_queue import job_json, queue_of
+from watchkeeper.server.routes_timeline import record_key, timeline_of
+from watchkeeper.server.web import charts, jobsview
+from watchkeeper.server.web.common import acting_form, answer, local_path, page
+from watchkeeper.server.web.routes_home import chrome
+from watchkeeper.server.web.session import Session, session
+
+log = logging.getLogger(__name__)
+router = APIRouter(include_in_schema=False)
+JobId = Path(pattern=r"^[a-z]-[0-9a-f]{1,60}$")
+
+
+def _list_context(queue: QueueService, view: jobsview.JobsView) -> dict[str, Any]:
+    found = jobsview.find(queue.store, view)
+    blocked = queue.blocked(list(found.jobs)) if found.jobs else {}
+    shown = [job_json(job, blocked) for job in found.jobs]
+    by_id = {body["id"]: body for body in shown}
+    return {
+        "view": view,
+        "groups": [
+            (day, [by_id[job.id] for job in jobs])
+            for day, jobs in jobsview.by_day(found.jobs, view.group)
+        ],
+        "page_info": found,
+        "statuses": jobsview.STATUSES,
+        "per_page": jobsview.PER_PAGE,
+    }
+
+
+@router.get("/web/jobs", response_class=HTMLResponse)
+async def jobs_page(request: Request, current: Session = Depends(session)) -> HTMLResponse:
+    """Jobs, filtered by status, fleet, org and text; the whole view is in the URL."""
+    view = jobsview.JobsView.parse(request.query_params)
+    queue = queue_of(request)
+    context = await asyncio.to_thread(_list_context, queue, view)
+    return page(request, "jobs.html", current, **context, **await chrome(request), title="Jobs")
+
+
+def _timeline_context(request: Request, job_id: str, status: str) -> dict[str, Any]:
+    service = timeline_of(request)
+    events = [e.as_dict() for e in service.events(job_id=job_id)]
+    links = service.store.links(job_id)
+    signed = None
+    if status not in ("queued", "running") and (events or links):
+        body = record.assemble(
+            job_id,
+            queue_of(request).job(job_id),
+            service.events(job_id=job_id),
+            links,
+            service.clock(),
+        )
+        signed = record.sign(body, record_key(request))
+    return {
+        "events": events,
+        "rounds": charts.rounds(events),
+        "picture": charts.timeline(events),
+        "by_phase": charts.spend_rows(events, "phase"),
+        "by_role": charts.spend_rows(events, "role"),
+        "links": links,
+        "merge": next((link for link in reversed(links) if link["kind"] == "merge"), None),
+        "record": signed,
+    }
+
+
+def _job_context(request: Request, job_id: str) -> dict[str, Any]:
+    queue = queue_of(request)
+    job = queue.job(job_id)
+    body = job_json(job, queue.blocked([job]))
+    status = rollup.of_tasks(job.tasks).value
+    context: dict[str, Any] = {"job": body, "task_events": queue.store.events(job_id)}
+    try:
+        context["timeline"] = _timeline_context(request, job_id, status)
+    except (ImportError, WatchkeeperError) as exc:
+        log.warning(
+            "Timeline of job %s not shown: %s", job_id, exc, extra={"action": "web_job_timeline"}
+        )
+        context["timeline"] = None
+        context["timeline_error"] = str(exc)
+    return context
+
+
+@router.get("/web/jobs/{job_id}", response_class=HTMLResponse)
+async def job_page(
+    request: Request, job_id: str = JobId, current: Session = Depends(session)
+) -> HTMLResponse:
+    """One job: its tasks, rounds and timeline, spend per phase and role, its record."""
+    try:
+        context = await asyncio.to_thread(_job_context, request, job_id)
+    except NotFound as exc:
+        response = page(
+            request,
+            "missing.html",
+            current,
+            **await chrome(request),
+            message=str(exc),
+            title="Not found",
+        )
+        response.status_code = 404
+        return response
+    return page(
+        request, "job.html", current, **context, **await chrome(request), title=f"Job {job_id}"
+    )
+
+
+_DONE = {"cancel": "cancelled", "retry": "queued again", "delete": "deleted"}
+
+
+@router.post("/web/jobs/{job_id}/{action}")
+async def control(
+    request: Request,
+    action: Literal["cancel", "retry", "delete"],
+    job_id: str = JobId,
+    current: Session = Depends(session),
+) -> Response:
+    """Cancel, retry or delete a job (admins only); the answer says how many tasks moved."""
+    form = await acting_form(request, current)
+    back = local_path(form.get("back"), f"/web/jobs/{job_id}")
+    if not current.is_admin:
+        return answer(request, back, f"only admins {action} jobs: @{current.name} is not", False)
+    queue = queue_of(request)
+    act = {"cancel": queue.cancel, "retry": queue.retry, "delete": queue.delete}[action]
+    try:
+        done = await asyncio.to_thread(act, job_id)
+    except (NotFound, Conflict) as exc:
+        return answer(request, back, str(exc), False)
+    noun = "task" if done.affected == 1 else "tasks"
+    message = f"{done.affected} {noun} {_DONE[action]}"
+    if action == "delete":
+        message = f"job {job_id} deleted with its {done.affected} {noun}"
+        back = local_path(form.get("back_after_delete"), "/web/jobs")
+    log.info(
+        "Dashboard %s of job %s by @%s: %d task(s)",
+        action,
+        job_id,
+        current.name,
+        done.affected,
+        extra={"action": "web_job_control"},
+    )
+    return answer(request, back, message, True, affected=done.affected)

@@ -1,0 +1,297 @@
+"""Topology (fleets, runners, breakers, health), spend, and process runs with their logs."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import AsyncIterator, Mapping
+from typing import Any
+
+from fastapi import APIRouter, Depends, Request
+from fastapi.responses import HTMLResponse, Response, StreamingResponse
+
+from watchkeeper.errors import InvalidInput, NotFound, WatchkeeperError
+from watchkeeper.queue import spend
+from watchkeeper.queue.topology import topology
+from watchkeeper.redact import redact
+from watchkeeper.runtime import Runtime
+from watchkeeper.server.routes_procs import engine_of
+from watchkeeper.server.routes_queue import queue_of
+from watchkeeper.server.routes_timeline import timeline_of
+from watchkeeper.server.schemas import RunId
+from watchkeeper.server.web import charts
+from watchkeeper.server.web.common import acting_form, answer, local_path, page
+from watchkeeper.server.web.routes_home import chrome
+from watchkeeper.server.web.session import Session, session
+from watchkeeper.server.web.stream import STREAM_S
+
+log = logging.getLogger(__name__)
+router = APIRouter(include_in_schema=False)
+#: How much of a log the page shows at first; the rest follows live.
+LOG_TAIL_BYTES = 64 * 1024
+LOG_POLL_S = 0.5
+SPEND_GROUPINGS = ("day", "model", "provider", "role")
+_DIAL = {"healthy": 1.0, "degraded": 0.55, "unhealthy": 0.15}
+
+
+# Topology ---------------------------------------------------------------------------
+
+
+def _breakers(request: Request) -> list[dict[str, Any]]:
+    """Circuit breakers a process registered on ``app.state.breakers`` (name to breaker)."""
+    found = getattr(request.app.state, "breakers", None) or {}
+    shown = []
+    for name, breaker in sorted(dict(found).items()):
+        stats = breaker.statistics()
+        shown.append(
+            {
+                "name": name,
+                "state": stats.state.value.replace("_", "-"),
+                "failures": stats.failures,
+                "successes": stats.successes,
+                "rejections": stats.rejections,
+            }
+        )
+    return shown
+
+
+def _server_checks(runtime: Runtime) -> list[dict[str, Any]]:
+    """The server's own ``/healthz`` checks: supervision, then each kind's readability."""
+    health = runtime.supervisor.health
+    checks = [
+        {
+            "name": "supervision",
+            "status": "healthy" if health.working else "unhealthy",
+            "detail": health.last_error or "sweeps succeed",
+        }
+    ]
+    latest = runtime.supervisor.latest
+    for read in () if latest is None else latest.reads:
+        checks.append(
+            {
+                "name": f"kind {read.kind}",
+                "status": "healthy" if read.readable else "unhealthy",
+                "detail": read.error or f"read in {read.duration_s * 1000:.0f} ms",
+            }
+        )
+    return checks
+
+
+async def _monitor_checks(request: Request) -> list[dict[str, Any]]:
+    """Checks of a health monitor registered on ``app.state.health_monitor``, if any."""
+    monitor = getattr(request.app.state, "health_monitor", None)
+    if monitor is None:
+        return []
+    from watchkeeper.supervise.health_http import health_payload
+
+    _code, body = health_payload(monitor)
+    checks: Mapping[str, Mapping[str, Any]] = body["checks"]  # type: ignore[assignment]
+    return [
+        {"name": name, "status": c["status"], "detail": c["detail"]} for name, c in checks.items()
+    ]
+
+
+def _topology_context(request: Request) -> dict[str, Any]:
+    queue = queue_of(request)
+    store = queue.store
+    shape = topology(
+        store.runners(), store.running_tasks(), store.queued(), queue.policy, queue.clock()
+    )
+    running = {task.id: task.as_dict() for task in store.running_tasks()}
+    try:
+        engine = engine_of(request)
+        procs = [engine.describe(run) for run in engine.runs(limit=20)]
+    except WatchkeeperError as exc:
+        log.warning("Process runs not shown: %s", exc, extra={"action": "web_topology"})
+        procs = []
+    picture = charts.topology(shape["fleets"], shape["runners"], procs, running)
+    return {"topology": shape, "picture": picture, "procs": procs, "running": running}
+
+
+async def topology_context(request: Request) -> dict[str, Any]:
+    """The whole topology page's data, read in a thread."""
+    context = await asyncio.to_thread(_topology_context, request)
+    runtime: Runtime = request.app.state.runtime
+    checks = _server_checks(runtime) + await _monitor_checks(request)
+    for check in checks:
+        check["dial"] = charts.dial(_DIAL.get(str(check["status"]), 0.0))
+    return {**context, "breakers": _breakers(request), "checks": checks}
+
+
+@router.get("/web/topology", response_class=HTMLResponse)
+async def topology_page(request: Request, current: Session = Depends(session)) -> HTMLResponse:
+    """Fleets and their runners, each running task on its runner, processes beside."""
+    return page(
+        request,
+        "topology.html",
+        current,
+        **await topology_context(request),
+        **await chrome(request),
+        title="Topology",
+    )
+
+
+@router.get("/web/fragments/topology", response_class=HTMLResponse)
+async def topology_fragment(request: Request, current: Session = Depends(session)) -> HTMLResponse:
+    """The topology picture alone, for live updates."""
+    return page(request, "_topology.html", current, **await topology_context(request))
+
+
+# Spend -------------------------------------------------------------------------------
+
+
+def _spend_context(request: Request) -> dict[str, Any]:
+    store = timeline_of(request).store
+    charts_by: dict[str, Any] = {}
+    for by in SPEND_GROUPINGS:
+        report = spend.report(store, by).as_dict()
+        groups = report["groups"]
+        # Days read in order, the latest month; the others costliest first.
+        groups = sorted(groups, key=lambda g: str(g["key"]))[-31:] if by == "day" else groups[:15]
+        charts_by[by] = {"report": report, "picture": charts.bars(groups, f"bar bar-{by}")}
+    return {"charts": charts_by}
+
+
+@router.get("/web/spend", response_class=HTMLResponse)
+async def spend_page(request: Request, current: Session = Depends(session)) -> HTMLResponse:
+    """Spend by day, model, provider and role."""
+    try:
+        context = await asyncio.to_thread(_spend_context, request)
+    except (ImportError, InvalidInput) as exc:
+        context = {"charts": None, "error": str(exc)}
+    return page(request, "spend.html", current, **context, **await chrome(request), title="Spend")
+
+
+# Process runs ------------------------------------------------------------------------
+
+
+def _procs_context(request: Request) -> dict[str, Any]:
+    engine = engine_of(request)
+    runs = [engine.describe(run) for run in engine.runs(include_finished=True, limit=200)]
+    parks = [view.as_dict() for view in engine.parked()]
+    return {"runs": runs, "parks": parks}
+
+
+@router.get("/web/procs", response_class=HTMLResponse)
+async def procs_page(request: Request, current: Session = Depends(session)) -> HTMLResponse:
+    """Process runs (active and of the last day) and parked sessions."""
+    context = await asyncio.to_thread(_procs_context, request)
+    return page(
+        request, "procs.html", current, **context, **await chrome(request), title="Processes"
+    )
+
+
+def _proc_context(request: Request, run_id: str) -> dict[str, Any]:
+    engine = engine_of(request)
+    run = engine.describe(engine.refresh(run_id))
+    path = engine.log_path(run_id)
+    size, text = 0, b""
+    if path.exists():
+        with path.open("rb") as handle:
+            size = handle.seek(0, 2)
+            handle.seek(max(0, size - LOG_TAIL_BYTES))
+            text = handle.read(size - handle.tell())
+    log_text = redact(text.decode("utf-8", "replace"))
+    return {"run": run, "log": log_text, "log_size": size}
+
+
+@router.get("/web/procs/{run_id}", response_class=HTMLResponse)
+async def proc_page(
+    request: Request, run_id: RunId, current: Session = Depends(session)
+) -> HTMLResponse:
+    """One process run: its status, its log (following live), and Abort for admins."""
+    try:
+        context = await asyncio.to_thread(_proc_context, request, run_id)
+    except NotFound as exc:
+        response = page(
+            request,
+            "missing.html",
+            current,
+            **await chrome(request),
+            message=str(exc),
+            title="Not found",
+        )
+        response.status_code = 404
+        return response
+    return page(
+        request, "proc.html", current, **context, **await chrome(request), title=f"Process {run_id}"
+    )
+
+
+def _read_from(request: Request, run_id: str, offset: int) -> tuple[bytes, bool, str]:
+    engine = engine_of(request)
+    run = engine.refresh(run_id)
+    path = engine.log_path(run_id)
+    chunk = b""
+    if path.exists():
+        with path.open("rb") as handle:
+            handle.seek(offset)
+            chunk = handle.read(LOG_TAIL_BYTES)
+    return chunk, run.status.ended, engine.effective_status(run)
+
+
+def _sse(event: str, data: str, ident: int | None = None) -> str:
+    text = data.replace("\r\n", "\n").replace("\r", "\n")
+    lines = "".join(f"data: {line}\n" for line in text.split("\n"))
+    head = "" if ident is None else f"id: {ident}\n"
+    return f"{head}event: {event}\n{lines}\n"
+
+
+@router.get("/web/procs/{run_id}/log")
+async def follow_log(
+    request: Request, run_id: RunId, offset: int = 0, current: Session = Depends(session)
+) -> Response:
+    """Server-sent events: what the log gains (redacted), then ``end`` with the status.
+
+    Each event's id is the byte offset read so far, so a reconnecting browser
+    (a stream lasts at most :data:`STREAM_S`) carries on where it stopped.
+    """
+    resumed = request.headers.get("last-event-id", "")
+    start = max(0, offset, int(resumed) if resumed.isdigit() else 0)
+
+    async def events() -> AsyncIterator[str]:
+        at = start
+        loop = asyncio.get_running_loop()
+        ends_at = loop.time() + STREAM_S
+        yield "retry: 1000\n\n"
+        while loop.time() < ends_at and not await request.is_disconnected():
+            try:
+                chunk, ended, status = await asyncio.to_thread(_read_from, request, run_id, at)
+            except NotFound:
+                yield _sse("end", "gone")
+                return
+            if chunk:
+                at += len(chunk)
+                yield _sse("log", redact(chunk.decode("utf-8", "replace")), at)
+                continue
+            if ended:
+                yield _sse("end", status)
+                return
+            await asyncio.sleep(LOG_POLL_S)
+
+    return StreamingResponse(
+        events(), media_type="text/event-stream", headers={"Cache-Control": "no-store"}
+    )
+
+
+@router.post("/web/procs/{run_id}/abort")
+async def abort(request: Request, run_id: RunId, current: Session = Depends(session)) -> Response:
+    """Abort a run after the ownership check (admins only); the answer says how it went."""
+    form = await acting_form(request, current)
+    back = local_path(form.get("back"), f"/web/procs/{run_id}")
+    if not current.is_admin:
+        return answer(request, back, f"only admins abort runs: @{current.name} is not", False)
+    engine = engine_of(request)
+    try:
+        result = await asyncio.to_thread(engine.abort, run_id)
+    except NotFound as exc:
+        return answer(request, back, str(exc), False)
+    log.info(
+        "Dashboard abort of %s by @%s: %s",
+        run_id,
+        current.name,
+        result.outcome.value,
+        extra={"action": "web_abort"},
+    )
+    message = f"{result.outcome.value}: {result.detail}"
+    return answer(request, back, message, True, outcome=result.outcome.value)

@@ -1,0 +1,255 @@
+"""``GET /web/stream``: server-sent events for the dashboard's live parts.
+
+One watcher per app looks at the store once a second (in a worker thread, so
+the event loop never waits on the database) while at least one page listens,
+and emits:
+
+- ``incidents`` when an open or recovered incident appears, moves or is decided;
+- ``runs`` when a push run moves or a sweep judged the runs again;
+- ``task.updated`` for each active (or just ended) task that changed, in its
+  API form (with ``blocked`` while queued, and ``interrupted`` when present);
+- ``topology`` when a runner comes, goes, or takes or drops a task.
+
+Every event carries an id; a browser that reconnects (a stream lasts at most
+:data:`STREAM_S`, so a stopping server is never held up by an open page) sends
+``Last-Event-ID`` and is replayed what it missed, or told ``resync``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import hashlib
+import json
+import logging
+from collections import deque
+from collections.abc import AsyncIterator
+from dataclasses import dataclass, field
+from datetime import timedelta
+from typing import Any
+
+from fastapi import APIRouter, Depends, Request
+from fastapi.responses import StreamingResponse
+
+from watchkeeper.queue.records import TaskStatus
+from watchkeeper.queue.service import QueueService
+from watchkeeper.runtime import Runtime
+from watchkeeper.server.routes_queue import queue_of
+from watchkeeper.server.web.session import Session, session
+
+log = logging.getLogger(__name__)
+router = APIRouter(include_in_schema=False)
+LOOK_EVERY_S = 1.0
+#: A stream ends after this long; the browser reconnects at once and is replayed what it missed.
+STREAM_S = 15.0
+#: The watcher stops this long after the last page left.
+IDLE_S = 5.0
+REPLAY = 2000
+#: Most active jobs whose tasks are watched (newest first).
+WATCHED_JOBS = 500
+
+
+def _digest(value: Any) -> str:
+    return hashlib.sha256(repr(value).encode()).hexdigest()[:16]
+
+
+@dataclass
+class Look:
+    """What one look at the store found."""
+
+    incidents: str
+    open_count: int
+    runs: str
+    tasks: dict[str, dict[str, Any]]
+    topology: str
+
+
+@dataclass
+class Watcher:
+    """Looks once a second while someone listens; fans changes out to every listener."""
+
+    runtime: Runtime
+    queue: QueueService
+    listeners: set[asyncio.Queue[tuple[int, str, str]]] = field(default_factory=set)
+    sent: deque[tuple[int, str, str]] = field(default_factory=lambda: deque(maxlen=REPLAY))
+    last: Look | None = None
+    seq: int = 0
+    task: asyncio.Task[None] | None = None
+
+    def listen(self) -> asyncio.Queue[tuple[int, str, str]]:
+        """A new listener's queue; starts looking if nobody was."""
+        inbox: asyncio.Queue[tuple[int, str, str]] = asyncio.Queue(maxsize=1000)
+        self.listeners.add(inbox)
+        if self.task is None or self.task.done():
+            self.task = asyncio.create_task(self._run(), name="web-stream-watcher")
+        return inbox
+
+    def leave(self, inbox: asyncio.Queue[tuple[int, str, str]]) -> None:
+        """A listener left."""
+        self.listeners.discard(inbox)
+
+    def hello(self) -> dict[str, Any]:
+        """What a page is told first: the latest signatures, if a look was made."""
+        if self.last is None:
+            return {}
+        return {
+            "incidents": self.last.incidents,
+            "runs": self.last.runs,
+            "topology": self.last.topology,
+        }
+
+    def since(self, last_id: int) -> list[tuple[int, str, str]] | None:
+        """Events after ``last_id``, or ``None`` when they are no longer kept."""
+        if last_id >= self.seq:
+            return []
+        if not self.sent or self.sent[0][0] > last_id + 1:
+            return None
+        return [event for event in self.sent if event[0] > last_id]
+
+    async def _run(self) -> None:
+        idle_since: float | None = None
+        loop = asyncio.get_running_loop()
+        while True:
+            if self.listeners:
+                idle_since = None
+            elif idle_since is None:
+                idle_since = loop.time()
+            elif loop.time() - idle_since > IDLE_S:
+                self.last = None
+                return
+            try:
+                look = await asyncio.to_thread(self._look)
+            except Exception:  # a failed look is logged; the next one tries again
+                log.exception(
+                    "Dashboard stream could not read the store", extra={"action": "web_stream"}
+                )
+            else:
+                self._compare(look)
+            await asyncio.sleep(LOOK_EVERY_S)
+
+    def _emit(self, event: str, data: dict[str, Any]) -> None:
+        self.seq += 1
+        item = (self.seq, event, json.dumps(data, separators=(",", ":")))
+        self.sent.append(item)
+        for inbox in list(self.listeners):
+            with contextlib.suppress(asyncio.QueueFull):  # a stuck page misses events
+                inbox.put_nowait(item)
+
+    def _compare(self, look: Look) -> None:
+        before, self.last = self.last, look
+        if before is None:  # a first look: pages compare its signatures with what they drew
+            self._emit("incidents", {"open": look.open_count, "sig": look.incidents})
+            self._emit("runs", {"sig": look.runs})
+            self._emit("topology", {"sig": look.topology})
+            return
+        if look.incidents != before.incidents:
+            self._emit("incidents", {"open": look.open_count, "sig": look.incidents})
+        if look.runs != before.runs:
+            self._emit("runs", {"sig": look.runs})
+        for task_id, body in look.tasks.items():
+            if before.tasks.get(task_id) != body:
+                self._emit("task.updated", body)
+        if look.topology != before.topology:
+            self._emit("topology", {"sig": look.topology})
+
+    # The look itself, in a worker thread ------------------------------------------------
+
+    def _look(self) -> Look:
+        store = self.runtime.store
+        live = store.incidents.list("live", 200, 0)
+        incidents = _digest([(i.id, i.status.value, i.decision, i.updated_at) for i in live])
+        open_count = store.incidents.count_by_status().get("open", 0)
+        return Look(incidents, open_count, self._runs(), self._tasks(), self._topology())
+
+    def _runs(self) -> str:
+        runtime = self.runtime
+        now = runtime.clock()
+        since = now - timedelta(days=1)
+        rows = [
+            (
+                kind,
+                tuple(
+                    (r.run_id, r.status, r.attempt, r.version)
+                    for r in runtime.store.runs.rows_for_judging(kind, since)
+                ),
+            )
+            for kind in sorted(runtime.push_kinds)
+        ]
+        latest = runtime.supervisor.latest
+        return _digest((rows, None if latest is None else latest.at))
+
+    def _tasks(self) -> dict[str, dict[str, Any]]:
+        store = self.queue.store
+        jobs = store.jobs(active=True, limit=WATCHED_JOBS)
+        found = {task.id: task for job in jobs for task in job.tasks}
+        previous = self.last.tasks if self.last is not None else {}
+        for task_id in previous.keys() - found.keys():  # ended (or deleted) since the last look
+            with contextlib.suppress(Exception):
+                found[task_id] = store.task(task_id)
+        queued = [t.id for t in found.values() if t.status is TaskStatus.QUEUED]
+        blocked = self.queue.explain(store.queued(task_ids=queued)) if queued else {}
+        shown: dict[str, dict[str, Any]] = {}
+        for task in found.values():
+            body = task.as_dict()
+            body.pop("payload", None)
+            reason = blocked.get(task.id)
+            body["blocked"] = None if reason is None else reason.as_dict()
+            shown[task.id] = body
+        return shown
+
+    def _topology(self) -> str:
+        queue = self.queue
+        runners = queue.store.runners()
+        return _digest([(r.id, queue.alive(r), r.running, r.stopped_at) for r in runners])
+
+
+def watcher_of(request: Request) -> Watcher:
+    """The app's watcher, made on first use."""
+    found = getattr(request.app.state, "web_watcher", None)
+    if isinstance(found, Watcher):
+        return found
+    runtime: Runtime = request.app.state.runtime
+    made = Watcher(runtime, queue_of(request))
+    request.app.state.web_watcher = made
+    return made
+
+
+def _frame(item: tuple[int, str, str]) -> str:
+    number, event, data = item
+    return f"id: {number}\nevent: {event}\ndata: {data}\n\n"
+
+
+@router.get("/web/stream")
+async def stream(request: Request, current: Session = Depends(session)) -> StreamingResponse:
+    """Server-sent events: ``incidents``, ``runs``, ``task.updated``, ``topology``."""
+    watcher = watcher_of(request)
+    last_id = request.headers.get("last-event-id", "")
+
+    async def events() -> AsyncIterator[str]:
+        inbox = watcher.listen()
+        loop = asyncio.get_running_loop()
+        ends_at = loop.time() + STREAM_S
+        try:
+            yield "retry: 1000\n\n"
+            if last_id.isdigit():
+                missed = watcher.since(int(last_id))
+                for item in missed or []:
+                    yield _frame(item)
+                if missed is None:
+                    yield "event: resync\ndata: {}\n\n"
+            yield f"id: {watcher.seq}\nevent: hello\ndata: {json.dumps(watcher.hello())}\n\n"
+            while loop.time() < ends_at and not await request.is_disconnected():
+                try:
+                    item = await asyncio.wait_for(inbox.get(), timeout=LOOK_EVERY_S)
+                except TimeoutError:
+                    yield ": keep-alive\n\n"
+                    continue
+                yield _frame(item)
+        finally:
+            watcher.leave(inbox)
+
+    return StreamingResponse(
+        events(),
+        media_type="text/event-stream",
+        headers={"Cache-Control": "no-store", "X-Accel-Buffering": "no"},
+    )

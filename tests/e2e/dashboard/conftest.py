@@ -1,0 +1,165 @@
+"""A real server with the dashboard, and a real headless Chromium driven by Playwright.
+
+Chromium is Debian's ``/usr/bin/chromium`` (never a downloaded build). Without
+it, or without Playwright, the browser tests skip locally and fail under CI.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import threading
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pytest
+import uvicorn
+from fastapi import FastAPI
+
+from watchkeeper.notify.ops import OpsNotifier
+from watchkeeper.runtime import Runtime
+from watchkeeper.server.app import create_app
+from watchkeeper.store import Store
+from watchkeeper.store.tokens import Role
+
+from ...conftest import make_settings
+from ...integration.server import free_port
+
+CHROMIUM = os.environ.get("WATCHKEEPER_CHROMIUM", "/usr/bin/chromium")
+CHROMIUM_ARGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+]
+#: Generous for a shared two-core machine; Playwright's expect() returns as soon as it holds.
+WAIT_MS = 15_000
+PRICES = {"acme-ai/coder-1": {"input_per_mtok": 3.0, "output_per_mtok": 15.0}}
+KINDS = {
+    "crawl": {"actions": {"retry": {"entry_point": "tests.e2e.dashboard.actions:retry"}}},
+}
+
+
+def _missing() -> str | None:
+    if not Path(CHROMIUM).exists():
+        return f"Chromium is not installed at {CHROMIUM} (apt-get install -y chromium)"
+    try:
+        import playwright.sync_api  # noqa: F401
+    except ImportError:
+        return "Playwright for Python is not installed (pip install playwright)"
+    return None
+
+
+@pytest.fixture(scope="session")
+def browser() -> Iterator[Any]:
+    """One headless Chromium for the session; every test opens its own contexts."""
+    problem = _missing()
+    if problem is not None:
+        if os.environ.get("CI"):
+            pytest.fail(f"the dashboard's browser tests must run under CI: {problem}")
+        pytest.skip(problem)
+    from playwright.sync_api import expect, sync_playwright
+
+    expect.set_options(timeout=WAIT_MS)
+    with sync_playwright() as playwright:
+        launched = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        try:
+            yield launched
+        finally:
+            launched.close()
+
+
+@dataclass
+class Dashboard:
+    """A served app, its runtime, and an API token for each name."""
+
+    url: str
+    runtime: Runtime
+    app: FastAPI
+    tokens: dict[str, str] = field(default_factory=dict)
+
+    def token(self, name: str, role: Role = Role.ADMIN) -> str:
+        """An API token named ``name`` (made once)."""
+        if name not in self.tokens:
+            _info, secret = self.runtime.store.tokens.create(role, name, self.runtime.clock())
+            self.tokens[name] = secret
+        return self.tokens[name]
+
+    def login(self, page: Any, name: str = "ana", role: Role = Role.ADMIN) -> Any:
+        """Log ``page`` in through the login form."""
+        from playwright.sync_api import expect
+
+        page.goto(f"{self.url}/web/")
+        expect(page).to_have_url(re.compile(r"/web/login"))
+        page.fill("#token", self.token(name, role))
+        page.click("button[type=submit]")
+        expect(page.locator("header .who")).to_contain_text(f"@{name}")
+        return page
+
+
+@contextmanager
+def serve(app: FastAPI) -> Iterator[str]:
+    """Serve ``app`` on a free loopback port until the block ends."""
+    port = free_port()
+    config = uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning", lifespan="on")
+    server = uvicorn.Server(config)
+    thread = threading.Thread(target=server.run, daemon=True)
+    thread.start()
+    deadline = time.monotonic() + 20
+    while not server.started:
+        if time.monotonic() > deadline or not thread.is_alive():
+            raise RuntimeError("the dashboard test server did not start")
+        time.sleep(0.01)
+    try:
+        yield f"http://127.0.0.1:{port}"
+    finally:
+        server.should_exit = True
+        thread.join(timeout=30)
+
+
+def open_runtime(data: Path, **overrides: Any) -> Runtime:
+    """A runtime on SQLite in ``data`` with the test kinds, prices and the real clock."""
+    data.mkdir(parents=True, exist_ok=True)
+    url = f"sqlite:///{data / 'watchkeeper.db'}"
+    settings = make_settings(data.parent, url, kinds=KINDS, prices=PRICES, **overrides)
+    return Runtime.open(settings, store=Store(url), notifier=OpsNotifier(settings.ops))
+
+
+@pytest.fixture
+def dashboard(tmp_path: Path, sqlite_template: Path) -> Iterator[Dashboard]:
+    """The whole server (supervisor loop included) with the dashboard, on a fresh SQLite file."""
+    data = tmp_path / "data"
+    data.mkdir()
+    shutil.copy(sqlite_template, data / "watchkeeper.db")
+    runtime = open_runtime(data)
+    app = create_app(runtime, run_supervisor=True)
+    try:
+        with serve(app) as url:
+            yield Dashboard(url, runtime, app)
+    finally:
+        runtime.close()
+
+
+@pytest.fixture
+def pages(browser: Any) -> Iterator[Any]:
+    """A factory of pages, each in its own browser context (its own cookies); closed after."""
+    contexts: list[Any] = []
+
+    def new_page() -> Any:
+        context = browser.new_context(viewport={"width": 1280, "height": 900})
+        context.set_default_timeout(WAIT_MS)
+        contexts.append(context)
+        return context.new_page()
+
+    yield new_page
+    for context in contexts:
+        context.close()
