@@ -64,6 +64,7 @@ templates.env.globals.update(
     task_interrupted=tasks.interrupted,
     INTERRUPTED_LABEL=tasks.INTERRUPTED_LABEL,
     tojson=lambda value: json.dumps(value, separators=(",", ":")),
+    pretty=lambda value: json.dumps(value, indent=2),
 )
 
 

@@ -7,7 +7,7 @@ import logging
 from typing import Any, Literal
 
 from fastapi import APIRouter, Depends, Path, Request
-from fastapi.responses import HTMLResponse, Response
+from fastapi.responses import HTMLResponse, RedirectResponse, Response
 
 from watchkeeper.errors import Conflict, NotFound, WatchkeeperError
 from watchkeeper.queue import record, rollup
@@ -42,9 +42,12 @@ def _list_context(queue: QueueService, view: jobsview.JobsView) -> dict[str, Any
 
 
 @router.get("/web/jobs", response_class=HTMLResponse)
-async def jobs_page(request: Request, current: Session = Depends(session)) -> HTMLResponse:
+async def jobs_page(request: Request, current: Session = Depends(session)) -> Response:
     """Jobs, filtered by status, fleet, org and text; the whole view is in the URL."""
     view = jobsview.JobsView.parse(request.query_params)
+    asked = request.url.path + (f"?{request.url.query}" if request.url.query else "")
+    if asked != view.query():  # a submitted filter form: the short, shareable form of the view
+        return RedirectResponse(view.query(), 302)
     queue = queue_of(request)
     context = await asyncio.to_thread(_list_context, queue, view)
     return page(request, "jobs.html", current, **context, **await chrome(request), title="Jobs")

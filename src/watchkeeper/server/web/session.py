@@ -124,6 +124,11 @@ class LiveTokens:
                 self._read_at = now
             return token_id in self._ids
 
+    def forget(self) -> None:
+        """Read the store again on the next request (after a revocation in this process)."""
+        with self._lock:
+            self._read_at = float("-inf")
+
 
 def _live_tokens(request: Request) -> LiveTokens:
     found = getattr(request.app.state, "web_live_tokens", None)
