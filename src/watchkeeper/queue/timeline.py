@@ -196,9 +196,18 @@ def progress_time(facts: Iterable[Fact]) -> float | None:
     return best
 
 
+_DAYS: dict[int, str] = {}
+
+
 def day_of(at: float) -> str:
-    """The UTC day an epoch second falls on, as spend is grouped."""
-    return datetime.fromtimestamp(at, UTC).strftime("%Y-%m-%d")
+    """The UTC day an epoch second falls on, as spend is grouped (``YYYY-MM-DD``)."""
+    number = int(at // 86400)
+    day = _DAYS.get(number)
+    if day is None:
+        if len(_DAYS) > 4096:
+            _DAYS.clear()
+        day = _DAYS[number] = datetime.fromtimestamp(number * 86400, UTC).date().isoformat()
+    return day
 
 
 class TimelineService:
