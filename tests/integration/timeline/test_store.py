@@ -194,3 +194,20 @@ def test_spend_under_routing_by_every_key(
     assert [g.key for g in spend.report(timeline.store, "day").groups] == ["2026-01-05"]
     later = spend.report(timeline.store, "org", since=clock() + timedelta(seconds=1))
     assert later.groups == ()
+
+
+def test_exporters_see_each_stored_batch_and_a_failing_one_loses_nothing(
+    timeline: TimelineService, caplog: pytest.LogCaptureFixture
+) -> None:
+    seen: list[list[str]] = []
+
+    def broken(_events: object) -> None:
+        raise RuntimeError("collector down")
+
+    timeline.exporters = [broken, lambda events: seen.append([e.phase for e in events])]
+    with caplog.at_level("ERROR"):
+        timeline.ingest([NewEvent("tool", task_id="t-x"), NewEvent("verify", task_id="t-x")], "r")
+    assert seen == [["tool", "verify"]]
+    assert [e.phase for e in timeline.events(task_id="t-x")] == ["tool", "verify"]
+    (logged,) = [r for r in caplog.records if r.getMessage() == "A timeline exporter failed"]
+    assert logged.action == "timeline_export"
