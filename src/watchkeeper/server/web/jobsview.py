@@ -24,7 +24,7 @@ STATUSES = tuple(s.value for s in JobStatus)
 SORTS = ("newest", "oldest")
 PER_PAGE = (25, 50, 100, 200)
 #: The most jobs one list request reads; beyond, the page says the search was cut.
-SCAN_LIMIT = 20_000
+SCAN_LIMIT = 5_000
 _BATCH = 500
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$")
 

@@ -26,12 +26,13 @@ from watchkeeper.server.web.session import (
     session,
     set_login_cookie,
 )
+from watchkeeper.server.web.shared import shared_overview
 from watchkeeper.watch.overview import Overview, overview_json
 
 log = logging.getLogger(__name__)
 router = APIRouter(include_in_schema=False)
 #: Most runs shown per section of the running-work card; the rest are counted.
-SECTION_LIMIT = 100
+SECTION_LIMIT = 50
 #: Most open incidents listed under the bell; the count is exact.
 BELL_LIMIT = 50
 #: What each runbook's kind of problem is called on the page.
@@ -118,7 +119,7 @@ def _tokens_by_incident(overview: Overview) -> dict[int, str]:
 async def work_context(request: Request, show_all: bool) -> dict[str, Any]:
     """Everything the running-work card shows, read like ``GET /api/v1/runs``."""
     runtime = _runtime(request)
-    overview = await runtime.overview(include_finished=show_all)
+    overview = await shared_overview(request).get(runtime, show_all)
     return {
         "work": overview_json(overview, SECTION_LIMIT),
         "buttons": _buttons(runtime, overview),
@@ -294,6 +295,7 @@ async def press(
         result.outcome.value,
         extra={"action": "web_press"},
     )
+    shared_overview(request).forget()
     message = result.diagnosis or result.message
     return answer(request, back, message, result.won, **_press_extra(result))
 

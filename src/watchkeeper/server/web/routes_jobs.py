@@ -18,6 +18,7 @@ from watchkeeper.server.web import charts, jobsview
 from watchkeeper.server.web.common import acting_form, answer, local_path, page
 from watchkeeper.server.web.routes_home import chrome
 from watchkeeper.server.web.session import Session, session
+from watchkeeper.server.web.shared import shared_overview
 
 log = logging.getLogger(__name__)
 router = APIRouter(include_in_schema=False)
@@ -140,6 +141,7 @@ async def control(
         done = await asyncio.to_thread(act, job_id)
     except (NotFound, Conflict) as exc:
         return answer(request, back, str(exc), False)
+    shared_overview(request).forget()
     noun = "task" if done.affected == 1 else "tasks"
     message = f"{done.affected} {noun} {_DONE[action]}"
     if action == "delete":

@@ -36,6 +36,7 @@ from watchkeeper.queue.service import QueueService
 from watchkeeper.runtime import Runtime
 from watchkeeper.server.routes_queue import queue_of
 from watchkeeper.server.web.session import Session, session
+from watchkeeper.server.web.shared import SharedOverview, shared_overview
 
 log = logging.getLogger(__name__)
 router = APIRouter(include_in_schema=False)
@@ -46,7 +47,7 @@ STREAM_S = 15.0
 IDLE_S = 5.0
 REPLAY = 2000
 #: Most active jobs whose tasks are watched (newest first).
-WATCHED_JOBS = 500
+WATCHED_JOBS = 200
 
 
 def _digest(value: Any) -> str:
@@ -70,6 +71,7 @@ class Watcher:
 
     runtime: Runtime
     queue: QueueService
+    shared: SharedOverview
     listeners: set[asyncio.Queue[tuple[int, str, str]]] = field(default_factory=set)
     sent: deque[tuple[int, str, str]] = field(default_factory=lambda: deque(maxlen=REPLAY))
     last: Look | None = None
@@ -107,6 +109,13 @@ class Watcher:
         return [event for event in self.sent if event[0] > last_id]
 
     async def _run(self) -> None:
+        try:
+            await self._watch()
+        finally:
+            self.last = None
+            self.shared.watched = False
+
+    async def _watch(self) -> None:
         idle_since: float | None = None
         loop = asyncio.get_running_loop()
         while True:
@@ -115,16 +124,17 @@ class Watcher:
             elif idle_since is None:
                 idle_since = loop.time()
             elif loop.time() - idle_since > IDLE_S:
-                self.last = None
                 return
             try:
                 look = await asyncio.to_thread(self._look)
             except Exception:  # a failed look is logged; the next one tries again
+                self.shared.watched = False
                 log.exception(
                     "Dashboard stream could not read the store", extra={"action": "web_stream"}
                 )
             else:
                 self._compare(look)
+                self.shared.watched = True
             await asyncio.sleep(LOOK_EVERY_S)
 
     def _emit(self, event: str, data: dict[str, Any]) -> None:
@@ -138,10 +148,13 @@ class Watcher:
     def _compare(self, look: Look) -> None:
         before, self.last = self.last, look
         if before is None:  # a first look: pages compare its signatures with what they drew
+            self.shared.forget()
             self._emit("incidents", {"open": look.open_count, "sig": look.incidents})
             self._emit("runs", {"sig": look.runs})
             self._emit("topology", {"sig": look.topology})
             return
+        if (look.incidents, look.runs, look.tasks) != (before.incidents, before.runs, before.tasks):
+            self.shared.forget()  # pages refreshed by the events below read afresh
         if look.incidents != before.incidents:
             self._emit("incidents", {"open": look.open_count, "sig": look.incidents})
         if look.runs != before.runs:
@@ -159,7 +172,9 @@ class Watcher:
         live = store.incidents.list("live", 200, 0)
         incidents = _digest([(i.id, i.status.value, i.decision, i.updated_at) for i in live])
         open_count = store.incidents.count_by_status().get("open", 0)
-        return Look(incidents, open_count, self._runs(), self._tasks(), self._topology())
+        topology = self._topology()
+        runners_moved = self.last is None or topology != self.last.topology
+        return Look(incidents, open_count, self._runs(), self._tasks(runners_moved), topology)
 
     def _runs(self) -> str:
         runtime = self.runtime
@@ -178,7 +193,7 @@ class Watcher:
         latest = runtime.supervisor.latest
         return _digest((rows, None if latest is None else latest.at))
 
-    def _tasks(self) -> dict[str, dict[str, Any]]:
+    def _tasks(self, runners_moved: bool) -> dict[str, dict[str, Any]]:
         store = self.queue.store
         jobs = store.jobs(active=True, limit=WATCHED_JOBS)
         found = {task.id: task for job in jobs for task in job.tasks}
@@ -186,15 +201,24 @@ class Watcher:
         for task_id in previous.keys() - found.keys():  # ended (or deleted) since the last look
             with contextlib.suppress(Exception):
                 found[task_id] = store.task(task_id)
-        queued = [t.id for t in found.values() if t.status is TaskStatus.QUEUED]
-        blocked = self.queue.explain(store.queued(task_ids=queued)) if queued else {}
         shown: dict[str, dict[str, Any]] = {}
+        explain: list[str] = []
         for task in found.values():
             body = task.as_dict()
             body.pop("payload", None)
-            reason = blocked.get(task.id)
-            body["blocked"] = None if reason is None else reason.as_dict()
+            before = previous.get(task.id)
+            body["blocked"] = None if before is None else before.get("blocked")
+            same = before is not None and {**before, "blocked": None} == {**body, "blocked": None}
+            if task.status is TaskStatus.QUEUED and (runners_moved or not same):
+                explain.append(task.id)
+            elif task.status is not TaskStatus.QUEUED:
+                body["blocked"] = None
             shown[task.id] = body
+        # Why a task waits changes with the task or with the runners; only then is it asked again.
+        blocked = self.queue.explain(store.queued(task_ids=explain)) if explain else {}
+        for task_id in explain:
+            reason = blocked.get(task_id)
+            shown[task_id]["blocked"] = None if reason is None else reason.as_dict()
         return shown
 
     def _topology(self) -> str:
@@ -209,7 +233,7 @@ def watcher_of(request: Request) -> Watcher:
     if isinstance(found, Watcher):
         return found
     runtime: Runtime = request.app.state.runtime
-    made = Watcher(runtime, queue_of(request))
+    made = Watcher(runtime, queue_of(request), shared_overview(request))
     request.app.state.web_watcher = made
     return made
 

@@ -1,0 +1,194 @@
+"""First paint of the dashboard's home page at 1,000 runs and 10,000 jobs, in a real browser.
+
+What it measures: a ``watchkeeper serve`` process (its own process, as in
+production) over a database holding ``--runs`` push runs (a tenth of them
+stalled, each with an open incident and its buttons) and ``--jobs`` queued
+jobs. Headless Chromium (Debian's ``/usr/bin/chromium``, driven by
+Playwright) logs in as an admin, then loads each page ``--loads`` times.
+Each load reports the browser's own paint timings
+(``performance.getEntriesByType('paint')``: first paint and first
+contentful paint, from the start of the navigation) and the time the server
+took to answer the HTML (navigation timing, request start to response end).
+Pages that load while the shared read of every kind is fresh reuse it;
+"after a move" loads follow a progress report on one run, so each pays for
+a new read of every kind (1,000 runs and 10,000 queued tasks).
+
+Goal (issue 9): first paint of the home page under 300 ms here.
+
+Run::
+
+    .venv/bin/python bench/dashboard.py                     # SQLite
+    .venv/bin/python bench/dashboard.py --db both --json dashboard.json
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import tempfile
+import time
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import httpx
+
+import _common as common
+from watchkeeper.queue.records import NewJob
+from watchkeeper.server.web.shared import OVERVIEW_TTL_S
+from watchkeeper.store import Store
+from watchkeeper.store.queue import QueueStore
+from watchkeeper.store.runs import NewRun
+
+CHROMIUM = "/usr/bin/chromium"
+CHROMIUM_ARGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+]
+COLD_LOADS = 5
+PAGES = {"home": "/web/", "home, all": "/web/?all=1", "jobs": "/web/jobs",
+         "jobs, text filter": "/web/jobs?q=no-such-title"}  # fmt: skip
+TIMINGS = """() => {
+  const paint = Object.fromEntries(
+    performance.getEntriesByType('paint').map(e => [e.name, e.startTime]));
+  const nav = performance.getEntriesByType('navigation')[0];
+  return {fp: paint['first-paint'], fcp: paint['first-contentful-paint'],
+          server: nav.responseEnd - nav.requestStart, bytes: nav.transferSize};
+}"""
+
+
+def seed(db_url: str, runs: int, jobs: int) -> None:
+    """Push runs (a tenth stalling within a second) and queued jobs, written straight in."""
+    store = Store(db_url)
+    now = datetime.now(UTC)
+    for n in range(runs):
+        stalls = n % 10 == 0
+        store.runs.start(
+            NewRun("crawl", f"crawl-{n:05d}", f"crawl site {n}", None, "none",
+                   1.0 if stalls else 3600.0, None, 3600.0),
+            now,
+        )  # fmt: skip
+    news = [
+        NewJob(f"job {n}: summarise report {n}", f"org-{n % 7}", f"fleet-{n % 3}",
+               {"argv": ["true"]}, "bench")
+        for n in range(jobs)
+    ]  # fmt: skip
+    QueueStore(store.engine).submit_many(news, now)
+    store.close()
+
+
+def wait_for_incidents(server: common.Server, count: int) -> None:
+    """Until the server's first sweeps opened ``count`` incidents."""
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        answer = httpx.get(f"{server.base_url}/api/v1/incidents", params={"limit": 1000},
+                           headers=server.headers, timeout=30)  # fmt: skip
+        if len(answer.json()["incidents"]) >= count:
+            return
+        time.sleep(0.5)
+    raise RuntimeError(f"the server did not open {count} incidents within 60 s")
+
+
+def moved(base_url: str, reporter: str, n: int) -> None:
+    """Something moves (a run reports progress), so the next page reads every kind again."""
+    httpx.post(
+        f"{base_url}/api/v1/runs/crawl/crawl-00001/progress",
+        json={"step": f"page {n}"},
+        headers={"Authorization": f"Bearer {reporter}"},
+        timeout=30,
+    ).raise_for_status()
+    time.sleep(OVERVIEW_TTL_S + 0.5)  # the stream saw it (within a second), or the read expired
+
+
+def browse(base_url: str, admin_token: str, reporter: str, loads: int) -> dict[str, Any]:
+    """Log in, then load each page ``loads`` times and collect the browser's timings."""
+    from playwright.sync_api import sync_playwright
+
+    found: dict[str, Any] = {}
+    with sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        try:
+            page = browser.new_context(viewport={"width": 1280, "height": 900}).new_page()
+            page.goto(f"{base_url}/web/login")
+            page.fill("#token", admin_token)
+            page.click("button[type=submit]")
+            page.wait_for_url(f"{base_url}/web/")
+            for name, path in PAGES.items():
+                samples, cold = [], []
+                for _ in range(loads + 1):
+                    page.goto(f"{base_url}{path}", wait_until="load")
+                    samples.append(page.evaluate(TIMINGS))
+                for n in range(COLD_LOADS):
+                    page.goto("about:blank")
+                    moved(base_url, reporter, n)
+                    page.goto(f"{base_url}{path}", wait_until="load")
+                    cold.append(page.evaluate(TIMINGS))
+                found[name] = summarise(samples, cold)
+        finally:
+            browser.close()
+    return found
+
+
+def summarise(samples: list[dict[str, float]], cold: list[dict[str, float]]) -> dict[str, Any]:
+    """Medians and p95 of back-to-back loads, and of loads after the shared read expired."""
+    warm = samples[1:]
+
+    def pick(found: list[dict[str, float]], key: str) -> list[float]:
+        return [float(s[key]) for s in found if s.get(key) is not None]
+
+    return {
+        "first_paint_median_ms": statistics.median(pick(warm, "fp")),
+        "first_paint_p95_ms": common.percentile(pick(warm, "fp"), 95),
+        "first_contentful_paint_median_ms": statistics.median(pick(warm, "fcp")),
+        "server_html_median_ms": statistics.median(pick(warm, "server")),
+        "after_move_first_paint_median_ms": statistics.median(pick(cold, "fp")),
+        "after_move_server_html_median_ms": statistics.median(pick(cold, "server")),
+        "html_bytes": int(warm[-1].get("bytes") or 0),
+        "loads": len(warm),
+        "after_move_loads": len(cold),
+    }
+
+
+def measure(backend: str, args: argparse.Namespace) -> common.Figures:
+    """Seed, serve, browse; the figures of one database."""
+    with tempfile.TemporaryDirectory(prefix="wk-bench-dash-") as name:
+        folder = Path(name)
+        (folder / "data").mkdir()
+        with common.database(backend, folder) as db_url:
+            started = time.perf_counter()
+            seed(db_url, args.runs, args.jobs)
+            seeded_s = time.perf_counter() - started
+            time.sleep(1.5)  # the stalling tenth runs out of budget before the server starts
+            with common.serve(db_url, folder) as server:
+                wait_for_incidents(server, args.runs // 10)
+                admin = common.create_token(folder / "watchkeeper.toml", "admin")
+                pages = browse(server.base_url, admin, server.token, args.loads)
+    return {"runs": args.runs, "jobs": args.jobs, "seed_s": seeded_s, "pages": pages}
+
+
+def show(backend: str, figures: common.Figures) -> None:
+    """Print one database's figures."""
+    for name, page in figures["pages"].items():
+        common.print_table(
+            f"{backend}: {name} ({figures['runs']:,} runs, {figures['jobs']:,} jobs, "
+            f"{page['loads']} warm loads)",
+            [(key, value) for key, value in page.items() if not key.endswith("loads")],
+        )
+
+
+def main() -> None:
+    parser = common.parser(__doc__ or "")
+    parser.add_argument("--runs", type=int, default=1000)
+    parser.add_argument("--jobs", type=int, default=10_000)
+    parser.add_argument("--loads", type=int, default=10, help="warm loads per page")
+    common.run_backends(parser.parse_args(), "dashboard", measure, show)
+
+
+if __name__ == "__main__":
+    main()
