@@ -85,8 +85,13 @@ class Jobs:
         return self._post(f"/api/v1/jobs/{job_id}/retry", None)
 
     def resume(self, job_id: str, payload: dict[str, Any] | None = None) -> dict[str, Any]:
-        """Add a continuation task to a finished job; returns the task."""
-        return self._post(f"/api/v1/jobs/{job_id}/resume", {"payload": payload})
+        """Add a continuation task to a finished job; returns the task.
+
+        ``job_id`` may name a task (``t-...``) instead: the continuation joins
+        that task's job, with that task's payload unless ``payload`` is given.
+        """
+        kind = "tasks" if job_id.startswith("t-") else "jobs"
+        return self._post(f"/api/v1/{kind}/{job_id}/resume", {"payload": payload})
 
     def delete(self, job_id: str) -> dict[str, Any]:
         """Delete the job and its tasks; ``affected`` says how many tasks went."""

@@ -40,23 +40,43 @@ def _say(text: str) -> None:
 
 
 def submit(
-    argv: list[str] = typer.Argument(..., help="the command and its arguments, after --"),
-    fleet: str = typer.Option(..., "--fleet", help="the fleet whose runners may run it"),
-    org: str = typer.Option(..., "--org", help="the org it counts against"),
+    argv: list[str] = typer.Argument(None, help="the command and its arguments, after --"),
+    fleet: str | None = typer.Option(None, "--fleet", help="the fleet whose runners may run it"),
+    org: str | None = typer.Option(None, "--org", help="the org it counts against"),
     title: str | None = typer.Option(None, "--title", help="a short human title"),
     cwd: str | None = typer.Option(None, "--cwd", help="working folder on the runner's host"),
     not_rerunnable: bool = typer.Option(
         False, "--not-rerunnable", help="its effects are unknown: never run it again by itself"
     ),
     max_attempts: int | None = typer.Option(None, "--max-attempts", min=1),
+    resume: bool = typer.Option(
+        False, "--resume", help="add a continuation task to --task-id's job instead"
+    ),
+    task_id: str | None = typer.Option(None, "--task-id", help="the task to resume"),
     server: str | None = _SERVER,
     token: str | None = _TOKEN,
     as_json: bool = _JSON,
 ) -> None:
-    """Queue a job running CMD on a runner of FLEET: `submit --fleet F --org O -- CMD`."""
-    payload: dict[str, Any] = {"argv": list(argv)}
+    """Queue a job running CMD on a runner of FLEET: `submit --fleet F --org O -- CMD`.
+
+    `submit --resume --task-id ID [-- CMD]` adds a continuation task to the
+    task's job (same fleet and org), running CMD or else the task's own command.
+    """
+    payload: dict[str, Any] = {"argv": list(argv or [])}
     if cwd:
         payload["cwd"] = cwd
+    if resume:
+        if not task_id:
+            raise typer.BadParameter("--resume needs --task-id", param_hint="--task-id")
+        with _client(server, token) as client:
+            task = client.jobs.resume(task_id, payload if argv else None)
+        if as_json:
+            _print_json(task)
+            return
+        _say(f"{task['id']} (job {task['job_id']}, task {task['seq']})")
+        return
+    if not argv or not fleet or not org:
+        raise typer.BadParameter("give --fleet, --org and the command after --")
     with _client(server, token) as client:
         job = client.jobs.submit(
             title or " ".join(argv)[:200],

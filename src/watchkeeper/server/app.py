@@ -12,6 +12,7 @@ from fastapi import FastAPI
 from watchkeeper import __version__
 from watchkeeper.notify.channels.registry import build_channels
 from watchkeeper.notify.service import Notifier
+from watchkeeper.queue.reconcile import mark_interrupted
 from watchkeeper.runtime import Runtime
 from watchkeeper.server import errors
 from watchkeeper.server.auth import TokenCache
@@ -19,6 +20,7 @@ from watchkeeper.server.limits import BodyLimit
 from watchkeeper.server.reports import Reports
 from watchkeeper.server.routes_decide import router as decide_router
 from watchkeeper.server.routes_discord import router as discord_router
+from watchkeeper.server.routes_events import router as events_router
 from watchkeeper.server.routes_forge import router as forge_router
 from watchkeeper.server.routes_incidents import router as incidents_router
 from watchkeeper.server.routes_procs import router as procs_router
@@ -53,6 +55,7 @@ def create_app(
     async def lifespan(_app: FastAPI) -> AsyncIterator[None]:
         stop = asyncio.Event()
         tasks = []
+        await asyncio.to_thread(mark_interrupted, runtime.store, runtime.clock())
         if deliver:
             await asyncio.to_thread(notifier.recover, runtime.clock())
             runtime.supervisor.after_sweep.append(notifier.poke)
@@ -85,6 +88,7 @@ def create_app(
     app.include_router(procs_router)
     app.include_router(queue_router)
     app.include_router(timeline_router)
+    app.include_router(events_router)
     app.include_router(runs_router)
     app.include_router(incidents_router)
     app.include_router(decide_router)

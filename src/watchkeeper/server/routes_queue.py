@@ -8,6 +8,7 @@ is gone answers 409 with the code ``lease_lost``: the runner must stop.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Annotated, Any
 
 from fastapi import APIRouter, Body, Depends, Query, Request
@@ -24,6 +25,7 @@ from watchkeeper.queue.topology import runner_json, topology
 from watchkeeper.runtime import Runtime
 from watchkeeper.server.auth import admin, reporter, viewer
 from watchkeeper.server.errors import error_response
+from watchkeeper.server.routes_events import publish_task_updated
 from watchkeeper.server.routes_runs import ERRORS
 from watchkeeper.server.schemas import REASON_MAX, STEP_MAX, TITLE_MAX
 from watchkeeper.store.tokens import TokenInfo
@@ -51,7 +53,8 @@ class SubmitJob(_Body):
 
 
 class ResumeJob(_Body):
-    """``POST /api/v1/jobs/{id}/resume``: add a continuation task (default: same payload)."""
+    """``POST /api/v1/jobs/{id}/resume`` or ``/api/v1/tasks/{id}/resume``: add a
+    continuation task (default: the job's payload, or the task's)."""
 
     payload: dict[str, Any] | None = None
 
@@ -108,16 +111,41 @@ def queue_of(request: Request) -> QueueService:
     return built
 
 
-def task_json(task: Task, blocked: dict[str, Blocked]) -> dict[str, Any]:
-    """A task as the API shows it, with its blocked reason while queued."""
+def task_json(
+    task: Task, blocked: dict[str, Blocked], marks: Mapping[str, str] | None = None
+) -> dict[str, Any]:
+    """A task as the API shows it, with its blocked reason while queued.
+
+    Given ``marks`` (``interrupted_at`` per marked task id), the form says
+    ``interrupted`` and ``interrupted_at``; without them it leaves both out, and
+    a client merging it keeps the marker it had.
+    """
     body = task.as_dict()
     if task.status is TaskStatus.QUEUED:
         reason = blocked.get(task.id)
         body["blocked"] = None if reason is None else reason.as_dict()
+    if marks is not None:
+        body["interrupted"] = task.id in marks
+        body["interrupted_at"] = marks.get(task.id)
     return body
 
 
-def job_json(job: Job, blocked: dict[str, Blocked]) -> dict[str, Any]:
+def marks_of(queue: QueueService, tasks: list[Task]) -> dict[str, str]:
+    """The interrupted markers of ``tasks``."""
+    return queue.store.interrupted([task.id for task in tasks])
+
+
+def _cleared(request: Request, queue: QueueService, tasks: list[Task]) -> None:
+    """A task runs again: remove its interrupted marker, and say so when one went."""
+    removed = set(queue.store.clear_interrupted([task.id for task in tasks], queue.clock()))
+    for task in tasks:
+        if task.id in removed:
+            publish_task_updated(request.app, task_json(task, {}, {}))
+
+
+def job_json(
+    job: Job, blocked: dict[str, Blocked], marks: Mapping[str, str] | None = None
+) -> dict[str, Any]:
     """A job with its rolled-up status and its tasks."""
     return {
         "id": job.id,
@@ -128,7 +156,7 @@ def job_json(job: Job, blocked: dict[str, Blocked]) -> dict[str, Any]:
         "submitted_by": job.submitted_by,
         "created_at": rfc3339(job.created_at),
         "status": rollup.of_tasks(job.tasks).value,
-        "tasks": [task_json(task, blocked) for task in job.tasks],
+        "tasks": [task_json(task, blocked, marks) for task in job.tasks],
     }
 
 
@@ -153,7 +181,7 @@ def submit(body: SubmitJob, request: Request, token: TokenInfo = Depends(admin))
         max_attempts=body.max_attempts,
         lease_s=body.lease_s,
     )
-    return job_json(job, queue.blocked([job]))
+    return job_json(job, queue.blocked([job]), {})
 
 
 @router.get("/api/v1/jobs", dependencies=[Depends(viewer)])
@@ -168,7 +196,8 @@ def list_jobs(
     queue = queue_of(request)
     jobs = queue.jobs(status=status, fleet=fleet, org=org, limit=limit)
     blocked = queue.blocked(jobs) if jobs else {}
-    return {"jobs": [job_json(job, blocked) for job in jobs]}
+    marks = marks_of(queue, [task for job in jobs for task in job.tasks])
+    return {"jobs": [job_json(job, blocked, marks) for job in jobs]}
 
 
 @router.get("/api/v1/jobs/{job_id}", dependencies=[Depends(viewer)])
@@ -176,7 +205,7 @@ def get_job(job_id: Id, request: Request) -> dict[str, Any]:
     """One job with its tasks, why any waits, and its timeline."""
     queue = queue_of(request)
     job = queue.job(job_id)
-    body = job_json(job, queue.blocked([job]))
+    body = job_json(job, queue.blocked([job]), marks_of(queue, list(job.tasks)))
     body["timeline"] = [
         {"task_id": e.task_id, "at": rfc3339(e.at), "type": e.type, "detail": e.detail}
         for e in queue.store.events(job_id)
@@ -201,7 +230,7 @@ def resume(job_id: Id, request: Request, body: ResumeJob | None = Body(None)) ->
     """Add a continuation task to a job whose tasks have all ended."""
     queue = queue_of(request)
     task = queue.resume(job_id, (body or ResumeJob()).payload)
-    return task_json(task, queue.explain(queue.store.queued(task_ids=[task.id])))
+    return task_json(task, queue.explain(queue.store.queued(task_ids=[task.id])), {})
 
 
 @router.delete("/api/v1/jobs/{job_id}", dependencies=[Depends(admin)])
@@ -221,18 +250,30 @@ def get_task(task_id: Id, request: Request) -> dict[str, Any]:
     blocked = {}
     if task.status is TaskStatus.QUEUED:
         blocked = queue.explain(queue.store.queued(task_ids=[task_id]))
-    return task_json(task, blocked)
+    return task_json(task, blocked, marks_of(queue, [task]))
+
+
+@router.post("/api/v1/tasks/{task_id}/resume", status_code=201, dependencies=[Depends(admin)])
+def resume_task(
+    task_id: Id, request: Request, body: ResumeJob | None = Body(None)
+) -> dict[str, Any]:
+    """Add a continuation task to the task's job (default: the task's payload)."""
+    queue = queue_of(request)
+    original = queue.store.task(task_id)
+    payload = (body or ResumeJob()).payload
+    task = queue.resume(original.job_id, original.payload if payload is None else payload)
+    return task_json(task, queue.explain(queue.store.queued(task_ids=[task.id])), {})
 
 
 @router.post("/api/v1/tasks/{task_id}/renew", dependencies=[Depends(reporter)], response_model=None)
 def renew(task_id: Id, body: RenewIn, request: Request) -> dict[str, Any] | JSONResponse:
     """Renew the lease; ``lease_lost`` (409) means stop and abort the run."""
+    queue = queue_of(request)
     try:
-        task = queue_of(request).renew(
-            task_id, body.lease_token, progressed=body.progressed, step=body.step
-        )
+        task = queue.renew(task_id, body.lease_token, progressed=body.progressed, step=body.step)
     except LeaseLost as exc:
         return _lost(exc)
+    _cleared(request, queue, [task])
     return {"id": task.id, "lease_expires_at": rfc3339(task.lease_expires_at)}
 
 
@@ -294,7 +335,10 @@ def heartbeat(runner_id: Id, request: Request) -> dict[str, Any]:
 @router.post("/api/v1/runners/{runner_id}/lease", dependencies=[Depends(reporter)])
 def lease(runner_id: Id, request: Request, body: LeaseIn | None = Body(None)) -> dict[str, Any]:
     """Lease up to ``max`` tasks the lease rules allow this runner; each with its token."""
-    leases = queue_of(request).lease(runner_id, (body or LeaseIn()).max)
+    queue = queue_of(request)
+    leases = queue.lease(runner_id, (body or LeaseIn()).max)
+    if leases:
+        _cleared(request, queue, [x.task for x in leases])
     return {"tasks": [{**x.task.as_dict(), "lease_token": x.token} for x in leases]}
 
 

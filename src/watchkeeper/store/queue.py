@@ -39,7 +39,7 @@ from sqlalchemy import (
     update,
 )
 
-from watchkeeper.clock import from_epoch, to_epoch
+from watchkeeper.clock import from_epoch, rfc3339, to_epoch
 from watchkeeper.errors import Conflict, NotFound
 from watchkeeper.queue.records import (
     CANCELLABLE,
@@ -75,6 +75,9 @@ _R = queue_runners.c
 _QUEUED = TaskStatus.QUEUED.value
 _RUNNING = TaskStatus.RUNNING.value
 _ACTIVE = [TaskStatus.QUEUED.value, TaskStatus.RUNNING.value, TaskStatus.STUCK.value]
+_META = queue_tasks.c["metadata"]
+#: The metadata key a start-up reconciliation sets on a task a restart interrupted.
+INTERRUPTED = "interrupted_at"
 #: Admits a queued task for a runner given the org's load; the lease rule of ``queue/rules.py``.
 Admit = Callable[[QueuedTask, Runner, OrgLoad], bool]
 
@@ -774,6 +777,71 @@ class QueueStore:
             tuple(row.id for row in stuck),
             tuple(row.id for row in spent),
         )
+
+    # The interrupted marker ------------------------------------------------------------
+
+    def mark_interrupted(self, now: datetime) -> list[str]:
+        """Mark every running task ``interrupted_at`` (RFC 3339 UTC) in its metadata.
+
+        A task already marked keeps its first marker. Returns the ids newly marked.
+        """
+        stamp = rfc3339(now)
+        marked: list[str] = []
+        with translate_errors("marking interrupted tasks"), write_transaction(self._engine) as conn:
+            rows = conn.execute(select(_T.id, _META).where(_T.status == _RUNNING)).all()
+            for row in rows:
+                meta = dict(row._mapping["metadata"] or {})
+                if meta.get(INTERRUPTED):
+                    continue
+                meta[INTERRUPTED] = stamp
+                conn.execute(
+                    update(queue_tasks)
+                    .where(_T.id == row.id, _T.status == _RUNNING)
+                    .values({_META: meta})
+                )
+                marked.append(row.id)
+        return marked
+
+    def interrupted(self, task_ids: Collection[str]) -> dict[str, str]:
+        """``interrupted_at`` of each of ``task_ids`` that carries the marker."""
+        if not task_ids:
+            return {}
+        statement = select(_T.id, _META).where(_T.id.in_(list(task_ids)), _META.is_not(None))
+        with translate_errors("reading task markers"), self._engine.connect() as conn:
+            rows = conn.execute(statement).all()
+        found: dict[str, str] = {}
+        for row in rows:
+            meta = row._mapping["metadata"]
+            if isinstance(meta, dict) and meta.get(INTERRUPTED):
+                found[row.id] = str(meta[INTERRUPTED])
+        return found
+
+    def clear_interrupted(self, task_ids: Collection[str], now: datetime) -> list[str]:
+        """Remove the marker from those of ``task_ids`` that carry it (they run again).
+
+        Returns the ids whose marker this call removed: a concurrent call never
+        reports the same removal. Reads first, so an unmarked task costs no write.
+        """
+        if not self.interrupted(task_ids):
+            return []
+        at = _at(now)
+        removed: list[str] = []
+        with translate_errors("clearing task markers"), write_transaction(self._engine) as conn:
+            statement = select(_T.id, _META).where(_T.id.in_(list(task_ids)), _META.is_not(None))
+            if not self._sqlite:
+                statement = statement.with_for_update()
+            for row in conn.execute(statement).all():
+                meta = row._mapping["metadata"]
+                if not isinstance(meta, dict) or not meta.get(INTERRUPTED):
+                    continue
+                rest = {key: value for key, value in meta.items() if key != INTERRUPTED}
+                conn.execute(
+                    update(queue_tasks)
+                    .where(_T.id == row.id)
+                    .values({_META: rest, _T.updated_at: at})
+                )
+                removed.append(row.id)
+        return removed
 
     # Facts for the rules -------------------------------------------------------------
 

@@ -72,6 +72,8 @@ queue_tasks = Table(
     Column("exit_code", Integer, nullable=True),
     Column("failure_reason", String(2000), nullable=True),
     Column("failure_fingerprint", String(200), nullable=True),
+    # Free-form marks on the task, e.g. ``interrupted_at`` (``queue/reconcile.py``).
+    Column("metadata", JSON, nullable=True),
     Index(None, "status", "fleet", "queued_at"),
     Index(None, "job_id"),
     Index(None, "runner_id"),

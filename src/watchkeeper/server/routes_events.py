@@ -1,0 +1,124 @@
+"""``GET /api/v1/events``: server-sent events of the queue, from an in-process broadcaster.
+
+Each event is ``event: <type>`` with ``data:`` one JSON object. ``task.updated``
+carries the task's API form under ``task``. A client merges an event into the
+task it holds: keys the event carries replace the old ones, keys it leaves out
+keep their old values. In particular an event without ``interrupted`` keeps the
+task's interrupted marker; only ``interrupted: false`` clears it.
+
+The broadcaster lives in this process: a second server process has its own.
+Publishing never blocks; a subscriber whose inbox is full loses the event.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import threading
+from collections.abc import AsyncIterator
+from dataclasses import dataclass
+from typing import Any
+
+from fastapi import APIRouter, Depends, FastAPI, Request
+from fastapi.responses import StreamingResponse
+
+from watchkeeper.server.auth import viewer
+from watchkeeper.server.routes_runs import ERRORS
+
+router = APIRouter(tags=["events"], responses=ERRORS)
+#: How often an idle stream sends a keep-alive comment, in seconds.
+KEEP_ALIVE_S = 15.0
+INBOX_SIZE = 1000
+_CREATE = threading.Lock()
+
+
+@dataclass(frozen=True, eq=False)
+class _Subscriber:
+    loop: asyncio.AbstractEventLoop
+    inbox: asyncio.Queue[tuple[str, str]]
+
+
+class Broadcaster:
+    """Fans events out to every open stream; safe to publish from any thread."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._subscribers: set[_Subscriber] = set()
+
+    def subscribe(self) -> _Subscriber:
+        """A new inbox on the running event loop."""
+        subscriber = _Subscriber(asyncio.get_running_loop(), asyncio.Queue(INBOX_SIZE))
+        with self._lock:
+            self._subscribers.add(subscriber)
+        return subscriber
+
+    def leave(self, subscriber: _Subscriber) -> None:
+        with self._lock:
+            self._subscribers.discard(subscriber)
+
+    @property
+    def listeners(self) -> int:
+        with self._lock:
+            return len(self._subscribers)
+
+    def publish(self, event: str, data: dict[str, Any]) -> None:
+        """Send ``event`` to every subscriber (from a worker thread or the loop)."""
+        item = (event, json.dumps(data, separators=(",", ":")))
+        with self._lock:
+            subscribers = list(self._subscribers)
+        for subscriber in subscribers:
+            try:
+                subscriber.loop.call_soon_threadsafe(_offer, subscriber.inbox, item)
+            except RuntimeError:  # its loop closed: the stream is gone
+                self.leave(subscriber)
+
+
+def _offer(inbox: asyncio.Queue[tuple[str, str]], item: tuple[str, str]) -> None:
+    if not inbox.full():
+        inbox.put_nowait(item)
+
+
+def broadcaster_of(app: FastAPI) -> Broadcaster:
+    """The app's broadcaster, made on first use."""
+    found = getattr(app.state, "events", None)
+    if isinstance(found, Broadcaster):
+        return found
+    with _CREATE:
+        found = getattr(app.state, "events", None)
+        if not isinstance(found, Broadcaster):
+            found = Broadcaster()
+            app.state.events = found
+    return found
+
+
+def publish_task_updated(app: FastAPI, task: dict[str, Any]) -> None:
+    """Publish ``task.updated`` with the task's API form."""
+    broadcaster_of(app).publish("task.updated", {"type": "task.updated", "task": task})
+
+
+@router.get("/api/v1/events", dependencies=[Depends(viewer)])
+async def events(request: Request) -> StreamingResponse:
+    """Server-sent events: ``task.updated`` (a task's API form; merge by key)."""
+    broadcaster = broadcaster_of(request.app)
+    subscriber = broadcaster.subscribe()
+
+    async def stream() -> AsyncIterator[str]:
+        try:
+            yield "retry: 1000\n\n: subscribed\n\n"
+            while not await request.is_disconnected():
+                try:
+                    event, data = await asyncio.wait_for(
+                        subscriber.inbox.get(), timeout=KEEP_ALIVE_S
+                    )
+                except TimeoutError:
+                    yield ": keep-alive\n\n"
+                    continue
+                yield f"event: {event}\ndata: {data}\n\n"
+        finally:
+            broadcaster.leave(subscriber)
+
+    return StreamingResponse(
+        stream(),
+        media_type="text/event-stream",
+        headers={"Cache-Control": "no-store", "X-Accel-Buffering": "no"},
+    )
