@@ -161,12 +161,23 @@ def bars(groups: Sequence[Mapping[str, Any]], css: str = "bar") -> Picture:
             tip += f", {group['unpriced']} unpriced"
         shapes.append(Shape(BAR_LEFT, y, w, BAR_H, css, "", tip))
         texts.append((BAR_LEFT - 6, y + BAR_H * 0.72, str(group["key"])[:32], "bar-key"))
-        texts.append((BAR_LEFT + w + 6, y + BAR_H * 0.72, f"${cost:,.4f}", "bar-value"))
+        value = f"${cost:,.4f}"
+        if group.get("unpriced"):
+            value = "unpriced" if not cost else f"{value} + {group['unpriced']} unpriced"
+        texts.append((BAR_LEFT + w + 6, y + BAR_H * 0.72, value, "bar-value"))
     height = 8 + len(groups) * (BAR_H + BAR_GAP)
     return Picture(BAR_WIDTH, max(height, 24.0), tuple(shapes), (), tuple(texts))
 
 
-COL_W, NODE_H, TASK_W = 300.0, 34.0, 120.0
+COL_W, NODE_H, TASK_W = 320.0, 34.0, 140.0
+
+
+def age(seconds: float) -> str:
+    """``12 s``, ``20 min``, ``3 h``, ``2 d``."""
+    for size, unit in ((86400, "d"), (3600, "h"), (60, "min")):
+        if seconds >= size:
+            return f"{seconds // size:.0f} {unit}"
+    return f"{seconds:.0f} s"
 
 
 def topology(
@@ -193,7 +204,7 @@ def topology(
             tip = (
                 f"{runner.get('name') or runner['id']} on {runner['host']} "
                 f"({'alive' if alive else 'not alive'}), last heartbeat "
-                f"{runner['heartbeat_age_s']:.0f} s ago, {runner['running']}/"
+                f"{age(runner['heartbeat_age_s'])} ago, {runner['running']}/"
                 f"{runner['capacity']} running"
             )
             shapes.append(
@@ -209,7 +220,7 @@ def topology(
                 )
             )
             texts.append(
-                (x + 6, y + NODE_H + 11, f"♥ {runner['heartbeat_age_s']:.0f} s ago", "topo-beat")
+                (x + 6, y + NODE_H + 11, f"♥ {age(runner['heartbeat_age_s'])} ago", "topo-beat")
             )
             for n, task in enumerate(runner["tasks"]):
                 ty = y + n * (NODE_H * 0.8)
