@@ -21,6 +21,7 @@ import pytest
 import uvicorn
 from fastapi import FastAPI
 
+from watchkeeper.clock import Clock, utcnow
 from watchkeeper.notify.ops import OpsNotifier
 from watchkeeper.runtime import Runtime
 from watchkeeper.server.app import create_app
@@ -107,10 +108,20 @@ class Dashboard:
 
 
 @contextmanager
-def serve(app: FastAPI) -> Iterator[str]:
-    """Serve ``app`` on a free loopback port until the block ends."""
-    port = free_port()
-    config = uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning", lifespan="on")
+def serve(app: FastAPI, port: int | None = None) -> Iterator[str]:
+    """Serve ``app`` on loopback (a free port unless given) until the block ends.
+
+    Stopping gives open streams two seconds, as a restart that does not wait for them.
+    """
+    port = port or free_port()
+    config = uvicorn.Config(
+        app,
+        host="127.0.0.1",
+        port=port,
+        log_level="warning",
+        lifespan="on",
+        timeout_graceful_shutdown=2,
+    )
     server = uvicorn.Server(config)
     thread = threading.Thread(target=server.run, daemon=True)
     thread.start()
@@ -126,12 +137,13 @@ def serve(app: FastAPI) -> Iterator[str]:
         thread.join(timeout=30)
 
 
-def open_runtime(data: Path, **overrides: Any) -> Runtime:
-    """A runtime on SQLite in ``data`` with the test kinds, prices and the real clock."""
+def open_runtime(data: Path, clock: Clock = utcnow, **overrides: Any) -> Runtime:
+    """A runtime on SQLite in ``data`` with the test kinds and prices (the real clock unless
+    told)."""
     data.mkdir(parents=True, exist_ok=True)
     url = f"sqlite:///{data / 'watchkeeper.db'}"
     settings = make_settings(data.parent, url, kinds=KINDS, prices=PRICES, **overrides)
-    return Runtime.open(settings, store=Store(url), notifier=OpsNotifier(settings.ops))
+    return Runtime.open(settings, clock=clock, store=Store(url), notifier=OpsNotifier(settings.ops))
 
 
 @pytest.fixture

@@ -3,19 +3,27 @@
 from __future__ import annotations
 
 import re
-from datetime import timedelta
+import shutil
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
 from typing import Any
 
+import httpx
 import pytest
 from playwright.sync_api import Dialog, expect
 
+from watchkeeper.clock import ManualClock
 from watchkeeper.queue.prices import Usage
-from watchkeeper.queue.records import NewRunner, Task
+from watchkeeper.queue.records import NewRunner
 from watchkeeper.queue.service import QueueService
 from watchkeeper.queue.timeline import NewEvent, TimelineService
+from watchkeeper.server.app import create_app
 from watchkeeper.server.web import tasks
+from watchkeeper.store.queue import QueueStore
+from watchkeeper.store.tokens import Role
 
-from .conftest import Dashboard
+from ...integration.server import free_port
+from .conftest import Dashboard, open_runtime, serve
 
 
 def _queue(dashboard: Dashboard) -> QueueService:
@@ -87,19 +95,27 @@ def test_jobs_filter_into_a_shareable_url_show_why_tasks_wait_and_answer_control
 
 def _phases(job_id: str, task_id: str, ended: Any) -> list[NewEvent]:
     def event(phase: str, rnd: int, seconds: float, **more: Any) -> NewEvent:
-        return NewEvent(phase=phase, at=ended - timedelta(seconds=100 - seconds), job_id=job_id,
-                        task_id=task_id, round=rnd, duration_s=10.0, **more)  # fmt: skip
+        return NewEvent(
+            phase=phase,
+            at=ended - timedelta(seconds=100 - seconds),
+            job_id=job_id,
+            task_id=task_id,
+            round=rnd,
+            duration_s=10.0,
+            **more,
+        )
 
     usage = Usage(input_tokens=12_000, output_tokens=3_000)
     coder = {"role": "implementer", "model": "coder-1", "provider": "acme-ai", "usage": usage}
     return [
         event("implementer", 1, 10, rationale="wrote the parser", **coder),
-        event("review", 1, 25, outcome="revision", role="architect",
-              rationale="handle empty input"),
+        event(
+            "review", 1, 25, outcome="revision", role="architect", rationale="handle empty input"
+        ),
         event("implementer", 2, 40, rationale="handled empty input", **coder),
         event("review", 2, 55, outcome="approved", role="architect"),
         event("verify", 2, 70, outcome="ok", name="pytest"),
-    ]  # fmt: skip
+    ]
 
 
 def test_a_job_page_draws_rounds_phase_by_phase_with_spend_and_its_merge_link(
@@ -122,7 +138,7 @@ def test_a_job_page_draws_rounds_phase_by_phase_with_spend_and_its_merge_link(
         "detail": {},
         "signature": "0" * 64,
     }
-    timeline.store.record_links("github", "delivery-1", [merged], runtime.clock())  # fmt: skip
+    timeline.store.record_links("github", "delivery-1", [merged], runtime.clock())
 
     page = dashboard.login(pages(), "ana")
     page.goto(f"{dashboard.url}/web/jobs/{job_id}")
@@ -175,8 +191,17 @@ def test_the_interrupted_icon_follows_its_precedence_on_every_surface_and_live_u
     page.goto(f"{dashboard.url}/web/jobs")
     in_browser = page.evaluate("cases => cases.map(c => wk.taskIcon(c))", ICON_CASES)
     assert in_browser == [tasks.icon(case) for case in ICON_CASES]
-    assert in_browser[:9] == ["interrupted", "interrupted", "running", "approval", "approval",
-                              "completed", "failed", "cancelled", "interrupted"]  # fmt: skip
+    assert in_browser[:9] == [
+        "interrupted",
+        "interrupted",
+        "running",
+        "approval",
+        "approval",
+        "completed",
+        "failed",
+        "cancelled",
+        "interrupted",
+    ]
 
     for path in ("/web/jobs", f"/web/jobs/{job_id}"):  # a list row, then a task card
         page.goto(f"{dashboard.url}{path}")
@@ -196,16 +221,80 @@ def test_the_interrupted_icon_follows_its_precedence_on_every_surface_and_live_u
         expect(icon).to_have_class(re.compile(r"ticon-running"))
         page.evaluate("id => wk.applyTaskUpdate({id, status: 'queued'})", task_id)
         expect(icon).to_have_class(re.compile(r"ticon-interrupted"))
-        page.evaluate("id => wk.applyTaskUpdate({id, status: 'queued', interrupted: false})",
-                      task_id)  # fmt: skip
+        page.evaluate(
+            "id => wk.applyTaskUpdate({id, status: 'queued', interrupted: false})", task_id
+        )
         expect(icon).not_to_have_class(re.compile(r"ticon-interrupted"))
 
 
 @pytest.mark.skipif(
-    "interrupted" not in Task.__dataclass_fields__,
+    not hasattr(QueueStore, "mark_interrupted"),
     reason="the task's interrupted marker is not in this tree yet",
 )
 def test_the_red_icon_appears_after_a_restart_and_clears_on_resume(
-    dashboard: Dashboard, pages: Any
-) -> None:  # pragma: no cover - runs once the marker lands
-    pytest.skip("written against the marker's API once it lands")
+    tmp_path: Path, sqlite_template: Path, pages: Any
+) -> None:
+    data = tmp_path / "data"
+    data.mkdir()
+    shutil.copy(sqlite_template, data / "watchkeeper.db")
+    clock = ManualClock(datetime.now(UTC))
+    runtime = open_runtime(data, clock)
+    port = free_port()
+    admin = {"Authorization": f"Bearer {runtime.store.tokens.create(Role.ADMIN, 'ci', clock())[1]}"}
+    runner_token = runtime.store.tokens.create(Role.REPORTER, "runner", clock())[1]
+    runner = {"Authorization": f"Bearer {runner_token}"}
+    try:
+        app = create_app(runtime, run_supervisor=False)
+        with serve(app, port) as url:
+            submitted = httpx.post(
+                f"{url}/api/v1/jobs",
+                headers=admin,
+                timeout=10,
+                json={
+                    "title": "summarise the logs",
+                    "org": "acme",
+                    "fleet": "gpu",
+                    "payload": {"argv": ["true"]},
+                    "lease_s": 30,
+                },
+            )
+            job_id = submitted.json()["id"]
+            registered = httpx.post(
+                f"{url}/api/v1/runners",
+                headers=runner,
+                timeout=10,
+                json={"fleet": "gpu", "host": "gpu-host-1", "pid": 4242},
+            )
+            runner_id = registered.json()["id"]
+            leased = httpx.post(
+                f"{url}/api/v1/runners/{runner_id}/lease", headers=runner, timeout=10
+            ).json()["tasks"]
+            task_id = leased[0]["id"]
+            page = Dashboard(url, runtime, app).login(pages(), "ana")
+            page.goto(f"{url}/web/jobs/{job_id}")
+            icon = page.locator(f'.ticon[data-task-id="{task_id}"]')
+            expect(icon).to_have_class(re.compile(r"ticon-running"))
+            expect(page.locator("body")).to_have_attribute("data-stream", "open")
+
+        # The server restarts; its runner went away with it and the lease lapses meanwhile.
+        clock.advance(120)
+        restarted = create_app(runtime, run_supervisor=False)
+        with serve(restarted, port) as url:
+            # The page reconnects by itself, is told to resync, and shows the marker.
+            expect(icon).to_have_attribute("data-interrupted", "1")
+            expect(icon).to_have_class(re.compile(r"ticon-running"))  # running still wins
+            _queue(Dashboard(url, runtime, restarted)).recover()
+            expect(icon).to_have_class(re.compile(r"ticon-interrupted"))
+            expect(icon).to_have_attribute("aria-label", "Interrupted by restart")
+            expect(icon).to_have_attribute("title", "Interrupted by restart")
+
+            # A runner takes the task up again: the marker clears, live.
+            httpx.post(f"{url}/api/v1/runners/{runner_id}/heartbeat", headers=runner, timeout=10)
+            again = httpx.post(
+                f"{url}/api/v1/runners/{runner_id}/lease", headers=runner, timeout=10
+            ).json()["tasks"]
+            assert [t["id"] for t in again] == [task_id]
+            expect(icon).to_have_class(re.compile(r"ticon-running"))
+            expect(icon).to_have_attribute("data-interrupted", "")
+    finally:
+        runtime.close()

@@ -53,14 +53,18 @@ def test_topology_hangs_each_running_task_off_its_runner_with_breakers_and_healt
     queue = QueueService(runtime.store, runtime.settings, clock=runtime.clock, launchers={})
     runner = queue.register(NewRunner("gpu", 2, "gpu-host-1", 4242, None, "gpu-1"))
     queue.register(NewRunner("cpu", 1, "cpu-host-1", 4343, None, "cpu-1"))
-    job = queue.submit("index the repo", org="acme", fleet="gpu", payload={"argv": ["true"]},
-                       submitted_by="ci")  # fmt: skip
+    job = queue.submit(
+        "index the repo", org="acme", fleet="gpu", payload={"argv": ["true"]}, submitted_by="ci"
+    )
     leased = queue.lease(runner.id)[0]
     dashboard.app.state.breakers = {
         name: _breaker(name, state)
-        for name, state in (("github", CircuitState.CLOSED), ("slack", CircuitState.OPEN),
-                            ("linear", CircuitState.HALF_OPEN))
-    }  # fmt: skip
+        for name, state in (
+            ("github", CircuitState.CLOSED),
+            ("slack", CircuitState.OPEN),
+            ("linear", CircuitState.HALF_OPEN),
+        )
+    }
     monitor = HealthMonitor(failure_threshold=1)
     monitor.register(DiskSpace(), critical=False)
     with ThreadPoolExecutor(1) as pool:  # Playwright holds this thread's event loop
@@ -101,15 +105,30 @@ def test_spend_is_drawn_by_day_model_provider_and_role(dashboard: Dashboard, pag
     usage = Usage(input_tokens=1_000_000, output_tokens=100_000)
     timeline.ingest(
         [
-            NewEvent(phase="implementer", role="implementer", model="coder-1",
-                     provider="acme-ai", usage=usage),
-            NewEvent(phase="review", role="architect", model="coder-1", provider="acme-ai",
-                     usage=Usage(input_tokens=100_000)),
-            NewEvent(phase="review", role="architect", model="mystery", provider="elsewhere",
-                     usage=Usage(input_tokens=10)),
+            NewEvent(
+                phase="implementer",
+                role="implementer",
+                model="coder-1",
+                provider="acme-ai",
+                usage=usage,
+            ),
+            NewEvent(
+                phase="review",
+                role="architect",
+                model="coder-1",
+                provider="acme-ai",
+                usage=Usage(input_tokens=100_000),
+            ),
+            NewEvent(
+                phase="review",
+                role="architect",
+                model="mystery",
+                provider="elsewhere",
+                usage=Usage(input_tokens=10),
+            ),
         ],
         "runner",
-    )  # fmt: skip
+    )
     page = dashboard.login(pages(), "ana")
     page.goto(f"{dashboard.url}/web/spend")
     # $3 + $1.50 for the implementer, $0.30 for the review; the unknown model is not free.

@@ -18,11 +18,16 @@ def _report(dashboard: Dashboard, run_id: str, title: str, budget_s: float) -> N
     headers = {"Authorization": f"Bearer {dashboard.token('reporter', Role.REPORTER)}"}
     answer = httpx.post(
         f"{dashboard.url}/api/v1/runs",
-        json={"kind": "crawl", "run_id": run_id, "title": title, "budget_s": budget_s,
-              "effects": "none"},
+        json={
+            "kind": "crawl",
+            "run_id": run_id,
+            "title": title,
+            "budget_s": budget_s,
+            "effects": "none",
+        },
         headers=headers,
         timeout=10,
-    )  # fmt: skip
+    )
     answer.raise_for_status()
 
 

@@ -51,8 +51,13 @@ def test_every_acting_post_needs_the_sessions_csrf_token(dashboard: Dashboard) -
     with httpx.Client(base_url=dashboard.url) as web:
         _login(dashboard, web, dashboard.token("ana"))
         csrf = _csrf(web)
-        posts = ["/web/incidents/1/press", "/web/jobs/j-00/cancel", "/web/procs/p1/abort",
-                 "/web/runbooks/retry_out_of_attempts", "/web/logout"]  # fmt: skip
+        posts = [
+            "/web/incidents/1/press",
+            "/web/jobs/j-00/cancel",
+            "/web/procs/p1/abort",
+            "/web/runbooks/retry_out_of_attempts",
+            "/web/logout",
+        ]
         for path in posts:
             refused = web.post(
                 path, data={"action": "retry"}, headers={"accept": "application/json"}

@@ -12,7 +12,7 @@ from fastapi.responses import HTMLResponse, RedirectResponse, Response
 from watchkeeper.errors import Conflict, NotFound, WatchkeeperError
 from watchkeeper.queue import record, rollup
 from watchkeeper.queue.service import QueueService
-from watchkeeper.server.routes_queue import job_json, queue_of
+from watchkeeper.server.routes_queue import job_json, marks_of, queue_of
 from watchkeeper.server.routes_timeline import record_key, timeline_of
 from watchkeeper.server.web import charts, jobsview
 from watchkeeper.server.web.common import acting_form, answer, local_path, page
@@ -28,7 +28,8 @@ JobId = Path(pattern=r"^[a-z]-[0-9a-f]{1,60}$")
 def _list_context(queue: QueueService, view: jobsview.JobsView) -> dict[str, Any]:
     found = jobsview.find(queue.store, view)
     blocked = queue.blocked(list(found.jobs)) if found.jobs else {}
-    shown = [job_json(job, blocked) for job in found.jobs]
+    marks = marks_of(queue, [task for job in found.jobs for task in job.tasks])
+    shown = [job_json(job, blocked, marks) for job in found.jobs]
     by_id = {body["id"]: body for body in shown}
     return {
         "view": view,
@@ -83,7 +84,7 @@ def _timeline_context(request: Request, job_id: str, status: str) -> dict[str, A
 def _job_context(request: Request, job_id: str) -> dict[str, Any]:
     queue = queue_of(request)
     job = queue.job(job_id)
-    body = job_json(job, queue.blocked([job]))
+    body = job_json(job, queue.blocked([job]), marks_of(queue, list(job.tasks)))
     status = rollup.of_tasks(job.tasks).value
     context: dict[str, Any] = {"job": body, "task_events": queue.store.events(job_id)}
     try:

@@ -16,7 +16,7 @@ from watchkeeper.queue.topology import topology
 from watchkeeper.redact import redact
 from watchkeeper.runtime import Runtime
 from watchkeeper.server.routes_procs import engine_of
-from watchkeeper.server.routes_queue import queue_of
+from watchkeeper.server.routes_queue import marks_of, queue_of, task_json
 from watchkeeper.server.routes_timeline import timeline_of
 from watchkeeper.server.schemas import RunId
 from watchkeeper.server.web import charts
@@ -97,7 +97,9 @@ def _topology_context(request: Request) -> dict[str, Any]:
     shape = topology(
         store.runners(), store.running_tasks(), store.queued(), queue.policy, queue.clock()
     )
-    running = {task.id: task.as_dict() for task in store.running_tasks()}
+    tasks = store.running_tasks()
+    marks = marks_of(queue, tasks)
+    running = {task.id: task_json(task, {}, marks) for task in tasks}
     try:
         engine = engine_of(request)
         procs = [engine.describe(run) for run in engine.runs(limit=20)]

@@ -12,7 +12,8 @@ and emits:
 
 Every event carries an id; a browser that reconnects (a stream lasts at most
 :data:`STREAM_S`, so a stopping server is never held up by an open page) sends
-``Last-Event-ID`` and is replayed what it missed, or told ``resync``.
+``Last-Event-ID`` and is replayed what it missed, or told ``resync`` when
+those events are gone (or came from a server that has restarted since).
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ import contextlib
 import hashlib
 import json
 import logging
+import secrets
 from collections import deque
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
@@ -34,7 +36,7 @@ from fastapi.responses import StreamingResponse
 from watchkeeper.queue.records import TaskStatus
 from watchkeeper.queue.service import QueueService
 from watchkeeper.runtime import Runtime
-from watchkeeper.server.routes_queue import queue_of
+from watchkeeper.server.routes_queue import queue_of, task_json
 from watchkeeper.server.web.session import Session, session
 from watchkeeper.server.web.shared import SharedOverview, shared_overview
 
@@ -76,6 +78,8 @@ class Watcher:
     sent: deque[tuple[int, str, str]] = field(default_factory=lambda: deque(maxlen=REPLAY))
     last: Look | None = None
     seq: int = 0
+    #: Names this watcher's event ids: an id from another (a restarted server) means resync.
+    epoch: str = field(default_factory=lambda: secrets.token_hex(4))
     task: asyncio.Task[None] | None = None
 
     def listen(self) -> asyncio.Queue[tuple[int, str, str]]:
@@ -201,10 +205,11 @@ class Watcher:
         for task_id in previous.keys() - found.keys():  # ended (or deleted) since the last look
             with contextlib.suppress(Exception):
                 found[task_id] = store.task(task_id)
+        marks = store.interrupted(list(found))
         shown: dict[str, dict[str, Any]] = {}
         explain: list[str] = []
         for task in found.values():
-            body = task.as_dict()
+            body = task_json(task, {}, marks)
             body.pop("payload", None)
             before = previous.get(task.id)
             body["blocked"] = None if before is None else before.get("blocked")
@@ -238,9 +243,17 @@ def watcher_of(request: Request) -> Watcher:
     return made
 
 
-def _frame(item: tuple[int, str, str]) -> str:
+def _frame(epoch: str, item: tuple[int, str, str]) -> str:
     number, event, data = item
-    return f"id: {number}\nevent: {event}\ndata: {data}\n\n"
+    return f"id: {epoch}.{number}\nevent: {event}\ndata: {data}\n\n"
+
+
+def _missed(watcher: Watcher, last_id: str) -> list[tuple[int, str, str]] | None:
+    """What a reconnecting page missed, or ``None`` when it must fetch everything again."""
+    epoch, _, number = last_id.partition(".")
+    if epoch != watcher.epoch or not number.isdigit():
+        return None
+    return watcher.since(int(number))
 
 
 @router.get("/web/stream")
@@ -255,20 +268,21 @@ async def stream(request: Request, current: Session = Depends(session)) -> Strea
         ends_at = loop.time() + STREAM_S
         try:
             yield "retry: 1000\n\n"
-            if last_id.isdigit():
-                missed = watcher.since(int(last_id))
+            if last_id:
+                missed = _missed(watcher, last_id)
                 for item in missed or []:
-                    yield _frame(item)
+                    yield _frame(watcher.epoch, item)
                 if missed is None:
                     yield "event: resync\ndata: {}\n\n"
-            yield f"id: {watcher.seq}\nevent: hello\ndata: {json.dumps(watcher.hello())}\n\n"
+            hello = json.dumps(watcher.hello())
+            yield f"id: {watcher.epoch}.{watcher.seq}\nevent: hello\ndata: {hello}\n\n"
             while loop.time() < ends_at and not await request.is_disconnected():
                 try:
                     item = await asyncio.wait_for(inbox.get(), timeout=LOOK_EVERY_S)
                 except TimeoutError:
                     yield ": keep-alive\n\n"
                     continue
-                yield _frame(item)
+                yield _frame(watcher.epoch, item)
         finally:
             watcher.leave(inbox)
 

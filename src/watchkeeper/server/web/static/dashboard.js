@@ -178,7 +178,11 @@ const wk = (() => {
       applyTaskUpdate(JSON.parse(message.data));
       refreshOn("task.updated");
     });
+    // Events were lost (a restart, a long sleep): live parts are fetched again, and a page
+    // whose task icons are not in one of them is loaded again.
     source.addEventListener("resync", () => {
+      const drawn = [...document.querySelectorAll("[data-task-id]")];
+      if (drawn.some((icon) => !icon.closest("[data-src]"))) { window.location.reload(); return; }
       for (const name of ["incidents", "runs", "topology", "task.updated"]) refreshOn(name);
     });
     // A page drew what it drew before it listened: anything seen differently is fetched again.
