@@ -252,3 +252,17 @@ def test_third_party_adapters_come_from_entry_points() -> None:
     assert found["push"].__name__ == "PushAdapter"
     assert found["sql"].__name__ == "SqlAdapter"
     assert registry.ENTRY_POINT_GROUP == "watchkeeper.kinds"
+
+
+def test_a_page_and_a_sweep_may_read_a_kind_at_the_same_time(runtime: Runtime) -> None:
+    from .helpers import start
+
+    start(runtime, "both-1")
+
+    async def together() -> tuple[object, object]:
+        overview, result = await asyncio.gather(runtime.overview(False), runtime.supervisor.sweep())
+        return overview, result
+
+    overview, result = asyncio.run(together())
+    assert overview.unreadable == ()  # type: ignore[attr-defined]
+    assert all(read.readable for read in result.reads)  # type: ignore[attr-defined]

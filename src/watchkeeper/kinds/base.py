@@ -51,7 +51,8 @@ class Adapter(ABC):
         self.config = config
         self.context = context
         self.spec = KindSpec(name, context.settings.budget_for(name), config.expected_s)
-        self._in_flight: asyncio.Future[Any] | None = None
+        # Reads that outlived their time limit and still hold a worker thread.
+        self._hung: set[asyncio.Future[Any]] = set()
 
     @abstractmethod
     def read(self, now: datetime) -> Sequence[RunView]:
@@ -123,18 +124,22 @@ class Adapter(ABC):
         With ``watched`` (run ids that have live incidents) this is a sweep read.
         """
         started = time.perf_counter()
-        if self._in_flight is not None and not self._in_flight.done():
-            return KindRead(self.name, error="the previous read has not finished yet")
+        self._hung = {future for future in self._hung if not future.done()}
+        if self._hung:
+            # A hung store must not collect one stuck thread per sweep; concurrent reads
+            # (a sweep and a page, say) that finish in time are fine.
+            return KindRead(self.name, error="an earlier read is still hanging past its time limit")
         loop = asyncio.get_running_loop()
         if watched is None:
-            self._in_flight = loop.run_in_executor(None, self._read_all, now)
+            in_flight = loop.run_in_executor(None, self._read_all, now)
         else:
-            self._in_flight = loop.run_in_executor(None, self.read_for_sweep, now, watched)
+            in_flight = loop.run_in_executor(None, self.read_for_sweep, now, watched)
         try:
             read: KindRead = await asyncio.wait_for(
-                asyncio.shield(self._in_flight), self.config.timeout_s
+                asyncio.shield(in_flight), self.config.timeout_s
             )
         except TimeoutError:
+            self._hung.add(in_flight)
             return KindRead(self.name, error=f"read timed out after {self.config.timeout_s:g} s")
         except WatchkeeperError as exc:
             return self._unreadable(exc, started)
