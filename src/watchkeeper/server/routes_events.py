@@ -28,6 +28,8 @@ from watchkeeper.server.routes_runs import ERRORS
 router = APIRouter(tags=["events"], responses=ERRORS)
 #: How often an idle stream sends a keep-alive comment, in seconds.
 KEEP_ALIVE_S = 15.0
+#: How long one stream lasts before the client reconnects (so shutdown never waits long).
+STREAM_S = 300.0
 INBOX_SIZE = 1000
 _CREATE = threading.Lock()
 
@@ -100,12 +102,15 @@ def publish_task_updated(app: FastAPI, task: dict[str, Any]) -> None:
 async def events(request: Request) -> StreamingResponse:
     """Server-sent events: ``task.updated`` (a task's API form; merge by key)."""
     broadcaster = broadcaster_of(request.app)
-    subscriber = broadcaster.subscribe()
 
     async def stream() -> AsyncIterator[str]:
+        # Subscribed before the first line: a client that read it misses nothing after.
+        subscriber = broadcaster.subscribe()
+        loop = asyncio.get_running_loop()
+        ends_at = loop.time() + STREAM_S
         try:
             yield "retry: 1000\n\n: subscribed\n\n"
-            while not await request.is_disconnected():
+            while loop.time() < ends_at and not await request.is_disconnected():
                 try:
                     event, data = await asyncio.wait_for(
                         subscriber.inbox.get(), timeout=KEEP_ALIVE_S
