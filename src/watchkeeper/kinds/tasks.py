@@ -58,12 +58,27 @@ class TasksAdapter(Adapter):
     def read(self, now: datetime) -> Sequence[RunView]:
         """Unfinished tasks and those that ended within the last day."""
         found = self._queue().for_judging(now - FINISHED_WINDOW)
-        return [view(self.name, task, title, now) for task, title in found]
+        moved = self._timeline_progress([task for task, _ in found])
+        return [view(self.name, task, title, now, moved.get(task.id)) for task, title in found]
 
     def read_one(self, run_id: str, now: datetime) -> RunView | None:
         """One task by id."""
         found = self._queue().for_judging(now - FINISHED_WINDOW, task_id=run_id)
-        return view(self.name, *found[0], now) if found else None
+        if not found:
+            return None
+        task, title = found[0]
+        return view(self.name, task, title, now, self._timeline_progress([task]).get(task.id))
+
+    def _timeline_progress(self, tasks: Sequence[Task]) -> dict[str, datetime]:
+        # A running task's timeline decides whether it moves: a round that repeats the
+        # previous round's fingerprint is not progress, however many events it sends.
+        running = [t.id for t in tasks if t.status is TaskStatus.RUNNING]
+        store = self.context.store
+        if not running or store is None:
+            return {}
+        from watchkeeper.queue.timeline import TimelineService
+
+        return TimelineService(store, self.context.settings).last_progress_many(running)
 
     def capabilities(self) -> frozenset[Action]:
         """Cancel and retry are the queue's own; configured actions are kept too."""
@@ -99,8 +114,10 @@ class TasksAdapter(Adapter):
         return facts
 
 
-def view(kind: str, task: Task, title: str, now: datetime) -> RunView:
-    """One task in the read model."""
+def view(
+    kind: str, task: Task, title: str, now: datetime, timeline_progress: datetime | None = None
+) -> RunView:
+    """One task in the read model; a task with a timeline moves only when its timeline does."""
     status = _STATUS[task.status]
     owner = Owner()
     if task.status in (TaskStatus.RUNNING, TaskStatus.STUCK):
@@ -117,7 +134,7 @@ def view(kind: str, task: Task, title: str, now: datetime) -> RunView:
         status=status,
         state_token=task.state_token,
         owner=owner,
-        progress_at=task.progress_at,
+        progress_at=timeline_progress or task.progress_at,
         started_at=task.leased_at,
         finished_at=task.finished_at,
         effects=Effects.NONE if task.rerunnable else Effects.UNKNOWN,
