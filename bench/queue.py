@@ -88,8 +88,9 @@ def _fill(queue: QueueService, count: int, org: str = "bench", fleet: str = "cpu
 
 
 def _drain(url: str, folder: Path, runner_id: str, batch: int, go: Any, poll_s: float,
-           stop: Any) -> None:  # fmt: skip
-    store, queue = _service(url, folder)
+           stop: Any, shared: Store | None = None) -> None:  # fmt: skip
+    store = shared or Store(url, migrate=False)
+    queue = QueueService(store, settings_for(folder, url))
     beat = time.monotonic()
     go.wait()
     try:
@@ -105,7 +106,8 @@ def _drain(url: str, folder: Path, runner_id: str, batch: int, go: Any, poll_s: 
                     return
                 time.sleep(poll_s)
     finally:
-        store.close()
+        if shared is None:
+            store.close()
 
 
 def _spawn(backend: str, target: Callable[..., None], args: tuple[Any, ...]) -> Any:
@@ -114,6 +116,15 @@ def _spawn(backend: str, target: Callable[..., None], args: tuple[Any, ...]) -> 
     if backend == "sqlite":
         return threading.Thread(target=target, args=args)
     return FORK.Process(target=target, args=args)
+
+
+def _shared(backend: str, store: Store) -> Store | None:
+    """On SQLite every runner thread uses the one engine (its writer gate queues them in
+    order, as in the server); on PostgreSQL each process has its own."""
+    if backend == "sqlite":
+        return store
+    store.engine.dispose()  # no pooled connection may cross the fork
+    return None
 
 
 def _events(backend: str) -> tuple[Any, Any]:
@@ -138,9 +149,10 @@ def burn_ours(backend: str, args: argparse.Namespace, batch: int) -> float:
         queue = QueueService(store, settings_for(folder, url))
         _fill(queue, args.tasks)
         ids = _runners(queue, args.runners, batch)
-        store.close()
+        shared = _shared(backend, store)
         go, _ = _events(backend)
-        procs = [_spawn(backend, _drain, (url, folder, rid, batch, go, 0.0, None)) for rid in ids]
+        procs = [_spawn(backend, _drain, (url, folder, rid, batch, go, 0.0, None, shared))
+                 for rid in ids]  # fmt: skip
         for proc in procs:
             proc.start()
         time.sleep(0.5)  # let every process connect before the start signal
@@ -149,8 +161,7 @@ def burn_ours(backend: str, args: argparse.Namespace, batch: int) -> float:
         for proc in procs:
             proc.join()
         elapsed = time.perf_counter() - started
-        store = Store(url, migrate=False)
-        left = len(QueueService(store, settings_for(folder, url)).store.queued())
+        left = len(queue.store.queued())
         store.close()
         assert left == 0
         assert all(getattr(proc, "exitcode", 0) == 0 for proc in procs)
@@ -277,12 +288,12 @@ def latency(backend: str, args: argparse.Namespace) -> dict[str, float]:
         store = Store(url)
         queue = QueueService(store, settings_for(folder, url))
         ids = _runners(queue, args.runners, 10)
+        shared = _shared(backend, store)
         go, stop = _events(backend)
-        procs = [_spawn(backend, _drain, (url, folder, rid, 10, go, 0.01, stop)) for rid in ids]
-        store.close()
+        procs = [_spawn(backend, _drain, (url, folder, rid, 10, go, 0.01, stop, shared))
+                 for rid in ids]  # fmt: skip
         for proc in procs:
             proc.start()
-        store, queue = _service(url, folder)
         go.set()
         total = int(args.rate * args.seconds)
         new = NewJob("noop", "bench", "cpu", NOOP, "bench", lease_s=600)
@@ -408,18 +419,24 @@ def main() -> None:
     parser.add_argument("--blocked", type=int, default=10_000)
     parser.add_argument("--db", choices=("sqlite", "postgresql", "both"), default="both")
     parser.add_argument("--no-peers", action="store_true", help="skip pgqueuer and procrastinate")
+    parser.add_argument("--batch1", action="store_true", help="also burn down leasing 1 at a time")
+    parser.add_argument("--only-burn", action="store_true", help="burn-down figures only")
     parser.add_argument("--json", metavar="PATH")
     args = parser.parse_args()
+    sys.stdout.reconfigure(line_buffering=True)  # type: ignore[union-attr]
     backends = ("sqlite", "postgresql") if args.db == "both" else (args.db,)
     results: dict[str, Any] = {}
     for backend in backends:
         figures: dict[str, Any] = {}
         figures["burn_tasks_per_s"] = burn_ours(backend, args, args.batch)
-        figures["burn_tasks_per_s_batch1"] = burn_ours(backend, args, 1)
-        figures["latency"] = latency(backend, args)
-        kills = relapse(backend, args.kills)
-        figures["sigkill_to_relase_s"] = {"median": statistics.median(kills), "max": max(kills)}
-        figures["blocked"] = blocked(backend, args.blocked)
+        if args.batch1:
+            figures["burn_tasks_per_s_batch1"] = burn_ours(backend, args, 1)
+        if not args.only_burn:
+            figures["latency"] = latency(backend, args)
+            kills = relapse(backend, args.kills)
+            figures["sigkill_to_relase_s"] = {"median": statistics.median(kills),
+                                              "max": max(kills)}  # fmt: skip
+            figures["blocked"] = blocked(backend, args.blocked)
         results[backend] = figures
         _show(backend, args, figures)
     if "postgresql" in backends and not args.no_peers:
@@ -445,22 +462,24 @@ def _peers(args: argparse.Namespace) -> dict[str, Any]:
 
 
 def _show(backend: str, args: argparse.Namespace, figures: dict[str, Any]) -> None:
-    lat, kill, why = figures["latency"], figures["sigkill_to_relase_s"], figures["blocked"]
-    print_table(
-        f"watchkeeper queue on {backend}",
-        [
-            (f"burn-down, {args.runners} runners, batch {args.batch} (tasks/s)",
-             figures["burn_tasks_per_s"]),
-            (f"burn-down, {args.runners} runners, batch 1 (tasks/s)",
-             figures["burn_tasks_per_s_batch1"]),
+    rows: list[tuple[str, object]] = [
+        (f"burn-down, {args.runners} runners, batch {args.batch} (tasks/s)",
+         figures["burn_tasks_per_s"]),
+    ]  # fmt: skip
+    if "burn_tasks_per_s_batch1" in figures:
+        rows.append((f"burn-down, {args.runners} runners, batch 1 (tasks/s)",
+                     figures["burn_tasks_per_s_batch1"]))  # fmt: skip
+    if "latency" in figures:
+        lat, kill, why = figures["latency"], figures["sigkill_to_relase_s"], figures["blocked"]
+        rows += [
             (f"enqueue-to-lease p50 at {args.rate:g}/s (ms)", lat["p50_ms"]),
             (f"enqueue-to-lease p99 at {args.rate:g}/s (ms)", lat["p99_ms"]),
             ("SIGKILL to re-lease, lease 2 s, median (s)", kill["median"]),
             ("SIGKILL to re-lease, lease 2 s, max (s)", kill["max"]),
             (f"blocked reasons for {int(why['tasks']):,} queued tasks, median (s)",
              why["median_s"]),
-        ],
-    )  # fmt: skip
+        ]  # fmt: skip
+    print_table(f"watchkeeper queue on {backend}", rows)
 
 
 if __name__ == "__main__":
