@@ -23,8 +23,8 @@ What it measures:
 
 Run::
 
-    .venv-bench/bin/python bench/queue.py                     # everything, both databases
-    .venv-bench/bin/python bench/queue.py --tasks 5000 --no-peers
+    .venv-bench/bin/python bench/queue_drain.py                     # everything, both databases
+    .venv-bench/bin/python bench/queue_drain.py --tasks 5000 --no-peers
 """
 
 from __future__ import annotations
