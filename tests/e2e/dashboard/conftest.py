@@ -60,9 +60,14 @@ def _missing() -> str | None:
     return None
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")
 def browser() -> Iterator[Any]:
-    """One headless Chromium for the session; every test opens its own contexts."""
+    """One headless Chromium per test module; every test opens its own contexts.
+
+    Not per session: Playwright's synchronous API keeps an event loop running in the
+    main thread while it is open, and every other test on the same worker that runs
+    ``asyncio.run`` would find it there.
+    """
     problem = _missing()
     if problem is not None:
         if os.environ.get("CI"):
