@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+from abc import ABC, abstractmethod
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Protocol
@@ -32,7 +33,7 @@ class Outcome:
     exit_code: int | None = None
 
 
-class Runner:
+class Runner(ABC):
     """Base of the three runner kinds; owns the ``ready`` and ``exited`` futures."""
 
     def __init__(self, spec: ChildSpec, path: str, clock: Clock) -> None:
@@ -48,13 +49,13 @@ class Runner:
     def pid(self) -> int | None:
         return None
 
+    @abstractmethod
     def launch(self) -> None:
         """Start the child; raises ``OSError`` (or the factory's error) if it cannot."""
-        raise NotImplementedError
 
+    @abstractmethod
     async def stop(self) -> Outcome:
         """Stop the child within its shutdown timeout, forcefully if need be."""
-        raise NotImplementedError
 
     def _finish(self, outcome: Outcome) -> None:
         if not self.exited.done():
