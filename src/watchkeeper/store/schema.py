@@ -33,8 +33,12 @@ metadata = MetaData(
 )
 
 
-def _time(name: str, nullable: bool = True) -> Column[float]:
+def epoch_column(name: str, nullable: bool = True) -> Column[float]:
+    """A time column: UTC epoch seconds in double precision (every aggregate's tables use it)."""
     return Column(name, Float(precision=53), nullable=nullable)
+
+
+_time = epoch_column
 
 
 push_runs = Table(

@@ -5,7 +5,6 @@ from __future__ import annotations
 from sqlalchemy import (
     JSON,
     Column,
-    Float,
     ForeignKey,
     Index,
     Integer,
@@ -14,12 +13,8 @@ from sqlalchemy import (
     UniqueConstraint,
 )
 
+from watchkeeper.store.schema import epoch_column as _time
 from watchkeeper.store.schema import metadata
-
-
-def _time(name: str, nullable: bool = True) -> Column[float]:
-    return Column(name, Float(precision=53), nullable=nullable)
-
 
 # One row per message to one place. Rows only move forward:
 # pending -> sending -> sent | failed | maybe_sent (and sending -> pending for definite non-sends).

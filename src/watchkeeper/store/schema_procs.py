@@ -21,12 +21,8 @@ from sqlalchemy import (
     false,
 )
 
+from watchkeeper.store.schema import epoch_column as _time
 from watchkeeper.store.schema import metadata
-
-
-def _time(name: str, nullable: bool = True) -> Column[float]:
-    return Column(name, Float(precision=53), nullable=nullable)
-
 
 proc_runs = Table(
     "proc_runs",

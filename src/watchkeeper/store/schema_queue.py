@@ -22,12 +22,8 @@ from sqlalchemy import (
     true,
 )
 
+from watchkeeper.store.schema import epoch_column as _time
 from watchkeeper.store.schema import metadata
-
-
-def _time(name: str, nullable: bool = True) -> Column[float]:
-    return Column(name, Float(precision=53), nullable=nullable)
-
 
 queue_jobs = Table(
     "queue_jobs",

@@ -21,13 +21,10 @@ from sqlalchemy import (
     false,
 )
 
+from watchkeeper.store.schema import epoch_column as _time
 from watchkeeper.store.schema import metadata
 
 TEXT_MAX = 1000
-
-
-def _time(name: str, nullable: bool = True) -> Column[float]:
-    return Column(name, Float(precision=53), nullable=nullable)
 
 
 def _tokens(name: str) -> Column[int]:

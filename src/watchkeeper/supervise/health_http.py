@@ -79,12 +79,18 @@ async def serve_health(
     return HealthServer(server, monitor)
 
 
+async def _skip_headers(reader: asyncio.StreamReader) -> None:
+    """Read up to the blank line: headers carry nothing the health answer depends on."""
+    line = await reader.readuntil(b"\r\n")
+    while line != b"\r\n":
+        line = await reader.readuntil(b"\r\n")
+
+
 async def _answer(
     monitor: HealthMonitor, reader: asyncio.StreamReader, writer: asyncio.StreamWriter
 ) -> None:
     request_line = (await reader.readuntil(b"\r\n")).decode("latin-1").split()
-    while (await reader.readuntil(b"\r\n")) != b"\r\n":
-        pass  # headers carry nothing the health answer depends on
+    await _skip_headers(reader)
     method, target = [*request_line, "", ""][:2]
     path = target.split("?", 1)[0]
     body: dict[str, object]
