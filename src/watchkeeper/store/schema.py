@@ -171,6 +171,10 @@ api_tokens = Table(
     Column("token_hash", String(64), nullable=False, unique=True),
     _time("created_at", nullable=False),
     _time("revoked_at"),
+    # A ``task`` token speaks only for this queue task; revoked when the task's lease ends.
+    Column("task_id", String(64), nullable=True),
+    Column("job_id", String(64), nullable=True),
+    Index(None, "task_id"),
 )
 
 watch_heartbeats = Table(

@@ -1,0 +1,29 @@
+"""task tokens: an api token may be bound to one queue task (role ``task``)
+
+Revision ID: 0008
+Revises: 0007
+"""
+
+from __future__ import annotations
+
+import sqlalchemy as sa
+from alembic import op
+
+revision = "0008"
+down_revision = "0007"
+branch_labels = None
+depends_on = None
+
+
+def upgrade() -> None:
+    with op.batch_alter_table("api_tokens") as batch:
+        batch.add_column(sa.Column("task_id", sa.String(length=64), nullable=True))
+        batch.add_column(sa.Column("job_id", sa.String(length=64), nullable=True))
+        batch.create_index(batch.f("ix_api_tokens_task_id"), ["task_id"], unique=False)
+
+
+def downgrade() -> None:
+    with op.batch_alter_table("api_tokens") as batch:
+        batch.drop_index(batch.f("ix_api_tokens_task_id"))
+        batch.drop_column("job_id")
+        batch.drop_column("task_id")
