@@ -221,6 +221,9 @@ class ServerConfig(BaseModel):
 
     host: str = "127.0.0.1"
     port: int = Field(default=8750, ge=1, le=65535)
+    #: Long-polls and event streams one token, and the whole server, may hold open at once.
+    long_waits_per_token: int = Field(default=8, ge=1, le=10_000)
+    long_waits_total: int = Field(default=64, ge=1, le=100_000)
 
 
 class OrgConfig(BaseModel):
