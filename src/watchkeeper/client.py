@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import os
 from types import TracebackType
-from typing import Any
+from typing import Any, Literal
 
 import httpx
 
@@ -30,6 +30,8 @@ from watchkeeper.errors import ClientError
 DEFAULT_URL = "http://127.0.0.1:8750"
 URL_ENV = "WATCHKEEPER_URL"
 TOKEN_ENV = "WATCHKEEPER_TOKEN"  # noqa: S105 - the variable's name, not a secret
+#: Tells the server a press came from the command line (it can name nothing else).
+CLIENT_HEADER = "X-Watchkeeper-Client"
 
 
 class Client:
@@ -190,18 +192,28 @@ class Incidents:
         action: str,
         *,
         state_token: str | None = None,
-        via: str = "api",
+        via: Literal["api", "cli"] = "api",
     ) -> dict[str, Any]:
         """Press a button. Without ``state_token`` the incident's current one is used.
 
+        The server records the press as made on the API; ``via="cli"`` asks it to say
+        "the command line" instead (the API can never record a press as another channel's).
         A press that loses raises :class:`ClientError` (409 already decided or
         stale, 403 refused, 422 not offered) whose message says who won.
         """
+        if via not in ("api", "cli"):
+            raise ValueError(
+                f"via must be 'api' or 'cli', not {via!r}: "
+                "the server names the dashboard's and the chat platforms' presses itself"
+            )
         if state_token is None:
             state_token = str(self.get(incident_id)["state_token"])
-        body = {"action": action, "state_token": state_token, "via": via}
+        body = {"action": action, "state_token": state_token}
         result: dict[str, Any] = self._client.request(
-            "POST", f"/api/v1/incidents/{incident_id}/decide", json=body
+            "POST",
+            f"/api/v1/incidents/{incident_id}/decide",
+            json=body,
+            headers={CLIENT_HEADER: via},
         )
         return result
 

@@ -7,6 +7,7 @@ from typing import Any, Literal
 from fastapi import APIRouter, Depends, Path, Request
 from fastapi.responses import JSONResponse
 from pydantic import BaseModel, ConfigDict, Field
+from pydantic.json_schema import SkipJsonSchema
 
 from watchkeeper.clock import rfc3339
 from watchkeeper.decide.actors import Actor
@@ -16,10 +17,17 @@ from watchkeeper.decide.runbooks import RUNBOOKS
 from watchkeeper.errors import NotFound
 from watchkeeper.runtime import Runtime
 from watchkeeper.server.auth import admin, viewer
+from watchkeeper.server.errors import error_response
 from watchkeeper.server.routes_runs import ERRORS
 from watchkeeper.store.tokens import Role, TokenInfo
 
 router = APIRouter(tags=["decisions"], responses=ERRORS)
+
+#: The header the command line sends so its presses read "on the command line"; it can
+#: name only the command line, never another channel.
+CLIENT_HEADER = "x-watchkeeper-client"
+#: What older clients put in the body's ``via``: ignored, since the channel is the API.
+_LEGACY_VIAS = frozenset({"api", "cli"})
 
 _LOSING_STATUS = {
     Outcome.ALREADY_DECIDED: 409,
@@ -36,7 +44,9 @@ class DecideBody(BaseModel):
 
     action: Literal["cancel", "retry", "retry_checked", "close_turn", "dismiss", "diagnose"]
     state_token: str | None = Field(default=None, max_length=100)
-    via: Literal["api", "cli", "dashboard"] = "api"
+    # Not part of the schema: the channel names itself. Older clients sent "api" or "cli"
+    # here, so those are still accepted (and ignored); anything else is refused by the route.
+    via: SkipJsonSchema[str | None] = Field(default=None, max_length=32)
 
 
 class RunbookBody(BaseModel):
@@ -45,6 +55,11 @@ class RunbookBody(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     enabled: bool
+
+
+def api_via(request: Request) -> str:
+    """The channel of an API request: ``cli`` when the command line says so, else ``api``."""
+    return "cli" if request.headers.get(CLIENT_HEADER, "").strip().lower() == "cli" else "api"
 
 
 def actor_of(token: TokenInfo, via: str) -> Actor:
@@ -92,10 +107,20 @@ def decide(
     incident_id: int = Path(ge=1, le=2**62),
     token: TokenInfo = Depends(viewer),
 ) -> JSONResponse:
-    """Press a button. The first decision wins everywhere; later presses are told who won."""
+    """Press a button. The first decision wins everywhere; later presses are told who won.
+
+    The press is recorded as made on the API (or the command line): the dashboard and
+    the chat platforms press through their own routes.
+    """
+    if body.via is not None and body.via not in _LEGACY_VIAS:
+        message = (
+            f"via {body.via!r} cannot be chosen: a press over the API is recorded as made on "
+            "the API; remove the via field (press on the dashboard to press as the dashboard)"
+        )
+        return error_response(400, "via_not_allowed", message, "via")
     runtime: Runtime = request.app.state.runtime
     result = runtime.decider.press(
-        incident_id, body.action, body.state_token, actor_of(token, body.via)
+        incident_id, body.action, body.state_token, actor_of(token, api_via(request))
     )
     return _answer(result)
 
@@ -108,7 +133,8 @@ def diagnose(
 ) -> JSONResponse:
     """Ask to diagnose: read-only, decides nothing."""
     runtime: Runtime = request.app.state.runtime
-    return _answer(runtime.decider.press(incident_id, "diagnose", None, actor_of(token, "api")))
+    actor = actor_of(token, api_via(request))
+    return _answer(runtime.decider.press(incident_id, "diagnose", None, actor))
 
 
 def _switch_json(switch: Any) -> dict[str, Any]:
