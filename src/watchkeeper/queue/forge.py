@@ -14,8 +14,11 @@ per issue. ``Linear-Signature`` must be the hex HMAC-SHA256 of the raw body
 with ``[forge] linear_secret``, and ``webhookTimestamp`` at most 60 s old.
 
 A request that is unsigned, forged or stale is refused (401) before anything
-is read from it, and changes nothing. Deliveries are handled once each
-(``X-GitHub-Delivery``; Linear's ``webhookId`` and ``createdAt``).
+is read from it, and changes nothing. Deliveries are handled once each, known
+by the SHA-256 digest of the body: what the signature covers. The delivery
+headers (``X-GitHub-Delivery``, ``Linear-Delivery``) are not signed, so a
+signed body sent again under a new delivery id is still the same delivery; the
+GitHub delivery id is kept on the merge link for display only.
 """
 
 from __future__ import annotations
@@ -74,6 +77,11 @@ def check_hmac(secret: str, body: bytes, given: str | None, *, prefix: str = "")
         raise Refused("the signature does not match the body")
 
 
+def body_digest(body: bytes) -> str:
+    """What a delivery is known by: the hex SHA-256 of the signed body."""
+    return hashlib.sha256(body).hexdigest()
+
+
 def job_refs(pattern: str, *texts: str | None) -> list[str]:
     """Job ids named in ``texts``, in order, once each."""
     compiled = re.compile(pattern)
@@ -129,7 +137,8 @@ class Forge:
         check_hmac(secret, body, headers.get("x-hub-signature-256"), prefix="sha256=")
         payload = _json(body)
         event = headers.get("x-github-event", "")
-        delivery = headers.get("x-github-delivery") or hashlib.sha256(body).hexdigest()
+        digest = body_digest(body)
+        delivery = headers.get("x-github-delivery") or digest
         if event == "ping":
             return Answer("pong")
         pr = payload.get("pull_request")
@@ -141,8 +150,8 @@ class Forge:
             self.config.job_pattern, pr.get("title"), pr.get("body"), _dig(pr, "head", "ref")
         )
         known = [job_id for job_id in refs if self.store.job_known(job_id)]
-        links = [self._merge_link(job_id, pr, payload, delivery) for job_id in known]
-        if not self.store.record_links("github", delivery, links, self.clock()):
+        links = [self._merge_link(job_id, pr, payload, delivery[:200]) for job_id in known]
+        if not self.store.record_links("github", digest, links, self.clock()):
             return Answer("duplicate", {"delivery": delivery})
         log.info(
             "Linked merged pull request %s to job(s) %s",
@@ -188,8 +197,7 @@ class Forge:
             return Answer("ignored", {"reason": f"issue {payload.get('action')}"})
         if not self._wanted(data):
             return Answer("ignored", {"reason": "not labelled for watchkeeper nor in progress"})
-        delivery = f"{payload.get('webhookId')}:{payload.get('createdAt')}"
-        return self._request(delivery, data)
+        return self._request(body_digest(body), data)
 
     def _fresh(self, stamp: Any) -> None:
         if not isinstance(stamp, int | float) or isinstance(stamp, bool):
