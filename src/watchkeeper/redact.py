@@ -1,47 +1,178 @@
-"""Remove secrets from text before it is stored, shown or sent anywhere.
+"""Remove secrets from text before it is stored, shown, logged or sent anywhere.
 
-Covers bearer and basic authorization headers, ``key=value`` pairs whose key
-names a secret, URLs with passwords, private key blocks, and well-known token
-shapes (API keys of common providers, JWTs, watchkeeper's own tokens).
+Every exit of the project (logs, error messages, the dashboard, CLI output,
+hooks, diagnoses, the timeline) goes through :func:`redact`, and every secret
+shape it knows lives in one table, :data:`SHAPES`.
+
+Why not detect-secrets: its plugins carry good regexes (the AWS key id
+prefixes, the Discord and Telegram token shapes and the Slack webhook below
+follow them), but they are built for scanning source files line by line: each
+plugin answers "which strings on this line look secret" through a settings
+registry and per-line filters, not "this text with secrets replaced", several
+shapes we need are missing (Anthropic and project-scoped OpenAI keys, Stripe
+test keys, the body of a PEM block, query strings, ``wk_`` tokens), and
+running its plugin set per call costs far more than one regex pre-check.
+:func:`redact` sits on the timeline ingest path, so speed matters here.
+
+Speed: most texts hold no secret. One compiled alternation of every shape's
+cheap trigger (a prefix or keyword) is searched first; only texts it finds
+anything in go through the individual patterns.
 """
 
 from __future__ import annotations
 
 import re
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass
 
 MASK = "[redacted]"
+#: A line longer than this is redacted as it stands rather than held back whole.
+MAX_LINE_BYTES = 256 * 1024
 
-_PATTERNS: tuple[tuple[re.Pattern[str], str], ...] = (
-    (
-        re.compile(r"-----BEGIN [A-Z ]*PRIVATE KEY-----.*?-----END [A-Z ]*PRIVATE KEY-----", re.S),
-        MASK,
-    ),
-    (
-        re.compile(r"(?i)\b(authorization\s*[:=]\s*)(bearer|basic|token)\s+[^\s'\"]+"),
-        rf"\1\2 {MASK}",
-    ),
-    (re.compile(r"(?i)\bbearer\s+[A-Za-z0-9._~+/=-]{8,}"), f"Bearer {MASK}"),
-    (
+_KEY_TRIGGERS = (
+    "passw", "pwd", "passphrase", "secret", "token", "api[_-]?key", "apikey",
+    r"access[_-]?key", r"private[_-]?key", "credential", "auth",
+)  # fmt: skip
+_KEY_WORDS = (
+    r"passw(?:or)?d|pwd|passphrase|secret|token|api[_-]?key|apikey|access[_-]?key"
+    r"|private[_-]?key|credential|auth(?!or)"
+)
+
+
+def _keep_counts(match: re.Match[str]) -> str:
+    """``name=value`` masked, except token counts (``max_tokens=4096``) that hold no secret."""
+    name, separator, value = match.group(1), match.group(2), match.group(3)
+    if name.lower().endswith("tokens") and value.isdigit():
+        return match.group(0)
+    return f"{name}{separator}{MASK}"
+
+
+@dataclass(frozen=True)
+class Shape:
+    """One kind of secret: what to look for first, what to replace, and how."""
+
+    name: str
+    #: Regexes matched against the lower-cased text, each starting with a literal character
+    #: so the combined pre-check can skip ahead quickly; any hit runs every pattern.
+    triggers: tuple[str, ...]
+    pattern: re.Pattern[str]
+    replacement: str | Callable[[re.Match[str]], str] = MASK
+
+
+# Order matters where shapes overlap: whole blocks and headers first, then
+# provider tokens, then the generic ``name=value`` pairs.
+SHAPES: tuple[Shape, ...] = (
+    Shape(
+        "pem private key",
+        ("private key",),
         re.compile(
-            r"(?i)\b([A-Za-z0-9_.-]*(?:password|passwd|pwd|secret|token|api[_-]?key|access[_-]?key"
-            r"|private[_-]?key|credential|auth)[A-Za-z0-9_.-]*)([\"']?\s*[:=]\s*)(\"[^\"]*\"|'[^']*'|[^\s,;&]+)"
+            r"-----BEGIN[A-Z0-9 ]*PRIVATE KEY(?: BLOCK)?-----.*?"
+            r"(?:-----END[A-Z0-9 ]*PRIVATE KEY(?: BLOCK)?-----|\Z)",
+            re.S,
         ),
-        rf"\1\2{MASK}",
     ),
-    (re.compile(r"(?i)\b([a-z][a-z0-9+.-]*://[^\s:/@]+:)[^\s@/]+@"), rf"\1{MASK}@"),
-    (re.compile(r"\bsk-[A-Za-z0-9_-]{16,}"), MASK),
-    (re.compile(r"\b(?:ghp|gho|ghu|ghs|ghr|github_pat)_[A-Za-z0-9_]{20,}"), MASK),
-    (re.compile(r"\bxox[abposr]-[A-Za-z0-9-]{10,}"), MASK),
-    (re.compile(r"\bAKIA[0-9A-Z]{16}\b"), MASK),
-    (re.compile(r"\bwk_[A-Za-z0-9_-]{20,}"), MASK),
-    (re.compile(r"\beyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}"), MASK),
+    # The second half of a block whose BEGIN line arrived in an earlier write.
+    Shape(
+        "pem private key end",
+        ("private key",),
+        re.compile(
+            r"(?:[A-Za-z0-9+/=]{16,}[ \t]*\r?\n)+-----END[A-Z0-9 ]*PRIVATE KEY(?: BLOCK)?-----"
+        ),
+    ),
+    Shape(
+        "authorization header",
+        ("authorization",),
+        re.compile(
+            r"(?i)\b(authorization[\"']?\s*[:=]\s*[\"']?)(?:(bearer|basic|token|digest)\s+)?"
+            r"[^\s'\",]+"
+        ),
+        lambda m: f"{m.group(1)}{m.group(2) + ' ' if m.group(2) else ''}{MASK}",
+    ),
+    Shape(
+        "bearer token",
+        ("bearer",),
+        re.compile(r"(?i)\b(bearer\s+)(?!\[redacted\])[A-Za-z0-9._~+/=-]{8,}"),
+        rf"\1{MASK}",
+    ),
+    Shape(
+        "url password",
+        (r"://[^\s/@]+@",),
+        re.compile(r"(?i)\b([a-z][a-z0-9+.-]*://[^\s:/@]+:)[^\s@/]+@"),
+        rf"\1{MASK}@",
+    ),
+    Shape(
+        "slack webhook",
+        (r"hooks\.slack\.com/",),
+        re.compile(r"(https?://hooks\.slack\.com/(?:services|workflows|triggers)/)[A-Za-z0-9_/-]+"),
+        rf"\1{MASK}",
+    ),
+    Shape("telegram bot url", (r"/bot\d",), re.compile(r"(/bot)\d+:[A-Za-z0-9_-]+"), rf"\1{MASK}"),
+    Shape(
+        "telegram bot token",
+        (r":[a-z0-9_-]{35}",),
+        re.compile(r"(?<!\d)\d{5,12}:[A-Za-z0-9_-]{35}(?![A-Za-z0-9_-])"),
+    ),
+    Shape("openai or anthropic key", ("sk-",), re.compile(r"\bsk-[A-Za-z0-9_-]{16,}")),
+    Shape("github classic token", ("gh[pousr]_",), re.compile(r"\bgh[pousr]_[A-Za-z0-9]{20,}")),
+    Shape("github fine-grained token", ("github_pat_",), re.compile(r"\bgithub_pat_\w{20,}")),
+    Shape(
+        "slack token",
+        ("xox[a-z]-", "xapp-"),
+        re.compile(r"\b(?:xox[abposre]|xapp)-[A-Za-z0-9-]{10,}"),
+    ),
+    Shape(
+        "discord bot token",
+        (r"\.[a-z0-9_-]{6}\.",),
+        re.compile(r"\b[MNO][A-Za-z0-9_-]{23,27}\.[A-Za-z0-9_-]{6,7}\.[A-Za-z0-9_-]{27,}"),
+    ),
+    Shape(
+        "aws access key id",
+        ("akia", "asia", "abia", "acca", "a3t"),
+        re.compile(r"\b(?:AKIA|ASIA|ABIA|ACCA|A3T[A-Z0-9])[A-Z0-9]{16}\b"),
+    ),
+    Shape(
+        "aws secret key",
+        ("secret",),
+        re.compile(
+            r"(?i)(aws[\w .-]{0,20}?secret[\w .-]{0,20}?[\"']?\s*[:=]?\s*[\"']?)"
+            r"[A-Za-z0-9/+]{40}(?![A-Za-z0-9/+=])"
+        ),
+        rf"\1{MASK}",
+    ),
+    Shape("google api key", ("aiza",), re.compile(r"\bAIza[0-9A-Za-z_-]{35}")),
+    Shape(
+        "stripe key",
+        ("k_live_", "k_test_", "whsec_"),
+        re.compile(r"\b(?:(?:sk|rk|pk)_(?:live|test)_[0-9A-Za-z]{10,}|whsec_[0-9A-Za-z]{16,})"),
+    ),
+    Shape(
+        "jwt",
+        ("eyj",),
+        re.compile(r"\beyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}"),
+    ),
+    Shape("watchkeeper token", ("wk_",), re.compile(r"\bwk_[A-Za-z0-9_-]{20,}")),
+    Shape(
+        "name=value secret",
+        _KEY_TRIGGERS,
+        re.compile(
+            rf"(?i)\b([A-Za-z0-9_.-]*(?:{_KEY_WORDS})[A-Za-z0-9_.-]*)"
+            r"([\"']?\s*[:=]\s*)(\"[^\"]*\"|'[^']*'|[^\s,;&]+)"
+        ),
+        _keep_counts,
+    ),
+)
+
+_TRIGGER = re.compile(
+    "|".join(dict.fromkeys(trigger for shape in SHAPES for trigger in shape.triggers))
 )
 
 
 def redact(text: str) -> str:
     """``text`` with every secret it appears to contain replaced by ``[redacted]``."""
-    for pattern, replacement in _PATTERNS:
-        text = pattern.sub(replacement, text)
+    if not _TRIGGER.search(text.lower()):
+        return text
+    for shape in SHAPES:
+        text = shape.pattern.sub(shape.replacement, text)
     return text
 
 
@@ -49,3 +180,33 @@ def tail(text: str, lines: int = 20, max_chars: int = 4000) -> str:
     """The last ``lines`` lines of ``text``, redacted and capped at ``max_chars``."""
     kept = "\n".join(text.splitlines()[-lines:])
     return redact(kept)[-max_chars:]
+
+
+def whole_lines(data: bytes, *, final: bool) -> int:
+    """How many bytes of ``data`` to redact now: up to its last newline.
+
+    A secret written in two pieces is only recognisable once its line is
+    complete, so an unfinished last line waits, unless the stream has ended
+    (``final``) or the line is too long to keep waiting for.
+    """
+    if final or len(data) >= MAX_LINE_BYTES:
+        return len(data)
+    return data.rfind(b"\n") + 1
+
+
+def redact_bytes(data: bytes) -> bytes:
+    """Raw output (UTF-8, broken bytes replaced) redacted."""
+    return redact(data.decode("utf-8", "replace")).encode("utf-8")
+
+
+def redact_lines(chunks: Iterable[bytes]) -> Iterator[bytes]:
+    """A byte stream redacted a whole line at a time, whatever the sizes of its writes."""
+    pending = b""
+    for chunk in chunks:
+        pending += chunk
+        cut = whole_lines(pending, final=False)
+        if cut:
+            yield redact_bytes(pending[:cut])
+            pending = pending[cut:]
+    if pending:
+        yield redact_bytes(pending)
