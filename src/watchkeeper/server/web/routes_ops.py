@@ -8,13 +8,14 @@ from collections.abc import AsyncIterator, Mapping
 from typing import Any
 
 from fastapi import APIRouter, Depends, Request
-from fastapi.responses import HTMLResponse, Response, StreamingResponse
+from fastapi.responses import HTMLResponse, Response
 
 from watchkeeper.errors import InvalidInput, NotFound, WatchkeeperError
 from watchkeeper.queue import spend
 from watchkeeper.queue.topology import topology
 from watchkeeper.redact import redact
 from watchkeeper.runtime import Runtime
+from watchkeeper.server.longpoll import held_stream
 from watchkeeper.server.routes_procs import engine_of
 from watchkeeper.server.routes_queue import marks_of, queue_of, task_json
 from watchkeeper.server.routes_timeline import timeline_of
@@ -271,8 +272,9 @@ async def follow_log(
                 return
             await asyncio.sleep(LOG_POLL_S)
 
-    return StreamingResponse(
-        events(), media_type="text/event-stream", headers={"Cache-Control": "no-store"}
+    # A held request: it counts against the token's and the server's caps.
+    return held_stream(
+        request.app, current.token_id, events(), headers={"Cache-Control": "no-store"}
     )
 
 
