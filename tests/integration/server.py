@@ -14,6 +14,8 @@ import uvicorn
 
 from watchkeeper.runtime import Runtime
 from watchkeeper.server.app import create_app
+from watchkeeper.server.http import HEADER_TIMEOUT_S, server_config
+from watchkeeper.server.longpoll import LongWaits
 from watchkeeper.store.tokens import Role
 
 
@@ -24,6 +26,8 @@ class LiveServer:
     url: str
     runtime: Runtime
     tokens: dict[str, str]
+    #: The uvicorn server itself (its ``server_state`` tells the requests in flight).
+    server: uvicorn.Server | None = None
 
     def client(self, role: str | None = "admin") -> httpx.Client:
         headers = {"Authorization": f"Bearer {self.tokens[role]}"} if role else {}
@@ -38,17 +42,33 @@ def free_port() -> int:
 
 
 @contextmanager
-def live_server(runtime: Runtime, *, run_supervisor: bool = False) -> Iterator[LiveServer]:
-    """Serve ``runtime`` over HTTP until the block ends."""
+def live_server(
+    runtime: Runtime,
+    *,
+    run_supervisor: bool = False,
+    long_waits: LongWaits | None = None,
+    header_timeout_s: float = HEADER_TIMEOUT_S,
+    parser: str | None = None,
+) -> Iterator[LiveServer]:
+    """Serve ``runtime`` over HTTP until the block ends, configured as ``watchkeeper serve`` is.
+
+    ``long_waits`` replaces the caps on held requests; ``header_timeout_s`` and
+    ``parser`` ("httptools" or "h11") set the HTTP layer.
+    """
     tokens = {
         role.value: runtime.store.tokens.create(role, f"test {role.value}", runtime.clock())[1]
         for role in Role
     }
     port = free_port()
-    config = uvicorn.Config(
-        create_app(runtime, run_supervisor=run_supervisor),
-        host="127.0.0.1",
-        port=port,
+    app = create_app(runtime, run_supervisor=run_supervisor)
+    if long_waits is not None:
+        app.state.long_waits = long_waits
+    config = server_config(
+        app,
+        "127.0.0.1",
+        port,
+        header_timeout_s=header_timeout_s,
+        parser=parser,
         log_level="warning",
         lifespan="on",
     )
@@ -61,7 +81,7 @@ def live_server(runtime: Runtime, *, run_supervisor: bool = False) -> Iterator[L
             raise RuntimeError("the test server did not start")
         time.sleep(0.01)
     try:
-        yield LiveServer(f"http://127.0.0.1:{port}", runtime, tokens)
+        yield LiveServer(f"http://127.0.0.1:{port}", runtime, tokens, server)
     finally:
         server.should_exit = True
         thread.join(timeout=20)

@@ -7,6 +7,8 @@ wires the small modules together: :mod:`launch`, :mod:`abort`,
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import logging
 import select
 import time
@@ -31,6 +33,9 @@ log = logging.getLogger(__name__)
 #: A ``firing`` hook older than this belongs to an engine that stopped mid-fire.
 FIRING_STALE_S = hooks.HOOK_TIMEOUT_S + 15.0
 FINISHED_WINDOW = timedelta(days=1)
+#: Longest an async wait trusts a live shim's pidfd before looking at the run again
+#: (another process may have settled it without the shim exiting).
+WAIT_RECHECK_S = 5.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -180,6 +185,39 @@ class ProcEngine:
         except ProcessLookupError:
             return  # already gone: the next refresh settles it
 
+    async def wait_async(self, run_id: str, *, timeout_s: float) -> ProcRun:
+        """:meth:`wait` for the event loop: the waiting holds no thread.
+
+        A local run is waited on through its shim's pidfd (the shim writes the
+        witness, then exits); anything else is looked at again every second.
+        Each look at the store is a short hop to a worker thread.
+        """
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + timeout_s
+        exited = False
+        while True:
+            run = await asyncio.to_thread(self.refresh, run_id)
+            left = deadline - loop.time()
+            if run.status.ended or left <= 0:
+                return run
+            if exited:  # the shim is gone but the run is not settled yet: never spin
+                await asyncio.sleep(min(left, 0.2))
+            exited = await self._pause_async(run, left)
+
+    async def _pause_async(self, run: ProcRun, left_s: float) -> bool:
+        """Wait a little for the run to move; ``True`` when its shim is known to have exited."""
+        if run.host != identity.host() or run.shim_pid is None:
+            await asyncio.sleep(min(left_s, 1.0))
+            return False
+        try:
+            with signals.pinned(run.shim_pid) as pidfd:
+                if pidfd is None:
+                    await asyncio.sleep(min(left_s, 0.2))
+                    return False
+                return await _readable(pidfd, min(left_s, WAIT_RECHECK_S))
+        except ProcessLookupError:
+            return True  # already gone: the next refresh settles it
+
     # The engine's sweep ---------------------------------------------------------------
 
     def reconcile_startup(self) -> int:
@@ -247,3 +285,22 @@ class ProcEngine:
     def parked(self) -> list[parking.ParkedView]:
         """Every park with its run's state and its session's breaker."""
         return parking.views(self.procs)
+
+
+async def _readable(fd: int, timeout_s: float) -> bool:
+    """Wait on the event loop until ``fd`` is readable (``True``) or ``timeout_s`` passed."""
+    loop = asyncio.get_running_loop()
+    ready: asyncio.Future[None] = loop.create_future()
+
+    def wake() -> None:
+        if not ready.done():
+            ready.set_result(None)
+
+    loop.add_reader(fd, wake)
+    try:
+        with contextlib.suppress(TimeoutError):
+            async with asyncio.timeout(timeout_s):
+                await ready
+    finally:
+        loop.remove_reader(fd)
+    return ready.done() and not ready.cancelled()

@@ -23,7 +23,9 @@ from fastapi import APIRouter, Depends, FastAPI, Request
 from fastapi.responses import StreamingResponse
 
 from watchkeeper.server.auth import viewer
+from watchkeeper.server.longpoll import held_stream
 from watchkeeper.server.routes_runs import ERRORS
+from watchkeeper.store.tokens import TokenInfo
 
 router = APIRouter(tags=["events"], responses=ERRORS)
 #: How often an idle stream sends a keep-alive comment, in seconds.
@@ -98,9 +100,12 @@ def publish_task_updated(app: FastAPI, task: dict[str, Any]) -> None:
     broadcaster_of(app).publish("task.updated", {"type": "task.updated", "task": task})
 
 
-@router.get("/api/v1/events", dependencies=[Depends(viewer)])
-async def events(request: Request) -> StreamingResponse:
-    """Server-sent events: ``task.updated`` (a task's API form; merge by key)."""
+@router.get("/api/v1/events")
+async def events(request: Request, token: TokenInfo = Depends(viewer)) -> StreamingResponse:
+    """Server-sent events: ``task.updated`` (a task's API form; merge by key).
+
+    A stream counts against the token's and the server's caps on held requests.
+    """
     broadcaster = broadcaster_of(request.app)
 
     async def stream() -> AsyncIterator[str]:
@@ -122,8 +127,9 @@ async def events(request: Request) -> StreamingResponse:
         finally:
             broadcaster.leave(subscriber)
 
-    return StreamingResponse(
+    return held_stream(
+        request.app,
+        token.id,
         stream(),
-        media_type="text/event-stream",
         headers={"Cache-Control": "no-store", "X-Accel-Buffering": "no"},
     )

@@ -8,6 +8,7 @@ viewers. ``POST /api/v1/runs/process/{id}/progress`` is served here too, so
 
 from __future__ import annotations
 
+import asyncio
 import os
 from typing import Any
 
@@ -19,6 +20,7 @@ from watchkeeper.procs.errors import LaunchFailed
 from watchkeeper.procs.service import ProcEngine
 from watchkeeper.runtime import Runtime
 from watchkeeper.server.auth import admin, reporter, viewer
+from watchkeeper.server.longpoll import long_waits_of
 from watchkeeper.server.routes_runs import ERRORS
 from watchkeeper.server.schemas import STEP_MAX, OriginIn, Progress, RunId, ShortText
 from watchkeeper.store.tokens import Role, TokenInfo
@@ -185,15 +187,22 @@ def get_log(
     return {"id": run_id, "size": size, "text": redact(read_tail(path, tail_bytes))}
 
 
-@router.get(f"{PREFIX}/{{run_id}}/wait", dependencies=[Depends(viewer)])
-def wait(
+@router.get(f"{PREFIX}/{{run_id}}/wait")
+async def wait(
     run_id: RunId,
     request: Request,
     timeout_s: float = Query(MAX_WAIT_S, ge=0, le=MAX_WAIT_S),
+    token: TokenInfo = Depends(viewer),
 ) -> dict[str, Any]:
-    """Hold the request until the run ends or ``timeout_s`` passes; ask again if still active."""
+    """Hold the request until the run ends or ``timeout_s`` passes; ask again if still active.
+
+    The wait runs on the event loop and holds no worker thread; each token, and
+    the server, hold only so many at once (``429`` with ``Retry-After`` past that).
+    """
     engine = engine_of(request)
-    return engine.describe(engine.wait(run_id, timeout_s=timeout_s))
+    async with long_waits_of(request.app).acquire(token.id):
+        run = await engine.wait_async(run_id, timeout_s=timeout_s)
+    return await asyncio.to_thread(engine.describe, run)
 
 
 @router.post(f"{PREFIX}/{{run_id}}/abort", dependencies=[Depends(admin)])

@@ -36,6 +36,7 @@ from fastapi.responses import StreamingResponse
 from watchkeeper.queue.records import TaskStatus
 from watchkeeper.queue.service import QueueService
 from watchkeeper.runtime import Runtime
+from watchkeeper.server.longpoll import held_stream
 from watchkeeper.server.routes_queue import queue_of, task_json
 from watchkeeper.server.web.session import Session, session
 from watchkeeper.server.web.shared import SharedOverview, shared_overview
@@ -258,7 +259,10 @@ def _missed(watcher: Watcher, last_id: str) -> list[tuple[int, str, str]] | None
 
 @router.get("/web/stream")
 async def stream(request: Request, current: Session = Depends(session)) -> StreamingResponse:
-    """Server-sent events: ``incidents``, ``runs``, ``task.updated``, ``topology``."""
+    """Server-sent events: ``incidents``, ``runs``, ``task.updated``, ``topology``.
+
+    A stream counts against its token's and the server's caps on held requests.
+    """
     watcher = watcher_of(request)
     last_id = request.headers.get("last-event-id", "")
 
@@ -286,8 +290,9 @@ async def stream(request: Request, current: Session = Depends(session)) -> Strea
         finally:
             watcher.leave(inbox)
 
-    return StreamingResponse(
+    return held_stream(
+        request.app,
+        current.token_id,
         events(),
-        media_type="text/event-stream",
         headers={"Cache-Control": "no-store", "X-Accel-Buffering": "no"},
     )
