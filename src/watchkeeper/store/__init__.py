@@ -20,6 +20,7 @@ from watchkeeper.store.tokens import TokenStore
 
 if TYPE_CHECKING:
     from watchkeeper.store.outbox import OutboxStore
+    from watchkeeper.store.sessions import WebSessionStore
 
 __all__ = ["Store"]
 
@@ -66,6 +67,13 @@ class Store:
     def tokens(self) -> TokenStore:
         """API tokens."""
         return TokenStore(self.engine)
+
+    @cached_property
+    def web_sessions(self) -> WebSessionStore:
+        """Dashboard sessions."""
+        from watchkeeper.store.sessions import WebSessionStore
+
+        return WebSessionStore(self.engine)
 
     @cached_property
     def heartbeats(self) -> HeartbeatStore:

@@ -189,4 +189,10 @@ watch_heartbeats = Table(
 )
 
 # Aggregates that keep their tables in modules of their own register them on ``metadata``.
-from watchkeeper.store import schema_notify, schema_procs, schema_queue, schema_timeline  # noqa: E402,F401
+from watchkeeper.store import (  # noqa: E402,F401
+    schema_notify,
+    schema_procs,
+    schema_queue,
+    schema_timeline,
+    schema_web,
+)

@@ -89,6 +89,6 @@ def test_viewers_are_refused_when_they_act_and_a_revoked_token_ends_its_sessions
         assert answer.json() == {"ok": False, "message": "only admins cancel jobs: @vic is not"}
         token = next(t for t in dashboard.runtime.store.tokens.list() if t.name == "vic")
         dashboard.runtime.store.tokens.revoke(token.id, dashboard.runtime.clock())
-        # Other processes' revocations are read within five seconds; this one's at once.
-        dashboard.app.state.web_live_tokens.forget()
+        # Another process's revocation is read within CACHE_S; forget to read it at once.
+        dashboard.app.state.web_sessions.forget()
         assert web.get("/web/").headers["location"] == "/web/login?next=%2Fweb%2F"

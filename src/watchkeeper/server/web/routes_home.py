@@ -84,17 +84,18 @@ async def login(request: Request) -> Response:
         log.info("Dashboard login refused", extra={"action": "web_login"})
         return _login_form(request, target, "unknown or revoked token")
     redirect = RedirectResponse(target, 303)
-    open_session(request, redirect, token)
+    await asyncio.to_thread(open_session, request, redirect, token)
     log.info("Dashboard login by %s", token.name, extra={"action": "web_login"})
     return redirect
 
 
 @router.post("/web/logout")
 async def logout(request: Request, current: Session = Depends(session)) -> Response:
-    """Forget the session."""
+    """End the session on the server, so a copy of its cookie opens nothing either."""
     await acting_form(request, current)
     redirect = RedirectResponse("/web/login", 303)
-    close_session(redirect)
+    await asyncio.to_thread(close_session, request, redirect, current)
+    log.info("Dashboard logout by %s", current.name, extra={"action": "web_logout"})
     return redirect
 
 

@@ -1,17 +1,32 @@
-"""Dashboard sessions: a signed, HTTP-only cookie and a CSRF token per session.
+"""Dashboard sessions: kept on the server, named by a signed, HTTP-only cookie.
 
-Logging in posts an API token once; the server checks it and keeps only the
-token's id, name and role in a cookie signed with HMAC-SHA256 under a key
-derived from the server's record key (so replicas sharing that key share
-sessions). The raw API token is never stored. Every request checks that the
-token has not been revoked since (within :data:`REVOKED_AFTER_S`). Every POST
-carries the session's CSRF token in a form field or the ``X-CSRF-Token``
-header; the cookie is ``SameSite=Strict`` as a second line.
+Logging in posts an API token once; the server checks it and opens a row in
+``web_sessions`` (see :mod:`watchkeeper.store.sessions`): the session id is
+random and only its hash is stored, with the token it was opened with, the
+session's CSRF token and its times. The cookie carries the session id, signed
+with HMAC-SHA256 under a key derived from the server's record key, so a forged
+cookie is refused without a database read. The raw API token is never stored.
+
+Every request looks its session up. A session ends when:
+
+- it is logged out (its row is revoked);
+- the API token it was opened with is revoked;
+- it has not been used for :data:`IDLE_S` (idle timeout);
+- :data:`SESSION_S` has passed since login, however busy it is (lifetime).
+
+Lookups are kept in this process for :data:`CACHE_S` (on the runtime's
+clock). Logging out forgets the session here at once; another replica, or a
+token revoked from the command line, is seen within that time. Ended rows are
+deleted when someone logs in.
+
+Every POST carries the session's CSRF token in a form field or the
+``X-CSRF-Token`` header; the cookie is ``SameSite=Strict`` as a second line.
 """
 
 from __future__ import annotations
 
 import base64
+import dataclasses
 import hashlib
 import hmac
 import json
@@ -19,6 +34,7 @@ import secrets
 import threading
 import time
 from dataclasses import dataclass
+from datetime import datetime, timedelta
 from typing import Any
 
 from fastapi import Request
@@ -27,16 +43,26 @@ from fastapi.responses import Response
 from watchkeeper.decide.actors import Actor
 from watchkeeper.runtime import Runtime
 from watchkeeper.server.routes_timeline import record_key
+from watchkeeper.store import Store
+from watchkeeper.store.sessions import WebSession
 from watchkeeper.store.tokens import Role, TokenInfo
 
 COOKIE = "wk_session"
 LOGIN_COOKIE = "wk_login"
 CSRF_FIELD = "csrf"
 CSRF_HEADER = "x-csrf-token"
+#: A session's absolute lifetime: it ends this long after login, however busy.
 SESSION_S = 12 * 3600
+#: A session not used for this long ends (the idle timeout).
+IDLE_S = 2 * 3600
+#: Use is written down at most this often per session (the idle timeout is this coarse).
+TOUCH_EVERY_S = 60.0
+#: How long a looked-up session is trusted in this process: a session logged out on
+#: another replica, or a token revoked elsewhere, still works here for at most this long.
+CACHE_S = 5.0
+#: Most sessions kept in one process's cache; past it, the cache starts afresh.
+MAX_CACHED = 4096
 LOGIN_FORM_S = 3600
-#: A revoked token's sessions stop working within this time.
-REVOKED_AFTER_S = 5.0
 
 
 class LoginRequired(Exception):
@@ -54,8 +80,9 @@ class Session:
     token_id: int
     name: str
     role: Role
-    csrf: str
-    expires: float
+    csrf: str = dataclasses.field(repr=False)
+    session_id: str = dataclasses.field(repr=False)
+    expires_at: datetime
 
     @property
     def is_admin(self) -> bool:
@@ -106,59 +133,86 @@ def unsign(key: bytes, value: str) -> dict[str, Any] | None:
     return payload
 
 
-class LiveTokens:
-    """Ids of tokens not revoked, read at most every :data:`REVOKED_AFTER_S`."""
+class SessionCache:
+    """Sessions looked up in the last :data:`CACHE_S` seconds, by session id."""
 
     def __init__(self) -> None:
-        self._ids: frozenset[int] = frozenset()
-        self._read_at = float("-inf")
+        self._kept: dict[str, tuple[datetime, WebSession | None]] = {}
         self._lock = threading.Lock()
 
-    def alive(self, runtime: Runtime, token_id: int) -> bool:
-        """Whether ``token_id`` still works (a blocking store read now and then)."""
+    def find(self, store: Store, session_id: str, now: datetime) -> WebSession | None:
+        """The session's row as recently read, or read now (a blocking store read)."""
         with self._lock:
-            now = time.monotonic()
-            if now - self._read_at > REVOKED_AFTER_S or token_id not in self._ids:
-                tokens = runtime.store.tokens.list()
-                self._ids = frozenset(t.id for t in tokens if t.revoked_at is None)
-                self._read_at = now
-            return token_id in self._ids
-
-    def forget(self) -> None:
-        """Read the store again on the next request (after a revocation in this process)."""
-        with self._lock:
-            self._read_at = float("-inf")
-
-
-def _live_tokens(request: Request) -> LiveTokens:
-    found = getattr(request.app.state, "web_live_tokens", None)
-    if isinstance(found, LiveTokens):
+            kept = self._kept.get(session_id)
+        # A clock that went back makes an entry stale too, so it never lives longer.
+        if kept is not None and 0 <= (now - kept[0]).total_seconds() < CACHE_S:
+            return kept[1]
+        found = store.web_sessions.find(session_id)
+        self.keep(session_id, now, found)
         return found
-    made = LiveTokens()
-    request.app.state.web_live_tokens = made
+
+    def keep(self, session_id: str, read_at: datetime, found: WebSession | None) -> None:
+        """Remember ``found`` as read at ``read_at``."""
+        with self._lock:
+            if len(self._kept) >= MAX_CACHED:
+                self._kept.clear()
+            self._kept[session_id] = (read_at, found)
+
+    def touched(self, session_id: str, now: datetime) -> None:
+        """The session was used at ``now``: keep that without reading again."""
+        with self._lock:
+            kept = self._kept.get(session_id)
+            if kept is not None and kept[1] is not None:
+                self._kept[session_id] = (kept[0], dataclasses.replace(kept[1], last_seen_at=now))
+
+    def forget(self, session_id: str | None = None) -> None:
+        """Read ``session_id`` (or every session) from the store on its next request."""
+        with self._lock:
+            if session_id is None:
+                self._kept.clear()
+            else:
+                self._kept.pop(session_id, None)
+
+
+def session_cache(request: Request) -> SessionCache:
+    """The app's session cache, made on first use."""
+    found = getattr(request.app.state, "web_sessions", None)
+    if isinstance(found, SessionCache):
+        return found
+    made = SessionCache()
+    request.app.state.web_sessions = made
     return made
 
 
+def _ended(found: WebSession, now: datetime) -> bool:
+    return now >= found.expires_at or (now - found.last_seen_at).total_seconds() >= IDLE_S
+
+
 def read_session(request: Request) -> Session | None:
-    """The request's session, if its cookie is valid and its token not revoked."""
+    """The request's session, if its cookie is valid and the session has not ended.
+
+    Blocking (a store read now and then, a write at most every :data:`TOUCH_EVERY_S`):
+    call it from a thread.
+    """
     raw = request.cookies.get(COOKIE)
     payload = None if raw is None else unsign(_key(request), raw)
-    if payload is None:
-        return None
-    try:
-        session = Session(
-            int(payload["t"]),
-            str(payload["n"]),
-            Role(payload["r"]),
-            str(payload["c"]),
-            float(payload["e"]),
-        )
-    except (KeyError, ValueError):
+    session_id = None if payload is None else payload.get("s")
+    if not isinstance(session_id, str) or not session_id:
         return None
     runtime: Runtime = request.app.state.runtime
-    if not _live_tokens(request).alive(runtime, session.token_id):
+    now = runtime.clock()
+    cache = session_cache(request)
+    found = cache.find(runtime.store, session_id, now)
+    if found is None or _ended(found, now):
         return None
-    return session
+    try:
+        role = Role(found.role)
+    except ValueError:  # a token of a kind that has no dashboard
+        return None
+    if (now - found.last_seen_at).total_seconds() >= TOUCH_EVERY_S:
+        runtime.store.web_sessions.touch(session_id, now)
+        cache.touched(session_id, now)
+    return Session(found.token_id, found.name, role, found.csrf, session_id, found.expires_at)
 
 
 def session(request: Request) -> Session:
@@ -169,25 +223,28 @@ def session(request: Request) -> Session:
     return found
 
 
-def open_session(request: Request, response: Response, token: TokenInfo) -> Session:
-    """Set the session cookie for ``token``; a fresh CSRF token comes with it."""
-    made = Session(
-        token.id, token.name, token.role, secrets.token_urlsafe(24), time.time() + SESSION_S
-    )
-    payload = {
-        "t": made.token_id,
-        "n": made.name,
-        "r": made.role.value,
-        "c": made.csrf,
-        "e": made.expires,
-    }
-    _set(request, response, COOKIE, sign(_key(request), payload), SESSION_S)
+def open_session(request: Request, response: Response, token: TokenInfo) -> None:
+    """Open a session for ``token`` and set its cookie (blocking: call it from a thread).
+
+    Sessions that have ended are pruned first, so the table holds only live ones
+    and those not yet noticed.
+    """
+    runtime: Runtime = request.app.state.runtime
+    store = runtime.store.web_sessions
+    now = runtime.clock()
+    store.prune(now, now - timedelta(seconds=IDLE_S))
+    session_id = store.open(token.id, now, now + timedelta(seconds=SESSION_S))
+    # The signed expiry only spares the store a read for a cookie long dead; the row decides.
+    cookie = sign(_key(request), {"s": session_id, "e": time.time() + SESSION_S})
+    _set(request, response, COOKIE, cookie, SESSION_S)
     response.delete_cookie(LOGIN_COOKIE, path="/web")
-    return made
 
 
-def close_session(response: Response) -> None:
-    """Forget the session cookie."""
+def close_session(request: Request, response: Response, current: Session) -> None:
+    """End ``current`` on the server and forget its cookie (blocking: call it from a thread)."""
+    runtime: Runtime = request.app.state.runtime
+    runtime.store.web_sessions.revoke(current.session_id, runtime.clock())
+    session_cache(request).forget(current.session_id)
     response.delete_cookie(COOKIE, path="/")
 
 

@@ -1,0 +1,143 @@
+"""Dashboard sessions live on the server: logging out, revoking the token or idling ends them.
+
+Real server on loopback, real HTTP with cookies, both stores; time rules run on
+the runtime's injected clock.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+import httpx
+import pytest
+from sqlalchemy import func, select
+
+from watchkeeper.clock import ManualClock
+from watchkeeper.runtime import Runtime
+from watchkeeper.server.web import session as web_session
+from watchkeeper.store.schema import metadata
+
+from .server import LiveServer, live_server
+
+RUNBOOK = "/web/runbooks/retry_out_of_attempts"
+
+
+@pytest.fixture
+def server(runtime: Runtime) -> Iterator[LiveServer]:
+    with live_server(runtime) as live:
+        yield live
+
+
+@contextmanager
+def _login(server: LiveServer, role: str = "admin") -> Iterator[httpx.Client]:
+    with httpx.Client(base_url=server.url, timeout=10) as web:
+        form = web.get("/web/login")
+        nonce = re.search(r'name="nonce" value="([^"]+)"', form.text)
+        assert nonce is not None
+        token = server.tokens[role]
+        answer = web.post("/web/login", data={"token": token, "nonce": nonce.group(1)})
+        assert answer.status_code == 303, answer.text
+        yield web
+
+
+def _csrf(web: httpx.Client) -> str:
+    found = re.search(r'name="csrf-token" content="([^"]+)"', web.get("/web/").text)
+    assert found is not None
+    return found.group(1)
+
+
+def _with_cookie(server: LiveServer, cookie: str) -> httpx.Client:
+    """A browser that kept the old cookie (logging out cannot make a copy forget it)."""
+    client = httpx.Client(base_url=server.url, timeout=10)
+    client.cookies.set(web_session.COOKIE, cookie)
+    return client
+
+
+def _logged_in(web: httpx.Client) -> bool:
+    answer = web.get("/web/")
+    if answer.status_code == 200:
+        return True
+    assert answer.status_code == 303
+    assert answer.headers["location"].startswith("/web/login")
+    return False
+
+
+def _switch(web: httpx.Client, csrf: str) -> httpx.Response:
+    return web.post(
+        RUNBOOK,
+        data={"enabled": "1", "csrf": csrf},
+        headers={"accept": "application/json", "x-csrf-token": csrf},
+    )
+
+
+def _switched_on(server: LiveServer) -> bool:
+    switches = server.runtime.runbooks.switches()
+    return next(s for s in switches if s.runbook.name == "retry_out_of_attempts").enabled
+
+
+def _rows(server: LiveServer) -> int:
+    table = metadata.tables["web_sessions"]
+    with server.runtime.store.engine.connect() as conn:
+        return int(conn.execute(select(func.count()).select_from(table)).scalar_one())
+
+
+def test_after_logout_the_old_cookie_reads_nothing_and_acts_on_nothing(
+    server: LiveServer,
+) -> None:
+    with _login(server) as web:
+        csrf = _csrf(web)
+        cookie = web.cookies[web_session.COOKIE]
+        assert web.post("/web/logout", data={"csrf": csrf}).status_code == 303
+    with _with_cookie(server, cookie) as kept:
+        assert not _logged_in(kept)
+        asked = kept.get("/web/", headers={"accept": "application/json"})
+        assert asked.status_code == 401
+        assert asked.json()["error"]["code"] == "unauthorized"
+        refused = _switch(kept, csrf)
+        assert refused.status_code == 401
+    assert not _switched_on(server)
+
+
+def test_a_revoked_token_ends_its_sessions(server: LiveServer, clock: ManualClock) -> None:
+    store = server.runtime.store
+    with _login(server) as web, _login(server, "viewer") as other:
+        csrf = _csrf(web)
+        admin = next(t for t in store.tokens.list() if t.name == "test admin")
+        store.tokens.revoke(admin.id, clock())
+        # Another process revoked it: this one sees it once its short cache lapses.
+        clock.advance(web_session.CACHE_S + 1)
+        assert not _logged_in(web)
+        assert _switch(web, csrf).status_code == 401
+        assert _logged_in(other)
+    assert not _switched_on(server)
+
+
+def test_a_session_left_idle_ends_and_one_in_use_ends_at_its_lifetime(
+    server: LiveServer, clock: ManualClock
+) -> None:
+    with _login(server) as idle:
+        clock.advance(web_session.IDLE_S + 1)
+        assert not _logged_in(idle)
+    with _login(server) as busy:
+        step = web_session.IDLE_S - 60
+        used = 0.0
+        while used + step < web_session.SESSION_S:
+            clock.advance(step)
+            used += step
+            assert _logged_in(busy), f"ended after {used} s of use"
+        clock.advance(web_session.SESSION_S - used + 1)
+        assert not _logged_in(busy)
+
+
+def test_ended_sessions_are_pruned(server: LiveServer, clock: ManualClock) -> None:
+    with _login(server) as first:
+        assert web_session.COOKIE in first.cookies
+    with _login(server) as second:
+        second.post("/web/logout", data={"csrf": _csrf(second)})
+    assert _rows(server) == 2
+    clock.advance(web_session.IDLE_S + 1)
+    with _login(server) as third:
+        assert _logged_in(third)
+    assert _rows(server) == 1
