@@ -8,6 +8,7 @@ Relative paths in a file are read relative to the file's own folder.
 from __future__ import annotations
 
 import os
+import re
 import tomllib
 from pathlib import Path
 from typing import Any, Literal
@@ -22,6 +23,7 @@ from pydantic import (
 )
 
 from watchkeeper.errors import ConfigError
+from watchkeeper.redact import redact
 
 CONFIG_ENV = "WATCHKEEPER_CONFIG"
 DATABASE_URL_ENV = "WATCHKEEPER_DATABASE_URL"
@@ -44,6 +46,23 @@ DEFAULT_BUDGETS: dict[str, float] = {
 _BUILTIN_ADAPTERS = {"process": "process", "task": "tasks"}
 FALLBACK_BUDGET_S = 600.0
 KIND_NAME_PATTERN = r"^[a-z][a-z0-9_]{0,62}$"
+#: Keys whose values are secrets: a message about them names the key, never the value.
+#: They stay plain ``str`` (not pydantic's ``SecretStr``) because the channels, webhook
+#: routes and signers read them as strings; hiding them is the job of :func:`explain`.
+SECRET_KEYS = frozenset(
+    {
+        "bot_token",
+        "webhook_secret",
+        "signing_secret",
+        "public_key",
+        "github_secret",
+        "linear_secret",
+        "auth_header",
+    }
+)
+#: What Telegram accepts as ``secret_token`` in setWebhook.
+_TELEGRAM_SECRET = re.compile(r"[A-Za-z0-9_-]{1,256}")
+_HEX = re.compile(r"[0-9A-Fa-f]+")
 
 
 class ActionConfig(BaseModel):
@@ -146,6 +165,17 @@ class TelegramConfig(BaseModel):
     base_url: str = "https://api.telegram.org"
     timeout_s: float = Field(default=10.0, gt=0, le=120)
 
+    @field_validator("webhook_secret")
+    @classmethod
+    def _telegram_accepts(cls, value: str | None) -> str | None:
+        # Telegram refuses other secrets at setWebhook, and the webhook would never verify.
+        if value is not None and not _TELEGRAM_SECRET.fullmatch(value):
+            raise ValueError(
+                "Telegram accepts 1 to 256 characters from A-Z, a-z, 0-9, _ and - only: "
+                "pick a new secret made of those (for example from `openssl rand -hex 32`)"
+            )
+        return value
+
 
 class DiscordConfig(BaseModel):
     """The Discord bot and its interactions endpoint (``/webhooks/discord``)."""
@@ -159,6 +189,16 @@ class DiscordConfig(BaseModel):
     base_url: str = "https://discord.com/api/v10"
     timeout_s: float = Field(default=10.0, gt=0, le=120)
 
+    @field_validator("public_key")
+    @classmethod
+    def _ed25519_hex(cls, value: str | None) -> str | None:
+        if value is not None and (len(value) != 64 or not _HEX.fullmatch(value)):
+            raise ValueError(
+                "must be the 64 hex characters of PUBLIC KEY on the application's General "
+                "Information page in the Discord developer portal"
+            )
+        return value
+
 
 class SlackConfig(BaseModel):
     """The Slack app: Web API for posting, interactivity on ``/webhooks/slack``."""
@@ -171,6 +211,16 @@ class SlackConfig(BaseModel):
     signing_secret_env: str | None = None
     base_url: str = "https://slack.com/api"
     timeout_s: float = Field(default=10.0, gt=0, le=120)
+
+    @field_validator("signing_secret")
+    @classmethod
+    def _slack_hex(cls, value: str | None) -> str | None:
+        if value is not None and not _HEX.fullmatch(value):
+            raise ValueError(
+                "must be hex digits: copy Signing Secret from the app's Basic Information "
+                "page on api.slack.com"
+            )
+        return value
 
 
 class AdminsConfig(BaseModel):
@@ -388,7 +438,7 @@ class Settings(BaseModel):
 
 
 def explain(error: ValidationError, source: str) -> str:
-    """One message per problem: the key, the value given, and what is expected."""
+    """One message per problem: the key, its value (never a secret's) and what is expected."""
     lines = []
     for problem in error.errors():
         key = ".".join(str(part) for part in problem["loc"]) or "(top level)"
@@ -399,8 +449,19 @@ def explain(error: ValidationError, source: str) -> str:
         if problem["type"] == "missing":
             lines.append(f"{source}: {key} is required")
             continue
-        lines.append(f"{source}: {key} = {problem.get('input')!r}: {message}")
-    return "\n".join(lines)
+        lines.append(f"{source}: {key}{_shown(problem)}: {message}")
+    return redact("\n".join(lines))
+
+
+def _shown(problem: Any) -> str:
+    """`` = value`` for a plain scalar; nothing a secret or a whole table could leak through."""
+    loc = problem["loc"]
+    value = problem.get("input")
+    if loc and str(loc[-1]) in SECRET_KEYS:
+        return " (hidden)"
+    if isinstance(value, dict | list) or value is None:
+        return ""
+    return f" = {value!r}"
 
 
 def parse(

@@ -109,3 +109,107 @@ def test_sql_adapter_options_are_checked_at_load(tmp_path: Path) -> None:
     missing = config.parse({"kinds": {"builds": {"adapter": "sql"}}})
     with pytest.raises(ConfigError, match=r"kinds\.builds\.url is required"):
         registry.build(missing, AdapterContext(missing, None))
+
+
+# -- secrets: checked at load, never echoed ---------------------------------------------------
+
+_SECRET_VALUE = "s3cr3t VALUE/with spaces+plus"
+
+
+@pytest.mark.parametrize(
+    ("text", "key", "advice"),
+    [
+        (
+            f'[telegram]\nwebhook_secret = "{_SECRET_VALUE}"\n',
+            "telegram.webhook_secret",
+            "A-Z, a-z, 0-9, _ and -",
+        ),
+        (f'[discord]\npublic_key = "{_SECRET_VALUE}"\n', "discord.public_key", "64 hex"),
+        (
+            f'[discord]\npublic_key = "{"ab" * 31}zz"\n',
+            "discord.public_key",
+            "64 hex",
+        ),
+        (f'[slack]\nsigning_secret = "{_SECRET_VALUE}"\n', "slack.signing_secret", "hex"),
+        ('[telegram]\nwebhook_secret = ""\n', "telegram.webhook_secret", "1 to 256"),
+        (f'[telegram]\nwebhook_secret = "{"a" * 257}"\n', "telegram.webhook_secret", "1 to 256"),
+    ],
+)
+def test_malformed_secrets_are_refused_at_load_without_echoing_them(
+    tmp_path: Path, text: str, key: str, advice: str
+) -> None:
+    file = tmp_path / "watchkeeper.toml"
+    file.write_text(text)
+    with pytest.raises(ConfigError) as caught:
+        config.load(file)
+    message = str(caught.value)
+    assert key in message and advice in message, message
+    assert "s3cr3t" not in message and "ab" * 31 not in message and "a" * 20 not in message
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "[telegram]\nbot_token = 123456789\n",
+        "[ops]\nwebhook_secret = 987654321\n",
+        "[slack]\nsigning_secret = 55555555555\n",
+        "[forge]\ngithub_secret = 424242424242\n",
+        "[kinds.crawl.actions.cancel]\nurl = 'https://x'\nauth_header = 777777777777\n",
+    ],
+)
+def test_a_secret_of_the_wrong_type_is_named_but_not_shown(tmp_path: Path, text: str) -> None:
+    file = tmp_path / "watchkeeper.toml"
+    file.write_text(text)
+    with pytest.raises(ConfigError) as caught:
+        config.load(file)
+    message = str(caught.value)
+    digits = text.split("= ")[-1].strip()
+    assert digits not in message, message
+    assert "(hidden)" in message
+
+
+def test_valid_secrets_load() -> None:
+    settings = config.parse(
+        {
+            "telegram": {"webhook_secret": "Abc_123-xyz"},
+            "discord": {"public_key": "0123456789abcdefABCDEF" + "0" * 42},
+            "slack": {"signing_secret": "8f742231b10e8888abcd99aaabbb85a5"},
+        }
+    )
+    assert settings.telegram.webhook_secret == "Abc_123-xyz"
+
+
+def test_a_database_url_password_is_not_echoed(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    file = tmp_path / "watchkeeper.toml"
+    file.write_text('database_url = "mysql://app:hunter2hunter2@db/app"\n')
+    with pytest.raises(ConfigError) as caught:
+        config.load(file)
+    assert "database_url" in str(caught.value) and "hunter2" not in str(caught.value)
+    monkeypatch.setenv(config.DATABASE_URL_ENV, "postgresql://app:hunter2hunter2@db/app")
+    with pytest.raises(ConfigError) as from_env:
+        config.parse({}, "env")
+    assert "psycopg" in str(from_env.value) and "hunter2" not in str(from_env.value)
+
+
+def test_cli_names_the_bad_secret_without_its_value_or_a_traceback(tmp_path: Path) -> None:
+    file = tmp_path / "watchkeeper.toml"
+    file.write_text(
+        f'data_dir = "{tmp_path / "data"}"\n'
+        f'[discord]\npublic_key = "{_SECRET_VALUE}"\n'
+        '[telegram]\nwebhook_secret = "has spaces, not allowed"\n'
+    )
+    result = subprocess.run(
+        [sys.executable, "-m", "watchkeeper", "--config", str(file), "serve", "--port", "1"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert result.returncode == 2
+    assert "discord.public_key" in result.stderr and "telegram.webhook_secret" in result.stderr
+    assert "s3cr3t" not in result.stderr + result.stdout
+    assert "has spaces" not in result.stderr + result.stdout
+    assert "Traceback" not in result.stderr
+    assert not (tmp_path / "data").exists()

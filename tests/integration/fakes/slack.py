@@ -42,7 +42,7 @@ from slack_sdk.errors import SlackObjectFormationError
 from slack_sdk.models.blocks import Block
 
 TOKEN = "xoxb-0000-test-token"
-SIGNING_SECRET = "8f742231b10e8888abcd99yyyzzz85a5"
+SIGNING_SECRET = "8f742231b10e8888abcd99aaabbb85a5"  # Slack signing secrets are hex
 TEAM_ID = "T0001"
 BOT_USER = "U0BOT"
 _counter = itertools.count(1)
