@@ -222,6 +222,12 @@ def runner(
         None, "--renew-interval", min=0.05, help="seconds (default: a third of each lease)"
     ),
     grace: float = typer.Option(5.0, "--grace", min=0, help="SIGTERM to SIGKILL on abort"),
+    pass_env: list[str] = typer.Option(
+        [],
+        "--pass-env",
+        help="an environment variable tasks get beyond PATH, HOME, LANG, LC_*, TZ, TMPDIR, "
+        "USER, LOGNAME, SHELL, TERM (repeat for more); the runner's token never reaches a task",
+    ),
     server: str | None = _SERVER,
     token: str | None = _TOKEN,
 ) -> None:
@@ -231,12 +237,16 @@ def runner(
     import threading
 
     from watchkeeper.queue.runner import RunnerDaemon, RunnerOptions
+    from watchkeeper.queue.task_env import check_pass_env
 
     logging.basicConfig(
         level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s"
     )
     folder = data_dir or settings(ctx).data_dir / "runner"
-    options = RunnerOptions(fleet, capacity, org, name, folder, heartbeat, poll, renew, grace)
+    passed = check_pass_env(pass_env)
+    options = RunnerOptions(
+        fleet, capacity, org, name, folder, heartbeat, poll, renew, grace, passed
+    )
     stop = threading.Event()
     for signum in (signal.SIGTERM, signal.SIGINT):
         signal.signal(signum, lambda *_: stop.set())

@@ -14,6 +14,7 @@ import secrets
 import shutil
 import subprocess
 import sys
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -45,6 +46,9 @@ class LaunchRequest:
     session: str | None = None
     on_done_cmd: str | None = None
     on_done_url: str | None = None
+    # The command's whole environment (default: this process's). Never recorded: it may
+    # hold a secret, such as a queue task's own token.
+    env: Mapping[str, str] | None = field(default=None, repr=False)
 
 
 @dataclass
@@ -118,7 +122,7 @@ def launch(
     except BaseException:
         shutil.rmtree(folder, ignore_errors=True)  # nothing recorded: leave nothing behind
         raise
-    shim = _start_shim(procs, folder, new, clock, tee)
+    shim = _start_shim(procs, folder, new, clock, tee, request.env)
     if not request.detach:
         return Launched(procs.get(run_id), shim)
     shim.wait()  # the first shim forks and leaves at once; the second is nobody's child
@@ -126,7 +130,12 @@ def launch(
 
 
 def _start_shim(
-    procs: ProcStore, folder: Path, new: NewProc, clock: Clock, tee: bool
+    procs: ProcStore,
+    folder: Path,
+    new: NewProc,
+    clock: Clock,
+    tee: bool,
+    env: Mapping[str, str] | None = None,
 ) -> subprocess.Popen[bytes]:
     read_fd, write_fd = os.pipe()
     argv = [sys.executable, "-m", "watchkeeper.procs.shim", new.run_id, str(folder)]
@@ -136,7 +145,7 @@ def _start_shim(
             shim = subprocess.Popen(
                 argv,
                 cwd=new.cwd,
-                env={**os.environ, RUN_ID_ENV: new.run_id},
+                env={**(os.environ if env is None else env), RUN_ID_ENV: new.run_id},
                 pass_fds=(write_fd,),
                 start_new_session=new.detach,
                 stdin=subprocess.DEVNULL,

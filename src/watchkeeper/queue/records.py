@@ -171,10 +171,15 @@ class Runner:
 
 @dataclass(frozen=True, slots=True)
 class Lease:
-    """A task just leased to a runner, with the token every later move must present."""
+    """A task just leased to a runner, with the token every later move must present.
+
+    ``task_token`` is the API token handed to the task's own process: it may
+    report only about this task, and it ends with the lease.
+    """
 
     task: Task
     token: str
+    task_token: str | None = None
 
 
 @dataclass(frozen=True, slots=True)

@@ -13,6 +13,10 @@ own clock:
   reaches the process within one renewal interval;
 - lease up to its free capacity every ``poll_s`` while it has room.
 
+Each task runs in a scrubbed environment (``queue/task_env.py``): never the
+runner's own token, but one of its own that the lease answer carries, which
+may only report timeline events about that task and ends with the lease.
+
 A task's outcome is reported under its lease token; a report the server
 cannot take (the lease is gone) is logged and dropped, never retried as if
 it were ours. On stop, running subprocesses are aborted and the server takes
@@ -33,6 +37,7 @@ from watchkeeper.errors import ClientError, WatchkeeperError
 from watchkeeper.procs import identity, layout
 from watchkeeper.procs.launch import LaunchRequest
 from watchkeeper.procs.records import ProcStatus
+from watchkeeper.queue.task_env import task_env
 
 if TYPE_CHECKING:
     import subprocess
@@ -58,6 +63,9 @@ class RunnerOptions:
     poll_s: float = 1.0
     renew_s: float | None = None
     grace_s: float = 5.0
+    #: Names of the runner's environment a task gets beyond the allow-list (checked by
+    #: :func:`watchkeeper.queue.task_env.check_pass_env`).
+    pass_env: tuple[str, ...] = ()
 
 
 @dataclass
@@ -188,6 +196,7 @@ class RunnerDaemon:
             argv=tuple(payload["argv"]),
             cwd=str(payload.get("cwd") or self.options.data_dir),
             name=f"task {held.task_id}",
+            env=task_env(os.environ, self.options.pass_env, url=self.client.url, task=task),
         )
         try:
             launched = self.engine.start(request)

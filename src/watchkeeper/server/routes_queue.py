@@ -2,8 +2,10 @@
 
 Submitting, cancelling, retrying and deleting jobs runs or stops commands on
 runner hosts: admin only. Runners hold reporter tokens: they register,
-heartbeat, lease and report. Reading is for viewers. A move on a lease that
-is gone answers 409 with the code ``lease_lost``: the runner must stop.
+heartbeat, lease and report. Reading is for viewers. A task's own token is
+refused on every route here (403): it may only send timeline events about
+its task. A move on a lease that is gone answers 409 with the code
+``lease_lost``: the runner must stop.
 """
 
 from __future__ import annotations
@@ -334,12 +336,18 @@ def heartbeat(runner_id: Id, request: Request) -> dict[str, Any]:
 
 @router.post("/api/v1/runners/{runner_id}/lease", dependencies=[Depends(reporter)])
 def lease(runner_id: Id, request: Request, body: LeaseIn | None = Body(None)) -> dict[str, Any]:
-    """Lease up to ``max`` tasks the lease rules allow this runner; each with its token."""
+    """Lease up to ``max`` tasks the lease rules allow this runner; each with its lease
+    token, and ``task_token``: the API token for the task's own process, which may
+    only report about that task and ends with the lease."""
     queue = queue_of(request)
     leases = queue.lease(runner_id, (body or LeaseIn()).max)
     if leases:
         _cleared(request, queue, [x.task for x in leases])
-    return {"tasks": [{**x.task.as_dict(), "lease_token": x.token} for x in leases]}
+    return {
+        "tasks": [
+            {**x.task.as_dict(), "lease_token": x.token, "task_token": x.task_token} for x in leases
+        ]
+    }
 
 
 @router.post("/api/v1/runners/{runner_id}/stop", dependencies=[Depends(reporter)])

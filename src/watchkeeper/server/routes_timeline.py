@@ -4,16 +4,19 @@ Reporters send timeline events in batches of up to 5,000, stored all or
 nothing: one bad event refuses the batch with a 4xx naming its index and
 field. A body may be gzip-compressed (``Content-Encoding: gzip``), which is
 how the SDK sends it: the server's body limit applies to the bytes sent.
-Viewers read timelines, spend and signed execution records.
+Viewers read timelines, spend and signed execution records. A running
+task's own token (``$WATCHKEEPER_TOKEN`` in its environment) may send events
+about its own task only; its task, job and org are filled in when left out.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import zlib
 from datetime import datetime
 from typing import Annotated, Any
 
-from fastapi import APIRouter, Depends, Query, Request
+from fastapi import APIRouter, Depends, HTTPException, Query, Request
 from fastapi.responses import JSONResponse
 from pydantic import (
     AwareDatetime,
@@ -33,11 +36,11 @@ from watchkeeper.queue import otel, record, spend
 from watchkeeper.queue.prices import Usage
 from watchkeeper.queue.timeline import MAX_BATCH, NewEvent, TimelineService
 from watchkeeper.runtime import Runtime
-from watchkeeper.server.auth import reporter, viewer
+from watchkeeper.server.auth import own_task_only, reporter_or_task, viewer
 from watchkeeper.server.errors import error_response
 from watchkeeper.server.routes_runs import ERRORS
 from watchkeeper.store.queue import QueueStore
-from watchkeeper.store.tokens import TokenInfo
+from watchkeeper.store.tokens import TaskToken, TokenInfo
 
 router = APIRouter(tags=["timeline"], responses=ERRORS)
 #: Decompressed bodies are capped too: a small gzip body must not expand without bound.
@@ -175,9 +178,28 @@ def _refusal(exc: ValidationError) -> JSONResponse:
     return JSONResponse({"error": body}, status_code=422)
 
 
+def _about_own_task(request: Request, token: TaskToken, events: list[NewEvent]) -> list[NewEvent]:
+    """A task token's events, each held to its own task, job and org (403 otherwise)."""
+    for index, event in enumerate(events):
+        own_task_only(token, event.task_id, event.job_id, f"event {index}")
+    runtime: Runtime = request.app.state.runtime
+    org = QueueStore(runtime.store.engine).task(token.task_id).org
+    for index, event in enumerate(events):
+        if event.org is not None and event.org != org:
+            raise HTTPException(
+                403,
+                f"event {index}: task {token.task_id} counts against org {org}, "
+                f"not {event.org!r}; leave org out",
+            )
+    return [
+        dataclasses.replace(event, task_id=token.task_id, job_id=token.job_id, org=org)
+        for event in events
+    ]
+
+
 @router.post("/api/v1/events/batch", status_code=201, response_model=None)
 async def ingest(
-    request: Request, token: TokenInfo = Depends(reporter)
+    request: Request, token: TokenInfo | TaskToken = Depends(reporter_or_task)
 ) -> dict[str, Any] | JSONResponse:
     """Store a batch of timeline events (all or nothing), priced and redacted."""
     raw = await request.body()
@@ -192,6 +214,8 @@ async def ingest(
     except ValidationError as exc:
         return _refusal(exc)
     events = [event.new() for event in batch.events]
+    if isinstance(token, TaskToken):
+        events = await run_in_threadpool(_about_own_task, request, token, events)
     service = timeline_of(request)
     done = await run_in_threadpool(service.ingest, events, token.name)
     return done.as_dict()

@@ -8,6 +8,10 @@ with ``UPDATE ... WHERE status = 'queued' RETURNING``. Every later move of a
 leased task is ``UPDATE ... WHERE id = ? AND lease_token = ?`` and the lease
 still live (``COALESCE(last_renewed_at, leased_at) + lease_s`` in the future):
 zero rows means the lease is gone.
+
+A lease also mints the task's own API token (``store/tokens.py``); every move
+that ends a lease (completion, failure, cancel, recovery of a lapsed or
+abandoned lease, a new lease) removes it in the same transaction.
 """
 
 from __future__ import annotations
@@ -60,6 +64,7 @@ from watchkeeper.queue.records import (
     TaskStatus,
 )
 from watchkeeper.store.engine import is_sqlite, translate_errors, write_transaction
+from watchkeeper.store.schema import api_tokens
 from watchkeeper.store.schema_queue import (
     queue_events,
     queue_jobs,
@@ -68,6 +73,7 @@ from watchkeeper.store.schema_queue import (
     queue_spend,
     queue_tasks,
 )
+from watchkeeper.store.tokens import mint_task_tokens, revoke_task_tokens
 
 _T = queue_tasks.c
 _J = queue_jobs.c
@@ -388,6 +394,7 @@ class QueueStore:
                     version=_T.version + 1,
                 )
             )
+            revoke_task_tokens(conn, [row.id for row in rows if row.status == _RUNNING])
             for row in rows:
                 if row.status == _RUNNING and row.leased_at is not None:
                     self._spend(conn, row.org, now, at - row.leased_at)
@@ -624,7 +631,8 @@ class QueueStore:
             {"p_ids": task_ids, "p_runner": runner_id, "p_at": at},
         ).all()
         order = {task_id: index for index, task_id in enumerate(task_ids)}
-        leases = [Lease(task_from_row(row), row.lease_token) for row in rows]
+        minted = mint_task_tokens(conn, [(row.id, row.job_id) for row in rows], at)
+        leases = [Lease(task_from_row(row), row.lease_token, minted[row.id]) for row in rows]
         return sorted(leases, key=lambda lease: order[lease.task.id])
 
     def renew(
@@ -702,6 +710,7 @@ class QueueStore:
             if self._sqlite:  # PostgreSQL did these in the same statement
                 self._spend(conn, row.org, now, at - row.leased_at)
                 self._events(conn, [(row.id, row.job_id)], at, status.value, reason)
+                revoke_task_tokens(conn, [row.id])
         return task_from_row(row)
 
     def recover(self, now: datetime, *, runner_id: str | None = None) -> Recovery:
@@ -737,6 +746,7 @@ class QueueStore:
         for row in rows:
             ended = min(at, (row.last_renewed_at or row.leased_at) + row.lease_s)
             self._spend(conn, row.org, now, ended - row.leased_at)
+        revoke_task_tokens(conn, [row.id for row in rows])
         guard = _T.status == _RUNNING
         if stuck:
             conn.execute(
@@ -1067,8 +1077,9 @@ def _claim_statement(sqlite: bool) -> Any:
 def _end_statement(status: str, sqlite: bool) -> Any:
     """The end of a held task, built once: building it costs more than running it.
 
-    On PostgreSQL the move, its agent-minutes and its timeline entry are one
-    statement (data-modifying CTEs), so ending a task is one round trip.
+    On PostgreSQL the move, its agent-minutes, its timeline entry and the
+    removal of the task's token are one statement (data-modifying CTEs), so
+    ending a task is one round trip.
     """
     at = bindparam("p_at", type_=Float)
     moved = (
@@ -1108,7 +1119,8 @@ def _end_statement(status: str, sqlite: bool) -> Any:
         ["task_id", "job_id", "at", "type", "detail"],
         select(task.c.id, task.c.job_id, at, literal(status, String), task.c.failure_reason),
     )
-    return select(task).add_cte(spent.cte("spent"), logged.cte("logged"))
+    revoked = delete(api_tokens).where(api_tokens.c.task_id.in_(select(task.c.id)))
+    return select(task).add_cte(spent.cte("spent"), logged.cte("logged"), revoked.cte("revoked"))
 
 
 def _requeue_values(at: float) -> dict[str, Any]:

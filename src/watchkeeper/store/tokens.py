@@ -1,14 +1,22 @@
-"""API tokens, stored only as SHA-256 hashes."""
+"""API tokens, stored only as SHA-256 hashes.
+
+Two kinds share the table. Operator tokens carry a :class:`Role` and are made
+by people (``watchkeeper token create``). Task tokens (role ``task``) are minted
+by the queue when it leases a task, inside the leasing transaction, and speak
+only for that task: :func:`mint_task_tokens` and :func:`revoke_task_tokens`
+take the queue's open connection so a token never outlives its lease.
+"""
 
 from __future__ import annotations
 
 import hashlib
 import secrets
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from enum import StrEnum
 
-from sqlalchemy import Engine, func, insert, select, update
+from sqlalchemy import Connection, Engine, delete, func, insert, select, update
 
 from watchkeeper.clock import from_epoch, to_epoch
 from watchkeeper.errors import InvalidInput, NotFound
@@ -16,6 +24,9 @@ from watchkeeper.store.engine import translate_errors, write_transaction
 from watchkeeper.store.schema import api_tokens
 
 TOKEN_PREFIX = "wk_"  # noqa: S105 - a prefix that makes tokens recognisable in leaks
+#: The stored role of a token bound to one queue task; never a :class:`Role`.
+TASK_ROLE = "task"
+_OPERATOR = api_tokens.c.role != TASK_ROLE
 
 
 class Role(StrEnum):
@@ -42,6 +53,20 @@ class TokenInfo:
     role: Role
     created_at: datetime
     revoked_at: datetime | None
+
+
+@dataclass(frozen=True, slots=True)
+class TaskToken:
+    """A token bound to one leased queue task: it may report only about that task."""
+
+    id: int
+    task_id: str
+    job_id: str
+
+    @property
+    def name(self) -> str:
+        """How its reports are attributed."""
+        return f"task {self.task_id}"
 
 
 def hash_token(secret: str) -> str:
@@ -81,7 +106,12 @@ class TokenStore:
         return TokenInfo(int(token_id), name[:100], role, now, None), secret
 
     def authenticate(self, secret: str) -> TokenInfo | None:
-        """The live token matching ``secret``, or ``None``."""
+        """The live operator token matching ``secret``, or ``None`` (task tokens included)."""
+        found = self.lookup(secret)
+        return found if isinstance(found, TokenInfo) else None
+
+    def lookup(self, secret: str) -> TokenInfo | TaskToken | None:
+        """The live token matching ``secret``, of either kind, or ``None``."""
         statement = select(api_tokens).where(
             api_tokens.c.token_hash == hash_token(secret), api_tokens.c.revoked_at.is_(None)
         )
@@ -89,18 +119,21 @@ class TokenStore:
             row = conn.execute(statement).first()
         if row is None:
             return None
+        if row.role == TASK_ROLE:
+            return TaskToken(row.id, row.task_id, row.job_id)
         return TokenInfo(row.id, row.name, Role(row.role), _at(row.created_at), None)
 
     def count_live(self) -> int:
-        """How many tokens have not been revoked."""
-        statement = select(func.count()).where(api_tokens.c.revoked_at.is_(None))
+        """How many operator tokens have not been revoked."""
+        statement = select(func.count()).where(api_tokens.c.revoked_at.is_(None), _OPERATOR)
         with translate_errors("counting tokens"), self._engine.connect() as conn:
             return int(conn.execute(statement).scalar_one())
 
     def list(self) -> list[TokenInfo]:
-        """Every token, oldest first."""
+        """Every operator token, oldest first (task tokens come and go with their leases)."""
+        statement = select(api_tokens).where(_OPERATOR).order_by(api_tokens.c.id)
         with translate_errors("listing tokens"), self._engine.connect() as conn:
-            rows = conn.execute(select(api_tokens).order_by(api_tokens.c.id)).all()
+            rows = conn.execute(statement).all()
         return [
             TokenInfo(r.id, r.name, Role(r.role), _at(r.created_at), from_epoch(r.revoked_at))
             for r in rows
@@ -117,6 +150,45 @@ class TokenStore:
                 .where(api_tokens.c.id == token_id, api_tokens.c.revoked_at.is_(None))
                 .values(revoked_at=to_epoch(now))
             )
+
+
+def mint_task_tokens(
+    conn: Connection, tasks: Sequence[tuple[str, str]], now: float
+) -> dict[str, str]:
+    """Mint one token per ``(task_id, job_id)`` on ``conn``; returns the secrets by task id.
+
+    Any token a task still had is removed first: a re-lease never leaves two alive.
+    """
+    if not tasks:
+        return {}
+    revoke_task_tokens(conn, [task_id for task_id, _ in tasks])
+    minted = {task_id: TOKEN_PREFIX + secrets.token_urlsafe(32) for task_id, _ in tasks}
+    conn.execute(
+        insert(api_tokens),
+        [
+            {
+                "name": f"task {task_id}"[:100],
+                "role": TASK_ROLE,
+                "token_hash": hash_token(minted[task_id]),
+                "created_at": now,
+                "task_id": task_id,
+                "job_id": job_id,
+            }
+            for task_id, job_id in tasks
+        ],
+    )
+    return minted
+
+
+def revoke_task_tokens(conn: Connection, task_ids: Iterable[str]) -> None:
+    """Remove the tokens of ``task_ids`` on ``conn``, in the caller's transaction.
+
+    The rows are deleted rather than marked: one is minted per lease, and
+    nothing reads a task token after its task ends.
+    """
+    ids = list(task_ids)
+    if ids:
+        conn.execute(delete(api_tokens).where(api_tokens.c.task_id.in_(ids)))
 
 
 def _at(value: float) -> datetime:
