@@ -34,13 +34,23 @@ def serve(
         f"{len(runtime.supervisor.adapters)} kinds, sweep every {settings.check_interval_s:g} s)"
     )
     try:
-        uvicorn.run(
-            create_app(runtime),
-            host=bind_host,
-            port=bind_port,
-            log_level="info",
-            access_log=access_log,
+        import contextlib
+
+        from watchkeeper.server.http import server_config
+
+        server = uvicorn.Server(
+            server_config(
+                create_app(runtime),
+                bind_host,
+                bind_port,
+                log_level="info",
+                access_log=access_log,
+            )
         )
+        with contextlib.suppress(KeyboardInterrupt):  # a second Ctrl-C while stopping
+            server.run()
+        if not server.started:
+            raise typer.Exit(3)  # uvicorn said why (e.g. the port is in use)
     finally:
         runtime.close()
 
