@@ -5,7 +5,8 @@
     WatchkeeperError
     ├── ConfigError          the configuration file is wrong (exit status 2)
     ├── StoreError           the database could not be reached or used
-    │   └── StoreUnavailable the database is away (down, locked, unreachable)
+    │   ├── StoreUnavailable the database is away (down, locked, unreachable)
+    │   └── ValueRefused     a column cannot hold a value sent (also an InvalidInput)
     ├── NotFound             an id that does not exist
     ├── Conflict             the request contradicts what is stored
     ├── InvalidInput         a value the caller must change
@@ -50,6 +51,10 @@ class InvalidInput(WatchkeeperError):
     def __init__(self, message: str, field: str | None = None) -> None:
         super().__init__(message)
         self.field = field
+
+
+class ValueRefused(StoreError, InvalidInput):
+    """The database cannot hold a value (too large a number, NUL in text): the caller's to fix."""
 
 
 class KindUnreadable(WatchkeeperError):

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 from fastapi import APIRouter, Depends, Path, Request
 from fastapi.responses import JSONResponse
@@ -18,6 +18,7 @@ from watchkeeper.errors import NotFound
 from watchkeeper.runtime import Runtime
 from watchkeeper.server.auth import admin, viewer
 from watchkeeper.server.errors import error_response
+from watchkeeper.server.fields import INT32_MAX, Line
 from watchkeeper.server.routes_runs import ERRORS
 from watchkeeper.store.tokens import Role, TokenInfo
 
@@ -43,7 +44,7 @@ class DecideBody(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     action: Literal["cancel", "retry", "retry_checked", "close_turn", "dismiss", "diagnose"]
-    state_token: str | None = Field(default=None, max_length=100)
+    state_token: Annotated[str, Line(100)] | None = None
     # Not part of the schema: the channel names itself. Older clients sent "api" or "cli"
     # here, so those are still accepted (and ignored); anything else is refused by the route.
     via: SkipJsonSchema[str | None] = Field(default=None, max_length=32)
@@ -104,7 +105,7 @@ def _answer(result: PressResult) -> JSONResponse:
 def decide(
     body: DecideBody,
     request: Request,
-    incident_id: int = Path(ge=1, le=2**62),
+    incident_id: int = Path(ge=1, le=INT32_MAX),
     token: TokenInfo = Depends(viewer),
 ) -> JSONResponse:
     """Press a button. The first decision wins everywhere; later presses are told who won.
@@ -128,7 +129,7 @@ def decide(
 @router.post("/api/v1/incidents/{incident_id}/diagnose")
 def diagnose(
     request: Request,
-    incident_id: int = Path(ge=1, le=2**62),
+    incident_id: int = Path(ge=1, le=INT32_MAX),
     token: TokenInfo = Depends(viewer),
 ) -> JSONResponse:
     """Ask to diagnose: read-only, decides nothing."""

@@ -10,6 +10,7 @@ from watchkeeper.clock import rfc3339
 from watchkeeper.decide.offer import label
 from watchkeeper.runtime import Runtime
 from watchkeeper.server.auth import viewer
+from watchkeeper.server.fields import INT32_MAX
 from watchkeeper.server.routes_runs import ERRORS
 from watchkeeper.store.incidents import Incident
 
@@ -70,7 +71,7 @@ def list_incidents(
 
 
 @router.get("/{incident_id}", dependencies=[Depends(viewer)])
-def get_incident(request: Request, incident_id: int = Path(ge=1, le=2**62)) -> dict[str, Any]:
+def get_incident(request: Request, incident_id: int = Path(ge=1, le=INT32_MAX)) -> dict[str, Any]:
     """One incident with its history, its buttons, its decision, presses and action journal."""
     runtime: Runtime = request.app.state.runtime
     incident = runtime.store.incidents.get(incident_id)

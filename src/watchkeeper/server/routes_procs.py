@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import os
-from typing import Any
+from typing import Annotated, Any
 
 from fastapi import APIRouter, Body, Depends, HTTPException, Query, Request
 from pydantic import BaseModel, ConfigDict, Field
@@ -20,6 +20,7 @@ from watchkeeper.procs.errors import LaunchFailed
 from watchkeeper.procs.service import ProcEngine
 from watchkeeper.runtime import Runtime
 from watchkeeper.server.auth import admin, reporter, viewer
+from watchkeeper.server.fields import Line, Text
 from watchkeeper.server.longpoll import long_waits_of
 from watchkeeper.server.routes_runs import ERRORS
 from watchkeeper.server.schemas import STEP_MAX, OriginIn, Progress, RunId, ShortText
@@ -29,6 +30,8 @@ router = APIRouter(tags=["procs"], responses=ERRORS)
 PREFIX = "/api/v1/procs"
 #: Longest a ``wait`` request holds its connection; clients ask again.
 MAX_WAIT_S = 30.0
+#: Longest single argument Linux passes to a program (``MAX_ARG_STRLEN``).
+ARG_MAX = 128 * 1024
 
 
 class _Body(BaseModel):
@@ -38,16 +41,16 @@ class _Body(BaseModel):
 class StartProc(_Body):
     """``POST /api/v1/procs``: start a command on the server's host."""
 
-    argv: list[str] = Field(min_length=1, max_length=1000)
-    cwd: str | None = Field(default=None, max_length=4096)
-    name: str | None = Field(default=None, max_length=200)
+    argv: list[Annotated[str, Text(ARG_MAX)]] = Field(min_length=1, max_length=1000)
+    cwd: Annotated[str, Line(4096)] | None = None
+    name: Annotated[str, Line(200)] | None = None
     detach: bool = True
     budget_s: float | None = Field(default=None, gt=0, le=30 * 86400)
     timeout_s: float | None = Field(default=None, gt=0, le=30 * 86400)
     origin: OriginIn | None = None
     session: ShortText | None = None
-    on_done_cmd: str | None = Field(default=None, max_length=4000)
-    on_done_url: str | None = Field(default=None, max_length=2000, pattern=r"^https?://")
+    on_done_cmd: Annotated[str, Text(4000)] | None = None
+    on_done_url: Annotated[str, Line(2000, pattern=r"^https?://")] | None = None
 
 
 class AbortProc(_Body):
@@ -59,17 +62,17 @@ class AbortProc(_Body):
 class ParkIn(_Body):
     """``POST /api/v1/procs/parks``: a session hands back, waiting on a run."""
 
-    session: ShortText = Field(min_length=1)
-    reason: str = Field(min_length=1, max_length=STEP_MAX)
+    session: Annotated[str, Line(200, min_length=1)]
+    reason: Annotated[str, Text(STEP_MAX, min_length=1)]
     until: RunId
-    wake_cmd: str | None = Field(default=None, max_length=4000)
-    progress: str | None = Field(default=None, max_length=STEP_MAX)
+    wake_cmd: Annotated[str, Text(4000)] | None = None
+    progress: Annotated[str, Text(STEP_MAX)] | None = None
 
 
 class SessionProgress(_Body):
     """``POST /api/v1/procs/sessions/{session}/progress``."""
 
-    note: str | None = Field(default=None, max_length=STEP_MAX)
+    note: Annotated[str, Text(STEP_MAX)] | None = None
 
 
 def engine_of(request: Request) -> ProcEngine:
@@ -147,7 +150,7 @@ def park(body: ParkIn, request: Request, token: TokenInfo = Depends(reporter)) -
 
 @router.post(f"{PREFIX}/sessions/{{session}}/progress", dependencies=[Depends(reporter)])
 def session_progress(
-    session: str, request: Request, body: SessionProgress | None = Body(None)
+    session: ShortText, request: Request, body: SessionProgress | None = Body(None)
 ) -> dict[str, Any]:
     """The session moved: reset its wake breaker and release its suppressed parks."""
     released = engine_of(request).session_progress(session, (body or SessionProgress()).note)

@@ -27,6 +27,7 @@ from watchkeeper.queue.topology import runner_json, topology
 from watchkeeper.runtime import Runtime
 from watchkeeper.server.auth import admin, reporter, viewer
 from watchkeeper.server.errors import error_response
+from watchkeeper.server.fields import ExitCode, JsonObject, Line, Pid, Text
 from watchkeeper.server.routes_events import publish_task_updated
 from watchkeeper.server.routes_runs import ERRORS
 from watchkeeper.server.schemas import REASON_MAX, STEP_MAX, TITLE_MAX
@@ -36,6 +37,7 @@ router = APIRouter(tags=["queue"], responses=ERRORS)
 NAME_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$"
 QueueName = Annotated[str, StringConstraints(pattern=NAME_PATTERN)]
 Id = Annotated[str, StringConstraints(pattern=r"^[a-z]-[0-9a-f]{1,60}$")]
+LeaseToken = Annotated[str, Line(64, min_length=1)]
 
 
 class _Body(BaseModel):
@@ -45,10 +47,10 @@ class _Body(BaseModel):
 class SubmitJob(_Body):
     """``POST /api/v1/jobs``: queue a job; ``payload.argv`` is the command a runner runs."""
 
-    title: str = Field(min_length=1, max_length=TITLE_MAX)
+    title: Annotated[str, Text(TITLE_MAX, min_length=1)]
     org: QueueName
     fleet: QueueName
-    payload: dict[str, Any]
+    payload: JsonObject
     rerunnable: bool = Field(default=True, description="false: effects unknown, never re-run")
     max_attempts: int | None = Field(default=None, ge=1, le=100)
     lease_s: float | None = Field(default=None, ge=1, le=86400)
@@ -58,7 +60,7 @@ class ResumeJob(_Body):
     """``POST /api/v1/jobs/{id}/resume`` or ``/api/v1/tasks/{id}/resume``: add a
     continuation task (default: the job's payload, or the task's)."""
 
-    payload: dict[str, Any] | None = None
+    payload: JsonObject | None = None
 
 
 class RegisterRunner(_Body):
@@ -66,10 +68,10 @@ class RegisterRunner(_Body):
 
     fleet: QueueName
     capacity: int = Field(default=1, ge=1, le=1000)
-    host: str = Field(min_length=1, max_length=255)
-    pid: int = Field(ge=0)
+    host: Annotated[str, Line(255, min_length=1)]
+    pid: Pid
     org: QueueName | None = None
-    name: str | None = Field(default=None, max_length=200)
+    name: Annotated[str, Line(200)] | None = None
 
 
 class LeaseIn(_Body):
@@ -81,25 +83,25 @@ class LeaseIn(_Body):
 class RenewIn(_Body):
     """``POST /api/v1/tasks/{id}/renew``: the lease holder is alive (and maybe moved)."""
 
-    lease_token: str = Field(min_length=1, max_length=64)
+    lease_token: LeaseToken
     progressed: bool = False
-    step: str | None = Field(default=None, max_length=STEP_MAX)
+    step: Annotated[str, Text(STEP_MAX)] | None = None
 
 
 class CompleteIn(_Body):
     """``POST /api/v1/tasks/{id}/complete``."""
 
-    lease_token: str = Field(min_length=1, max_length=64)
-    exit_code: int | None = 0
+    lease_token: LeaseToken
+    exit_code: ExitCode | None = 0
 
 
 class FailIn(_Body):
     """``POST /api/v1/tasks/{id}/fail``."""
 
-    lease_token: str = Field(min_length=1, max_length=64)
-    reason: str = Field(min_length=1, max_length=REASON_MAX)
-    fingerprint: str | None = Field(default=None, max_length=200)
-    exit_code: int | None = None
+    lease_token: LeaseToken
+    reason: Annotated[str, Text(REASON_MAX, min_length=1)]
+    fingerprint: Annotated[str, Line(200)] | None = None
+    exit_code: ExitCode | None = None
 
 
 def queue_of(request: Request) -> QueueService:

@@ -38,6 +38,7 @@ from watchkeeper.queue.timeline import MAX_BATCH, NewEvent, TimelineService
 from watchkeeper.runtime import Runtime
 from watchkeeper.server.auth import own_task_only, reporter_or_task, viewer
 from watchkeeper.server.errors import error_response
+from watchkeeper.server.fields import Count32, Line, Text
 from watchkeeper.server.routes_runs import ERRORS
 from watchkeeper.store.queue import QueueStore
 from watchkeeper.store.tokens import TaskToken, TokenInfo
@@ -54,7 +55,8 @@ Org = Annotated[str, StringConstraints(pattern=r"^[A-Za-z0-9][A-Za-z0-9._-]{0,99
 Model = Annotated[str, StringConstraints(pattern=_MODEL)]
 Provider = Annotated[str, StringConstraints(pattern=r"^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$")]
 Fingerprint = Annotated[str, StringConstraints(pattern=r"^[A-Za-z0-9:._+/=-]{1,128}$")]
-Tokens = Annotated[int, Field(ge=0, le=10**12)]
+# Each count is an INTEGER column: one event beyond two billion tokens is refused.
+Tokens = Count32
 
 
 class EventIn(BaseModel):
@@ -71,7 +73,7 @@ class EventIn(BaseModel):
     fingerprint: Fingerprint | None = Field(default=None, description="the round's progress")
     outcome: Word | None = None
     duration_s: float | None = Field(default=None, ge=0, le=30 * 86400)
-    name: str | None = Field(default=None, max_length=200, description="agent or tool name")
+    name: Annotated[str, Line(200)] | None = Field(default=None, description="agent or tool name")
     role: Word | None = Field(default=None, description="architect, implementer, reviewer")
     model: Model | None = None
     provider: Provider | None = Field(default=None, description="where the call actually ran")
@@ -80,8 +82,8 @@ class EventIn(BaseModel):
     cache_read_tokens: Tokens = 0
     cache_write_tokens: Tokens = 0
     # Longer texts are accepted, then redacted and capped before they are stored.
-    rationale: str | None = Field(default=None, max_length=64 * 1024)
-    detail: str | None = Field(default=None, max_length=64 * 1024)
+    rationale: Annotated[str, Text(64 * 1024)] | None = None
+    detail: Annotated[str, Text(64 * 1024)] | None = None
 
     @field_validator("cache_read_tokens", "cache_write_tokens")
     @classmethod

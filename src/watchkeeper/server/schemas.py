@@ -8,6 +8,7 @@ from typing import Annotated, Literal
 from pydantic import AwareDatetime, BaseModel, ConfigDict, Field, StringConstraints
 
 from watchkeeper.config import KIND_NAME_PATTERN
+from watchkeeper.server.fields import Line, Text
 
 TITLE_MAX = 500
 STEP_MAX = 2000
@@ -17,7 +18,7 @@ RUN_ID_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9._:@+=-]{0,199}$"
 
 KindName = Annotated[str, StringConstraints(pattern=KIND_NAME_PATTERN)]
 RunId = Annotated[str, StringConstraints(pattern=RUN_ID_PATTERN)]
-ShortText = Annotated[str, StringConstraints(max_length=200)]
+ShortText = Annotated[str, Line(200)]
 
 
 class _Body(BaseModel):
@@ -38,7 +39,7 @@ class StartRun(_Body):
 
     kind: KindName
     run_id: RunId | None = Field(default=None, description="omit to get a fresh id")
-    title: str = Field(min_length=1, max_length=TITLE_MAX)
+    title: Annotated[str, Text(TITLE_MAX, min_length=1)]
     origin: OriginIn | None = None
     effects: Literal["none", "unknown"] = "unknown"
     budget_s: float | None = Field(default=None, gt=0, le=30 * 86400)
@@ -50,28 +51,28 @@ class StartRun(_Body):
 class Progress(_Body):
     """``POST .../progress``: something meaningful moved."""
 
-    step: str | None = Field(default=None, max_length=STEP_MAX)
+    step: Annotated[str, Text(STEP_MAX)] | None = None
     at: AwareDatetime | None = None
 
 
 class Waiting(_Body):
     """``POST .../waiting``: the work waits for a person."""
 
-    reason: str | None = Field(default=None, max_length=STEP_MAX)
+    reason: Annotated[str, Text(STEP_MAX)] | None = None
 
 
 class Finish(_Body):
     """``POST .../finish``: the work succeeded."""
 
-    step: str | None = Field(default=None, max_length=STEP_MAX)
+    step: Annotated[str, Text(STEP_MAX)] | None = None
 
 
 class Fail(_Body):
     """``POST .../fail``: the work failed."""
 
-    reason: str = Field(min_length=1, max_length=REASON_MAX)
-    fingerprint: str | None = Field(default=None, min_length=1, max_length=200)
-    detail: str | None = Field(default=None, max_length=DETAIL_MAX)
+    reason: Annotated[str, Text(REASON_MAX, min_length=1)]
+    fingerprint: Annotated[str, Line(200, min_length=1)] | None = None
+    detail: Annotated[str, Text(DETAIL_MAX)] | None = None
 
 
 class FailureOut(BaseModel):
@@ -108,7 +109,7 @@ class CreateToken(_Body):
     """``POST /api/v1/tokens``."""
 
     role: Literal["admin", "reporter", "viewer"]
-    name: str = Field(default="api", min_length=1, max_length=100)
+    name: Annotated[str, Line(100, min_length=1)] = "api"
 
 
 class ErrorBody(BaseModel):

@@ -17,10 +17,10 @@ from typing import Any
 
 from sqlalchemy import Connection, Engine, create_engine, event
 from sqlalchemy.engine import make_url
-from sqlalchemy.exc import DBAPIError, OperationalError, SQLAlchemyError
+from sqlalchemy.exc import DataError, DBAPIError, OperationalError, SQLAlchemyError
 from sqlalchemy.pool import ConnectionPoolEntry
 
-from watchkeeper.errors import StoreError, StoreUnavailable
+from watchkeeper.errors import StoreError, StoreUnavailable, ValueRefused
 
 # Generous on purpose: with many processes on one file, SQLite's busy handler is not fair,
 # and a write that waits is better than a press or report that fails.
@@ -120,9 +120,26 @@ def write_transaction(engine: Engine) -> Iterator[Connection]:
 
 @contextmanager
 def translate_errors(action: str) -> Iterator[None]:
-    """Turn driver errors into watchkeeper's own, naming what was being done."""
+    """Turn driver errors into watchkeeper's own, naming what was being done.
+
+    A value a column cannot hold becomes :class:`ValueRefused` (a 422 over the
+    API): the HTTP layer validates ranges first, this is the second line.
+    """
     try:
         yield
+    except DataError as exc:
+        # PostgreSQL: integer out of range, NUL in text, a string longer than its column.
+        raise ValueRefused(
+            f"the database cannot store a value sent while {action}: {_first_line(exc)}; "
+            "send a value within the field's documented range"
+        ) from exc
+    except (OverflowError, UnicodeEncodeError) as exc:
+        # Raised by the drivers themselves while binding: SQLite takes integers of 64 bits at
+        # most, and neither driver encodes a lone surrogate.
+        raise ValueRefused(
+            f"the database cannot store a value sent while {action}: {exc}; "
+            "send a value within the field's documented range"
+        ) from exc
     except OperationalError as exc:
         raise StoreUnavailable(f"database unavailable while {action}: {_first_line(exc)}") from exc
     except DBAPIError as exc:

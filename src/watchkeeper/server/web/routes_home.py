@@ -15,6 +15,7 @@ from watchkeeper.decide.offer import label
 from watchkeeper.decide.runbooks import RUNBOOKS
 from watchkeeper.errors import NotFound
 from watchkeeper.runtime import Runtime
+from watchkeeper.server.fields import INT32_MAX
 from watchkeeper.server.web.common import acting_form, answer, form_of, local_path, page
 from watchkeeper.server.web.session import (
     Session,
@@ -230,7 +231,7 @@ def _incident_context(runtime: Runtime, incident_id: int) -> dict[str, Any]:
 @router.get("/web/incidents/{incident_id}", response_class=HTMLResponse)
 async def incident_page(
     request: Request,
-    incident_id: int = Path(ge=1, le=2**62),
+    incident_id: int = Path(ge=1, le=INT32_MAX),
     current: Session = Depends(session),
 ) -> HTMLResponse:
     """One incident: its history, its buttons, who pressed what."""
@@ -271,7 +272,7 @@ def _press_extra(result: PressResult) -> dict[str, Any]:
 @router.post("/web/incidents/{incident_id}/press")
 async def press(
     request: Request,
-    incident_id: int = Path(ge=1, le=2**62),
+    incident_id: int = Path(ge=1, le=INT32_MAX),
     current: Session = Depends(session),
 ) -> Response:
     """Press a button through the one decision function every channel uses."""

@@ -7,7 +7,7 @@ import logging
 from collections.abc import AsyncIterator, Mapping
 from typing import Any
 
-from fastapi import APIRouter, Depends, Request
+from fastapi import APIRouter, Depends, Query, Request
 from fastapi.responses import HTMLResponse, Response
 
 from watchkeeper.errors import InvalidInput, NotFound, WatchkeeperError
@@ -15,6 +15,7 @@ from watchkeeper.queue import spend
 from watchkeeper.queue.topology import topology
 from watchkeeper.redact import redact
 from watchkeeper.runtime import Runtime
+from watchkeeper.server.fields import INT64_MAX
 from watchkeeper.server.longpoll import held_stream
 from watchkeeper.server.routes_procs import engine_of
 from watchkeeper.server.routes_queue import marks_of, queue_of, task_json
@@ -242,7 +243,10 @@ def _sse(event: str, data: str, ident: int | None = None) -> str:
 
 @router.get("/web/procs/{run_id}/log")
 async def follow_log(
-    request: Request, run_id: RunId, offset: int = 0, current: Session = Depends(session)
+    request: Request,
+    run_id: RunId,
+    offset: int = Query(0, ge=0, le=INT64_MAX),
+    current: Session = Depends(session),
 ) -> Response:
     """Server-sent events: what the log gains (redacted), then ``end`` with the status.
 
@@ -250,7 +254,8 @@ async def follow_log(
     (a stream lasts at most :data:`STREAM_S`) carries on where it stopped.
     """
     resumed = request.headers.get("last-event-id", "")
-    start = max(0, offset, int(resumed) if resumed.isdigit() else 0)
+    # A file offset fits in 64 bits; a longer id is not one this stream sent.
+    start = max(0, offset, int(resumed) if resumed.isdecimal() and len(resumed) < 19 else 0)
 
     async def events() -> AsyncIterator[str]:
         at = start
