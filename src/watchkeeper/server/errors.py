@@ -85,11 +85,18 @@ async def _domain(_request: Request, exc: Exception) -> JSONResponse:
     return error_response(500, "internal", str(exc))
 
 
+_HTTP_CODES = {
+    401: "unauthorized",
+    403: "forbidden",
+    404: "not_found",
+    405: "method_not_allowed",
+    429: "too_many_requests",
+}
+
+
 async def _http(_request: Request, exc: Exception) -> JSONResponse:
     assert isinstance(exc, StarletteHTTPException)
-    code = {401: "unauthorized", 403: "forbidden", 404: "not_found", 405: "method_not_allowed"}.get(
-        exc.status_code, "http_error"
-    )
+    code = _HTTP_CODES.get(exc.status_code, "http_error")
     message = exc.detail if isinstance(exc.detail, str) else "request refused"
     if exc.status_code == 404 and message == "Not Found":
         message = "no such endpoint; see /docs for the API"
