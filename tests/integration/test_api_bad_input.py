@@ -344,3 +344,26 @@ def test_the_store_refuses_what_slips_past_the_api_with_a_4xx_error(api: Api) ->
     assert type(refused.value).__name__ == "ValueRefused"
     assert isinstance(refused.value, errors.InvalidInput)  # answered 422, not 500
     assert "registering a runner" in str(refused.value)
+
+
+@pytest.mark.parametrize("at", ["0001-01-01T00:00:00+01:00", "0001-01-01T00:00:00Z"])
+@pytest.mark.parametrize(
+    ("field", "path", "body"),
+    [
+        ("at", "/api/v1/runs/crawl/known/progress", lambda at: {"at": at}),
+        (
+            "started_at",
+            "/api/v1/runs",
+            lambda at: {"kind": "crawl", "title": "t", "started_at": at},
+        ),
+        ("at", "/api/v1/events/batch", lambda at: {"events": [{"phase": "tool", "at": at}]}),
+    ],
+)
+def test_a_time_the_store_could_not_give_back_is_refused(
+    api: Api, field: str, path: str, body: Callable[[str], Any], at: str
+) -> None:
+    response = api.http.post(path, json=body(at))
+    _refused(response, field)
+    assert "1970-01-01T00:00:00Z" in response.json()["error"]["message"]
+    # Nothing was stored that would make the run unreadable.
+    assert api.http.get("/api/v1/runs/crawl/known").status_code == 200

@@ -12,15 +12,21 @@ from __future__ import annotations
 import math
 import re
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from typing import Annotated, Any
 
-from pydantic import AfterValidator, Field, GetCoreSchemaHandler
+from pydantic import AfterValidator, AwareDatetime, Field, GetCoreSchemaHandler
 from pydantic_core import CoreSchema, core_schema
 
 INT32_MIN = -(2**31)
 INT32_MAX = 2**31 - 1
 INT64_MIN = -(2**63)
 INT64_MAX = 2**63 - 1
+# Times are stored as epoch seconds and read back as UTC datetimes: a time before year 1
+# in UTC (0001-01-01T00:00+01:00) stores, then cannot be read. Work reports nothing older
+# than the epoch, and the last year stays free for the deadlines added to a time.
+EARLIEST = datetime(1970, 1, 1, tzinfo=UTC)
+LATEST = datetime(9999, 1, 1, tzinfo=UTC)
 
 # Control characters are Unicode category Cc: U+0000-U+001F and U+007F-U+009F.
 # Lone surrogates (U+D800-U+DFFF) come from JSON escapes and cannot be encoded as UTF-8.
@@ -113,6 +119,18 @@ def json_text(value: Any) -> Any:
     return value
 
 
+def moment(value: datetime) -> datetime:
+    """Refuse a time the stores cannot give back."""
+    if not EARLIEST <= value < LATEST:
+        raise ValueError(
+            f"{value.isoformat()} is out of range: send a time from "
+            f"{EARLIEST:%Y-%m-%dT%H:%M:%SZ} to before {LATEST:%Y-%m-%dT%H:%M:%SZ}"
+        )
+    return value
+
+
+#: A time with its offset, within what the stores hold.
+Moment = Annotated[AwareDatetime, AfterValidator(moment)]
 #: A JSON object stored as is (job payloads).
 JsonObject = Annotated[dict[str, Any], AfterValidator(json_text)]
 

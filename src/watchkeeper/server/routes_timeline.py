@@ -19,7 +19,6 @@ from typing import Annotated, Any
 from fastapi import APIRouter, Depends, HTTPException, Query, Request
 from fastapi.responses import JSONResponse
 from pydantic import (
-    AwareDatetime,
     BaseModel,
     ConfigDict,
     Field,
@@ -38,7 +37,7 @@ from watchkeeper.queue.timeline import MAX_BATCH, NewEvent, TimelineService
 from watchkeeper.runtime import Runtime
 from watchkeeper.server.auth import own_task_only, reporter_or_task, viewer
 from watchkeeper.server.errors import error_response
-from watchkeeper.server.fields import Count32, Line, Text
+from watchkeeper.server.fields import Count32, Line, Moment, Text
 from watchkeeper.server.routes_runs import ERRORS
 from watchkeeper.store.queue import QueueStore
 from watchkeeper.store.tokens import TaskToken, TokenInfo
@@ -65,7 +64,7 @@ class EventIn(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     phase: Phase = Field(description="round_start, implementer, tool, review, verify, ...")
-    at: AwareDatetime | None = Field(default=None, description="when the phase ended")
+    at: Moment | None = Field(default=None, description="when the phase ended")
     org: Org | None = None
     job_id: Ident | None = None
     task_id: Ident | None = None

@@ -5,10 +5,10 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Annotated, Literal
 
-from pydantic import AwareDatetime, BaseModel, ConfigDict, Field, StringConstraints
+from pydantic import BaseModel, ConfigDict, Field, StringConstraints
 
 from watchkeeper.config import KIND_NAME_PATTERN
-from watchkeeper.server.fields import Line, Text
+from watchkeeper.server.fields import Line, Moment, Text
 
 TITLE_MAX = 500
 STEP_MAX = 2000
@@ -45,14 +45,14 @@ class StartRun(_Body):
     budget_s: float | None = Field(default=None, gt=0, le=30 * 86400)
     expected_s: float | None = Field(default=None, gt=0, le=365 * 86400)
     lease_s: float = Field(default=90.0, ge=1, le=7 * 86400)
-    started_at: AwareDatetime | None = None
+    started_at: Moment | None = None
 
 
 class Progress(_Body):
     """``POST .../progress``: something meaningful moved."""
 
     step: Annotated[str, Text(STEP_MAX)] | None = None
-    at: AwareDatetime | None = None
+    at: Moment | None = None
 
 
 class Waiting(_Body):
