@@ -8,11 +8,18 @@ when a connection opens (and when the first byte of each later request head
 arrives) and close the connection unless the whole head arrived in time, so a
 slow trickle is cut as surely as silence. A head may also not grow past
 :data:`MAX_HEAD_BYTES`.
+
+Once a head arrived, the handler waits for the body as long as the client
+takes: a client that sends a whole head and then trickles (or withholds) its
+body would hold the connection, and the handler's task, forever. A second
+timer runs from the head to the body's last byte; past
+:data:`BODY_TIMEOUT_S` the client is answered ``408`` and the connection closed.
 """
 
 from __future__ import annotations
 
 import asyncio
+import json
 import logging
 from typing import Any, Protocol
 
@@ -24,6 +31,8 @@ log = logging.getLogger(__name__)
 #: Longest a client may take to send a whole request head, from its first byte (or the
 #: connection's start), in seconds.
 HEADER_TIMEOUT_S = 10.0
+#: Longest a request's body may take to arrive whole, from its head, in seconds.
+BODY_TIMEOUT_S = 30.0
 #: How long an idle connection stays open after a response, in seconds.
 KEEP_ALIVE_S = 5
 #: Connections the server serves at once; past this it answers 503.
@@ -39,6 +48,7 @@ class _Connection(Protocol):
     loop: asyncio.AbstractEventLoop
     timeout_keep_alive_task: asyncio.TimerHandle | None
     cycle: Any
+    flow: Any
 
 
 class HeadDeadline:
@@ -103,8 +113,82 @@ class HeadDeadline:
             conn.transport.close()
 
 
-class H11WithDeadline(HeadDeadline, H11Protocol):
-    """uvicorn's pure-Python HTTP/1.1 protocol with the head deadline."""
+class BodyDeadline:
+    """Mixed into a uvicorn protocol class: a request body must arrive whole in time."""
+
+    body_timeout_s: float = BODY_TIMEOUT_S
+    _body_timer: asyncio.TimerHandle | None = None
+
+    def data_received(self, data: bytes) -> None:
+        super().data_received(data)  # type: ignore[misc]
+        if self._body_pending():
+            if self._body_timer is None:
+                conn: _Connection = self  # type: ignore[assignment]
+                self._body_timer = conn.loop.call_later(self.body_timeout_s, self._body_too_slow)
+        else:
+            self._disarm_body_timer()
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self._disarm_body_timer()
+        super().connection_lost(exc)  # type: ignore[misc]
+
+    def _body_pending(self) -> bool:
+        """A request is being served whose body has not all arrived."""
+        conn: _Connection = self  # type: ignore[assignment]
+        cycle = conn.cycle
+        if cycle is None or cycle.response_complete or not cycle.more_body:
+            return False
+        serving: object = conn.transport.get_protocol()
+        return serving is self and not conn.transport.is_closing()
+
+    def _disarm_body_timer(self) -> None:
+        if self._body_timer is not None:
+            self._body_timer.cancel()
+            self._body_timer = None
+
+    def _body_too_slow(self) -> None:
+        self._body_timer = None
+        if not self._body_pending():
+            return
+        conn: _Connection = self  # type: ignore[assignment]
+        if conn.flow.read_paused:
+            # The handler has not taken what came yet: the client is not the slow one.
+            self._body_timer = conn.loop.call_later(self.body_timeout_s, self._body_too_slow)
+            return
+        log.info(
+            "Closing a connection whose request body did not arrive within %g s",
+            self.body_timeout_s,
+        )
+        if not conn.cycle.response_started:
+            conn.transport.write(_timed_out(self.body_timeout_s))
+        # The handler waiting for the body is told the client left.
+        conn.transport.close()
+
+
+def _timed_out(timeout_s: float) -> bytes:
+    """A whole ``408`` answer in the API's error shape, closing the connection."""
+    body = json.dumps(
+        {
+            "error": {
+                "code": "request_timeout",
+                "message": (
+                    f"the request body did not arrive within {timeout_s:g} s of its head: "
+                    "send the whole request at once"
+                ),
+            }
+        }
+    ).encode()
+    head = (
+        "HTTP/1.1 408 Request Timeout\r\n"
+        "content-type: application/json\r\n"
+        f"content-length: {len(body)}\r\n"
+        "connection: close\r\n\r\n"
+    )
+    return head.encode() + body
+
+
+class H11WithDeadline(HeadDeadline, BodyDeadline, H11Protocol):
+    """uvicorn's pure-Python HTTP/1.1 protocol with the head and body deadlines."""
 
 
 def _protocol_classes() -> list[type[Any]]:
@@ -115,8 +199,8 @@ def _protocol_classes() -> list[type[Any]]:
         pass
     else:
 
-        class HttpToolsWithDeadline(HeadDeadline, HttpToolsProtocol):
-            """uvicorn's httptools protocol with the head deadline."""
+        class HttpToolsWithDeadline(HeadDeadline, BodyDeadline, HttpToolsProtocol):
+            """uvicorn's httptools protocol with the head and body deadlines."""
 
         classes.append(HttpToolsWithDeadline)
     classes.append(H11WithDeadline)
@@ -127,21 +211,29 @@ def _protocol_classes() -> list[type[Any]]:
 PROTOCOLS: list[type[Any]] = _protocol_classes()
 
 
-def protocol(header_timeout_s: float, *, parser: str | None = None) -> type[Any]:
-    """A protocol class whose connections must send a whole head within ``header_timeout_s``.
+def protocol(
+    header_timeout_s: float,
+    *,
+    body_timeout_s: float = BODY_TIMEOUT_S,
+    parser: str | None = None,
+) -> type[Any]:
+    """A protocol class whose connections must send a whole head within ``header_timeout_s``
+    and each request's whole body within ``body_timeout_s`` of its head.
 
     ``parser`` picks ``"httptools"`` or ``"h11"``; by default the fastest installed.
     """
     if header_timeout_s <= 0:
         raise ValueError("the header timeout must be positive")
+    if body_timeout_s <= 0:
+        raise ValueError("the body timeout must be positive")
     base = PROTOCOLS[0]
     if parser is not None:
         matching = [cls for cls in PROTOCOLS if cls.__name__.lower().startswith(parser)]
         if not matching:
             raise ValueError(f"no HTTP parser {parser!r}: use one of httptools, h11")
         base = matching[0]
-    timeout = header_timeout_s
-    return type(base.__name__, (base,), {"header_timeout_s": timeout})
+    limits = {"header_timeout_s": header_timeout_s, "body_timeout_s": body_timeout_s}
+    return type(base.__name__, (base,), limits)
 
 
 def server_config(
@@ -150,6 +242,7 @@ def server_config(
     port: int,
     *,
     header_timeout_s: float = HEADER_TIMEOUT_S,
+    body_timeout_s: float = BODY_TIMEOUT_S,
     keep_alive_s: int = KEEP_ALIVE_S,
     max_connections: int = MAX_CONNECTIONS,
     parser: str | None = None,
@@ -163,7 +256,7 @@ def server_config(
         app,
         host=host,
         port=port,
-        http=protocol(header_timeout_s, parser=parser),
+        http=protocol(header_timeout_s, body_timeout_s=body_timeout_s, parser=parser),
         timeout_keep_alive=keep_alive_s,
         limit_concurrency=max_connections,
         h11_max_incomplete_event_size=MAX_HEAD_BYTES,
