@@ -161,8 +161,11 @@ def _aim(case: Any, target: Target) -> None:
     for name in case.path_parameters or {}:
         if name in target.known:
             case.path_parameters[name] = target.known[name]
-    if isinstance(case.body, dict) and "lease_token" in case.body:
-        case.body["lease_token"] = target.lease_token
+    if isinstance(case.body, dict):
+        if "lease_token" in case.body:
+            case.body["lease_token"] = target.lease_token
+        if "kind" in case.body:
+            case.body["kind"] = target.known["kind"]
 
 
 def _run(target: Target, store: Store, examples: int, derandomize: bool) -> None:
