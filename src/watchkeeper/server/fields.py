@@ -4,7 +4,7 @@ PostgreSQL refuses NUL in text and integers beyond 32 bits in ``INTEGER``
 columns; SQLite's driver cannot bind integers beyond 64 bits, and neither
 driver can encode a lone UTF-16 surrogate. A value a column cannot hold is
 refused here, with a 422 naming the field and what is allowed, instead of
-failing in the driver. Lengths stay with each field (``Field(max_length=...)``).
+failing in the driver. Text carries its length: ``Annotated[str, Text(2000)]``.
 """
 
 from __future__ import annotations
