@@ -24,8 +24,10 @@ lint: $(STAMP)
 typecheck: $(STAMP)
 	$(BIN)/mypy
 
+# The thorough API fuzz (marked slow) runs as its own step, before the rest of the suite.
 test: lint typecheck
-	$(BIN)/pytest -n 2 --dist loadgroup $(PYTEST_ARGS)
+	$(BIN)/pytest -n 2 --dist loadgroup -m slow $(PYTEST_ARGS)
+	$(BIN)/pytest -n 2 --dist loadgroup -m "not slow" $(PYTEST_ARGS)
 
 clean:
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache
