@@ -191,7 +191,8 @@ def whole_lines(data: bytes, *, final: bool) -> int:
     """
     if final or len(data) >= MAX_LINE_BYTES:
         return len(data)
-    return data.rfind(b"\n") + 1
+    # A carriage return ends a line too: progress bars redraw with it and never print "\n".
+    return max(data.rfind(b"\n"), data.rfind(b"\r")) + 1
 
 
 def redact_bytes(data: bytes) -> bytes:

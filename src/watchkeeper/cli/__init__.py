@@ -71,12 +71,15 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def _report(exc: BaseException, debug: bool) -> None:
+    # Messages often quote what the user typed or a URL read from the configuration.
+    from watchkeeper.redact import redact
+
     if debug:
-        err_console.print(traceback.format_exc(), highlight=False, markup=False)
-    err_console.print(f"error: {exc}", highlight=False, markup=False)
+        err_console.print(redact(traceback.format_exc()), highlight=False, markup=False)
+    err_console.print(redact(f"error: {exc}"), highlight=False, markup=False)
     cause = exc.__cause__
     while cause is not None and debug:
-        err_console.print(f"  caused by: {cause}", highlight=False, markup=False)
+        err_console.print(redact(f"  caused by: {cause}"), highlight=False, markup=False)
         cause = cause.__cause__
 
 

@@ -16,6 +16,9 @@ import typer
 from watchkeeper.cli.common import console, settings
 
 if TYPE_CHECKING:
+    from collections.abc import Iterator
+    from pathlib import Path
+
     from watchkeeper.procs.service import ProcEngine
 
 _RUN = typer.Argument(..., help="the run's id (see `watchkeeper ps`)")
@@ -177,19 +180,26 @@ def logs(
     run_id: str = _RUN,
     follow: bool = typer.Option(False, "--follow", "-f", help="keep printing until it ends"),
 ) -> None:
-    """Print a run's output (stdout and stderr)."""
+    """Print a run's output (stdout and stderr), secrets redacted as the API shows it."""
+    from watchkeeper.redact import redact_lines
+
     engine = _engine(ctx)
     try:
-        if follow:
-            for chunk in engine.follow(run_id):
-                sys.stdout.buffer.write(chunk)
-                sys.stdout.buffer.flush()
-            return
-        path = engine.log_path(run_id)
-        if path.exists():
-            sys.stdout.buffer.write(path.read_bytes())
+        chunks = engine.follow(run_id) if follow else _read_chunks(engine.log_path(run_id))
+        for cleaned in redact_lines(chunks):
+            sys.stdout.buffer.write(cleaned)
+            sys.stdout.buffer.flush()
     finally:
         _close(engine)
+
+
+def _read_chunks(path: Path, size: int = 65536) -> Iterator[bytes]:
+    """A file's bytes in pieces (nothing when it does not exist), so a big log is not held whole."""
+    if not path.exists():
+        return
+    with path.open("rb") as handle:
+        while chunk := handle.read(size):
+            yield chunk
 
 
 def wait(

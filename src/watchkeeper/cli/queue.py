@@ -236,12 +236,11 @@ def runner(
     import signal
     import threading
 
+    from watchkeeper import logsafety
     from watchkeeper.queue.runner import RunnerDaemon, RunnerOptions
     from watchkeeper.queue.task_env import check_pass_env
 
-    logging.basicConfig(
-        level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s"
-    )
+    logsafety.install(logging.INFO)
     folder = data_dir or settings(ctx).data_dir / "runner"
     passed = check_pass_env(pass_env)
     options = RunnerOptions(

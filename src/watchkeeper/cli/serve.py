@@ -6,6 +6,7 @@ import logging
 
 import typer
 
+from watchkeeper import logsafety
 from watchkeeper.cli.common import console, local_runtime
 
 
@@ -20,9 +21,7 @@ def serve(
 
     from watchkeeper.server.app import create_app
 
-    logging.basicConfig(
-        level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s"
-    )
+    logsafety.install(logging.INFO)
     runtime = local_runtime(ctx)
     settings = runtime.settings
     announce_first_token(runtime)

@@ -17,6 +17,7 @@ from watchkeeper.errors import (
     StoreUnavailable,
     WatchkeeperError,
 )
+from watchkeeper.redact import redact
 
 log = logging.getLogger(__name__)
 
@@ -35,8 +36,8 @@ def error_response(
     field: str | None = None,
     headers: dict[str, str] | None = None,
 ) -> JSONResponse:
-    """The one shape every error answer has."""
-    body: dict[str, Any] = {"code": code, "message": message}
+    """The one shape every error answer has; the message is redacted, since it may quote input."""
+    body: dict[str, Any] = {"code": code, "message": redact(message)}
     if field is not None:
         body["field"] = field
     return JSONResponse({"error": body}, status_code=status, headers=headers)

@@ -13,7 +13,7 @@ from fastapi.responses import HTMLResponse, Response
 from watchkeeper.errors import InvalidInput, NotFound, WatchkeeperError
 from watchkeeper.queue import spend
 from watchkeeper.queue.topology import topology
-from watchkeeper.redact import redact
+from watchkeeper.redact import redact, redact_bytes, whole_lines
 from watchkeeper.runtime import Runtime
 from watchkeeper.server.fields import INT64_MAX
 from watchkeeper.server.longpoll import held_stream
@@ -169,9 +169,14 @@ async def spend_page(request: Request, current: Session = Depends(session)) -> H
 # Process runs ------------------------------------------------------------------------
 
 
+def _shown(described: dict[str, Any]) -> dict[str, Any]:
+    """A run as a page shows it: a command line can carry a secret (``--token=...``)."""
+    return {**described, "argv": [redact(" ".join(described["argv"]))]}
+
+
 def _procs_context(request: Request) -> dict[str, Any]:
     engine = engine_of(request)
-    runs = [engine.describe(run) for run in engine.runs(include_finished=True, limit=200)]
+    runs = [_shown(engine.describe(run)) for run in engine.runs(include_finished=True, limit=200)]
     parks = [view.as_dict() for view in engine.parked()]
     return {"runs": runs, "parks": parks}
 
@@ -187,16 +192,25 @@ async def procs_page(request: Request, current: Session = Depends(session)) -> H
 
 def _proc_context(request: Request, run_id: str) -> dict[str, Any]:
     engine = engine_of(request)
-    run = engine.describe(engine.refresh(run_id))
+    refreshed = engine.refresh(run_id)
     path = engine.log_path(run_id)
-    size, text = 0, b""
+    begin, text = 0, b""
     if path.exists():
         with path.open("rb") as handle:
             size = handle.seek(0, 2)
-            handle.seek(max(0, size - LOG_TAIL_BYTES))
-            text = handle.read(size - handle.tell())
-    log_text = redact(text.decode("utf-8", "replace"))
-    return {"run": run, "log": log_text, "log_size": size}
+            begin = handle.seek(max(0, size - LOG_TAIL_BYTES))
+            text = handle.read(size - begin)
+        if begin:
+            # Only whole lines are redacted reliably: drop the piece of line the tail began in.
+            cut = text.find(b"\n") + 1
+            begin, text = begin + cut, text[cut:]
+        # An unfinished last line is left to the live stream, which redacts it once complete.
+        text = text[: whole_lines(text, final=refreshed.status.ended)]
+    return {
+        "run": _shown(engine.describe(refreshed)),
+        "log": redact_bytes(text).decode("utf-8"),
+        "log_size": begin + len(text),
+    }
 
 
 @router.get("/web/procs/{run_id}", response_class=HTMLResponse)
@@ -212,7 +226,7 @@ async def proc_page(
             "missing.html",
             current,
             **await chrome(request),
-            message=str(exc),
+            message=redact(str(exc)),
             title="Not found",
         )
         response.status_code = 404
@@ -268,9 +282,14 @@ async def follow_log(
             except NotFound:
                 yield _sse("end", "gone")
                 return
-            if chunk:
-                at += len(chunk)
-                yield _sse("log", redact(chunk.decode("utf-8", "replace")), at)
+            # Whole lines only: a secret written in two pieces is recognisable once its line
+            # is complete; the event id stays at the end of what was sent, for resuming.
+            ready = whole_lines(chunk, final=ended) or (
+                len(chunk) if len(chunk) == LOG_TAIL_BYTES else 0  # one line longer than that
+            )
+            if ready:
+                at += ready
+                yield _sse("log", redact_bytes(chunk[:ready]).decode("utf-8"), at)
                 continue
             if ended:
                 yield _sse("end", status)
