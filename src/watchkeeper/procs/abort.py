@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import time
 from dataclasses import dataclass
@@ -20,6 +21,8 @@ log = logging.getLogger(__name__)
 DEFAULT_GRACE_S = 5.0
 # How long to wait for the shim's witness once the group is gone before calling the run lost.
 WITNESS_WAIT_S = 10.0
+# How often to look for the witness meanwhile.
+WITNESS_POLL_S = 0.02
 
 
 @dataclass(frozen=True, slots=True)
@@ -46,6 +49,70 @@ def abort(
     ``cancel`` says a person asked (the run ends ``cancelled``); the engine's
     own aborts (timeouts) pass ``False`` so the run ends ``failed`` and is paged.
     """
+    asked = _request(procs, run_id, now, reason, cancel)
+    if isinstance(asked, AbortResult):
+        return asked
+    run, leader = asked
+    found = signals.terminate_group(leader.pid, leader.start, leader.pgid, grace_s)
+    if found is identity.Ownership.RECYCLED:
+        return _not_ours(procs, run, now)
+    run = procs.get(run_id)
+    deadline = time.monotonic() + WITNESS_WAIT_S
+    while (detail := _settle_step(procs, data_dir, run, now, time.monotonic() >= deadline)) is None:
+        time.sleep(WITNESS_POLL_S)
+    return _report(procs, run_id, found, detail, reason)
+
+
+async def abort_async(
+    procs: ProcStore,
+    data_dir: Path,
+    run_id: str,
+    now: datetime,
+    *,
+    grace_s: float = DEFAULT_GRACE_S,
+    reason: str = "aborted on request",
+    cancel: bool = True,
+) -> AbortResult:
+    """:func:`abort` for the event loop: the same checks, but no thread waits out the grace.
+
+    Signals and the wait for the group happen on the event loop (the leader's
+    pidfd wakes it); each look at the store is a short hop to a worker thread.
+    """
+    asked = await asyncio.to_thread(_request, procs, run_id, now, reason, cancel)
+    if isinstance(asked, AbortResult):
+        return asked
+    run, leader = asked
+    found = await signals.terminate_group_async(leader.pid, leader.start, leader.pgid, grace_s)
+    if found is identity.Ownership.RECYCLED:
+        return await asyncio.to_thread(_not_ours, procs, run, now)
+    run = await asyncio.to_thread(procs.get, run_id)
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + WITNESS_WAIT_S
+    while True:
+        give_up = loop.time() >= deadline
+        detail = await asyncio.to_thread(_settle_step, procs, data_dir, run, now, give_up)
+        if detail is not None:
+            break
+        await asyncio.sleep(WITNESS_POLL_S)
+    return await asyncio.to_thread(_report, procs, run_id, found, detail, reason)
+
+
+@dataclass(frozen=True, slots=True)
+class _Leader:
+    """The recorded leader of a run's process group."""
+
+    pid: int
+    start: str
+    pgid: int
+
+
+def _request(
+    procs: ProcStore, run_id: str, now: datetime, reason: str, cancel: bool
+) -> tuple[ProcRun, _Leader] | AbortResult:
+    """Check the run may be signalled from here and record the request.
+
+    The run and its group's leader, or the answer when there is nothing to signal.
+    """
     run = procs.get(run_id)
     if run.status.ended:
         return AbortResult(AbortOutcome.ALREADY_EXITED, run, f"already {run.status.value}")
@@ -54,11 +121,13 @@ def abort(
     if run.pid is None or run.pid_start is None or run.pgid is None:
         raise Conflict(f"process run {run_id} has not reported its process yet; try again")
     procs.request_abort(run_id, now, reason, cancel=cancel)
-    found = signals.terminate_group(run.pid, run.pid_start, run.pgid, grace_s)
-    if found is identity.Ownership.RECYCLED:
-        return _not_ours(procs, run, now)
+    return run, _Leader(run.pid, run.pid_start, run.pgid)
+
+
+def _report(
+    procs: ProcStore, run_id: str, found: identity.Ownership, detail: str, reason: str
+) -> AbortResult:
     outcome = AbortOutcome.SIGNALED if found is identity.Ownership.OURS else None
-    detail = _settle_after(procs, data_dir, procs.get(run_id), now)
     log.info(
         "Abort of process run %s: %s (%s) because %s",
         run_id,
@@ -82,24 +151,27 @@ def _not_ours(procs: ProcStore, run: ProcRun, now: datetime) -> AbortResult:
     return AbortResult(AbortOutcome.NOT_OURS, procs.get(run.run_id), reason)
 
 
-def _settle_after(procs: ProcStore, data_dir: Path, run: ProcRun, now: datetime) -> str:
-    """Record how the run ended: from the witness the shim writes, or as gone without one."""
+def _settle_step(
+    procs: ProcStore, data_dir: Path, run: ProcRun, now: datetime, give_up: bool
+) -> str | None:
+    """Record how the run ended, from the witness the shim writes, or as gone without one.
+
+    ``None`` while the shim is alive and may be writing the witness right now
+    (look again soon), unless ``give_up``.
+    """
     if run.status.ended:
         return f"already {run.status.value}"
-    deadline = time.monotonic() + WITNESS_WAIT_S
-    while True:
-        try:
-            found = settle.read_witness(data_dir, run)
-        except witness.WitnessCorrupt as exc:
-            settle.as_gone(procs, run, f"its witness is unreadable: {exc}", now)
-            return str(exc)
-        if found is not None:
-            settle.from_witness(procs, run, found, now)
-            return settle.describe(found)
-        shim = identity.ownership(run.host, run.boot_id, run.shim_pid, run.shim_start)
-        if shim is not identity.Ownership.OURS or time.monotonic() >= deadline:
-            break
-        time.sleep(0.02)  # the shim is writing the witness right now
+    try:
+        found = settle.read_witness(data_dir, run)
+    except witness.WitnessCorrupt as exc:
+        settle.as_gone(procs, run, f"its witness is unreadable: {exc}", now)
+        return str(exc)
+    if found is not None:
+        settle.from_witness(procs, run, found, now)
+        return settle.describe(found)
+    shim = identity.ownership(run.host, run.boot_id, run.shim_pid, run.shim_start)
+    if shim is identity.Ownership.OURS and not give_up:
+        return None
     reason = "its process is gone without a witness"
     settle.as_gone(procs, run, reason, now)
     return reason

@@ -8,7 +8,6 @@ wires the small modules together: :mod:`launch`, :mod:`abort`,
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 import select
 import time
@@ -154,6 +153,18 @@ class ProcEngine:
             self._fire_hooks(self.clock())
         return result
 
+    async def abort_async(
+        self, run_id: str, *, grace_s: float | None = None
+    ) -> aborting.AbortResult:
+        """:meth:`abort` for the event loop: no thread is held while the group has its grace."""
+        grace = self.grace_s if grace_s is None else grace_s
+        result = await aborting.abort_async(
+            self.procs, self.data_dir, run_id, self.clock(), grace_s=grace
+        )
+        if result.outcome is not AbortOutcome.SIGNALED:
+            await asyncio.to_thread(self._fire_hooks, self.clock())
+        return result
+
     def refresh(self, run_id: str) -> ProcRun:
         """Settle one run now if its witness is there or its owner is gone."""
         run = self.procs.get(run_id)
@@ -214,7 +225,7 @@ class ProcEngine:
                 if pidfd is None:
                     await asyncio.sleep(min(left_s, 0.2))
                     return False
-                return await _readable(pidfd, min(left_s, WAIT_RECHECK_S))
+                return await signals.readable(pidfd, min(left_s, WAIT_RECHECK_S))
         except ProcessLookupError:
             return True  # already gone: the next refresh settles it
 
@@ -285,22 +296,3 @@ class ProcEngine:
     def parked(self) -> list[parking.ParkedView]:
         """Every park with its run's state and its session's breaker."""
         return parking.views(self.procs)
-
-
-async def _readable(fd: int, timeout_s: float) -> bool:
-    """Wait on the event loop until ``fd`` is readable (``True``) or ``timeout_s`` passed."""
-    loop = asyncio.get_running_loop()
-    ready: asyncio.Future[None] = loop.create_future()
-
-    def wake() -> None:
-        if not ready.done():
-            ready.set_result(None)
-
-    loop.add_reader(fd, wake)
-    try:
-        with contextlib.suppress(TimeoutError):
-            async with asyncio.timeout(timeout_s):
-                await ready
-    finally:
-        loop.remove_reader(fd)
-    return ready.done() and not ready.cancelled()

@@ -9,6 +9,7 @@ checked again before each signal.
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import os
 import select
@@ -68,10 +69,9 @@ def terminate_group(pid: int, pid_start: str, pgid: int, grace_s: float) -> iden
     """
     try:
         with pinned(pid) as pidfd:
-            now_start = identity.start_time(pid, allow_zombie=True)
-            if now_start != pid_start:
-                return identity.Ownership.GONE if now_start is None else identity.Ownership.RECYCLED
-            _killpg(pgid, signal.SIGTERM)
+            found = _terminate_if_ours(pid, pid_start, pgid)
+            if found is not identity.Ownership.OURS:
+                return found
             wait_exit(pid, pidfd, grace_s)
             if group_alive(pgid):
                 _killpg(pgid, signal.SIGKILL)
@@ -79,6 +79,71 @@ def terminate_group(pid: int, pid_start: str, pgid: int, grace_s: float) -> iden
     except ProcessLookupError:
         return identity.Ownership.GONE
     return identity.Ownership.OURS
+
+
+async def terminate_group_async(
+    pid: int, pid_start: str, pgid: int, grace_s: float
+) -> identity.Ownership:
+    """:func:`terminate_group` for the event loop: the grace period holds no thread.
+
+    The same checks in the same order, with the leader pinned by its pidfd for
+    the whole wait; only the waiting is awaited instead of blocked on.
+    """
+    try:
+        with pinned(pid) as pidfd:
+            found = _terminate_if_ours(pid, pid_start, pgid)
+            if found is not identity.Ownership.OURS:
+                return found
+            await wait_exit_async(pid, pidfd, grace_s)
+            if group_alive(pgid):
+                _killpg(pgid, signal.SIGKILL)
+                await wait_exit_async(pid, pidfd, max(grace_s, 1.0))
+    except ProcessLookupError:
+        return identity.Ownership.GONE
+    return identity.Ownership.OURS
+
+
+def _terminate_if_ours(pid: int, pid_start: str, pgid: int) -> identity.Ownership:
+    """SIGTERM the group if its leader (already pinned) is the one recorded; else say why not."""
+    now_start = identity.start_time(pid, allow_zombie=True)
+    if now_start != pid_start:
+        return identity.Ownership.GONE if now_start is None else identity.Ownership.RECYCLED
+    _killpg(pgid, signal.SIGTERM)
+    return identity.Ownership.OURS
+
+
+async def wait_exit_async(pid: int, pidfd: int | None, timeout_s: float) -> bool:
+    """:func:`wait_exit` on the event loop; ``True`` if ``pid`` exited in time."""
+    if pidfd is not None:
+        return await readable(pidfd, timeout_s)
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + timeout_s
+    while identity.start_time(pid) is not None:
+        if loop.time() >= deadline:
+            return False
+        await asyncio.sleep(0.02)
+    return True
+
+
+async def readable(fd: int, timeout_s: float) -> bool:
+    """Wait on the event loop until ``fd`` is readable (``True``) or ``timeout_s`` passed."""
+    if select.select([fd], [], [], 0)[0]:
+        return True
+    loop = asyncio.get_running_loop()
+    ready: asyncio.Future[None] = loop.create_future()
+
+    def wake() -> None:
+        if not ready.done():
+            ready.set_result(None)
+
+    loop.add_reader(fd, wake)
+    try:
+        with contextlib.suppress(TimeoutError):
+            async with asyncio.timeout(max(0.0, timeout_s)):
+                await ready
+    finally:
+        loop.remove_reader(fd)
+    return ready.done() and not ready.cancelled()
 
 
 def _killpg(pgid: int, signum: int) -> None:
