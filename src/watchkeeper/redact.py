@@ -47,6 +47,31 @@ def _keep_counts(match: re.Match[str]) -> str:
     return f"{name}{separator}{MASK}"
 
 
+_PEM_END = re.compile(r"-----END[A-Z0-9 ]*PRIVATE KEY(?: BLOCK)?-----")
+_KEY_LINE = re.compile(r"[A-Za-z0-9+/=]{16,}[ \t]*\r?\n")
+
+
+def _mask_key_tails(text: str) -> str:
+    """Each END line masked with the base64 lines right before it, walking back line by line.
+
+    A regex for "base64 lines, then END" retries from every line and goes quadratic
+    on long texts; this walk reads each line at most once.
+    """
+    parts: list[str] = []
+    done = 0
+    for end in _PEM_END.finditer(text):
+        start = end.start()
+        while start > done:
+            line_start = max(done, text.rfind("\n", done, start - 1) + 1)
+            if not _KEY_LINE.fullmatch(text, line_start, start):
+                break
+            start = line_start
+        parts += [text[done:start], MASK]
+        done = end.end()
+    parts.append(text[done:])
+    return "".join(parts)
+
+
 @dataclass(frozen=True)
 class Shape:
     """One kind of secret: what to look for first, what to replace, and how."""
@@ -57,10 +82,19 @@ class Shape:
     triggers: tuple[str, ...]
     pattern: re.Pattern[str]
     replacement: str | Callable[[re.Match[str]], str] = MASK
+    #: For a shape a regex alone would find only by backtracking: the whole rewrite.
+    apply: Callable[[str], str] | None = None
+
+    def rewrite(self, text: str) -> str:
+        """``text`` with this shape masked."""
+        if self.apply is not None:
+            return self.apply(text)
+        return self.pattern.sub(self.replacement, text)
 
 
 # Order matters where shapes overlap: whole blocks and headers first, then
-# provider tokens, then the generic ``name=value`` pairs.
+# provider tokens, then the generic ``name=value`` pairs. Every repeat is bounded
+# or anchored on a literal: redact() must stay linear on hostile input.
 SHAPES: tuple[Shape, ...] = (
     Shape(
         "pem private key",
@@ -72,13 +106,7 @@ SHAPES: tuple[Shape, ...] = (
         ),
     ),
     # The second half of a block whose BEGIN line arrived in an earlier write.
-    Shape(
-        "pem private key end",
-        ("private key",),
-        re.compile(
-            r"(?:[A-Za-z0-9+/=]{16,}[ \t]*\r?\n)+-----END[A-Z0-9 ]*PRIVATE KEY(?: BLOCK)?-----"
-        ),
-    ),
+    Shape("pem private key end", ("private key",), _PEM_END, apply=lambda t: _mask_key_tails(t)),
     Shape(
         "authorization header",
         ("authorization",),
@@ -97,7 +125,7 @@ SHAPES: tuple[Shape, ...] = (
     Shape(
         "url password",
         (r"://[^\s/@]+@",),
-        re.compile(r"(?i)\b([a-z][a-z0-9+.-]*://[^\s:/@]+:)[^\s@/]+@"),
+        re.compile(r"(?i)\b([a-z][a-z0-9+.-]{0,30}://[^\s:/@]+:)[^\s@/]+@"),
         rf"\1{MASK}@",
     ),
     Shape(
@@ -151,11 +179,13 @@ SHAPES: tuple[Shape, ...] = (
         re.compile(r"\beyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}"),
     ),
     Shape("watchkeeper token", ("wk_",), re.compile(r"\bwk_[A-Za-z0-9_-]{20,}")),
+    # Matched from the keyword on, not from the start of the name: a name's prefix
+    # (``FOO_`` in ``FOO_TOKEN``) stays as it is either way, and the search stays cheap.
     Shape(
         "name=value secret",
         _KEY_TRIGGERS,
         re.compile(
-            rf"(?i)\b([A-Za-z0-9_.-]*(?:{_KEY_WORDS})[A-Za-z0-9_.-]*)"
+            rf"(?i)((?:{_KEY_WORDS})[A-Za-z0-9_.-]{{0,40}})"
             r"([\"']?\s*[:=]\s*)(\"[^\"]*\"|'[^']*'|[^\s,;&]+)"
         ),
         _keep_counts,
@@ -172,7 +202,7 @@ def redact(text: str) -> str:
     if not _TRIGGER.search(text.lower()):
         return text
     for shape in SHAPES:
-        text = shape.pattern.sub(shape.replacement, text)
+        text = shape.rewrite(text)
     return text
 
 

@@ -132,3 +132,21 @@ def test_a_private_key_split_across_writes_is_masked_in_both_halves() -> None:
     out = b"".join(redact_lines([block[:half].encode(), block[half:].encode() + b"ok\n"]))
     assert not any(run in out.decode() for run in _runs(_PEM_BODY.replace("\n", "")))
     assert out.decode().endswith("ok\n")
+
+
+@pytest.mark.parametrize(
+    "hostile",
+    [
+        "token " + "a-" * 100_000,
+        "token=" * 40_000,
+        "private key\n" + ("QUJD" * 40 + "\n") * 3_000,
+        "x://" + "a-" * 100_000,
+        "aws secret " + "a" * 200_000,
+        "-----BEGIN RSA PRIVATE KEY-----" * 10_000,
+    ],
+    ids=["names", "keywords", "key lines", "schemes", "aws", "begins"],
+)
+def test_hostile_input_is_redacted_in_one_pass(hostile: str) -> None:
+    # Patterns that backtrack over unbounded runs take minutes on these; bounded ones, moments.
+    cleaned = redact(hostile)
+    assert len(cleaned) <= len(hostile) + len(MASK)
