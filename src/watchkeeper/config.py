@@ -10,6 +10,7 @@ from __future__ import annotations
 import os
 import re
 import tomllib
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any, Literal
 
@@ -507,10 +508,58 @@ def load(path: str | Path | None = None) -> Settings:
 
 
 def resolve_secret(value: str | None, env_name: str | None, key: str) -> str | None:
-    """A secret given in the file or, better, through an environment variable named there."""
+    """A secret given in the file or, better, through an environment variable named there.
+
+    A value from the environment passes the same check the file's value does; a bad
+    one is named by its variable, never shown.
+    """
     if env_name:
         found = os.environ.get(env_name)
         if not found:
-            raise ConfigError(f"{key}_env = {env_name!r}: the environment variable is not set")
+            raise ConfigError(
+                f"{key}_env names the environment variable {env_name}, which is not set: "
+                "set it, or remove the key"
+            )
+        problem = _ENV_SECRET_CHECKS.get(key, _accept)(found)
+        if problem:
+            raise ConfigError(
+                f"{key}_env names the environment variable {env_name}, whose value {problem}"
+            )
         return found
     return value
+
+
+def check_secrets(settings: Settings) -> None:
+    """Resolve every secret named through the environment now, so a bad one stops start-up.
+
+    Channels and webhook routes resolve their secrets when first used; without this a
+    missing or malformed variable would only show as refused requests later.
+    """
+    for key, value, env_name in _secret_sources(settings):
+        resolve_secret(value, env_name, key)
+
+
+def _secret_sources(settings: Settings) -> list[tuple[str, str | None, str | None]]:
+    return [
+        ("telegram.bot_token", settings.telegram.bot_token, settings.telegram.bot_token_env),
+        ("discord.bot_token", settings.discord.bot_token, settings.discord.bot_token_env),
+        ("slack.bot_token", settings.slack.bot_token, settings.slack.bot_token_env),
+        (
+            "slack.signing_secret",
+            settings.slack.signing_secret,
+            settings.slack.signing_secret_env,
+        ),
+        ("forge.github_secret", settings.forge.github_secret, settings.forge.github_secret_env),
+        ("forge.linear_secret", settings.forge.linear_secret, settings.forge.linear_secret_env),
+    ]
+
+
+def _accept(_value: str) -> str | None:
+    return None
+
+
+def _hex_only(value: str) -> str | None:
+    return None if _HEX.fullmatch(value) else "must be hex digits (Slack's Signing Secret)"
+
+
+_ENV_SECRET_CHECKS: dict[str, Callable[[str], str | None]] = {"slack.signing_secret": _hex_only}

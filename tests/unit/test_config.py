@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -213,3 +214,43 @@ def test_cli_names_the_bad_secret_without_its_value_or_a_traceback(tmp_path: Pat
     assert "has spaces" not in result.stderr + result.stdout
     assert "Traceback" not in result.stderr
     assert not (tmp_path / "data").exists()
+
+
+def test_serve_refuses_a_bad_secret_from_the_environment_by_its_variable(tmp_path: Path) -> None:
+    file = tmp_path / "watchkeeper.toml"
+    file.write_text(
+        f'data_dir = "{tmp_path / "data"}"\n[slack]\nsigning_secret_env = "WK_TEST_SLACK_SIGNING"\n'
+    )
+    bad = "not-hex-s3cr3t-value"
+    result = subprocess.run(
+        [sys.executable, "-m", "watchkeeper", "--config", str(file), "serve", "--port", "1"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+        env={**os.environ, "WK_TEST_SLACK_SIGNING": bad},
+    )
+    assert result.returncode == 2
+    assert "WK_TEST_SLACK_SIGNING" in result.stderr and "hex" in result.stderr
+    assert bad not in result.stderr + result.stdout
+    assert "Traceback" not in result.stderr
+    assert not (tmp_path / "data").exists()
+
+
+def test_serve_refuses_a_missing_secret_variable(tmp_path: Path) -> None:
+    file = tmp_path / "watchkeeper.toml"
+    file.write_text(
+        f'data_dir = "{tmp_path / "data"}"\n[forge]\ngithub_secret_env = "WK_TEST_UNSET_VAR"\n'
+    )
+    environment = {k: v for k, v in os.environ.items() if k != "WK_TEST_UNSET_VAR"}
+    result = subprocess.run(
+        [sys.executable, "-m", "watchkeeper", "--config", str(file), "serve", "--port", "1"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+        env=environment,
+    )
+    assert result.returncode == 2
+    assert "forge.github_secret_env" in result.stderr and "not set" in result.stderr
+    assert "Traceback" not in result.stderr

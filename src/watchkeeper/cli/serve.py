@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import contextlib
 import logging
 
 import typer
 
 from watchkeeper import logsafety
-from watchkeeper.cli.common import console, local_runtime
+from watchkeeper.cli.common import console, local_runtime, settings
+from watchkeeper.config import check_secrets
 
 
 def serve(
@@ -22,21 +24,20 @@ def serve(
     from watchkeeper.server.app import create_app
 
     logsafety.install(logging.INFO)
+    check_secrets(settings(ctx))
     runtime = local_runtime(ctx)
-    settings = runtime.settings
+    loaded = runtime.settings
     announce_first_token(runtime)
-    bind_host = host or settings.server.host
-    bind_port = port or settings.server.port
+    bind_host = host or loaded.server.host
+    bind_port = port or loaded.server.port
     console.print(
         f"watchkeeper serving on http://{bind_host}:{bind_port} "
-        f"(store: {_safe_url(settings.resolved_database_url)}, "
-        f"{len(runtime.supervisor.adapters)} kinds, sweep every {settings.check_interval_s:g} s)"
+        f"(store: {_safe_url(loaded.resolved_database_url)}, "
+        f"{len(runtime.supervisor.adapters)} kinds, sweep every {loaded.check_interval_s:g} s)"
     )
+    from watchkeeper.server.http import server_config
+
     try:
-        import contextlib
-
-        from watchkeeper.server.http import server_config
-
         server = uvicorn.Server(
             server_config(
                 create_app(runtime),
