@@ -22,6 +22,7 @@ from typing import Any, Literal
 
 import httpx
 
+from watchkeeper.client_busy import Busy, pause, retry_after
 from watchkeeper.client_procs import Procs
 from watchkeeper.client_queue import Jobs, Runners
 from watchkeeper.client_timeline import Timeline
@@ -46,6 +47,8 @@ class Client:
         transport: httpx.BaseTransport | None = None,
     ) -> None:
         self.url = (url or os.environ.get(URL_ENV) or DEFAULT_URL).rstrip("/")
+        #: Seconds each call may take; calls that wait on the server add their wait to it.
+        self.timeout = timeout
         token = token or os.environ.get(TOKEN_ENV)
         headers = {"Authorization": f"Bearer {token}"} if token else {}
         self._http = httpx.Client(
@@ -73,7 +76,23 @@ class Client:
             code, message = str(error["code"]), str(error["message"])
         except (ValueError, KeyError, TypeError):
             code, message = "http_error", response.text[:500] or response.reason_phrase
+        if response.status_code == 429:
+            raise Busy(code, message, retry_after(response.headers.get("retry-after")))
         raise ClientError(response.status_code, code, message)
+
+    def request_when_free(
+        self, method: str, path: str, *, deadline: float | None, **kwargs: Any
+    ) -> Any:
+        """:meth:`request`, asking again after each ``429`` as its ``Retry-After`` says.
+
+        ``deadline`` (on :func:`time.monotonic`'s clock; ``None``: no end) is when
+        to stop asking: the last :class:`~watchkeeper.client_busy.Busy` is raised.
+        """
+        while True:
+            try:
+                return self.request(method, path, **kwargs)
+            except Busy as busy:
+                pause(busy, deadline)
 
     # Reports -----------------------------------------------------------------
 

@@ -13,10 +13,18 @@ import builtins
 import time
 from typing import TYPE_CHECKING, Any
 
+from watchkeeper.client_busy import Busy, pause
+
 if TYPE_CHECKING:
     from watchkeeper.client import Client
 
 _ENDED = frozenset({"succeeded", "failed", "cancelled"})
+#: Longest the server holds one ``wait`` request.
+MAX_ASK_S = 30.0
+#: The server's grace period when an abort names none.
+SERVER_GRACE_S = 5.0
+#: What an abort takes past its grace periods: the SIGKILL's wait and the witness's.
+ABORT_SETTLE_S = 11.0
 
 
 class Procs:
@@ -74,21 +82,49 @@ class Procs:
         return str(result["text"])
 
     def wait(self, run_id: str, *, timeout_s: float | None = None) -> dict[str, Any]:
-        """Block until the run ends (or ``timeout_s`` passes); returns the run."""
+        """Block until the run ends (or ``timeout_s`` passes); returns the run.
+
+        The server holds each ask up to 30 s. When it holds too many already it
+        answers ``429``: the wait pauses as its ``Retry-After`` says and asks
+        again, until ``timeout_s``; a refusal at the end raises
+        :class:`~watchkeeper.client_busy.Busy` (a :class:`ClientError`).
+        """
         deadline = None if timeout_s is None else time.monotonic() + timeout_s
         while True:
-            left = 30.0 if deadline is None else max(0.0, min(30.0, deadline - time.monotonic()))
-            run: dict[str, Any] = self._client.request(
-                "GET", f"/api/v1/procs/{run_id}/wait", params={"timeout_s": left}
-            )
+            left = MAX_ASK_S if deadline is None else deadline - time.monotonic()
+            left = max(0.0, min(MAX_ASK_S, left))
+            try:
+                run: dict[str, Any] = self._client.request(
+                    "GET",
+                    f"/api/v1/procs/{run_id}/wait",
+                    params={"timeout_s": left},
+                    timeout=self._client.timeout + left,
+                )
+            except Busy as busy:
+                pause(busy, deadline)
+                continue
             if run["status"] in _ENDED or (deadline is not None and time.monotonic() >= deadline):
                 return run
 
-    def abort(self, run_id: str, *, grace_s: float | None = None) -> dict[str, Any]:
-        """Abort the run; ``outcome`` is ``signaled``, ``already_exited`` or ``not_ours``."""
+    def abort(
+        self, run_id: str, *, grace_s: float | None = None, timeout_s: float | None = None
+    ) -> dict[str, Any]:
+        """Abort the run; ``outcome`` is ``signaled``, ``already_exited`` or ``not_ours``.
+
+        The answer comes once the group has exited, so the call lasts up to
+        about twice ``grace_s``. When the server holds too many requests already
+        (``429``) the abort pauses as told and asks again, until ``timeout_s``
+        (``None``: until it is taken).
+        """
         body = {} if grace_s is None else {"grace_s": grace_s}
-        result: dict[str, Any] = self._client.request(
-            "POST", f"/api/v1/procs/{run_id}/abort", json=body
+        grace = SERVER_GRACE_S if grace_s is None else grace_s
+        deadline = None if timeout_s is None else time.monotonic() + timeout_s
+        result: dict[str, Any] = self._client.request_when_free(
+            "POST",
+            f"/api/v1/procs/{run_id}/abort",
+            deadline=deadline,
+            json=body,
+            timeout=self._client.timeout + 2 * grace + ABORT_SETTLE_S,
         )
         return result
 
