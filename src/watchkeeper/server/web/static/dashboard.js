@@ -161,9 +161,147 @@ const wk = (() => {
     }
   }
 
+  // Event streams are read through fetch, not EventSource: the browser's EventSource gives up
+  // for good on a non-200 answer (a 429 when this token already holds its share of streams, a
+  // 502 while the server restarts) and never shows that answer's Retry-After. A subscription
+  // reconnects by itself: at once (after the stream's `retry:`) when the server ended the
+  // stream, with backoff and at least the server's Retry-After when it was refused or lost, and
+  // says so on the page meanwhile.
+  const RETRY_FIRST_MS = 1000;
+  const RETRY_MOST_MS = 30000;
+  // A Retry-After is honoured up to this; a longer one is the server's mistake.
+  const RETRY_AFTER_MOST_MS = 120000;
+  const PAUSED = "Live updates paused, reconnecting…";
+  const STOPPED = "Live updates stopped: your session ended. Reload the page to log in again.";
+  const failing = new Set();
+  let leaving = false;
+  window.addEventListener("pagehide", () => { leaving = true; });
+
+  function sayLive() {
+    const notice = document.getElementById("live-notice");
+    if (!notice) return;
+    let text = "";
+    if (document.body.dataset.stream === "ended") text = STOPPED;
+    else if (failing.size && !leaving) text = PAUSED;
+    if (notice.textContent !== text) notice.textContent = text;
+  }
+
+  function retryAfterMs(header) {
+    if (!header) return 0;
+    const seconds = /^\s*\d+(\.\d+)?\s*$/.test(header)
+      ? Number(header)
+      : (Date.parse(header) - Date.now()) / 1000;
+    return Number.isFinite(seconds) ? Math.min(RETRY_AFTER_MOST_MS, Math.max(0, seconds * 1000)) : 0;
+  }
+
+  // handlers: {eventName: (message) => ...}, plus an optional `state(name)` told "paused" when
+  // the stream cannot connect and "ended" when the session has. Returns {close()}.
+  function subscribe(url, handlers, key) {
+    let lastId = "";
+    let retryMs = RETRY_FIRST_MS;
+    let failures = 0;
+    let closed = false;
+    let timer = null;
+    let controller = null;
+    const tell = (name) => { if (handlers.state) handlers.state(name); };
+
+    function close() {
+      closed = true;
+      clearTimeout(timer);
+      if (controller) controller.abort();
+      failing.delete(key);
+      sayLive();
+    }
+
+    function again(serverMs) {
+      if (closed || leaving) return;
+      failures += 1;
+      failing.add(key);
+      tell("paused");
+      sayLive();
+      const backoff = Math.min(RETRY_MOST_MS, RETRY_FIRST_MS * 2 ** (failures - 1));
+      const jittered = backoff / 2 + (Math.random() * backoff) / 2;
+      timer = setTimeout(connect, Math.max(jittered, serverMs));
+    }
+
+    function dispatch(event) {
+      if (!event.data.length) return;
+      const handler = handlers[event.type || "message"];
+      if (handler) handler({ data: event.data.join("\n"), lastEventId: lastId });
+    }
+
+    async function read(body) {
+      const reader = body.pipeThrough(new TextDecoderStream()).getReader();
+      let buffer = "";
+      let event = { type: "", data: [] };
+      for (;;) {
+        const { value, done } = await reader.read();
+        if (done || closed) return;
+        buffer += value;
+        const lines = buffer.split("\n");
+        buffer = lines.pop();
+        for (const raw of lines) {
+          const line = raw.endsWith("\r") ? raw.slice(0, -1) : raw;
+          if (line === "") { dispatch(event); event = { type: "", data: [] }; continue; }
+          if (line.startsWith(":")) continue;
+          const colon = line.indexOf(":");
+          const field = colon < 0 ? line : line.slice(0, colon);
+          let text = colon < 0 ? "" : line.slice(colon + 1);
+          if (text.startsWith(" ")) text = text.slice(1);
+          if (field === "event") event.type = text;
+          else if (field === "data") event.data.push(text);
+          else if (field === "id" && !text.includes("\0")) lastId = text;
+          else if (field === "retry" && /^\d+$/.test(text)) retryMs = Number(text);
+          if (closed) return;
+        }
+      }
+    }
+
+    async function connect() {
+      if (closed) return;
+      controller = new AbortController();
+      const headers = { Accept: "text/event-stream" };
+      if (lastId) headers["Last-Event-ID"] = lastId;
+      let response;
+      try {
+        response = await fetch(url, {
+          headers, credentials: "same-origin", cache: "no-store", signal: controller.signal,
+        });
+      } catch (_error) {
+        again(0);
+        return;
+      }
+      const type = response.headers.get("content-type") || "";
+      if (response.ok && !type.startsWith("text/event-stream")) {
+        // Sent to the login page: the session ended, and asking again will not mend it.
+        close();
+        tell("ended");
+        sayLive();
+        return;
+      }
+      if (!response.ok) {
+        response.body?.cancel();
+        again(retryAfterMs(response.headers.get("retry-after")));
+        return;
+      }
+      failures = 0;
+      failing.delete(key);
+      sayLive();
+      try {
+        await read(response.body);
+      } catch (_error) {
+        again(0);
+        return;
+      }
+      if (!closed) timer = setTimeout(connect, retryMs);
+    }
+
+    connect();
+    return { close };
+  }
+
   function listen() {
     if (!document.querySelector('meta[name="csrf-token"]')?.content) return;
-    const source = new EventSource("/web/stream");
     const seen = {};
     const onSig = (name) => (message) => {
       const data = JSON.parse(message.data);
@@ -171,47 +309,51 @@ const wk = (() => {
       seen[name] = data.sig;
       refreshOn(name);
     };
-    source.addEventListener("incidents", onSig("incidents"));
-    source.addEventListener("runs", onSig("runs"));
-    source.addEventListener("topology", onSig("topology"));
-    source.addEventListener("task.updated", (message) => {
-      applyTaskUpdate(JSON.parse(message.data));
-      refreshOn("task.updated");
-    });
-    // Events were lost (a restart, a long sleep): live parts are fetched again, and a page
-    // whose task icons are not in one of them is loaded again.
-    source.addEventListener("resync", () => {
-      const drawn = [...document.querySelectorAll("[data-task-id]")];
-      if (drawn.some((icon) => !icon.closest("[data-src]"))) { window.location.reload(); return; }
-      for (const name of ["incidents", "runs", "topology", "task.updated"]) refreshOn(name);
-    });
-    // A page drew what it drew before it listened: anything seen differently is fetched again.
-    source.addEventListener("hello", (message) => {
-      const sigs = JSON.parse(message.data);
-      for (const [name, sig] of Object.entries(sigs)) {
-        if (seen[name] !== sig) { seen[name] = sig; refreshOn(name); }
-      }
-      document.body.dataset.stream = "open";
-    });
-    wk.source = source;
+    const handlers = {
+      incidents: onSig("incidents"),
+      runs: onSig("runs"),
+      topology: onSig("topology"),
+      "task.updated": (message) => {
+        applyTaskUpdate(JSON.parse(message.data));
+        refreshOn("task.updated");
+      },
+      // Events were lost (a restart, a long sleep): live parts are fetched again, and a page
+      // whose task icons are not in one of them is loaded again.
+      resync: () => {
+        const drawn = [...document.querySelectorAll("[data-task-id]")];
+        if (drawn.some((icon) => !icon.closest("[data-src]"))) { window.location.reload(); return; }
+        for (const name of ["incidents", "runs", "topology", "task.updated"]) refreshOn(name);
+      },
+      // A page drew what it drew before it listened: anything seen differently is fetched again.
+      hello: (message) => {
+        const sigs = JSON.parse(message.data);
+        for (const [name, sig] of Object.entries(sigs)) {
+          if (seen[name] !== sig) { seen[name] = sig; refreshOn(name); }
+        }
+        document.body.dataset.stream = "open";
+      },
+      state: (name) => { document.body.dataset.stream = name; },
+    };
+    wk.source = subscribe("/web/stream", handlers, "stream");
   }
 
   function followLog() {
     const pre = document.querySelector("pre[data-follow]");
     if (!pre) return;
     const state = document.getElementById("log-state");
-    const source = new EventSource(pre.dataset.follow);
-    source.addEventListener("log", (message) => {
-      const atEnd = pre.scrollTop + pre.clientHeight >= pre.scrollHeight - 4;
-      pre.append(document.createTextNode(message.data));
-      if (atEnd) pre.scrollTop = pre.scrollHeight;
-    });
-    source.addEventListener("end", (message) => {
-      source.close();
-      if (state) state.textContent = `ended: ${message.data}`;
-      const badge = document.getElementById("proc-status");
-      if (badge) { badge.textContent = message.data; badge.className = `badge badge-${message.data}`; }
-    });
+    const follow = subscribe(pre.dataset.follow, {
+      log: (message) => {
+        const atEnd = pre.scrollTop + pre.clientHeight >= pre.scrollHeight - 4;
+        pre.append(document.createTextNode(message.data));
+        if (atEnd) pre.scrollTop = pre.scrollHeight;
+      },
+      end: (message) => {
+        follow.close();
+        if (state) state.textContent = `ended: ${message.data}`;
+        const badge = document.getElementById("proc-status");
+        if (badge) { badge.textContent = message.data; badge.className = `badge badge-${message.data}`; }
+      },
+    }, "log");
   }
 
   document.addEventListener("submit", submit);
