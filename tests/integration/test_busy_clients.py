@@ -40,6 +40,8 @@ def served(tmp_path: Path, store: Store) -> Iterator[tuple[LiveServer, LongWaits
     caps = LongWaits(per_token=1, total=16)
     try:
         with live_server(runtime, long_waits=caps) as server:
+            assert server.server is not None
+            server.server.config.app.state.abort_waits = LongWaits(per_token=1, total=16)
             yield server, caps
     finally:
         runtime.supervisor.close()
@@ -155,7 +157,7 @@ def test_the_sdk_waits_longer_than_its_http_timeout(served: tuple[LiveServer, Lo
 def test_the_sdk_abort_waits_out_a_refusal_and_asks_again(
     served: tuple[LiveServer, LongWaits],
 ) -> None:
-    server, caps = served
+    server, _caps = served
     stubborn = _start(server, ["sh", "-c", "trap '' TERM; while :; do sleep 1; done"])
     obedient = _start(server, ["sleep", "600"])
     engine = ProcEngine(server.runtime.store, server.runtime.settings.data_dir)
@@ -167,7 +169,9 @@ def test_the_sdk_abort_waits_out_a_refusal_and_asks_again(
         Client(server.url, server.tokens["admin"], transport=recording) as second,
     ):
         held = pool.submit(first.procs.abort, stubborn, grace_s=300)
-        _until(lambda: caps.in_use == 1, "the first abort in its grace period")
+        aborts = server.server.config.app.state.abort_waits if server.server else None
+        assert isinstance(aborts, LongWaits)
+        _until(lambda: aborts.in_use == 1, "the first abort in its grace period")
         try:
             retried = pool.submit(second.procs.abort, obedient, grace_s=1)
             _until(lambda: 429 in recording.statuses, "the second abort refused")

@@ -10,9 +10,10 @@ from __future__ import annotations
 
 import asyncio
 import os
+import threading
 from typing import Annotated, Any
 
-from fastapi import APIRouter, Body, Depends, HTTPException, Query, Request
+from fastapi import APIRouter, Body, Depends, FastAPI, HTTPException, Query, Request
 from pydantic import BaseModel, ConfigDict, Field
 
 from watchkeeper.errors import InvalidInput
@@ -21,7 +22,7 @@ from watchkeeper.procs.service import ProcEngine
 from watchkeeper.runtime import Runtime
 from watchkeeper.server.auth import admin, reporter, viewer
 from watchkeeper.server.fields import Line, Text
-from watchkeeper.server.longpoll import long_waits_of
+from watchkeeper.server.longpoll import RETRY_AFTER_S, Hold, LongWaits, long_waits_of
 from watchkeeper.server.routes_runs import ERRORS
 from watchkeeper.server.schemas import STEP_MAX, OriginIn, Progress, RunId, ShortText
 from watchkeeper.store.tokens import Role, TokenInfo
@@ -30,6 +31,10 @@ router = APIRouter(tags=["procs"], responses=ERRORS)
 PREFIX = "/api/v1/procs"
 #: Longest a ``wait`` request holds its connection; clients ask again.
 MAX_WAIT_S = 30.0
+#: Aborts waiting out their grace period that one token, and the server, may have at once.
+ABORTS_PER_TOKEN = 8
+ABORTS_TOTAL = 32
+_CREATE = threading.Lock()
 #: Longest single argument Linux passes to a program (``MAX_ARG_STRLEN``).
 ARG_MAX = 128 * 1024
 
@@ -73,6 +78,38 @@ class SessionProgress(_Body):
     """``POST /api/v1/procs/sessions/{session}/progress``."""
 
     note: Annotated[str, Text(STEP_MAX)] | None = None
+
+
+def abort_caps_of(app: FastAPI) -> LongWaits:
+    """The caps on aborts in their grace period: ``app.state.abort_waits``, made on first use."""
+    found = getattr(app.state, "abort_waits", None)
+    if isinstance(found, LongWaits):
+        return found
+    with _CREATE:
+        found = getattr(app.state, "abort_waits", None)
+        if not isinstance(found, LongWaits):
+            found = LongWaits(ABORTS_PER_TOKEN, ABORTS_TOTAL)
+            app.state.abort_waits = found
+    return found
+
+
+def _abort_place(app: FastAPI, holder: int) -> Hold:
+    """A place for one abort of token ``holder``, or ``429`` saying which cap is reached."""
+    caps = abort_caps_of(app)
+    try:
+        return caps.acquire(holder)
+    except HTTPException as refused:
+        if caps.held_by(holder) >= caps.per_token:
+            message = (
+                f"this token already has {caps.per_token} aborts waiting out their grace "
+                f"period, the most one token may have at once: retry in {RETRY_AFTER_S} s"
+            )
+        else:
+            message = (
+                f"the server already has {caps.total} aborts waiting out their grace "
+                f"period, the most it keeps at once: retry in {RETRY_AFTER_S} s"
+            )
+        raise HTTPException(429, message, headers=refused.headers) from None
 
 
 def engine_of(request: Request) -> ProcEngine:
@@ -218,10 +255,11 @@ async def abort(
     """SIGTERM the run's group, SIGKILL after the grace period; never what is not ours.
 
     The grace period is waited out on the event loop, holding no worker thread;
-    an abort counts against the caps on held requests (``429`` past them).
+    aborts have caps of their own, per token and in total (``429`` past them),
+    apart from the long-polls' so a client holding its share of waits can still abort.
     """
     engine = engine_of(request)
-    async with long_waits_of(request.app).acquire(token.id):
+    async with _abort_place(request.app, token.id):
         result = await engine.abort_async(run_id, grace_s=(body or AbortProc()).grace_s)
     described = await asyncio.to_thread(engine.describe, result.run)
     return {"outcome": result.outcome.value, "detail": result.detail, "run": described}

@@ -49,7 +49,9 @@ def served(tmp_path: Path, store: Store) -> Iterator[tuple[LiveServer, LongWaits
     runtime = Runtime.open(settings, store=store, clock=utcnow, notifier=OpsNotifier(settings.ops))
     caps = LongWaits(per_token=ABORTS, total=64)
     try:
-        with live_server(runtime, long_waits=caps) as server:
+        with live_server(runtime) as server:
+            assert server.server is not None
+            server.server.config.app.state.abort_waits = caps
             _shrink_worker_pool(server, THREADS)
             yield server, caps
     finally:
@@ -134,7 +136,7 @@ def test_aborts_in_their_grace_period_leave_the_api_answering(
     assert caps.in_use == 0
 
 
-def test_aborts_count_against_the_caps_on_held_requests(
+def test_aborts_have_caps_of_their_own(
     served: tuple[LiveServer, LongWaits],
 ) -> None:
     server, caps = served
@@ -159,6 +161,7 @@ def test_aborts_count_against_the_caps_on_held_requests(
             over = http.post(f"/api/v1/procs/{runs[-1]['id']}/abort", json={"grace_s": 1})
             assert over.status_code == 429, over.text
             assert over.json()["error"]["code"] == "too_many_requests"
+            assert f"already has {ABORTS} aborts" in over.json()["error"]["message"]
             assert int(over.headers["retry-after"]) > 0
             assert not _abort_requested(server, runs[-1]), "a refused abort signalled nothing"
         finally:
