@@ -311,7 +311,7 @@ async def abort(request: Request, run_id: RunId, current: Session = Depends(sess
         return answer(request, back, f"only admins abort runs: @{current.name} is not", False)
     engine = engine_of(request)
     try:
-        result = await asyncio.to_thread(engine.abort, run_id)
+        result = await engine.abort_async(run_id)  # the grace period holds no thread
     except NotFound as exc:
         return answer(request, back, str(exc), False)
     log.info(
