@@ -11,6 +11,7 @@ HMAC-SHA256 over the raw body in ``X-Watchkeeper-Signature: sha256=<hex>``.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import hmac
 import json
@@ -64,12 +65,28 @@ def hook_secret(data_dir: Path, configured: str | None) -> bytes:
     try:
         return path.read_bytes().strip()
     except FileNotFoundError:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        key = secrets.token_hex(32)
-        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        return _create_secret(path)
+
+
+def _create_secret(path: Path) -> bytes:
+    """Write a new key where several threads or processes may race to do the same.
+
+    The key is written whole to a file of its own, then hard-linked into place:
+    the link either appears complete or fails because another writer won, so no
+    reader ever sees an empty or half-written key, and every racer ends with the
+    winner's.
+    """
+    path.parent.mkdir(parents=True, exist_ok=True)
+    draft = path.with_name(f"{path.name}.{secrets.token_hex(8)}")
+    fd = os.open(draft, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    try:
         with os.fdopen(fd, "w") as file:
-            file.write(key)
-        return key.encode()
+            file.write(secrets.token_hex(32))
+        with contextlib.suppress(FileExistsError):
+            os.link(draft, path)
+    finally:
+        draft.unlink(missing_ok=True)
+    return path.read_bytes().strip()
 
 
 def sign(secret: bytes, body: bytes) -> str:
