@@ -48,7 +48,7 @@ def check_pass_env(names: Iterable[str]) -> tuple[str, ...]:
             )
         if name in TASK_VARS or name in _SHIM_VARS:
             raise InvalidInput(
-                f"--pass-env {name}: the runner sets {name} for each task itself "
+                f"--pass-env {name} is refused, as the runner sets {name} for each task itself "
                 "(a task gets its own token, never the runner's); drop this option",
                 "pass_env",
             )

@@ -22,6 +22,7 @@ from watchkeeper.client import Client
 from watchkeeper.clock import utcnow
 from watchkeeper.notify.ops import OpsNotifier
 from watchkeeper.queue.task_env import ALLOWED, TASK_VARS
+from watchkeeper.redact import MASK
 from watchkeeper.runtime import Runtime
 from watchkeeper.store import Store
 
@@ -166,4 +167,5 @@ def test_the_runner_refuses_to_pass_its_own_token(server: LiveServer, tmp_path: 
     assert daemon.wait(timeout=EVENT_TIMEOUT_S) != 0
     said = " ".join((tmp_path / "runner.log").read_text().split())
     assert "the runner sets WATCHKEEPER_TOKEN for each task itself" in said
+    assert MASK not in said  # the message reads whole: nothing in it looks like a secret
     assert "Traceback" not in said
