@@ -1,12 +1,14 @@
 """The vocabulary every layer speaks: one read model for every kind of work.
 
-Frozen dataclasses and enums only; nothing here does I/O. An adapter turns a
+Frozen dataclasses, enums and the failure fingerprint; nothing here does I/O. An adapter turns a
 row of its own store into a :class:`RunView`; :func:`watchkeeper.judge.judge`
 turns a ``RunView`` into a :class:`Verdict` or nothing.
 """
 
 from __future__ import annotations
 
+import hashlib
+import re
 from dataclasses import dataclass, field
 from datetime import datetime
 from enum import StrEnum
@@ -110,6 +112,21 @@ class Failure:
 
     reason: str
     fingerprint: str
+
+
+#: What changes between two occurrences of one failure: addresses, ids, counts.
+_VOLATILE = re.compile(r"0x[0-9a-f]+|[0-9a-f]{8,}|\d+")
+
+
+def fingerprint(reason: str) -> str:
+    """The fingerprint of a failure reason, the same for every kind.
+
+    One incident is opened per fingerprint and Dismiss silences a fingerprint
+    for good, so reasons that differ only in case, spacing, numbers, hex
+    addresses or ids must share one: they are the same failure.
+    """
+    normalised = _VOLATILE.sub("#", " ".join(reason.lower().split()))
+    return hashlib.sha256(normalised.encode()).hexdigest()[:16]
 
 
 @dataclass(frozen=True, slots=True)

@@ -10,7 +10,6 @@ witness, never by what the command said about itself.
 
 from __future__ import annotations
 
-import hashlib
 import os
 from collections.abc import Sequence
 from datetime import UTC, datetime, timedelta
@@ -25,6 +24,7 @@ from watchkeeper.contract import (
     OwnerKind,
     RunStatus,
     RunView,
+    fingerprint,
 )
 from watchkeeper.kinds.base import Adapter
 from watchkeeper.procs import identity, layout, settle, witness
@@ -38,11 +38,6 @@ _STATUS = {
     ProcStatus.FAILED: RunStatus.FAILED,
     ProcStatus.CANCELLED: RunStatus.CANCELLED,
 }
-
-
-def fingerprint(reason: str) -> str:
-    """The same way of ending is the same failure: exit status or signal, not the run."""
-    return hashlib.sha256(reason.encode()).hexdigest()[:16]
 
 
 class ProcessAdapter(Adapter):
@@ -94,7 +89,7 @@ def _status(
         failure = None
         if run.status is ProcStatus.FAILED:
             reason = run.reason or "failed"
-            failure = Failure(reason, fingerprint(_stable(run)))
+            failure = Failure(reason, fingerprint(_stable(run.signal, run.exit_code, reason)))
         return _STATUS[run.status], failure, run.finished_at
     try:
         found = witness.read(layout.run_dir(_path(data_dir), run.run_id), run.run_id)
@@ -107,16 +102,20 @@ def _status(
         return RunStatus.SUCCEEDED, None, ended
     status = settle.status_of(found, run.abort_requested_at is not None)
     reason = settle.describe(found)
-    failure = Failure(reason, fingerprint(reason)) if status is ProcStatus.FAILED else None
+    failure = None
+    if status is ProcStatus.FAILED:
+        # As the reaper will record it: the incident must not change once it has.
+        failure = Failure(reason, fingerprint(_stable(found.signal, found.exit_code, reason)))
     return _STATUS[status], failure, ended
 
 
-def _stable(run: ProcRun) -> str:
-    if run.signal is not None:
-        return f"signal {run.signal}"
-    if run.exit_code is not None:
-        return f"exit {run.exit_code}"
-    return run.reason or "failed"
+def _stable(signal: int | None, exit_code: int | None, reason: str) -> str:
+    """The same way of ending is the same failure: exit status or signal, not the words."""
+    if signal is not None:
+        return f"signal {signal}"
+    if exit_code is not None:
+        return f"exit {exit_code}"
+    return reason
 
 
 def _alive(run: ProcRun, status: RunStatus) -> bool | None:

@@ -35,6 +35,7 @@ from watchkeeper.contract import (
     OwnerKind,
     RunStatus,
     RunView,
+    fingerprint,
 )
 from watchkeeper.errors import ConfigError, KindUnreadable
 from watchkeeper.kinds.base import Adapter, AdapterContext
@@ -178,7 +179,7 @@ class SqlAdapter(Adapter):
         if status is RunStatus.FAILED or reason:
             reason_text = str(reason or "failed")
             failure = Failure(
-                reason_text, str(row.get("failure_fingerprint") or _digest(reason_text))
+                reason_text, str(row.get("failure_fingerprint") or fingerprint(reason_text))
             )
         return RunView(
             kind=self.name,

@@ -15,6 +15,7 @@ from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
 from watchkeeper.clock import Clock, utcnow
+from watchkeeper.contract import fingerprint as failure_fingerprint
 from watchkeeper.errors import InvalidInput
 from watchkeeper.queue import control, launcher, rollup, rules
 from watchkeeper.queue.errors import LeaseLost
@@ -255,7 +256,7 @@ class QueueService:
             token,
             self.clock(),
             reason=reason,
-            fingerprint=fingerprint or _fingerprint(reason),
+            fingerprint=fingerprint or failure_fingerprint(reason),
             exit_code=exit_code,
         )
         if task is None:
@@ -330,12 +331,6 @@ def check_payload(payload: dict[str, Any]) -> None:
     cwd = payload.get("cwd")
     if cwd is not None and not isinstance(cwd, str):
         raise InvalidInput('"cwd" must be a string (a folder on the runner\'s host)', "payload.cwd")
-
-
-def _fingerprint(reason: str) -> str:
-    import hashlib
-
-    return hashlib.sha256(reason.encode()).hexdigest()[:16]
 
 
 def _configured_launchers(settings: Settings) -> dict[str, launcher.Launcher]:

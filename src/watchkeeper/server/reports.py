@@ -3,36 +3,39 @@
 from __future__ import annotations
 
 import dataclasses
-import hashlib
-import re
 import secrets
+from collections.abc import Callable
 from datetime import datetime, timedelta
 
-from watchkeeper.clock import to_epoch
+from watchkeeper.clock import Clock, to_epoch
+from watchkeeper.config import Settings
 from watchkeeper.contract import RunStatus
+from watchkeeper.contract import fingerprint as failure_fingerprint
 from watchkeeper.errors import InvalidInput, NotFound
-from watchkeeper.runtime import Runtime
+from watchkeeper.kinds import registry
+from watchkeeper.store import Store
 from watchkeeper.store.runs import NewRun, PushRun
 
 #: Reporters' clocks may run a little ahead of ours.
 ALLOWED_CLOCK_SKEW = timedelta(seconds=5)
-_VOLATILE = re.compile(r"0x[0-9a-f]+|[0-9a-f]{8,}|\d+")
-
-
-def fingerprint_of(reason: str) -> str:
-    """Group failures whose reasons differ only in numbers, ids and addresses."""
-    normalised = _VOLATILE.sub("#", " ".join(reason.lower().split()))
-    return hashlib.sha256(normalised.encode()).hexdigest()[:16]
 
 
 class Reports:
-    """Applies reports to push runs, checking kinds and times, and wakes the supervisor."""
+    """Applies reports to push runs, checking kinds and times, and wakes the supervisor.
 
-    def __init__(self, runtime: Runtime) -> None:
-        self.runtime = runtime
+    ``wake`` tells the supervisor loop of a new deadline (``Supervisor.poke``).
+    """
+
+    def __init__(
+        self, store: Store, settings: Settings, wake: Callable[[datetime], None], clock: Clock
+    ) -> None:
+        self.store = store
+        self.settings = settings
+        self.wake = wake
+        self.clock = clock
 
     def _check_kind(self, kind: str) -> None:
-        kinds = self.runtime.push_kinds
+        kinds = registry.push_kinds(self.settings)
         if kind not in kinds:
             raise NotFound(
                 f"unknown kind {kind!r}: report one of {', '.join(sorted(kinds))}, "
@@ -53,34 +56,32 @@ class Reports:
     def start(self, new: NewRun, started_at: datetime | None = None) -> tuple[PushRun, bool]:
         """Start (or restart) a run; an omitted run id gets a fresh one."""
         self._check_kind(new.kind)
-        now = self.runtime.clock()
+        now = self.clock()
         when = self._at(started_at, now, "started_at")
         if not new.run_id:
             new = dataclasses.replace(new, run_id=secrets.token_hex(8))
-        run, changed = self.runtime.store.runs.start(new, when)
+        run, changed = self.store.runs.start(new, when)
         self._poke(run)
         return run, changed
 
     def progress(self, kind: str, run_id: str, step: str | None, at: datetime | None) -> PushRun:
         """Something meaningful moved: bumps progress, resumes waiting work."""
         self._check_kind(kind)
-        when = self._at(at, self.runtime.clock(), "at")
+        when = self._at(at, self.clock(), "at")
         values: dict[str, object] = {
             "progress_at": to_epoch(when),
             "status": RunStatus.RUNNING.value,
         }
         if step is not None:
             values["step"] = step
-        run = self.runtime.store.runs.move(kind, run_id, self.runtime.clock(), values)
+        run = self.store.runs.move(kind, run_id, self.clock(), values)
         self._poke(run)
         return run
 
     def heartbeat(self, kind: str, run_id: str) -> PushRun:
         """The owner is alive; does not count as progress."""
         self._check_kind(kind)
-        run = self.runtime.store.runs.move(
-            kind, run_id, self.runtime.clock(), {}, counts_as_move=False
-        )
+        run = self.store.runs.move(kind, run_id, self.clock(), {}, counts_as_move=False)
         self._poke(run)
         return run
 
@@ -90,7 +91,7 @@ class Reports:
         values: dict[str, object] = {"status": RunStatus.WAITING.value}
         if reason is not None:
             values["step"] = reason
-        return self.runtime.store.runs.move(kind, run_id, self.runtime.clock(), values)
+        return self.store.runs.move(kind, run_id, self.clock(), values)
 
     def finish(self, kind: str, run_id: str, step: str | None = None) -> PushRun:
         """The work succeeded."""
@@ -106,24 +107,24 @@ class Reports:
         """The work failed; the fingerprint defaults to one derived from the reason."""
         values: dict[str, object] = {
             "failure_reason": reason,
-            "failure_fingerprint": fingerprint or fingerprint_of(reason),
+            "failure_fingerprint": fingerprint or failure_fingerprint(reason),
             "detail": detail,
         }
         return self._end(kind, run_id, RunStatus.FAILED, values)
 
     def _end(self, kind: str, run_id: str, status: RunStatus, values: dict[str, object]) -> PushRun:
         self._check_kind(kind)
-        now = self.runtime.clock()
+        now = self.clock()
         changes = {**values, "status": status.value, "finished_at": to_epoch(now)}
-        run = self.runtime.store.runs.move(kind, run_id, now, changes)
+        run = self.store.runs.move(kind, run_id, now, changes)
         # An ended run's incidents settle at the next sweep; make that now.
-        self.runtime.supervisor.poke(now)
+        self.wake(now)
         return run
 
     def _poke(self, run: PushRun) -> None:
-        budget = run.budget_s or self.runtime.settings.budget_for(run.kind)
+        budget = run.budget_s or self.settings.budget_for(run.kind)
         deadline = min(
             run.progress_at + timedelta(seconds=budget),
             run.seen_at + timedelta(seconds=run.lease_s),
         )
-        self.runtime.supervisor.poke(deadline)
+        self.wake(deadline)
