@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from datetime import UTC, datetime
+from typing import overload
 
 Clock = Callable[[], datetime]
 
@@ -13,11 +14,27 @@ def utcnow() -> datetime:
     return datetime.now(UTC)
 
 
+@overload
+def from_epoch(value: float) -> datetime: ...
+@overload
+def from_epoch(value: None) -> None: ...
+@overload
+def from_epoch(value: float | None) -> datetime | None: ...
 def from_epoch(value: float | None) -> datetime | None:
-    """A stored epoch second as an aware UTC datetime."""
+    """A stored epoch second as an aware UTC datetime.
+
+    With :func:`to_epoch`, the one pair of converters between a time and the
+    column that stores it; ``None`` (a NULL) passes through both.
+    """
     return None if value is None else datetime.fromtimestamp(value, UTC)
 
 
+@overload
+def to_epoch(value: datetime) -> float: ...
+@overload
+def to_epoch(value: None) -> None: ...
+@overload
+def to_epoch(value: datetime | None) -> float | None: ...
 def to_epoch(value: datetime | None) -> float | None:
     """An aware datetime as stored epoch seconds; naive values are taken as UTC."""
     if value is None:

@@ -165,7 +165,7 @@ class DecisionStore:
                 _event(
                     conn,
                     claim.incident_id,
-                    at or 0.0,
+                    at,
                     "decided",
                     f"{claim.action} by {claim.actor} via {claim.via}",
                 )
@@ -225,7 +225,7 @@ class DecisionStore:
                 .values(status=status.value, finished_at=at, answer=answer[:2000])
             ).rowcount
             if moved:
-                _event(conn, row.incident_id, at or 0.0, event, answer)
+                _event(conn, row.incident_id, at, event, answer)
         return bool(moved)
 
     def started_actions(self) -> list[ActionRecord]:

@@ -88,9 +88,9 @@ class Incident:
             status=IncidentStatus(m["status"]),
             title=m["title"],
             reason=m["reason"],
-            since=_at(m["since"]),
-            opened_at=_at(m["opened_at"]),
-            updated_at=_at(m["updated_at"]),
+            since=from_epoch(m["since"]),
+            opened_at=from_epoch(m["opened_at"]),
+            updated_at=from_epoch(m["updated_at"]),
             resolved_at=from_epoch(m["resolved_at"]),
             resolution=m["resolution"],
             state_token=m["state_token"],
@@ -151,12 +151,6 @@ def _decision(m: Any) -> Decision | None:
     if decided_at is None:
         return None
     return Decision(m["decided_action"], m["decided_by"], m["decided_via"], decided_at)
-
-
-def _at(value: float) -> datetime:
-    result = from_epoch(value)
-    assert result is not None  # NOT NULL column
-    return result
 
 
 class IncidentStore:
@@ -343,7 +337,7 @@ class IncidentStore:
                 .where(incident_events.c.incident_id == incident_id)
                 .order_by(incident_events.c.id)
             ).all()
-        history = tuple(IncidentEvent(_at(e.at), e.type, e.detail) for e in events)
+        history = tuple(IncidentEvent(from_epoch(e.at), e.type, e.detail) for e in events)
         return Incident.from_row(row, history)
 
     def add_event(self, incident_id: int, now: datetime, event_type: str, detail: str) -> None:
@@ -352,7 +346,7 @@ class IncidentStore:
             translate_errors("recording an incident event"),
             write_transaction(self._engine) as conn,
         ):
-            _event(conn, incident_id, to_epoch(now) or 0.0, event_type, detail)
+            _event(conn, incident_id, to_epoch(now), event_type, detail)
 
     def events_after(
         self, event_id: int, limit: int = 500, since: datetime | None = None
@@ -369,7 +363,9 @@ class IncidentStore:
             statement = statement.where(incident_events.c.at >= to_epoch(since))
         with translate_errors("reading incident events"), self._engine.connect() as conn:
             rows = conn.execute(statement).all()
-        return [(r.id, r.incident_id, IncidentEvent(_at(r.at), r.type, r.detail)) for r in rows]
+        return [
+            (r.id, r.incident_id, IncidentEvent(from_epoch(r.at), r.type, r.detail)) for r in rows
+        ]
 
     def count_by_status(self) -> dict[str, int]:
         """How many incidents there are in each status."""

@@ -179,9 +179,7 @@ class OutboxStore:
             if row is not None and bad and row.incident_id is not None:
                 note = MAYBE_SENT_NOTE if status is DeliveryStatus.MAYBE_SENT else "not delivered"
                 detail = f"{row.channel}: {note}: {error or ''}".strip()
-                _event(
-                    conn, row.incident_id, to_epoch(now) or 0.0, f"delivery_{status.value}", detail
-                )
+                _event(conn, row.incident_id, to_epoch(now), f"delivery_{status.value}", detail)
         return row is not None
 
     def recover_interrupted(self, now: datetime) -> list[int]:

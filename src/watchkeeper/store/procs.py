@@ -36,12 +36,6 @@ _ACTIVE = [status.value for status in ACTIVE]
 _R = proc_runs.c
 
 
-def _aware(value: float) -> datetime:
-    result = from_epoch(value)
-    assert result is not None  # the column is NOT NULL
-    return result
-
-
 def run_from_row(row: Row[Any]) -> ProcRun:
     """A full ``proc_runs`` row as a record."""
     m = row._mapping
@@ -66,11 +60,11 @@ def run_from_row(row: Row[Any]) -> ProcRun:
         session=m["session"],
         on_done_cmd=m["on_done_cmd"],
         on_done_url=m["on_done_url"],
-        created_at=_aware(m["created_at"]),
+        created_at=from_epoch(m["created_at"]),
         started_at=from_epoch(m["started_at"]),
         progress_at=from_epoch(m["progress_at"]),
         finished_at=from_epoch(m["finished_at"]),
-        updated_at=_aware(m["updated_at"]),
+        updated_at=from_epoch(m["updated_at"]),
         abort_requested_at=from_epoch(m["abort_requested_at"]),
         exit_code=m["exit_code"],
         signal=m["signal"],
@@ -93,7 +87,7 @@ def _park(row: Row[Any]) -> Park:
         until_run=m["until_run"],
         wake_cmd=m["wake_cmd"],
         state=ParkState(m["state"]),
-        parked_at=_aware(m["parked_at"]),
+        parked_at=from_epoch(m["parked_at"]),
         woken_at=from_epoch(m["woken_at"]),
         note=m["note"],
     )

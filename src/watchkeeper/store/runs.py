@@ -99,11 +99,11 @@ class PushRun:
             budget_s=m["budget_s"],
             expected_s=m["expected_s"],
             lease_s=m["lease_s"],
-            started_at=_aware(m["started_at"]),
-            progress_at=_aware(m["progress_at"]),
-            seen_at=_aware(m["seen_at"]),
+            started_at=from_epoch(m["started_at"]),
+            progress_at=from_epoch(m["progress_at"]),
+            seen_at=from_epoch(m["seen_at"]),
             finished_at=from_epoch(m["finished_at"]),
-            updated_at=_aware(m["updated_at"]),
+            updated_at=from_epoch(m["updated_at"]),
             step=m["step"],
             failure_reason=m["failure_reason"],
             failure_fingerprint=m["failure_fingerprint"],
@@ -123,12 +123,6 @@ class SweepRows:
 def state_token(attempt: int, version: int) -> str:
     """The state token of a push run at ``attempt`` and ``version``."""
     return f"a{attempt}v{version}"
-
-
-def _aware(value: float) -> datetime:
-    result = from_epoch(value)
-    assert result is not None  # the column is NOT NULL
-    return result
 
 
 class PushRunStore:

@@ -82,9 +82,9 @@ class WebSessionStore:
             row.name,
             row.role,
             row.csrf,
-            _at(row.created_at),
-            _at(row.last_seen_at),
-            _at(row.expires_at),
+            from_epoch(row.created_at),
+            from_epoch(row.last_seen_at),
+            from_epoch(row.expires_at),
         )
 
     def touch(self, session_id: str, now: datetime) -> None:
@@ -125,9 +125,3 @@ class WebSessionStore:
         )
         with translate_errors("pruning dashboard sessions"), write_transaction(self._engine) as c:
             return int(c.execute(delete(web_sessions).where(ended)).rowcount)
-
-
-def _at(value: float) -> datetime:
-    result = from_epoch(value)
-    assert result is not None
-    return result

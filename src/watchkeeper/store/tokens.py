@@ -121,7 +121,7 @@ class TokenStore:
             return None
         if row.role == TASK_ROLE:
             return TaskToken(row.id, row.task_id, row.job_id)
-        return TokenInfo(row.id, row.name, Role(row.role), _at(row.created_at), None)
+        return TokenInfo(row.id, row.name, Role(row.role), from_epoch(row.created_at), None)
 
     def count_live(self) -> int:
         """How many operator tokens have not been revoked."""
@@ -135,7 +135,9 @@ class TokenStore:
         with translate_errors("listing tokens"), self._engine.connect() as conn:
             rows = conn.execute(statement).all()
         return [
-            TokenInfo(r.id, r.name, Role(r.role), _at(r.created_at), from_epoch(r.revoked_at))
+            TokenInfo(
+                r.id, r.name, Role(r.role), from_epoch(r.created_at), from_epoch(r.revoked_at)
+            )
             for r in rows
         ]
 
@@ -189,9 +191,3 @@ def revoke_task_tokens(conn: Connection, task_ids: Iterable[str]) -> None:
     ids = list(task_ids)
     if ids:
         conn.execute(delete(api_tokens).where(api_tokens.c.task_id.in_(ids)))
-
-
-def _at(value: float) -> datetime:
-    result = from_epoch(value)
-    assert result is not None
-    return result
