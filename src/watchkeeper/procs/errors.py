@@ -19,6 +19,11 @@ class ProcsError(WatchkeeperError):
 class LaunchFailed(ProcsError):
     """The command did not start; its run is recorded as failed with the same reason."""
 
+    # The caller's command (or where it runs) is what must change.
+    http_status = 422
+    code = "invalid"
+    field = "argv"
+
     def __init__(self, message: str, run_id: str | None = None) -> None:
         super().__init__(message)
         self.run_id = run_id

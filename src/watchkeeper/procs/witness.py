@@ -5,7 +5,8 @@ temporary file, ``fsync`` and an atomic rename: a reader sees the whole file
 or none. A file that is still unreadable (truncated by a full disk, edited by
 hand) is reported as :class:`WitnessCorrupt`, never guessed at.
 
-Stdlib only: the shim imports this module and must start fast.
+Stdlib and the leaf :mod:`watchkeeper.errors` only: the shim imports this module and must
+start fast.
 """
 
 from __future__ import annotations
@@ -13,6 +14,8 @@ from __future__ import annotations
 import json
 import os
 from typing import NamedTuple
+
+from watchkeeper.errors import WatchkeeperError
 
 # Paths are plain strings or path-likes: pathlib costs the shim milliseconds at start.
 PathLike = str | os.PathLike[str]
@@ -22,12 +25,12 @@ LOG_NAME = "output.log"
 OWNER_NAME = "owner.json"
 
 
-class WitnessCorrupt(Exception):
+class WitnessCorrupt(WatchkeeperError):
     """A witness file exists but does not say how the run ended.
 
-    Not a :class:`~watchkeeper.errors.WatchkeeperError` on purpose: this module
-    is imported by the shim, which must not pay for the package's imports. The
-    engine catches it and records the reason.
+    The engine catches it and records the reason. This module is imported by
+    the shim, which must not pay for the package's imports: it imports only the
+    leaf :mod:`watchkeeper.errors`, which needs nothing but the standard library.
     """
 
 

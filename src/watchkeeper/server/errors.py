@@ -10,23 +10,10 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
-from watchkeeper.errors import (
-    Conflict,
-    InvalidInput,
-    NotFound,
-    StoreUnavailable,
-    WatchkeeperError,
-)
+from watchkeeper.errors import WatchkeeperError
 from watchkeeper.redact import redact
 
 log = logging.getLogger(__name__)
-
-_STATUS: list[tuple[type[WatchkeeperError], int, str]] = [
-    (NotFound, 404, "not_found"),
-    (Conflict, 409, "conflict"),
-    (InvalidInput, 422, "invalid"),
-    (StoreUnavailable, 503, "store_unavailable"),
-]
 
 
 def error_response(
@@ -77,13 +64,11 @@ async def _validation(_request: Request, exc: RequestValidationError) -> JSONRes
 
 
 async def _domain(_request: Request, exc: Exception) -> JSONResponse:
+    """Answer with the status and code the error's class declares."""
     assert isinstance(exc, WatchkeeperError)
-    for cls, status, code in _STATUS:
-        if isinstance(exc, cls):
-            field = exc.field if isinstance(exc, InvalidInput) else None
-            return error_response(status, code, str(exc), field)
-    log.error("Unhandled watchkeeper error: %s", exc, extra={"action": "api"})
-    return error_response(500, "internal", str(exc))
+    if exc.http_status == 500:  # no class said what it means to a caller: ours to fix
+        log.error("Unhandled watchkeeper error: %s", exc, extra={"action": "api"})
+    return error_response(exc.http_status, exc.code, str(exc), exc.field)
 
 
 _HTTP_CODES = {

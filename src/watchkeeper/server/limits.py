@@ -22,6 +22,8 @@ import anyio
 from starlette.datastructures import Headers
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from watchkeeper.errors import WatchkeeperError
+
 MAX_BODY_BYTES = 256 * 1024
 #: Most of a refused body read and dropped so the client can read the 413.
 DRAIN_MAX_BYTES = 32 * 1024 * 1024
@@ -123,5 +125,8 @@ async def _drain(receive: Receive, received: int) -> None:
                 return
 
 
-class _TooLarge(Exception):
-    pass
+class _TooLarge(WatchkeeperError):
+    """The body went past the limit while the app read it; the middleware answers 413."""
+
+    http_status = 413
+    code = "too_large"

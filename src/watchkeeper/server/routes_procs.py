@@ -17,7 +17,6 @@ from fastapi import APIRouter, Body, Depends, FastAPI, HTTPException, Query, Req
 from pydantic import BaseModel, ConfigDict, Field
 
 from watchkeeper.errors import InvalidInput
-from watchkeeper.procs.errors import LaunchFailed
 from watchkeeper.procs.service import ProcEngine
 from watchkeeper.runtime import Runtime
 from watchkeeper.server.auth import admin, reporter, viewer
@@ -158,10 +157,7 @@ def start_proc(body: StartProc, request: Request) -> dict[str, Any]:
         on_done_cmd=body.on_done_cmd,
         on_done_url=body.on_done_url,
     )
-    try:
-        launched = engine.start(request_)
-    except LaunchFailed as exc:
-        raise InvalidInput(str(exc), "argv") from None
+    launched = engine.start(request_)
     return engine.describe(launched.run)
 
 

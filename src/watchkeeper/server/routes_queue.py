@@ -14,19 +14,16 @@ from collections.abc import Mapping
 from typing import Annotated, Any
 
 from fastapi import APIRouter, Body, Depends, Query, Request
-from fastapi.responses import JSONResponse
 from pydantic import BaseModel, ConfigDict, Field, StringConstraints
 
 from watchkeeper.clock import rfc3339
 from watchkeeper.queue import rollup
-from watchkeeper.queue.errors import LeaseLost
 from watchkeeper.queue.records import Job, JobStatus, NewRunner, Task, TaskStatus
 from watchkeeper.queue.rules import Blocked
 from watchkeeper.queue.service import QueueService
 from watchkeeper.queue.topology import runner_json, topology
 from watchkeeper.runtime import Runtime
 from watchkeeper.server.auth import admin, reporter, viewer
-from watchkeeper.server.errors import error_response
 from watchkeeper.server.fields import ExitCode, JsonObject, Line, Pid, Text
 from watchkeeper.server.routes_events import publish_task_updated
 from watchkeeper.server.routes_runs import ERRORS
@@ -164,10 +161,6 @@ def job_json(
     }
 
 
-def _lost(exc: LeaseLost) -> JSONResponse:
-    return error_response(409, LeaseLost.code, str(exc))
-
-
 # Jobs ----------------------------------------------------------------------------------
 
 
@@ -270,13 +263,10 @@ def resume_task(
 
 
 @router.post("/api/v1/tasks/{task_id}/renew", dependencies=[Depends(reporter)], response_model=None)
-def renew(task_id: Id, body: RenewIn, request: Request) -> dict[str, Any] | JSONResponse:
+def renew(task_id: Id, body: RenewIn, request: Request) -> dict[str, Any]:
     """Renew the lease; ``lease_lost`` (409) means stop and abort the run."""
     queue = queue_of(request)
-    try:
-        task = queue.renew(task_id, body.lease_token, progressed=body.progressed, step=body.step)
-    except LeaseLost as exc:
-        return _lost(exc)
+    task = queue.renew(task_id, body.lease_token, progressed=body.progressed, step=body.step)
     _cleared(request, queue, [task])
     return {"id": task.id, "lease_expires_at": rfc3339(task.lease_expires_at)}
 
@@ -284,27 +274,21 @@ def renew(task_id: Id, body: RenewIn, request: Request) -> dict[str, Any] | JSON
 @router.post(
     "/api/v1/tasks/{task_id}/complete", dependencies=[Depends(reporter)], response_model=None
 )
-def complete(task_id: Id, body: CompleteIn, request: Request) -> dict[str, Any] | JSONResponse:
+def complete(task_id: Id, body: CompleteIn, request: Request) -> dict[str, Any]:
     """Record success under a live lease."""
-    try:
-        return queue_of(request).complete(task_id, body.lease_token, body.exit_code).as_dict()
-    except LeaseLost as exc:
-        return _lost(exc)
+    return queue_of(request).complete(task_id, body.lease_token, body.exit_code).as_dict()
 
 
 @router.post("/api/v1/tasks/{task_id}/fail", dependencies=[Depends(reporter)], response_model=None)
-def fail(task_id: Id, body: FailIn, request: Request) -> dict[str, Any] | JSONResponse:
+def fail(task_id: Id, body: FailIn, request: Request) -> dict[str, Any]:
     """Record failure under a live lease."""
-    try:
-        task = queue_of(request).fail(
-            task_id,
-            body.lease_token,
-            body.reason,
-            fingerprint=body.fingerprint,
-            exit_code=body.exit_code,
-        )
-    except LeaseLost as exc:
-        return _lost(exc)
+    task = queue_of(request).fail(
+        task_id,
+        body.lease_token,
+        body.reason,
+        fingerprint=body.fingerprint,
+        exit_code=body.exit_code,
+    )
     return task.as_dict()
 
 

@@ -1,21 +1,25 @@
 """Exceptions raised by :mod:`watchkeeper.supervise`.
 
 The whole tree hangs from one root so callers can catch everything this
-package raises in one clause::
+package raises in one clause; that root hangs from watchkeeper's own, the leaf
+:mod:`watchkeeper.errors` (the only part of the app this package imports)::
 
-    SuperviseError
-    ├── ConfigurationError      a spec or policy is invalid (your code)
-    ├── TreeFixedError          a child was added to a non-dynamic supervisor
-    ├── StartError              a child could not be started or never became ready
-    ├── RestartIntensityExceeded  a supervisor gave up on its children
-    ├── SupervisorStoppedError  the supervisor was already stopped (your code)
-    └── CircuitOpenError        a circuit breaker rejected a call
+    WatchkeeperError
+    └── SuperviseError
+        ├── ConfigurationError      a spec or policy is invalid (your code)
+        ├── TreeFixedError          a child was added to a non-dynamic supervisor
+        ├── StartError              a child could not be started or never became ready
+        ├── RestartIntensityExceeded  a supervisor gave up on its children
+        ├── SupervisorStoppedError  the supervisor was already stopped (your code)
+        └── CircuitOpenError        a circuit breaker rejected a call
 """
 
 from __future__ import annotations
 
+from watchkeeper.errors import WatchkeeperError
 
-class SuperviseError(Exception):
+
+class SuperviseError(WatchkeeperError):
     """Root of every exception raised by :mod:`watchkeeper.supervise`."""
 
 

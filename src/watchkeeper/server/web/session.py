@@ -41,6 +41,7 @@ from fastapi import Request
 from fastapi.responses import Response
 
 from watchkeeper.decide.actors import Actor
+from watchkeeper.errors import WatchkeeperError
 from watchkeeper.runtime import Runtime
 from watchkeeper.server.routes_timeline import record_key
 from watchkeeper.store import Store
@@ -65,12 +66,18 @@ MAX_CACHED = 4096
 LOGIN_FORM_S = 3600
 
 
-class LoginRequired(Exception):
-    """No valid session: the browser is sent to the login page."""
+class LoginRequired(WatchkeeperError):
+    """No valid session: the browser is sent to the login page (a script is told 401)."""
+
+    http_status = 401
+    code = "unauthorized"
 
 
-class CsrfRejected(Exception):
+class CsrfRejected(WatchkeeperError):
     """A POST without the session's CSRF token."""
+
+    http_status = 403
+    code = "forbidden"
 
 
 @dataclass(frozen=True, slots=True)
