@@ -67,20 +67,48 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         err_console.print("aborted")
         return 130
+    except Exception as exc:  # noqa: BLE001 - the last resort: a bug of ours, told in one line
+        _report(exc, debug)
+        if not debug:
+            _say("run again with --debug for the traceback")
+        return 1
     return 0
 
 
 def _report(exc: BaseException, debug: bool) -> None:
+    """The error and each of its causes on one line each, on stderr; the traceback on --debug."""
+    if debug:
+        _say(traceback.format_exc())
+    _say(f"error: {str(exc) or type(exc).__name__}")
+    for cause in _causes(exc):
+        _say(f"  caused by: {_line(cause)}")
+
+
+def _causes(exc: BaseException) -> list[BaseException]:
+    """What led to ``exc``, nearest first: explicit causes, and context nobody suppressed."""
+    found: list[BaseException] = []
+    current: BaseException | None = exc
+    while current is not None:
+        following = current.__cause__
+        if following is None and not current.__suppress_context__:
+            following = current.__context__
+        if following is None or following is exc or following in found:
+            break  # a chain that loops back on itself ends here
+        found.append(following)
+        current = following
+    return found
+
+
+def _line(exc: BaseException) -> str:
+    """One line: the message, or the exception's name when it has none."""
+    return " ".join(str(exc).split()) or type(exc).__name__
+
+
+def _say(text: str) -> None:
     # Messages often quote what the user typed or a URL read from the configuration.
     from watchkeeper.redact import redact
 
-    if debug:
-        err_console.print(redact(traceback.format_exc()), highlight=False, markup=False)
-    err_console.print(redact(f"error: {exc}"), highlight=False, markup=False)
-    cause = exc.__cause__
-    while cause is not None and debug:
-        err_console.print(redact(f"  caused by: {cause}"), highlight=False, markup=False)
-        cause = cause.__cause__
+    err_console.print(redact(text), highlight=False, markup=False, soft_wrap=True)
 
 
 if __name__ == "__main__":

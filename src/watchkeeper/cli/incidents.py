@@ -12,7 +12,7 @@ from typing import Any
 
 import typer
 
-from watchkeeper.cli.common import console
+from watchkeeper.cli.common import console, err_console
 
 _SERVER = typer.Option(None, "--server", envvar="WATCHKEEPER_URL", help="server URL")
 _TOKEN = typer.Option(None, "--token", envvar="WATCHKEEPER_TOKEN", help="API token")
@@ -73,13 +73,14 @@ def decide(
                 incident_id, action, state_token=state_token, via="cli"
             )
         except ClientError as exc:
-            if exc.status in {403, 409, 422}:
-                console.print(exc.message, highlight=False)
+            if exc.status in {403, 409, 422}:  # refused: told in the server's own words
+                err_console.print(exc.message, highlight=False)
                 raise typer.Exit(1) from None
             raise
-    console.print(result["message"], highlight=False)
     if result["outcome"] == "failed":
+        err_console.print(result["message"], highlight=False)
         raise typer.Exit(1)
+    console.print(result["message"], highlight=False)
 
 
 def diagnose(

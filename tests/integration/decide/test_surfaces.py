@@ -150,6 +150,7 @@ def test_cli_decide_and_diagnose(api: LiveServer, service: Recorder) -> None:
     assert won.stdout.startswith("Retry done")
     lost = cli("decide", str(incident_id), "dismiss")
     assert lost.returncode == 1
-    assert "already decided: Retry by @test admin on the command line" in lost.stdout
+    assert "already decided: Retry by @test admin on the command line" in lost.stderr
+    assert lost.stdout == ""  # a refusal is an error: stderr
     assert "Traceback" not in lost.stderr
     assert len(service.requests) == 1

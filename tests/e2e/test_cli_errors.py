@@ -1,0 +1,74 @@
+"""How the command line reports errors, run as a real subprocess: the message and its causes
+on stderr, one line each; the traceback only with --debug; a bug of ours still one line."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import textwrap
+
+UNREACHABLE = {"WATCHKEEPER_URL": "http://127.0.0.1:9", "WATCHKEEPER_TOKEN": "t"}
+
+# The real command line with one more command that fails the way a bug would.
+EXPLODING = textwrap.dedent(
+    """
+    import sys
+
+    from watchkeeper.cli import app, main
+
+    @app.command("explode")
+    def explode() -> None:
+        try:
+            {}["missing"]
+        except KeyError as exc:
+            raise RuntimeError("the widget broke") from exc
+
+    sys.exit(main(sys.argv[1:]))
+    """
+)
+
+
+def run(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    merged = {**os.environ, "COLUMNS": "60", **(env or {})}
+    return subprocess.run(
+        [sys.executable, *args], capture_output=True, text=True, timeout=60, env=merged, check=False
+    )
+
+
+def test_an_error_and_its_cause_one_line_each_on_stderr() -> None:
+    result = run("-m", "watchkeeper", "report", "start", "crawl", "x", env=UNREACHABLE)
+    assert result.returncode == 1
+    assert result.stdout == ""
+    first, *causes = result.stderr.splitlines()
+    assert first.startswith("error: cannot reach watchkeeper at http://127.0.0.1:9")
+    assert causes and all(line.startswith("  caused by: ") for line in causes)
+    assert "Traceback" not in result.stderr
+
+
+def test_the_traceback_only_with_debug() -> None:
+    result = run("-m", "watchkeeper", "--debug", "report", "start", "crawl", "x", env=UNREACHABLE)
+    assert result.returncode == 1
+    assert result.stderr.startswith("Traceback (most recent call last):")
+    assert "\nerror: cannot reach watchkeeper at http://127.0.0.1:9" in result.stderr
+    assert "\n  caused by: " in result.stderr
+
+
+def test_an_unexpected_exception_is_one_line_and_a_hint() -> None:
+    result = run("-c", EXPLODING, "explode")
+    assert result.returncode == 1
+    assert result.stdout == ""
+    assert result.stderr.splitlines() == [
+        "error: the widget broke",
+        "  caused by: 'missing'",
+        "run again with --debug for the traceback",
+    ]
+
+
+def test_an_unexpected_exception_with_debug_shows_the_traceback() -> None:
+    result = run("-c", EXPLODING, "--debug", "explode")
+    assert result.returncode == 1
+    assert "Traceback (most recent call last):" in result.stderr
+    assert "in explode\nRuntimeError: the widget broke\n" in result.stderr
+    assert result.stderr.rstrip().endswith("error: the widget broke\n  caused by: 'missing'")
+    assert "--debug for the traceback" not in result.stderr
