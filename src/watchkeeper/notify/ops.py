@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import hashlib
-import hmac
 import json
 import logging
 import time
@@ -14,17 +12,10 @@ import httpx
 
 from watchkeeper.clock import rfc3339
 from watchkeeper.config import OpsConfig, Settings
+from watchkeeper.notify.signing import SIGNATURE_HEADER, TIMESTAMP_HEADER, sign
 from watchkeeper.watch.selfcheck import Notice, NoticeKind
 
 log = logging.getLogger(__name__)
-SIGNATURE_HEADER = "X-Watchkeeper-Signature"
-TIMESTAMP_HEADER = "X-Watchkeeper-Timestamp"
-
-
-def sign(secret: str, timestamp: str, body: bytes) -> str:
-    """HMAC-SHA256 over ``timestamp.body``, as ``sha256=<hex>``."""
-    mac = hmac.new(secret.encode(), timestamp.encode() + b"." + body, hashlib.sha256)
-    return "sha256=" + mac.hexdigest()
 
 
 def notice_payload(notice: Notice) -> dict[str, Any]:

@@ -16,7 +16,7 @@ from watchkeeper.notify.channels.base import (
     classify_status,
 )
 from watchkeeper.notify.message import Message, Target
-from watchkeeper.notify.ops import SIGNATURE_HEADER, TIMESTAMP_HEADER, sign
+from watchkeeper.notify.signing import SIGNATURE_HEADER, TIMESTAMP_HEADER, sign
 
 
 class WebhookChannel(Channel):
