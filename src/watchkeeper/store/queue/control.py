@@ -1,0 +1,113 @@
+"""Job control: cancel, retry and delete, of a whole job or of chosen tasks."""
+
+from __future__ import annotations
+
+from collections.abc import Collection, Sequence
+from datetime import datetime
+from typing import Any
+
+from sqlalchemy import ColumnElement, Connection, Row, delete, select, update
+
+from watchkeeper.clock import to_epoch
+from watchkeeper.errors import Conflict, NotFound
+from watchkeeper.queue.records import CANCELLABLE, RETRYABLE, TaskStatus
+from watchkeeper.store.engine import translate_errors, write_transaction
+from watchkeeper.store.queue.base import Part
+from watchkeeper.store.queue.ledger import add_spend, log_events
+from watchkeeper.store.queue.rows import RUNNING, J, T, requeue_values
+from watchkeeper.store.schema_queue import queue_events, queue_jobs, queue_tasks
+from watchkeeper.store.tokens import revoke_task_tokens
+
+_CANCELLABLE = [status.value for status in CANCELLABLE]
+_RETRYABLE = [status.value for status in RETRYABLE]
+
+
+class Control(Part):
+    """Moves a person asks for; each is one transaction over the rows it locks."""
+
+    def cancel(
+        self, now: datetime, *, job_id: str | None = None, task_ids: Collection[str] = ()
+    ) -> list[str]:
+        """Cancel the unfinished tasks of a job (or the given tasks); returns their ids.
+
+        A running task's lease is revoked with it: its runner's next renewal fails.
+        """
+        at = to_epoch(now)
+        with translate_errors("cancelling"), write_transaction(self._engine) as conn:
+            scope = _scope(conn, job_id, task_ids)
+            rows = self._locked(
+                conn,
+                select(T.id, T.job_id, T.org, T.status, T.leased_at).where(
+                    scope, T.status.in_(_CANCELLABLE)
+                ),
+            )
+            if not rows:
+                return []
+            ids = [row.id for row in rows]
+            conn.execute(
+                update(queue_tasks)
+                .where(T.id.in_(ids), T.status.in_(_CANCELLABLE))
+                .values(
+                    status=TaskStatus.CANCELLED.value,
+                    lease_token=None,
+                    finished_at=at,
+                    updated_at=at,
+                    version=T.version + 1,
+                )
+            )
+            running = [row for row in rows if row.status == RUNNING]
+            revoke_task_tokens(conn, [row.id for row in running])
+            for row in running:
+                if row.leased_at is not None:
+                    add_spend(conn, self._sqlite, row.org, now, at - row.leased_at)
+            log_events(conn, [(row.id, row.job_id) for row in rows], at, "cancelled", None)
+        return ids
+
+    def retry(
+        self, now: datetime, *, job_id: str | None = None, task_ids: Collection[str] = ()
+    ) -> list[str]:
+        """Queue failed, cancelled and stuck tasks again, with fresh attempts; returns their ids."""
+        at = to_epoch(now)
+        with translate_errors("retrying"), write_transaction(self._engine) as conn:
+            scope = _scope(conn, job_id, task_ids)
+            rows = self._locked(conn, select(T.id, T.job_id).where(scope, T.status.in_(_RETRYABLE)))
+            if not rows:
+                return []
+            ids = [row.id for row in rows]
+            conn.execute(
+                update(queue_tasks)
+                .where(T.id.in_(ids), T.status.in_(_RETRYABLE))
+                .values(requeue_values(at) | {"attempt": 0, "queued_at": at})
+            )
+            log_events(conn, [(row.id, row.job_id) for row in rows], at, "retried", None)
+        return ids
+
+    def delete(self, job_id: str) -> int:
+        """Delete a job whose tasks are not running; returns how many tasks went with it."""
+        with translate_errors("deleting a job"), write_transaction(self._engine) as conn:
+            _scope(conn, job_id, ())
+            rows = self._locked(conn, select(T.id, T.status).where(T.job_id == job_id))
+            running = [row.id for row in rows if row.status == RUNNING]
+            if running:
+                raise Conflict(
+                    f"job {job_id} has {len(running)} running task(s): cancel it first "
+                    f"(`watchkeeper cancel {job_id}`)"
+                )
+            # SQLite enforces the cascade only with foreign keys on; delete children explicitly.
+            conn.execute(delete(queue_events).where(queue_events.c.job_id == job_id))
+            conn.execute(delete(queue_tasks).where(T.job_id == job_id))
+            conn.execute(delete(queue_jobs).where(J.id == job_id))
+        return len(rows)
+
+    def _locked(self, conn: Connection, statement: Any) -> Sequence[Row[Any]]:
+        if not self._sqlite:
+            statement = statement.with_for_update()
+        return conn.execute(statement).all()
+
+
+def _scope(conn: Connection, job_id: str | None, task_ids: Collection[str]) -> ColumnElement[bool]:
+    if job_id is None:
+        return T.id.in_(list(task_ids))
+    if conn.execute(select(J.id).where(J.id == job_id)).first() is None:
+        raise NotFound(f"no job {job_id!r}: see `watchkeeper jobs`")
+    return T.job_id == job_id

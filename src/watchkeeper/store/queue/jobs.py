@@ -1,0 +1,214 @@
+"""Jobs and their tasks: submit, resume, and every read of them."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from datetime import datetime
+from typing import Any
+
+from sqlalchemy import Connection, insert, select
+
+from watchkeeper.clock import from_epoch, to_epoch
+from watchkeeper.errors import Conflict, NotFound
+from watchkeeper.queue.records import Event, Job, NewJob, Task, TaskStatus
+from watchkeeper.store.engine import translate_errors, write_transaction
+from watchkeeper.store.queue.base import Part
+from watchkeeper.store.queue.ledger import log_events
+from watchkeeper.store.queue.rows import ACTIVE, QUEUED, J, T, new_id, task_from_row
+from watchkeeper.store.schema_queue import queue_events, queue_jobs, queue_tasks
+
+
+class Jobs(Part):
+    """Submits jobs and reads them back."""
+
+    def submit(self, new: NewJob, now: datetime) -> Job:
+        """Record a job and its first task, queued."""
+        at = to_epoch(now)
+        job_id = new_id("j")
+        with translate_errors("submitting a job"), write_transaction(self._engine) as conn:
+            conn.execute(
+                insert(queue_jobs).values(
+                    id=job_id,
+                    title=new.title,
+                    org=new.org,
+                    fleet=new.fleet,
+                    payload=new.payload,
+                    submitted_by=new.submitted_by,
+                    created_at=at,
+                )
+            )
+            _add_task(conn, job_id, 0, new, new.payload, at)
+        return self.job(job_id)
+
+    def resume(self, job_id: str, payload: dict[str, Any] | None, now: datetime) -> Task:
+        """Add a continuation task to a job whose tasks have all ended."""
+        at = to_epoch(now)
+        with translate_errors("resuming a job"), write_transaction(self._engine) as conn:
+            job = conn.execute(select(queue_jobs).where(J.id == job_id)).first()
+            if job is None:
+                raise NotFound(f"no job {job_id!r}")
+            last = conn.execute(
+                select(queue_tasks).where(T.job_id == job_id).order_by(T.seq.desc()).limit(1)
+            ).one()
+            if not TaskStatus(last.status).ended:
+                raise Conflict(
+                    f"job {job_id} still has task {last.id} {last.status}: "
+                    "wait for it or cancel it before resuming"
+                )
+            template = NewJob(
+                title=job.title,
+                org=job.org,
+                fleet=job.fleet,
+                payload=job.payload,
+                submitted_by=job.submitted_by,
+                rerunnable=bool(last.rerunnable),
+                max_attempts=last.max_attempts,
+                lease_s=last.lease_s,
+            )
+            task_id = _add_task(conn, job_id, last.seq + 1, template, payload or job.payload, at)
+        return self.task(task_id)
+
+    def submit_many(self, news: Sequence[NewJob], now: datetime) -> list[str]:
+        """Record many jobs at once (benchmarks, imports); returns their first tasks' ids."""
+        at = to_epoch(now)
+        jobs: list[dict[str, Any]] = []
+        tasks: list[dict[str, Any]] = []
+        for new in news:
+            job_id, task_id = new_id("j"), new_id("t")
+            jobs.append(
+                {"id": job_id, "title": new.title, "org": new.org, "fleet": new.fleet,
+                 "payload": new.payload, "submitted_by": new.submitted_by, "created_at": at}
+            )  # fmt: skip
+            tasks.append(
+                {"id": task_id, "job_id": job_id, "seq": 0, "org": new.org, "fleet": new.fleet,
+                 "payload": new.payload, "status": QUEUED, "rerunnable": new.rerunnable,
+                 "attempt": 0, "max_attempts": new.max_attempts, "version": 1,
+                 "lease_s": new.lease_s, "queued_at": at, "updated_at": at}
+            )  # fmt: skip
+        with translate_errors("submitting jobs"), write_transaction(self._engine) as conn:
+            if jobs:
+                conn.execute(insert(queue_jobs), jobs)
+                conn.execute(insert(queue_tasks), tasks)
+        return [str(task["id"]) for task in tasks]
+
+    def job(self, job_id: str) -> Job:
+        """One job with its tasks, or :class:`NotFound`."""
+        with translate_errors("reading a job"), self._engine.connect() as conn:
+            found = _jobs(conn, select(queue_jobs).where(J.id == job_id))
+        if not found:
+            raise NotFound(f"no job {job_id!r}: see `watchkeeper jobs`")
+        return found[0]
+
+    def jobs(
+        self,
+        *,
+        fleet: str | None = None,
+        org: str | None = None,
+        active: bool | None = None,
+        limit: int = 200,
+        offset: int = 0,
+    ) -> list[Job]:
+        """Jobs newest first; ``active`` keeps jobs with (or without) an unfinished task."""
+        statement = select(queue_jobs).order_by(J.created_at.desc(), J.id)
+        if fleet is not None:
+            statement = statement.where(J.fleet == fleet)
+        if org is not None:
+            statement = statement.where(J.org == org)
+        if active is not None:
+            unfinished = select(T.job_id).where(T.status.in_(ACTIVE)).scalar_subquery()
+            statement = statement.where(J.id.in_(unfinished) if active else J.id.not_in(unfinished))
+        statement = statement.limit(limit).offset(offset)
+        with translate_errors("listing jobs"), self._engine.connect() as conn:
+            return _jobs(conn, statement)
+
+    def task(self, task_id: str) -> Task:
+        """One task, or :class:`NotFound`."""
+        with translate_errors("reading a task"), self._engine.connect() as conn:
+            row = conn.execute(select(queue_tasks).where(T.id == task_id)).first()
+        if row is None:
+            raise NotFound(f"no task {task_id!r}")
+        return task_from_row(row)
+
+    def title_of(self, task_id: str) -> str:
+        """The title of a task's job."""
+        statement = select(J.title).join(queue_tasks, T.job_id == J.id).where(T.id == task_id)
+        with translate_errors("reading a task"), self._engine.connect() as conn:
+            title = conn.execute(statement).scalar()
+        if title is None:
+            raise NotFound(f"no task {task_id!r}")
+        return str(title)
+
+    def events(self, job_id: str) -> list[Event]:
+        """A job's timeline, oldest first."""
+        statement = (
+            select(queue_events).where(queue_events.c.job_id == job_id).order_by(queue_events.c.id)
+        )
+        with translate_errors("reading a timeline"), self._engine.connect() as conn:
+            return [
+                Event(row.task_id, from_epoch(row.at), row.type, row.detail)
+                for row in conn.execute(statement)
+            ]
+
+    def for_judging(
+        self, finished_since: datetime, task_id: str | None = None
+    ) -> list[tuple[Task, str]]:
+        """Unfinished tasks and those that ended after ``finished_since``, with job titles."""
+        since = to_epoch(finished_since)
+        statement = select(queue_tasks, J.title.label("job_title")).join(
+            queue_jobs, J.id == T.job_id
+        )
+        if task_id is not None:
+            statement = statement.where(T.id == task_id)
+        else:
+            statement = statement.where(T.status.in_(ACTIVE) | (T.finished_at >= since))
+        with translate_errors("reading tasks"), self._engine.connect() as conn:
+            return [(task_from_row(row), row.job_title) for row in conn.execute(statement)]
+
+
+def _add_task(
+    conn: Connection, job_id: str, seq: int, new: NewJob, payload: dict[str, Any], at: float
+) -> str:
+    task_id = new_id("t")
+    conn.execute(
+        insert(queue_tasks).values(
+            id=task_id,
+            job_id=job_id,
+            seq=seq,
+            org=new.org,
+            fleet=new.fleet,
+            payload=payload,
+            status=QUEUED,
+            rerunnable=new.rerunnable,
+            attempt=0,
+            max_attempts=new.max_attempts,
+            version=1,
+            lease_s=new.lease_s,
+            queued_at=at,
+            updated_at=at,
+        )
+    )
+    log_events(conn, [(task_id, job_id)], at, "queued", None)
+    return task_id
+
+
+def _jobs(conn: Connection, statement: Any) -> list[Job]:
+    rows = conn.execute(statement).all()
+    if not rows:
+        return []
+    ids = [row.id for row in rows]
+    tasks: dict[str, list[Task]] = {job_id: [] for job_id in ids}
+    for row in conn.execute(select(queue_tasks).where(T.job_id.in_(ids)).order_by(T.job_id, T.seq)):
+        tasks[row.job_id].append(task_from_row(row))
+    return [
+        Job(
+            id=row.id,
+            title=row.title,
+            org=row.org,
+            fleet=row.fleet,
+            payload=row.payload,
+            submitted_by=row.submitted_by,
+            created_at=from_epoch(row.created_at),
+            tasks=tuple(tasks[row.id]),
+        )
+        for row in rows
+    ]

@@ -1,0 +1,82 @@
+"""The interrupted marker a start-up reconciliation puts on tasks a restart cut off."""
+
+from __future__ import annotations
+
+from collections.abc import Collection
+from datetime import datetime
+
+from sqlalchemy import select, update
+
+from watchkeeper.clock import rfc3339, to_epoch
+from watchkeeper.store.engine import translate_errors, write_transaction
+from watchkeeper.store.queue.base import Part
+from watchkeeper.store.queue.rows import META, RUNNING, T
+from watchkeeper.store.schema_queue import queue_tasks
+
+#: The metadata key a start-up reconciliation sets on a task a restart interrupted.
+INTERRUPTED = "interrupted_at"
+
+
+class Markers(Part):
+    """Sets, reads and clears ``interrupted_at`` in a task's metadata."""
+
+    def mark_interrupted(self, now: datetime) -> list[str]:
+        """Mark every running task ``interrupted_at`` (RFC 3339 UTC) in its metadata.
+
+        A task already marked keeps its first marker. Returns the ids newly marked.
+        """
+        stamp = rfc3339(now)
+        marked: list[str] = []
+        with translate_errors("marking interrupted tasks"), write_transaction(self._engine) as conn:
+            rows = conn.execute(select(T.id, META).where(T.status == RUNNING)).all()
+            for row in rows:
+                meta = dict(row._mapping["metadata"] or {})
+                if meta.get(INTERRUPTED):
+                    continue
+                meta[INTERRUPTED] = stamp
+                conn.execute(
+                    update(queue_tasks)
+                    .where(T.id == row.id, T.status == RUNNING)
+                    .values({META: meta})
+                )
+                marked.append(row.id)
+        return marked
+
+    def interrupted(self, task_ids: Collection[str]) -> dict[str, str]:
+        """``interrupted_at`` of each of ``task_ids`` that carries the marker."""
+        if not task_ids:
+            return {}
+        statement = select(T.id, META).where(T.id.in_(list(task_ids)), META.is_not(None))
+        with translate_errors("reading task markers"), self._engine.connect() as conn:
+            rows = conn.execute(statement).all()
+        found: dict[str, str] = {}
+        for row in rows:
+            meta = row._mapping["metadata"]
+            if isinstance(meta, dict) and meta.get(INTERRUPTED):
+                found[row.id] = str(meta[INTERRUPTED])
+        return found
+
+    def clear_interrupted(self, task_ids: Collection[str], now: datetime) -> list[str]:
+        """Remove the marker from those of ``task_ids`` that carry it (they run again).
+
+        Returns the ids whose marker this call removed: a concurrent call never
+        reports the same removal. Reads first, so an unmarked task costs no write.
+        """
+        if not self.interrupted(task_ids):
+            return []
+        at = to_epoch(now)
+        removed: list[str] = []
+        with translate_errors("clearing task markers"), write_transaction(self._engine) as conn:
+            statement = select(T.id, META).where(T.id.in_(list(task_ids)), META.is_not(None))
+            if not self._sqlite:
+                statement = statement.with_for_update()
+            for row in conn.execute(statement).all():
+                meta = row._mapping["metadata"]
+                if not isinstance(meta, dict) or not meta.get(INTERRUPTED):
+                    continue
+                rest = {key: value for key, value in meta.items() if key != INTERRUPTED}
+                conn.execute(
+                    update(queue_tasks).where(T.id == row.id).values({META: rest, T.updated_at: at})
+                )
+                removed.append(row.id)
+        return removed

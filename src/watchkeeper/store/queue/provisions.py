@@ -1,0 +1,63 @@
+"""Cold starts of runners: begun, failed, and answered by a new runner."""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+from sqlalchemy import Connection, delete, insert, select, update
+
+from watchkeeper.clock import from_epoch, to_epoch
+from watchkeeper.queue.records import Provision
+from watchkeeper.store.engine import translate_errors, write_transaction
+from watchkeeper.store.queue.base import Part
+from watchkeeper.store.schema_queue import queue_provisions
+
+_P = queue_provisions.c
+
+
+class Provisions(Part):
+    """One row per (org, fleet) cold start under way or failed."""
+
+    def record_provision(
+        self, org: str, fleet: str, state: str, reason: str | None, now: datetime
+    ) -> Provision:
+        """Record a cold start beginning (``provisioning``) or failing (``failed``)."""
+        at = to_epoch(now)
+        key = (_P.org == org) & (_P.fleet == fleet)
+        with translate_errors("recording a provision"), write_transaction(self._engine) as conn:
+            row = conn.execute(select(queue_provisions).where(key)).first()
+            started = at if row is None or state == "provisioning" else row.started_at
+            values = {"state": state, "reason": reason, "started_at": started, "updated_at": at}
+            if row is None:
+                conn.execute(insert(queue_provisions).values(org=org, fleet=fleet, **values))
+            else:
+                conn.execute(update(queue_provisions).where(key).values(**values))
+        return Provision(org, fleet, state, reason, from_epoch(started), now)
+
+    def clear_provisions(self, fleet: str, org: str | None) -> int:
+        """Forget the cold starts a new runner of ``fleet`` (tied to ``org``, if any) answers."""
+        key = _P.fleet == fleet
+        if org is not None:
+            key = key & (_P.org == org)
+        with translate_errors("clearing provisions"), write_transaction(self._engine) as conn:
+            return int(conn.execute(delete(queue_provisions).where(key)).rowcount)
+
+    def provisions(self) -> list[Provision]:
+        """Every recorded cold start."""
+        with translate_errors("reading provisions"), self._engine.connect() as conn:
+            return read_provisions(conn)
+
+
+def read_provisions(conn: Connection) -> list[Provision]:
+    """Every recorded cold start, read on ``conn``."""
+    return [
+        Provision(
+            row.org,
+            row.fleet,
+            row.state,
+            row.reason,
+            from_epoch(row.started_at),
+            from_epoch(row.updated_at),
+        )
+        for row in conn.execute(select(queue_provisions))
+    ]

@@ -1,0 +1,106 @@
+"""Rows of the queue's tables as records, and the column expressions every part shares."""
+
+from __future__ import annotations
+
+import secrets
+from datetime import datetime
+from typing import Any
+
+from sqlalchemy import ColumnElement, Row, and_, func
+
+from watchkeeper.clock import from_epoch
+from watchkeeper.queue.records import Runner, Task, TaskStatus
+from watchkeeper.store.schema_queue import queue_jobs, queue_runners, queue_tasks
+
+T = queue_tasks.c
+J = queue_jobs.c
+R = queue_runners.c
+QUEUED = TaskStatus.QUEUED.value
+RUNNING = TaskStatus.RUNNING.value
+ACTIVE = [TaskStatus.QUEUED.value, TaskStatus.RUNNING.value, TaskStatus.STUCK.value]
+META = queue_tasks.c["metadata"]
+
+
+def month_of(now: datetime) -> str:
+    """The spend month ``now`` falls in (UTC), as stored."""
+    return now.strftime("%Y-%m")
+
+
+def new_id(prefix: str) -> str:
+    """A fresh id: short, unguessable, safe in paths and URLs."""
+    return f"{prefix}-{secrets.token_hex(6)}"
+
+
+def task_from_row(row: Row[Any]) -> Task:
+    """A ``queue_tasks`` row as a record."""
+    m = row._mapping
+    return Task(
+        id=m["id"],
+        job_id=m["job_id"],
+        seq=m["seq"],
+        org=m["org"],
+        fleet=m["fleet"],
+        payload=m["payload"],
+        status=TaskStatus(m["status"]),
+        rerunnable=bool(m["rerunnable"]),
+        attempt=m["attempt"],
+        max_attempts=m["max_attempts"],
+        version=m["version"],
+        lease_s=m["lease_s"],
+        queued_at=from_epoch(m["queued_at"]),
+        runner_id=m["runner_id"],
+        leased_at=from_epoch(m["leased_at"]),
+        last_renewed_at=from_epoch(m["last_renewed_at"]),
+        progress_at=from_epoch(m["progress_at"]),
+        finished_at=from_epoch(m["finished_at"]),
+        step=m["step"],
+        exit_code=m["exit_code"],
+        failure_reason=m["failure_reason"],
+        failure_fingerprint=m["failure_fingerprint"],
+    )
+
+
+def runner_from_row(row: Row[Any], running: int = 0) -> Runner:
+    """A ``queue_runners`` row as a record, with how many tasks it runs."""
+    m = row._mapping
+    return Runner(
+        id=m["id"],
+        fleet=m["fleet"],
+        capacity=m["capacity"],
+        host=m["host"],
+        pid=m["pid"],
+        org=m["org"],
+        name=m["name"],
+        registered_at=from_epoch(m["registered_at"]),
+        heartbeat_at=from_epoch(m["heartbeat_at"]),
+        stopped_at=from_epoch(m["stopped_at"]),
+        running=running,
+    )
+
+
+def live_lease(at: float) -> ColumnElement[bool]:
+    """Whether a task's lease is still live at ``at``."""
+    # Liveness counts from the last renewal, or from the lease itself: never from a NULL.
+    return func.coalesce(T.last_renewed_at, T.leased_at) + T.lease_s > at
+
+
+def held(task_id: str, token: str, at: float) -> ColumnElement[bool]:
+    """The task, running under ``token`` on a live lease."""
+    return and_(T.id == task_id, T.lease_token == token, T.status == RUNNING, live_lease(at))
+
+
+def requeue_values(at: float) -> dict[str, Any]:
+    """The values that put a task back in the queue, its lease and outcome forgotten."""
+    return {
+        "status": QUEUED,
+        "runner_id": None,
+        "lease_token": None,
+        "leased_at": None,
+        "last_renewed_at": None,
+        "finished_at": None,
+        "exit_code": None,
+        "failure_reason": None,
+        "failure_fingerprint": None,
+        "updated_at": at,
+        "version": T.version + 1,
+    }

@@ -1,0 +1,107 @@
+"""Runners: register, heartbeat, stop, and who holds what."""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+from sqlalchemy import Connection, func, insert, select, update
+
+from watchkeeper.clock import to_epoch
+from watchkeeper.errors import Conflict, NotFound
+from watchkeeper.queue.records import NewRunner, Runner, Task
+from watchkeeper.store.engine import translate_errors, write_transaction
+from watchkeeper.store.queue.base import Part
+from watchkeeper.store.queue.rows import RUNNING, R, T, new_id, runner_from_row, task_from_row
+from watchkeeper.store.schema_queue import queue_runners, queue_tasks
+
+
+class Runners(Part):
+    """The runners' own rows, and the tasks they hold."""
+
+    def register(self, new: NewRunner, now: datetime) -> Runner:
+        """Record a runner; it counts as alive from this first heartbeat."""
+        at = to_epoch(now)
+        runner_id = new_id("r")
+        with translate_errors("registering a runner"), write_transaction(self._engine) as conn:
+            conn.execute(
+                insert(queue_runners).values(
+                    id=runner_id,
+                    name=new.name,
+                    fleet=new.fleet,
+                    org=new.org,
+                    capacity=new.capacity,
+                    host=new.host,
+                    pid=new.pid,
+                    registered_at=at,
+                    heartbeat_at=at,
+                )
+            )
+        return self.runner(runner_id)
+
+    def heartbeat(self, runner_id: str, now: datetime) -> Runner:
+        """The runner is alive; a stopped runner must register again."""
+        at = to_epoch(now)
+        with translate_errors("recording a heartbeat"), write_transaction(self._engine) as conn:
+            moved = conn.execute(
+                update(queue_runners)
+                .where(R.id == runner_id, R.stopped_at.is_(None))
+                .values(heartbeat_at=at)
+            ).rowcount
+        if not moved:
+            self._explain_runner(runner_id)
+        return self.runner(runner_id)
+
+    def stop_runner(self, runner_id: str, now: datetime) -> None:
+        """Mark a runner stopped (it said goodbye); its leases are recovered by the caller."""
+        at = to_epoch(now)
+        with translate_errors("stopping a runner"), write_transaction(self._engine) as conn:
+            moved = conn.execute(
+                update(queue_runners)
+                .where(R.id == runner_id, R.stopped_at.is_(None))
+                .values(stopped_at=at)
+            ).rowcount
+        if not moved:
+            self._explain_runner(runner_id)
+
+    def _explain_runner(self, runner_id: str) -> None:
+        runner = self.runner(runner_id)
+        raise Conflict(
+            f"runner {runner_id} stopped at {runner.stopped_at}: register again to serve"
+        )
+
+    def runner(self, runner_id: str) -> Runner:
+        """One runner with its running count, or :class:`NotFound`."""
+        with translate_errors("reading a runner"), self._engine.connect() as conn:
+            row = conn.execute(select(queue_runners).where(R.id == runner_id)).first()
+            if row is None:
+                raise NotFound(f"no runner {runner_id!r}: register first")
+            statement = select(func.count()).where(T.runner_id == runner_id, T.status == RUNNING)
+            running = int(conn.execute(statement).scalar_one())
+        return runner_from_row(row, running)
+
+    def runners(self, *, include_stopped: bool = False) -> list[Runner]:
+        """Registered runners with how many tasks each runs."""
+        with translate_errors("listing runners"), self._engine.connect() as conn:
+            return read_runners(conn, include_stopped)
+
+    def running_tasks(self) -> list[Task]:
+        """Every task a runner holds now."""
+        statement = select(queue_tasks).where(T.status == RUNNING).order_by(T.leased_at)
+        with translate_errors("reading running tasks"), self._engine.connect() as conn:
+            return [task_from_row(row) for row in conn.execute(statement)]
+
+
+def read_runners(conn: Connection, include_stopped: bool) -> list[Runner]:
+    """Runners by fleet, oldest first, each with how many tasks it runs."""
+    statement = select(queue_runners).order_by(R.fleet, R.registered_at)
+    if not include_stopped:
+        statement = statement.where(R.stopped_at.is_(None))
+    rows = conn.execute(statement).all()
+    counts: dict[str, int] = dict(
+        conn.execute(
+            select(T.runner_id, func.count())
+            .where(T.status == RUNNING, T.runner_id.is_not(None))
+            .group_by(T.runner_id)
+        ).all()
+    )
+    return [runner_from_row(row, int(counts.get(row.id, 0))) for row in rows]

@@ -1,0 +1,129 @@
+"""The statements leasing runs on every call, built once.
+
+Building one of these costs more than running it.
+"""
+
+from __future__ import annotations
+
+import functools
+from typing import Any
+
+from sqlalchemy import (
+    Float,
+    Integer,
+    String,
+    bindparam,
+    cast,
+    delete,
+    func,
+    insert,
+    literal,
+    select,
+    update,
+)
+
+from watchkeeper.store.queue.rows import QUEUED, RUNNING, R, T
+from watchkeeper.store.schema import api_tokens
+from watchkeeper.store.schema_queue import queue_events, queue_runners, queue_spend, queue_tasks
+
+#: The runner and how many tasks it holds, in one read.
+RUNNER_WITH_LOAD = select(
+    queue_runners,
+    select(func.count())
+    .where(T.runner_id == R.id, T.status == RUNNING)
+    .scalar_subquery()
+    .label("running"),
+).where(R.id == bindparam("p_runner"))
+
+
+@functools.lru_cache(maxsize=4)
+def candidates_statement(tied_to_org: bool, sqlite: bool) -> Any:
+    """The oldest queued tasks of a fleet; on PostgreSQL, rows others hold are skipped."""
+    statement = (
+        select(T.id, T.job_id, T.org, T.fleet)
+        .where(T.status == QUEUED, T.fleet == bindparam("p_fleet"))
+        .order_by(T.queued_at, T.id)
+        .limit(bindparam("p_window", type_=Integer))
+    )
+    if tied_to_org:
+        statement = statement.where(T.org == bindparam("p_org"))
+    if not sqlite:
+        statement = statement.with_for_update(skip_locked=True, of=queue_tasks)
+    return statement
+
+
+@functools.lru_cache(maxsize=2)
+def claim_statement(sqlite: bool) -> Any:
+    """Claim a batch in one statement; each row gets a fresh random token from the
+    database (PostgreSQL's gen_random_uuid, SQLite's randomblob)."""
+    if sqlite:
+        token: Any = func.lower(func.hex(func.randomblob(16)))
+    else:
+        token = func.replace(cast(func.gen_random_uuid(), String), "-", "")
+    at = bindparam("p_at", type_=Float)
+    return (
+        update(queue_tasks)
+        .where(T.id.in_(bindparam("p_ids", expanding=True)), T.status == QUEUED)
+        .values(
+            status=RUNNING,
+            runner_id=bindparam("p_runner", type_=String),
+            lease_token=token,
+            leased_at=at,
+            last_renewed_at=None,
+            progress_at=at,
+            attempt=T.attempt + 1,
+            version=T.version + 1,
+            updated_at=at,
+        )
+        .returning(*queue_tasks.c)
+    )
+
+
+@functools.lru_cache(maxsize=16)
+def end_statement(status: str, sqlite: bool) -> Any:
+    """The end of a held task.
+
+    On PostgreSQL the move, its agent-minutes, its timeline entry and the
+    removal of the task's token are one statement (data-modifying CTEs), so
+    ending a task is one round trip.
+    """
+    at = bindparam("p_at", type_=Float)
+    moved = (
+        update(queue_tasks)
+        .where(
+            T.id == bindparam("p_id"),
+            T.lease_token == bindparam("p_token"),
+            T.status == RUNNING,
+            func.coalesce(T.last_renewed_at, T.leased_at) + T.lease_s > at,
+        )
+        .values(
+            status=status,
+            lease_token=None,
+            finished_at=at,
+            updated_at=at,
+            exit_code=bindparam("p_exit", type_=Integer),
+            failure_reason=bindparam("p_reason", type_=String),
+            failure_fingerprint=bindparam("p_fingerprint", type_=String),
+            version=T.version + 1,
+        )
+        .returning(*queue_tasks.c)
+    )
+    if sqlite:
+        return moved
+    from sqlalchemy.dialects.postgresql import insert as pg_insert
+
+    task = moved.cte("moved")
+    spent = pg_insert(queue_spend).from_select(
+        ["org", "month", "agent_seconds"],
+        select(task.c.org, bindparam("p_month", type_=String), at - task.c.leased_at),
+    )
+    spent = spent.on_conflict_do_update(
+        index_elements=["org", "month"],
+        set_={"agent_seconds": queue_spend.c.agent_seconds + spent.excluded.agent_seconds},
+    )
+    logged = insert(queue_events).from_select(
+        ["task_id", "job_id", "at", "type", "detail"],
+        select(task.c.id, task.c.job_id, at, literal(status, String), task.c.failure_reason),
+    )
+    revoked = delete(api_tokens).where(api_tokens.c.task_id.in_(select(task.c.id)))
+    return select(task).add_cte(spent.cte("spent"), logged.cte("logged"), revoked.cte("revoked"))
