@@ -32,7 +32,7 @@ import _common as common
 from watchkeeper.clock import ManualClock
 from watchkeeper.decide.actors import Actor
 from watchkeeper.runtime import Runtime
-from watchkeeper.server.reports import Reports
+from watchkeeper.server.app import reports_for
 from watchkeeper.store import Store
 from watchkeeper.store.runs import NewRun
 
@@ -45,7 +45,7 @@ def prepare(url: str, folder: Path, incidents: int) -> tuple[Any, list[tuple[int
     store = Store(url)
     clock = ManualClock(common_now())
     runtime = Runtime.open(settings, clock=clock, store=store)
-    reports = Reports(runtime)
+    reports = reports_for(runtime)
     for index in range(incidents):
         reports.start(NewRun("swarm_task", f"t{index}", "task", None, "none", None, None, 90))
         reports.fail("swarm_task", f"t{index}", "worker died", None, None)

@@ -41,9 +41,8 @@ from tests.integration.fakes.slack import TOKEN, fake_slack
 
 import _common as common
 from watchkeeper.notify.channels.slack import SlackChannel
-from watchkeeper.notify.service import Notifier
 from watchkeeper.runtime import Runtime
-from watchkeeper.server.reports import Reports
+from watchkeeper.server.app import reports_for
 from watchkeeper.store import Store
 from watchkeeper.store.runs import NewRun
 from watchkeeper.store.schema import incidents
@@ -112,7 +111,7 @@ def one_run(
             folder, url, slack={"bot_token": TOKEN, "base_url": fake_url, "timeout_s": 10}
         )
         runtime = Runtime.open(settings, store=Store(url))
-        reports = Reports(runtime)
+        reports = reports_for(runtime)
         for chat in range(chats):
             origin = {"platform": "slack", "chat_id": f"C{chat:04d}"}
             for index in range(per_chat):
@@ -124,7 +123,7 @@ def one_run(
         channel = SlackChannel(settings.slack)
         if not paced:
             channel.per_chat_rate = 10_000.0
-        notifier = Notifier(runtime, {"slack": channel})
+        notifier = runtime.build_notifier({"slack": channel})
 
         async def deliver() -> float:
             await runtime.supervisor.sweep()

@@ -9,7 +9,7 @@ What it measures:
   over runs of their own (started beforehand) for ``--duration`` seconds.
   Reported: requests per second, p50/p99 latency, errors, and the CPU the
   server process used during the window (in cores).
-- In-process: ``Reports(runtime).progress(...)`` called directly from eight
+- In-process: ``reports_for(runtime).progress(...)`` called directly from eight
   threads, no HTTP, for the same duration.
 
 Goal (issue 2): 2,000 progress reports per second over HTTP on SQLite.
@@ -37,6 +37,7 @@ import psutil
 
 import _common as common
 from watchkeeper.runtime import Runtime
+from watchkeeper.server.app import reports_for
 from watchkeeper.server.reports import Reports
 from watchkeeper.store import Store
 from watchkeeper.store.runs import NewRun
@@ -159,7 +160,7 @@ def inprocess_rate(url: str, folder: Path, args: argparse.Namespace) -> common.F
     store = Store(url)
     runtime = Runtime.open(common.settings_for(folder, url), store=store)
     try:
-        reports = Reports(runtime)
+        reports = reports_for(runtime)
         for i in range(args.clients):
             for run_id in run_ids_for(i, args.runs):
                 kind = KINDS[i % len(KINDS)]

@@ -42,8 +42,7 @@ from watchkeeper.queue.records import NewRunner
 from watchkeeper.queue.service import QueueService
 from watchkeeper.queue.timeline import NewEvent, TimelineService
 from watchkeeper.runtime import Runtime
-from watchkeeper.server.app import create_app
-from watchkeeper.server.reports import Reports
+from watchkeeper.server.app import create_app, reports_for
 from watchkeeper.store.runs import NewRun
 from watchkeeper.store.tokens import Role
 from watchkeeper.supervise import (
@@ -99,7 +98,7 @@ def serve(runtime: Runtime) -> Iterator[tuple[str, Any]]:
 
 def seed_runs(runtime: Runtime) -> None:
     """Work that stalls, fails, runs and waits."""
-    reports = Reports(runtime)
+    reports = reports_for(runtime)
     runs = [
         ("crawl", "crawl-docs", "crawl docs.example.org", 1.0),
         ("crawl", "crawl-shop", "crawl shop.example.org", 3600.0),

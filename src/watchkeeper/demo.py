@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 
 from watchkeeper.kinds.actions import ActionRequest
 from watchkeeper.runtime import Runtime
-from watchkeeper.server.reports import Reports
+from watchkeeper.server.app import reports_for
 from watchkeeper.store.runs import NewRun
 
 log = logging.getLogger(__name__)
@@ -43,7 +43,7 @@ class DemoSwarm:
         task.add_done_callback(self.tasks.discard)
 
     async def _run(self) -> None:
-        reports = Reports(self.runtime)
+        reports = reports_for(self.runtime)
         new = NewRun(DEMO_KIND, DEMO_RUN, "summarise the weekly reports", None, "none",
                      None, None, 3600)  # fmt: skip
         await asyncio.to_thread(reports.start, new)

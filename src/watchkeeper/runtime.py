@@ -1,24 +1,31 @@
-"""Everything one watchkeeper process holds, built from the configuration in one place."""
+"""Everything one watchkeeper process holds, built from the configuration in one place.
+
+The composition root: each service gets the pieces it uses (the store, the
+adapters, a part of the settings, the clock), never the runtime itself, and
+only the entry points (``server/``, ``cli/``) import this module.
+"""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from functools import cached_property
-from typing import TYPE_CHECKING
 
 from watchkeeper.clock import Clock, utcnow
 from watchkeeper.config import Settings
+from watchkeeper.decide.decider import Decider
+from watchkeeper.decide.diagnose import Diagnoser
+from watchkeeper.decide.journal import recover_interrupted
+from watchkeeper.decide.runbooks import Runbooks
 from watchkeeper.kinds import registry
 from watchkeeper.kinds.base import AdapterContext
+from watchkeeper.notify.channels.base import Channel
 from watchkeeper.notify.ops import OpsNotifier
+from watchkeeper.notify.service import Notifier
 from watchkeeper.store import Store
-from watchkeeper.watch.overview import Overview, build
-from watchkeeper.watch.reconcile import judge_reads
+from watchkeeper.watch.overview import Overview
+from watchkeeper.watch.selfcheck import NoticeSink
 from watchkeeper.watch.supervisor import Supervisor
-
-if TYPE_CHECKING:
-    from watchkeeper.decide.decider import Decider
-    from watchkeeper.decide.runbooks import Runbooks
 
 
 @dataclass
@@ -37,7 +44,7 @@ class Runtime:
         *,
         clock: Clock = utcnow,
         store: Store | None = None,
-        notifier: OpsNotifier | None = None,
+        notifier: NoticeSink | None = None,
     ) -> Runtime:
         """Open the store (migrating it) and build every configured kind's adapter."""
         store = store or Store(settings.resolved_database_url)
@@ -64,24 +71,31 @@ class Runtime:
 
     def start_decisions(self) -> None:
         """Reconcile the action journal after a crash and switch runbooks into the loop."""
-        from watchkeeper.decide.journal import recover_interrupted
-
         recover_interrupted(self.store, self.clock())
         self.supervisor.after_sweep.append(self.runbooks.after_sweep)
 
     @cached_property
     def decider(self) -> Decider:
         """Decides incidents for every channel."""
-        from watchkeeper.decide.decider import Decider
-
-        return Decider(self)
+        adapters = self.supervisor.adapters
+        diagnoser = Diagnoser(adapters, self.settings.diagnose, self.clock)
+        return Decider(self.store, adapters, self.settings.admins, self.clock, diagnoser)
 
     @cached_property
     def runbooks(self) -> Runbooks:
         """Automatic first steps."""
-        from watchkeeper.decide.runbooks import Runbooks
+        return Runbooks(self.decider, self.store, self.settings.runbooks, self.clock)
 
-        return Runbooks(self.decider)
+    def build_notifier(self, channels: Mapping[str, Channel]) -> Notifier:
+        """A notifier routing this process's incident events to ``channels``."""
+        return Notifier(
+            self.store,
+            channels,
+            decider=self.decider,
+            ops=self.settings.ops,
+            kinds=self.settings.kind_configs(),
+            clock=self.clock,
+        )
 
     @property
     def push_kinds(self) -> set[str]:
@@ -90,12 +104,7 @@ class Runtime:
 
     async def overview(self, include_finished: bool) -> Overview:
         """Read every kind now and sort what it reports (does not touch incidents)."""
-        now = self.clock()
-        reads = await self.supervisor.read_all(now)
-        judged = judge_reads(reads, self.supervisor.specs, now)
-        live = self.store.incidents.live(list(judged))
-        suppressed = self.store.decisions.suppressed_keys(list(judged))
-        return build(reads, judged, live, now, include_finished, suppressed)
+        return await self.supervisor.overview(include_finished)
 
     def close(self) -> None:
         """Release adapters and pooled connections."""

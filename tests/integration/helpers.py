@@ -5,9 +5,15 @@ from __future__ import annotations
 import asyncio
 
 from watchkeeper.runtime import Runtime
+from watchkeeper.server.app import reports_for as wired_reports
 from watchkeeper.server.reports import Reports
 from watchkeeper.store.runs import NewRun, PushRun
-from watchkeeper.watch.supervisor import SweepResult
+from watchkeeper.watch.results import SweepResult
+
+
+def reports_for(runtime: Runtime) -> Reports:
+    """The write side of push runs on ``runtime``, wired as the app wires it."""
+    return wired_reports(runtime)
 
 
 def sweep(runtime: Runtime) -> SweepResult:
@@ -28,5 +34,5 @@ def start(
 ) -> PushRun:
     """Start a push run through the same code the API uses."""
     new = NewRun(kind, run_id, f"{kind} {run_id}", origin, effects, budget_s, expected_s, lease_s)
-    run, _ = Reports(runtime).start(new)
+    run, _ = reports_for(runtime).start(new)
     return run

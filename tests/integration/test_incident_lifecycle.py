@@ -4,10 +4,9 @@ from __future__ import annotations
 
 from watchkeeper.clock import ManualClock
 from watchkeeper.runtime import Runtime
-from watchkeeper.server.reports import Reports
 from watchkeeper.store.incidents import IncidentStatus
 
-from .helpers import start, sweep
+from .helpers import reports_for, start, sweep
 
 
 def live(runtime: Runtime) -> list[tuple[str, str, str]]:
@@ -20,7 +19,7 @@ def live(runtime: Runtime) -> list[tuple[str, str, str]]:
 def test_stalled_opens_once_moves_again_once_and_resolves_on_finish(
     runtime: Runtime, clock: ManualClock
 ) -> None:
-    reports = Reports(runtime)
+    reports = reports_for(runtime)
     start(runtime, "c1", budget_s=60, lease_s=3600)
     sweep(runtime)
     assert live(runtime) == []
@@ -53,7 +52,7 @@ def test_stalled_opens_once_moves_again_once_and_resolves_on_finish(
 
 
 def test_stalling_again_reopens_the_same_incident(runtime: Runtime, clock: ManualClock) -> None:
-    reports = Reports(runtime)
+    reports = reports_for(runtime)
     start(runtime, "c2", budget_s=60, lease_s=3600)
     clock.advance(61)
     opened = sweep(runtime).applied.opened
@@ -69,7 +68,7 @@ def test_stalling_again_reopens_the_same_incident(runtime: Runtime, clock: Manua
 
 
 def test_heartbeat_is_not_progress(runtime: Runtime, clock: ManualClock) -> None:
-    reports = Reports(runtime)
+    reports = reports_for(runtime)
     start(runtime, "c3", budget_s=60, lease_s=30)
     for _ in range(4):
         clock.advance(20)
@@ -91,7 +90,7 @@ def test_lapsed_lease_makes_running_work_stuck(runtime: Runtime, clock: ManualCl
 def test_stalled_turning_stuck_resolves_one_and_opens_the_other(
     runtime: Runtime, clock: ManualClock
 ) -> None:
-    reports = Reports(runtime)
+    reports = reports_for(runtime)
     start(runtime, "c5", budget_s=60, lease_s=100)
     clock.advance(70)
     reports.heartbeat("crawl", "c5")
@@ -107,7 +106,7 @@ def test_stalled_turning_stuck_resolves_one_and_opens_the_other(
 def test_a_new_failure_fingerprint_opens_a_new_incident(
     runtime: Runtime, clock: ManualClock
 ) -> None:
-    reports = Reports(runtime)
+    reports = reports_for(runtime)
     start(runtime, "c6")
     reports.fail("crawl", "c6", "DNS lookup failed for host 10.0.0.7", None, None)
     first = sweep(runtime).applied.opened
@@ -135,7 +134,7 @@ def test_a_new_failure_fingerprint_opens_a_new_incident(
 
 
 def test_waiting_work_never_stalls(runtime: Runtime, clock: ManualClock) -> None:
-    reports = Reports(runtime)
+    reports = reports_for(runtime)
     start(runtime, "c7", budget_s=60, lease_s=30)
     reports.waiting("crawl", "c7", "approve the plan")
     clock.advance(10_000)
@@ -148,7 +147,7 @@ def test_slow_is_shown_in_the_overview_but_opens_nothing(
 ) -> None:
     import asyncio
 
-    reports = Reports(runtime)
+    reports = reports_for(runtime)
     start(runtime, "c8", budget_s=60, lease_s=3600, expected_s=100)
     for _ in range(3):
         clock.advance(50)

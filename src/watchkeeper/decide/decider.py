@@ -11,9 +11,12 @@ from __future__ import annotations
 import logging
 import os
 import socket
+from collections.abc import Mapping
 from dataclasses import dataclass
 from enum import StrEnum
 
+from watchkeeper.clock import Clock
+from watchkeeper.config import AdminsConfig
 from watchkeeper.contract import Action, Condition, Effects, RunView
 from watchkeeper.decide.actors import Actor, via_label
 from watchkeeper.decide.diagnose import Diagnoser
@@ -21,7 +24,7 @@ from watchkeeper.decide.offer import DECIDING, JOURNALLED, buttons, label
 from watchkeeper.errors import InvalidInput, WatchkeeperError
 from watchkeeper.kinds.actions import ActionFailed, ActionRequest
 from watchkeeper.kinds.base import Adapter
-from watchkeeper.runtime import Runtime
+from watchkeeper.store import Store
 from watchkeeper.store.decisions import ActionRecord, ActionStatus, Claim, Press
 from watchkeeper.store.incidents import Decision, Incident, IncidentStatus
 
@@ -77,17 +80,30 @@ def decided_message(decision: Decision) -> str:
 
 
 class Decider:
-    """Decides incidents for every channel through one function."""
+    """Decides incidents for every channel through one function.
 
-    def __init__(self, runtime: Runtime, diagnoser: Diagnoser | None = None) -> None:
-        self.runtime = runtime
-        self.store = runtime.store
-        self.diagnoser = diagnoser or Diagnoser(runtime)
+    ``adapters`` is read at every press, so a kind added to the mapping later
+    is acted on too; ``admins`` says which chat users may act.
+    """
+
+    def __init__(
+        self,
+        store: Store,
+        adapters: Mapping[str, Adapter],
+        admins: AdminsConfig,
+        clock: Clock,
+        diagnoser: Diagnoser,
+    ) -> None:
+        self.store = store
+        self.adapters = adapters
+        self.admins = admins
+        self.clock = clock
+        self.diagnoser = diagnoser
         self.host = socket.gethostname()
 
     def offered(self, incident: Incident, run: RunView | None = None) -> list[Action]:
         """The buttons ``incident`` shows now."""
-        adapter = self.runtime.supervisor.adapters.get(incident.key.kind)
+        adapter = self.adapters.get(incident.key.kind)
         capabilities = adapter.capabilities() if adapter else frozenset()
         effects = run.effects if run is not None else Effects(incident.effects)
         return buttons(
@@ -121,7 +137,7 @@ class Decider:
             raise InvalidInput(
                 "state_token is required: send the token shown with the incident", "state_token"
             )
-        adapter = self.runtime.supervisor.adapters.get(incident.key.kind)
+        adapter = self.adapters.get(incident.key.kind)
         run = self._current(adapter, incident)
         moved = state_token != incident.state_token or (
             run is not None and run.state_token != state_token
@@ -143,7 +159,7 @@ class Decider:
         if adapter is None:
             return None
         try:
-            return adapter.read_one(incident.key.run_id, self.runtime.clock())
+            return adapter.read_one(incident.key.run_id, self.clock())
         except WatchkeeperError as exc:
             raise WatchkeeperError(
                 f"cannot check {incident.key.kind} run {incident.key.run_id} before acting: {exc}; "
@@ -159,7 +175,7 @@ class Decider:
         adapter: Adapter | None,
     ) -> PressResult:
         assert action in DECIDING
-        now = self.runtime.clock()
+        now = self.clock()
         claim = Claim(
             incident_id=incident.id,
             action=action.value,
@@ -219,7 +235,7 @@ class Decider:
                 extra={"action": "decide"},
             )
         self.store.decisions.finish_action(
-            action_id, status, answer or label(action), self.runtime.clock(), event
+            action_id, status, answer or label(action), self.clock(), event
         )
         record = next(
             a for a in self.store.decisions.actions_for_incident(incident.id) if a.id == action_id
@@ -249,7 +265,7 @@ class Decider:
         outcome: Outcome,
         message: str,
     ) -> PressResult:
-        now = self.runtime.clock()
+        now = self.clock()
         self.store.decisions.record_press(
             Press(
                 incident.id,
@@ -266,7 +282,7 @@ class Decider:
 
     def _diagnose(self, incident: Incident, actor: Actor) -> PressResult:
         diagnosis = self.diagnoser.diagnose(incident)
-        now = self.runtime.clock()
+        now = self.clock()
         self.store.decisions.record_press(
             Press(incident.id, now, actor.name, actor.via, Action.DIAGNOSE.value, None,
                   Outcome.DIAGNOSED.value, diagnosis.source)

@@ -10,13 +10,16 @@ from __future__ import annotations
 
 import logging
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import datetime
 
+from watchkeeper.clock import Clock
+from watchkeeper.config import DiagnoseConfig
 from watchkeeper.contract import Condition, Effects
 from watchkeeper.decide.evidence import Evidence, gather
+from watchkeeper.kinds.base import Adapter
 from watchkeeper.redact import redact
-from watchkeeper.runtime import Runtime
 from watchkeeper.store.incidents import Incident
 
 log = logging.getLogger(__name__)
@@ -142,13 +145,17 @@ def _next_step(condition: Condition, evidence: Evidence) -> str:
 class Diagnoser:
     """Answers "Ask to diagnose": a model when configured, the rules otherwise or on failure."""
 
-    def __init__(self, runtime: Runtime) -> None:
-        self.runtime = runtime
+    def __init__(
+        self, adapters: Mapping[str, Adapter], config: DiagnoseConfig, clock: Clock
+    ) -> None:
+        self.adapters = adapters
+        self.config = config
+        self.clock = clock
 
     def diagnose(self, incident: Incident) -> Diagnosis:
         """Diagnose ``incident`` from read-only evidence."""
-        evidence = gather(self.runtime, incident)
-        config = self.runtime.settings.diagnose
+        evidence = gather(self.adapters, incident, self.clock())
+        config = self.config
         if config.base_url and config.model:
             from watchkeeper.decide.llm import ModelFailed, ask_model
 

@@ -2,14 +2,16 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
+from datetime import datetime
 from typing import Any
 
 from watchkeeper.clock import rfc3339
 from watchkeeper.contract import RunView
 from watchkeeper.errors import WatchkeeperError
+from watchkeeper.kinds.base import Adapter
 from watchkeeper.redact import redact, tail
-from watchkeeper.runtime import Runtime
 from watchkeeper.store.incidents import Incident
 
 
@@ -55,15 +57,15 @@ class Evidence:
         return {key: tail(value, lines=20) for key, value in self.facts.items()}
 
 
-def gather(runtime: Runtime, incident: Incident) -> Evidence:
+def gather(adapters: Mapping[str, Adapter], incident: Incident, now: datetime) -> Evidence:
     """Collect evidence; a kind that cannot be read is noted, not fatal."""
-    adapter = runtime.supervisor.adapters.get(incident.key.kind)
+    adapter = adapters.get(incident.key.kind)
     if adapter is None:
         return Evidence(
             incident, None, read_error=f"kind {incident.key.kind} is no longer configured"
         )
     try:
-        run = adapter.read_one(incident.key.run_id, runtime.clock())
+        run = adapter.read_one(incident.key.run_id, now)
         facts = adapter.evidence(incident.key.run_id)
     except WatchkeeperError as exc:
         return Evidence(incident, None, read_error=str(exc))

@@ -13,11 +13,14 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
+from watchkeeper.clock import Clock
+from watchkeeper.config import RunbooksConfig
 from watchkeeper.contract import Action, Condition, Effects, RunView
 from watchkeeper.decide.actors import Actor
 from watchkeeper.decide.decider import Decider, PressResult
+from watchkeeper.store import Store
 from watchkeeper.store.incidents import Incident
-from watchkeeper.watch.supervisor import SweepResult
+from watchkeeper.watch.results import SweepResult
 
 log = logging.getLogger(__name__)
 OUT_OF_ATTEMPTS = "out_of_attempts"
@@ -90,14 +93,18 @@ class Switch:
 class Runbooks:
     """Evaluates switched-on runbooks against the incidents a sweep opened."""
 
-    def __init__(self, decider: Decider) -> None:
+    def __init__(
+        self, decider: Decider, store: Store, config: RunbooksConfig, clock: Clock
+    ) -> None:
         self.decider = decider
-        self.runtime = decider.runtime
+        self.store = store
+        self.config = config
+        self.clock = clock
 
     def switches(self) -> list[Switch]:
         """Every runbook with its state: the API's switch wins over the file."""
-        stored = self.runtime.store.decisions.runbook_switches()
-        config = self.runtime.settings.runbooks
+        stored = self.store.decisions.runbook_switches()
+        config = self.config
         result = []
         for name, runbook in RUNBOOKS.items():
             if name in stored:
@@ -121,7 +128,7 @@ class Runbooks:
         }
         taken = []
         for incident_id in (*result.applied.opened, *result.applied.reopened):
-            incident = self.runtime.store.incidents.get(incident_id)
+            incident = self.store.incidents.get(incident_id)
             run = runs.get((incident.key.kind, incident.key.run_id))
             step = self._step_for(incident, run, active, result.at)
             if step is not None:
@@ -139,9 +146,7 @@ class Runbooks:
         )
         if chosen is None:
             return None
-        history = self.runtime.store.decisions.actions_for_work(
-            incident.key.kind, incident.key.run_id
-        )
+        history = self.store.decisions.actions_for_work(incident.key.kind, incident.key.run_id)
         automatic = [a for a in history if a.via == "runbook"]
         if any(a.started_at > now - ONE_STEP_PER for a in automatic):
             return None
@@ -154,7 +159,7 @@ class Runbooks:
             incident.id, runbook.action, incident.state_token, Actor.runbook()
         )
         note = f"runbook {runbook.name}: {outcome.message}"
-        self.runtime.store.incidents.add_event(incident.id, self.runtime.clock(), "runbook", note)
+        self.store.incidents.add_event(incident.id, self.clock(), "runbook", note)
         log.info(
             "Runbook %s on incident %d: %s",
             runbook.name,

@@ -7,10 +7,9 @@ import logging
 from dataclasses import dataclass
 
 from watchkeeper.decide.actors import Actor
-from watchkeeper.decide.decider import PressResult
+from watchkeeper.decide.decider import Decider, PressResult
 from watchkeeper.errors import NotFound, WatchkeeperError
 from watchkeeper.notify.message import parse_button, token_digest
-from watchkeeper.runtime import Runtime
 
 log = logging.getLogger(__name__)
 NOT_OURS = "this button is not one of watchkeeper's, or its incident no longer exists"
@@ -26,7 +25,7 @@ class ChatPress:
     data: str  # the button's data, as sent with the card
 
 
-def handle_chat_press(runtime: Runtime, press: ChatPress) -> PressResult | None:
+def handle_chat_press(decider: Decider, press: ChatPress) -> PressResult | None:
     """Decide a chat press (admins from ``[admins]``); ``None`` when the data is not ours.
 
     The card carries a digest of the state token it was sent with: a press on
@@ -36,16 +35,16 @@ def handle_chat_press(runtime: Runtime, press: ChatPress) -> PressResult | None:
     if parsed is None:
         return None
     try:
-        incident = runtime.store.incidents.get(parsed.incident_id, with_events=False)
+        incident = decider.store.incidents.get(parsed.incident_id, with_events=False)
     except NotFound:
         return None
     shown = incident.state_token if token_digest(incident.state_token) == parsed.digest else "moved"
     name = press.user_name if press.user_name.startswith("@") else f"@{press.user_name}"
-    actor = Actor.from_chat(press.platform, press.user_id, name, runtime.settings.admins)
-    return runtime.decider.press(parsed.incident_id, parsed.action, shown, actor)
+    actor = Actor.from_chat(press.platform, press.user_id, name, decider.admins)
+    return decider.press(parsed.incident_id, parsed.action, shown, actor)
 
 
-async def decide_press(runtime: Runtime, press: ChatPress) -> str | None:
+async def decide_press(decider: Decider, press: ChatPress) -> str | None:
     """Decide a chat press off the event loop; the words for the presser, or ``None`` if it won.
 
     Whatever goes wrong, the presser hears back: platforms that answer
@@ -53,7 +52,7 @@ async def decide_press(runtime: Runtime, press: ChatPress) -> str | None:
     after acknowledging the request.
     """
     try:
-        result = await asyncio.to_thread(handle_chat_press, runtime, press)
+        result = await asyncio.to_thread(handle_chat_press, decider, press)
     except WatchkeeperError as exc:
         log.warning("A %s press could not be decided: %s", press.platform, exc,
                     extra={"action": f"{press.platform}_press"})  # fmt: skip

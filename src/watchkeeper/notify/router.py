@@ -14,14 +14,16 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from datetime import datetime, timedelta
 
+from watchkeeper.config import KindConfig, OpsConfig
 from watchkeeper.contract import Action
+from watchkeeper.decide.decider import Decider
 from watchkeeper.errors import NotFound
 from watchkeeper.notify import cards
 from watchkeeper.notify.message import Message, Target
-from watchkeeper.runtime import Runtime
+from watchkeeper.store import Store
 from watchkeeper.store.incidents import Incident, IncidentEvent
 from watchkeeper.store.outbox import DeliveryStatus, NewDelivery
 
@@ -43,10 +45,24 @@ def parse_place(entry: str) -> Target:
 
 
 class Router:
-    """Turns new incident events into deliveries; keeps its place in the event stream."""
+    """Turns new incident events into deliveries; keeps its place in the event stream.
 
-    def __init__(self, runtime: Runtime, channels: Sequence[str]) -> None:
-        self.runtime = runtime
+    ``decider`` says which buttons a card offers; ``ops`` where work with no
+    chat is reported; ``kinds`` which kinds report their own alerts.
+    """
+
+    def __init__(
+        self,
+        store: Store,
+        decider: Decider,
+        ops: OpsConfig,
+        kinds: Mapping[str, KindConfig],
+        channels: Sequence[str],
+    ) -> None:
+        self.store = store
+        self.decider = decider
+        self.ops = ops
+        self.kinds = kinds
         self.channels = frozenset(channels)
         self.cursor: int | None = None
 
@@ -56,12 +72,12 @@ class Router:
         platform = origin.get("platform")
         if platform in CHAT_PLATFORMS and origin.get("chat_id"):
             return [Target(str(platform), str(origin["chat_id"]), origin.get("thread_id"))]
-        return [parse_place(entry) for entry in self.runtime.settings.ops.channels]
+        return [parse_place(entry) for entry in self.ops.channels]
 
     def route(self, now: datetime, limit: int = 500) -> int:
         """Route every event not yet routed; returns how many deliveries were enqueued."""
         since = now - CATCH_UP if self.cursor is None else None
-        events = self.runtime.store.incidents.events_after(self.cursor or 0, limit, since)
+        events = self.store.incidents.events_after(self.cursor or 0, limit, since)
         incidents: dict[int, Incident] = {}
         items = []
         for event_id, incident_id, event in events:
@@ -72,7 +88,7 @@ class Router:
             items.extend(self._deliveries(event_id, incident, event))
         # One transaction for the whole pass: enqueueing is idempotent, so a crash here only
         # means the next pass (or the next start's catch-up) enqueues the same keys.
-        created = len(self.runtime.store.outbox.enqueue(items, now))
+        created = len(self.store.outbox.enqueue(items, now))
         if events:
             self.cursor = events[-1][0]
         elif self.cursor is None:
@@ -81,12 +97,12 @@ class Router:
 
     def _incident(self, incident_id: int) -> Incident | None:
         try:
-            return self.runtime.store.incidents.get(incident_id, with_events=False)
+            return self.store.incidents.get(incident_id, with_events=False)
         except NotFound:
             return None
 
     def _reports_itself(self, incident: Incident) -> bool:
-        kind = self.runtime.settings.kind_configs().get(incident.key.kind)
+        kind = self.kinds.get(incident.key.kind)
         return kind is not None and kind.reports_itself
 
     def _deliveries(
@@ -95,7 +111,7 @@ class Router:
         if self._reports_itself(incident):
             return []
         if event.type in {"opened", "reopened"}:
-            message = cards.card(incident, self.runtime.decider.offered(incident))
+            message = cards.card(incident, self.decider.offered(incident))
             return self._to_all(event_id, incident, "card", message)
         if event.type == "moved_again":
             return self._to_all(
@@ -130,7 +146,7 @@ class Router:
 
     def _updates(self, event_id: int, incident: Incident) -> list[NewDelivery]:
         items = []
-        for sent in self.runtime.store.outbox.for_incident(incident.id):
+        for sent in self.store.outbox.for_incident(incident.id):
             if (
                 sent.purpose != "card"
                 or sent.status is not DeliveryStatus.SENT

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from watchkeeper.runtime import Runtime
+from collections.abc import Awaitable, Callable
+
 from watchkeeper.watch.overview import Overview
 from watchkeeper.watch.reconcile import Judged
 
@@ -35,7 +36,7 @@ def render(overview: Overview, include_finished: bool) -> str:
     return "\n".join(lines)
 
 
-async def runs_text(runtime: Runtime, argument: str) -> str:
-    """The answer to ``/runs`` (or ``/runs all``)."""
+async def runs_text(read: Callable[[bool], Awaitable[Overview]], argument: str) -> str:
+    """The answer to ``/runs`` (or ``/runs all``); ``read(include_finished)`` reads the runs."""
     include = argument.strip().lower() == "all"
-    return render(await runtime.overview(include_finished=include), include)
+    return render(await read(include), include)

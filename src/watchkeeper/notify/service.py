@@ -7,11 +7,14 @@ import logging
 from collections.abc import Mapping
 from datetime import datetime
 
+from watchkeeper.clock import Clock
+from watchkeeper.config import KindConfig, OpsConfig
+from watchkeeper.decide.decider import Decider
 from watchkeeper.errors import StoreError
 from watchkeeper.notify.channels.base import Channel
 from watchkeeper.notify.deliverer import Deliverer
 from watchkeeper.notify.router import Router
-from watchkeeper.runtime import Runtime
+from watchkeeper.store import Store
 
 log = logging.getLogger(__name__)
 #: How often the outbox is looked at when nothing pokes it.
@@ -21,17 +24,27 @@ PASS_INTERVAL_S = 1.0
 class Notifier:
     """Tells people once: route new incident events, then send what is due."""
 
-    def __init__(self, runtime: Runtime, channels: Mapping[str, Channel]) -> None:
-        self.runtime = runtime
+    def __init__(
+        self,
+        store: Store,
+        channels: Mapping[str, Channel],
+        *,
+        decider: Decider,
+        ops: OpsConfig,
+        kinds: Mapping[str, KindConfig],
+        clock: Clock,
+    ) -> None:
+        self.store = store
+        self.clock = clock
         self.channels = dict(channels)
-        self.router = Router(runtime, list(self.channels))
-        self.deliverer = Deliverer(runtime.store, self.channels, runtime.clock)
+        self.router = Router(store, decider, ops, kinds, list(self.channels))
+        self.deliverer = Deliverer(store, self.channels, clock)
         self._wake = asyncio.Event()
         self._loop: asyncio.AbstractEventLoop | None = None
 
     def recover(self, now: datetime) -> list[int]:
         """At start-up: sends cut off by a crash become ``maybe_sent``, never resent."""
-        return self.runtime.store.outbox.recover_interrupted(now)
+        return self.store.outbox.recover_interrupted(now)
 
     def route(self, now: datetime) -> int:
         """Turn every new incident event into deliveries; returns how many."""
@@ -44,7 +57,7 @@ class Notifier:
 
     def _more_events(self) -> bool:
         cursor = self.router.cursor or 0
-        return bool(self.runtime.store.incidents.events_after(cursor, 1))
+        return bool(self.store.incidents.events_after(cursor, 1))
 
     async def deliver_due(self, limit: int = 200) -> int:
         """Send due deliveries (at most ``limit``); returns how many calls were made."""
@@ -61,7 +74,7 @@ class Notifier:
         self._loop = asyncio.get_running_loop()
         while not stop.is_set():
             try:
-                await asyncio.to_thread(self.route, self.runtime.clock())
+                await asyncio.to_thread(self.route, self.clock())
                 await self.deliver_due()
             except StoreError as exc:
                 log.warning("Notifier pass failed: %s", exc, extra={"action": "notify"})

@@ -35,6 +35,11 @@ from watchkeeper.server.web import install as install_dashboard
 log = logging.getLogger(__name__)
 
 
+def reports_for(runtime: Runtime) -> Reports:
+    """The write side of push runs, wired to ``runtime``'s store, settings, loop and clock."""
+    return Reports(runtime.store, runtime.settings, runtime.supervisor.poke, runtime.clock)
+
+
 def create_app(
     runtime: Runtime,
     *,
@@ -48,7 +53,7 @@ def create_app(
     While the app is served, the supervisor loop and the notifier (routing
     incident events into the outbox and delivering it) run in its event loop.
     """
-    notifier = notifier or Notifier(runtime, build_channels(runtime.settings))
+    notifier = notifier or runtime.build_notifier(build_channels(runtime.settings))
     deliver = run_supervisor if run_notifier is None else run_notifier
 
     @contextlib.asynccontextmanager
@@ -82,7 +87,7 @@ def create_app(
     app.state.runtime = runtime
     app.state.notifier = notifier
     app.state.channels = notifier.channels
-    app.state.reports = Reports(runtime)
+    app.state.reports = reports_for(runtime)
     app.state.token_cache = TokenCache()
     errors.install(app)
     app.include_router(procs_router)

@@ -173,7 +173,7 @@ async def _decide_and_follow_up(
     application_id: str,
     token: str,
 ) -> None:
-    text = await decide_press(runtime, press)
+    text = await decide_press(runtime.decider, press)
     if text is None:
         return
     if not application_id or not token:
@@ -197,5 +197,5 @@ async def _command(runtime: Runtime, interaction: dict[str, Any]) -> Response:
         )
         for o in options
     )
-    text = await runs_text(runtime, "all" if include else "")
+    text = await runs_text(runtime.overview, "all" if include else "")
     return _ephemeral(text)

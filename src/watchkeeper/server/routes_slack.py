@@ -173,7 +173,7 @@ def _message_ts(payload: Mapping[str, Any]) -> str:
 async def _decide_and_respond(
     runtime: Runtime, channel: SlackChannel, press: ChatPress, response_url: str
 ) -> None:
-    text = await decide_press(runtime, press)
+    text = await decide_press(runtime.decider, press)
     if text is None:
         return
     if not response_url:
@@ -193,5 +193,5 @@ async def slack_commands(request: Request) -> Response:
     if command != "/runs":
         text = f"unknown command {command}: watchkeeper knows /runs"
     else:
-        text = await runs_text(runtime, form.get("text", ""))
+        text = await runs_text(runtime.overview, form.get("text", ""))
     return JSONResponse({"response_type": "ephemeral", "text": text})

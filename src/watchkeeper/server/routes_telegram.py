@@ -163,7 +163,7 @@ async def _press(request: Request, runtime: Runtime, query: _CallbackQuery) -> N
     press = ChatPress("telegram", str(user.id), user.username or user.first_name, query.data or "")
     result: PressResult | None = None
     try:
-        result = await run_in_threadpool(handle_chat_press, runtime, press)
+        result = await run_in_threadpool(handle_chat_press, runtime.decider, press)
         answer = NOT_OURS if result is None else result.message
     except StoreUnavailable as exc:
         answer = f"could not act now: {exc}; press again in a moment"
@@ -201,7 +201,7 @@ async def _command(request: Request, runtime: Runtime, message: _Message) -> Non
         mine = await channel.username()
         if mine is not None and addressed.lower() != mine.lower():
             return  # another bot's /runs
-    text = await runs_text(runtime, found.group("argument") or "")
+    text = await runs_text(runtime.overview, found.group("argument") or "")
     thread = message.message_thread_id if message.is_topic_message else None
     sent = await channel.send_text(
         str(message.chat.id), text, None if thread is None else str(thread)

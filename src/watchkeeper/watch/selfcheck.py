@@ -8,6 +8,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import datetime
 from enum import StrEnum
+from typing import Protocol
 
 
 class NoticeKind(StrEnum):
@@ -37,6 +38,13 @@ class Notice:
         return (
             f"Run supervision is working again after failing since {self.failing_since.isoformat()}"
         )
+
+
+class NoticeSink(Protocol):
+    """Where the sweep loop sends its notices; the loop knows nothing of channels."""
+
+    def send(self, notice: Notice) -> None:
+        """Deliver ``notice``; may block, so the loop calls it off the event loop."""
 
 
 class SupervisionHealth:

@@ -7,7 +7,6 @@ import logging
 import socket
 import time
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any
 
@@ -16,37 +15,20 @@ from watchkeeper.contract import KindRead, KindSpec
 from watchkeeper.errors import StoreError
 from watchkeeper.judge import next_deadline
 from watchkeeper.kinds.base import Adapter
-from watchkeeper.notify.ops import OpsNotifier
 from watchkeeper.store import Store
 from watchkeeper.store.heartbeats import SweepBeat
 from watchkeeper.store.incidents import Applied, Incident
 from watchkeeper.watch.metrics import SupervisorMetrics
+from watchkeeper.watch.overview import Overview, build
 from watchkeeper.watch.reconcile import Judged, judge_reads, plan
-from watchkeeper.watch.selfcheck import Notice, SupervisionHealth
+from watchkeeper.watch.results import SweepResult
+from watchkeeper.watch.selfcheck import Notice, NoticeSink, SupervisionHealth
 
 log = logging.getLogger(__name__)
 # Judge a budget that ran out a hair after it did, so "older than the budget" holds.
 DEADLINE_SLACK = timedelta(milliseconds=20)
 # Reports can poke the loop many times a second; sweeps still leave this much room between them.
 MIN_SWEEP_GAP = timedelta(seconds=1)
-
-
-@dataclass(frozen=True, slots=True)
-class SweepResult:
-    """What one sweep saw and did."""
-
-    at: datetime
-    reads: tuple[KindRead, ...]
-    judged: Mapping[str, Sequence[Judged]]
-    applied: Applied = field(default_factory=Applied)
-    next_deadline: datetime | None = None
-    duration_s: float = 0.0
-    error: str | None = None
-
-    @property
-    def ok(self) -> bool:
-        """Whether the sweep reached the end."""
-        return self.error is None
 
 
 class Supervisor:
@@ -59,7 +41,7 @@ class Supervisor:
         *,
         check_interval_s: float,
         down_after_s: float,
-        notifier: OpsNotifier,
+        notifier: NoticeSink,
         clock: Clock = utcnow,
         metrics: SupervisorMetrics | None = None,
         replica: str | None = None,
@@ -86,6 +68,15 @@ class Supervisor:
         """Read every run of every kind concurrently, each within its own time limit."""
         reads = await asyncio.gather(*(a.read_contained(now) for a in self.adapters.values()))
         return tuple(reads)
+
+    async def overview(self, include_finished: bool) -> Overview:
+        """Read every kind now and sort what it reports (does not touch incidents)."""
+        now = self.clock()
+        reads = await self.read_all(now)
+        judged = judge_reads(reads, self.specs, now)
+        live = self.store.incidents.live(list(judged))
+        suppressed = self.store.decisions.suppressed_keys(list(judged))
+        return build(reads, judged, live, now, include_finished, suppressed)
 
     async def read_for_sweep(self, now: datetime, live: Sequence[Incident]) -> tuple[KindRead, ...]:
         watched: dict[str, set[str]] = {name: set() for name in self.adapters}

@@ -12,11 +12,10 @@ from watchkeeper.contract import Action
 from watchkeeper.decide.actors import Actor
 from watchkeeper.decide.decider import Outcome
 from watchkeeper.runtime import Runtime
-from watchkeeper.server.reports import Reports
 from watchkeeper.store import Store
 from watchkeeper.store.incidents import Incident
 
-from ..helpers import start, sweep
+from ..helpers import reports_for, start, sweep
 from ..recorder import Recorder, recording_server
 from .fixtures import acting_runtime
 
@@ -83,7 +82,7 @@ def test_cancel_calls_the_kinds_own_cancel_once(
 def test_retry_is_plain_only_when_effects_are_none(
     acting: Runtime, clock: ManualClock, service: Recorder
 ) -> None:
-    reports = Reports(acting)
+    reports = reports_for(acting)
     start(acting, "clean", "swarm_task", effects="none")
     reports.fail("swarm_task", "clean", "worker crashed", None, None)
     sweep(acting)
@@ -101,7 +100,7 @@ def test_retry_is_plain_only_when_effects_are_none(
 def test_retry_after_checking_effects_is_the_only_retry_when_unknown(
     acting: Runtime, clock: ManualClock, service: Recorder
 ) -> None:
-    reports = Reports(acting)
+    reports = reports_for(acting)
     start(acting, "risky", "swarm_task", effects="unknown")
     reports.fail("swarm_task", "risky", "posted half the replies", None, None)
     sweep(acting)
@@ -139,7 +138,7 @@ def test_close_the_turn_only_for_a_turn_nothing_runs(
 def test_dismiss_never_reports_the_same_failure_again(
     acting: Runtime, clock: ManualClock, service: Recorder
 ) -> None:
-    reports = Reports(acting)
+    reports = reports_for(acting)
     start(acting, "flaky", "swarm_task")
     reports.fail("swarm_task", "flaky", "rate limited by upstream", None, None)
     sweep(acting)

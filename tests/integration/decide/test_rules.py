@@ -13,10 +13,9 @@ from watchkeeper.config import AdminsConfig
 from watchkeeper.decide.actors import Actor
 from watchkeeper.decide.decider import Outcome
 from watchkeeper.runtime import Runtime
-from watchkeeper.server.reports import Reports
 from watchkeeper.store import Store
 
-from ..helpers import start, sweep
+from ..helpers import reports_for, start, sweep
 from ..recorder import Recorder, recording_server
 from .fixtures import acting_runtime
 
@@ -49,7 +48,7 @@ def test_a_press_against_an_old_token_does_nothing(
 ) -> None:
     incident_id = open_stalled(acting, clock)
     shown = acting.store.incidents.get(incident_id).state_token
-    Reports(acting).progress("swarm_task", "s1", "it moved", None)  # before any sweep sees it
+    reports_for(acting).progress("swarm_task", "s1", "it moved", None)  # before any sweep sees it
     result = acting.decider.press(incident_id, "cancel", shown, ANA)
     assert result.outcome is Outcome.STALE
     assert "moved on" in result.message
@@ -63,7 +62,7 @@ def test_a_press_on_finished_work_says_so(
 ) -> None:
     incident_id = open_stalled(acting, clock)
     shown = acting.store.incidents.get(incident_id).state_token
-    Reports(acting).finish("swarm_task", "s1")
+    reports_for(acting).finish("swarm_task", "s1")
     sweep(acting)
     result = acting.decider.press(incident_id, "cancel", shown, ANA)
     assert result.outcome is Outcome.STALE
@@ -118,7 +117,7 @@ def test_reopened_work_needs_a_new_decision(acting: Runtime, clock: ManualClock)
     incident_id = open_stalled(acting, clock)
     token = acting.store.incidents.get(incident_id).state_token
     acting.decider.press(incident_id, "cancel", token, ANA)
-    Reports(acting).progress("swarm_task", "s1", None, None)
+    reports_for(acting).progress("swarm_task", "s1", None, None)
     sweep(acting)
     clock.advance(61)
     assert sweep(acting).applied.reopened == (incident_id,)

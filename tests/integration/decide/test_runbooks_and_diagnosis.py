@@ -10,10 +10,9 @@ import pytest
 from watchkeeper.clock import ManualClock
 from watchkeeper.decide.actors import RUNBOOK_ACTOR, Actor
 from watchkeeper.runtime import Runtime
-from watchkeeper.server.reports import Reports
 from watchkeeper.store import Store
 
-from ..helpers import start, sweep
+from ..helpers import reports_for, start, sweep
 from ..recorder import Recorder, recording_server
 from .fake_openai import fake_model
 from .fixtures import acting_runtime
@@ -35,7 +34,7 @@ def runbook_runtime(tmp_path: Path, store: Store, clock: ManualClock, url: str) 
 
 def fail(runtime: Runtime, run_id: str, effects: str = "none", reason: str = "worker died") -> None:
     start(runtime, run_id, "swarm_task", effects=effects)
-    Reports(runtime).fail("swarm_task", run_id, reason, None, None)
+    reports_for(runtime).fail("swarm_task", run_id, reason, None, None)
 
 
 def test_runbooks_are_off_until_switched_on(
@@ -105,7 +104,7 @@ def test_rule_based_diagnosis_reads_the_evidence_and_redacts(
 ) -> None:
     runtime = acting_runtime(tmp_path, store, clock, service.url)
     start(runtime, "d1", "swarm_task", effects="unknown")
-    Reports(runtime).fail(
+    reports_for(runtime).fail(
         "swarm_task", "d1", "upstream said 429 Too Many Requests", None,
         "POST /v1/complete\nAuthorization: Bearer sk-abcdefghijklmnopqrstuvwx\nHTTP 429",
     )  # fmt: skip

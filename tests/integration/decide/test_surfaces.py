@@ -15,11 +15,10 @@ from watchkeeper.clock import utcnow
 from watchkeeper.errors import ClientError
 from watchkeeper.notify.ops import OpsNotifier
 from watchkeeper.runtime import Runtime
-from watchkeeper.server.reports import Reports
 from watchkeeper.store import Store
 
 from ...conftest import make_settings
-from ..helpers import start, sweep
+from ..helpers import reports_for, start, sweep
 from ..recorder import Recorder, recording_server
 from ..server import LiveServer, live_server
 from .fixtures import acting_kinds
@@ -42,7 +41,7 @@ def api(tmp_path: Path, store: Store, service: Recorder) -> Iterator[LiveServer]
 
 def failed_incident(server: LiveServer, run_id: str = "api-1") -> int:
     start(server.runtime, run_id, "swarm_task", effects="none")
-    Reports(server.runtime).fail("swarm_task", run_id, "worker died", None, None)
+    reports_for(server.runtime).fail("swarm_task", run_id, "worker died", None, None)
     return sweep(server.runtime).applied.opened[0]
 
 

@@ -18,7 +18,6 @@ from watchkeeper.notify.channels.base import SendOutcome, SendResult
 from watchkeeper.notify.channels.discord import DiscordChannel
 from watchkeeper.notify.message import Button, Message, Target
 from watchkeeper.runtime import Runtime
-from watchkeeper.server.reports import Reports
 from watchkeeper.store import Store
 from watchkeeper.store.incidents import Incident
 
@@ -38,7 +37,7 @@ from ..fakes.discord import (
     post_interaction,
     press,
 )
-from ..helpers import start, sweep
+from ..helpers import reports_for, start, sweep
 from ..server import free_port, live_server
 
 T = TypeVar("T")
@@ -378,15 +377,15 @@ def test_round_trip_card_press_decision_and_edited_card(
     acting: Runtime, clock: ManualClock, discord: FakeDiscord, signer: Signer,
     service: ActionService,
 ) -> None:  # fmt: skip
-    from watchkeeper.notify.service import Notifier
-
     start(acting, "t9", "swarm_task", origin={"platform": "discord", "chat_id": CHAT})
-    Reports(acting).fail("swarm_task", "t9", "worker crashed", None, None)
+    reports_for(acting).fail("swarm_task", "t9", "worker crashed", None, None)
     sweep(acting)
 
     async def deliver() -> int:
         async with httpx.AsyncClient(timeout=5, verify=LOOPBACK_TLS) as http:
-            notifier = Notifier(acting, {"discord": DiscordChannel(acting.settings.discord, http)})
+            notifier = acting.build_notifier(
+                {"discord": DiscordChannel(acting.settings.discord, http)}
+            )
             notifier.route(clock())
             return await notifier.deliver_due()
 

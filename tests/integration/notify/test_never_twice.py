@@ -22,15 +22,13 @@ from sqlalchemy import select
 from watchkeeper import config
 from watchkeeper.clock import ManualClock
 from watchkeeper.notify.channels.webhook import WebhookChannel
-from watchkeeper.notify.service import Notifier
 from watchkeeper.runtime import Runtime
-from watchkeeper.server.reports import Reports
 from watchkeeper.store import Store
 from watchkeeper.store.runs import NewRun
 from watchkeeper.store.schema_notify import deliveries
 
 from ...conftest import make_settings
-from ..helpers import sweep
+from ..helpers import reports_for, sweep
 
 SENDS = 200
 #: Requests (by arrival number) during which the deliverer is killed.
@@ -83,7 +81,7 @@ def platform() -> Iterator[Platform]:
 def deliverer(settings: config.Settings) -> None:
     """A deliverer process: recover, then send until nothing is due."""
     runtime = Runtime.open(settings, store=Store(settings.resolved_database_url, migrate=False))
-    notifier = Notifier(runtime, {"webhook": WebhookChannel(settings.ops)})
+    notifier = runtime.build_notifier({"webhook": WebhookChannel(settings.ops)})
     notifier.recover(runtime.clock())
 
     async def drain() -> None:
@@ -108,13 +106,13 @@ def test_sigkill_during_200_sends_never_sends_twice(
         ops = {"channels": ["webhook"], "webhook_url": fake.url, "timeout_s": 30}
         settings = make_settings(tmp_path, store.url, ops=ops)
         runtime = Runtime.open(settings, clock=clock, store=store)
-        reports = Reports(runtime)
+        reports = reports_for(runtime)
         for index in range(SENDS):
             reports.start(NewRun("crawl", f"r{index}", "t", None, "none", None, None, 90))
             reports.fail("crawl", f"r{index}", f"failure {index}", f"f{index}", None)
         sweep(runtime)
         assert runtime.store.outbox.enqueue([], clock()) == []
-        assert Notifier(runtime, {}).route(clock()) == SENDS
+        assert runtime.build_notifier({}).route(clock()) == SENDS
         runtime.supervisor.close()
         store.engine.dispose()  # children must not inherit pooled connections
 

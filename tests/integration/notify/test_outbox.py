@@ -15,14 +15,12 @@ import pytest
 from watchkeeper.clock import ManualClock
 from watchkeeper.notify.channels.log import LogChannel
 from watchkeeper.notify.channels.webhook import WebhookChannel
-from watchkeeper.notify.service import Notifier
 from watchkeeper.runtime import Runtime
-from watchkeeper.server.reports import Reports
 from watchkeeper.store import Store
 from watchkeeper.store.outbox import DeliveryStatus
 
 from ...conftest import make_settings
-from ..helpers import start, sweep
+from ..helpers import reports_for, start, sweep
 from ..recorder import recording_server
 
 
@@ -45,7 +43,7 @@ def test_cards_go_where_the_work_started_else_to_ops(
     tmp_path: Path, store: Store, clock: ManualClock
 ) -> None:
     runtime = runtime_with(tmp_path, store, clock, ops={"channels": ["log", "slack:COPS"]})
-    notifier = Notifier(runtime, {"log": LogChannel()})
+    notifier = runtime.build_notifier({"log": LogChannel()})
     start(
         runtime,
         "from-chat",
@@ -67,7 +65,7 @@ def test_cards_go_where_the_work_started_else_to_ops(
     assert targets == [("card", "log:/"), ("card", "slack:COPS/"), ("card", "telegram:-100/7")]
     # Routing again, or from a fresh router after a restart, enqueues nothing new.
     assert notifier.route(clock()) == 0
-    assert Notifier(runtime, {"log": LogChannel()}).route(clock()) == 0
+    assert runtime.build_notifier({"log": LogChannel()}).route(clock()) == 0
     runtime.supervisor.close()
 
 
@@ -78,7 +76,7 @@ def test_one_card_one_note_and_an_edit_when_decided(
 
     runtime = runtime_with(tmp_path, store, clock)
     log_channel = LogChannel()
-    notifier = Notifier(runtime, {"log": log_channel})
+    notifier = runtime.build_notifier({"log": log_channel})
     start(runtime, "s1", budget_s=60, lease_s=3600)
     clock.advance(61)
     incident_id = sweep(runtime).applied.opened[0]
@@ -89,7 +87,7 @@ def test_one_card_one_note_and_an_edit_when_decided(
     card = log_channel.recent[-1][1]
     assert "has stalled" in card.text
     assert [b.label for b in card.buttons] == ["Dismiss", "Ask to diagnose"]
-    Reports(runtime).progress("crawl", "s1", "page 9", None)
+    reports_for(runtime).progress("crawl", "s1", "page 9", None)
     sweep(runtime)
     notifier.route(clock())
     asyncio.run(notifier.deliver_due())
@@ -114,7 +112,7 @@ def test_a_kind_that_reports_itself_gets_no_message(
     tmp_path: Path, store: Store, clock: ManualClock
 ) -> None:
     runtime = runtime_with(tmp_path, store, clock, kinds={"crawl": {"reports_itself": True}})
-    notifier = Notifier(runtime, {"log": LogChannel()})
+    notifier = runtime.build_notifier({"log": LogChannel()})
     start(runtime, "quiet", budget_s=60, lease_s=3600)
     clock.advance(61)
     assert len(sweep(runtime).applied.opened) == 1
@@ -158,13 +156,13 @@ def settle_one(
         clock,
         ops={"channels": ["webhook"], "webhook_url": url, "timeout_s": timeout_s},
     )
-    notifier = Notifier(runtime, {"webhook": WebhookChannel(runtime.settings.ops)})
-    Reports(runtime).start(
+    notifier = runtime.build_notifier({"webhook": WebhookChannel(runtime.settings.ops)})
+    reports_for(runtime).start(
         __import__("watchkeeper.store.runs", fromlist=["NewRun"]).NewRun(
             "crawl", "w1", "t", None, "none", None, None, 90
         )
     )
-    Reports(runtime).fail("crawl", "w1", "boom", None, None)
+    reports_for(runtime).fail("crawl", "w1", "boom", None, None)
     incident_id = sweep(runtime).applied.opened[0]
     notifier.route(clock())
     asyncio.run(notifier.deliver_due())
@@ -215,7 +213,7 @@ def test_interrupted_sends_become_maybe_sent_at_start(
     tmp_path: Path, store: Store, clock: ManualClock
 ) -> None:
     runtime = runtime_with(tmp_path, store, clock)
-    notifier = Notifier(runtime, {"log": LogChannel()})
+    notifier = runtime.build_notifier({"log": LogChannel()})
     start(runtime, "s1", budget_s=60, lease_s=3600)
     clock.advance(61)
     sweep(runtime)
@@ -223,7 +221,7 @@ def test_interrupted_sends_become_maybe_sent_at_start(
     delivery = store.outbox.due(clock())[0]
     assert store.outbox.claim(delivery.id, "crashed-deliverer", clock())
     # The process dies here; the next start finds the row in 'sending'.
-    assert Notifier(runtime, {"log": LogChannel()}).recover(clock()) == [delivery.id]
+    assert runtime.build_notifier({"log": LogChannel()}).recover(clock()) == [delivery.id]
     assert store.outbox.get(delivery.id).status is DeliveryStatus.MAYBE_SENT
     assert store.outbox.due(clock() + timedelta(days=1)) == []
     runtime.supervisor.close()

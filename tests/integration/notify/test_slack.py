@@ -19,7 +19,6 @@ from watchkeeper.notify.channels.base import SendOutcome, SendResult
 from watchkeeper.notify.channels.slack import SlackChannel, SlackSendResult
 from watchkeeper.notify.message import Button, Message, Target
 from watchkeeper.runtime import Runtime
-from watchkeeper.server.reports import Reports
 from watchkeeper.store import Store
 from watchkeeper.store.incidents import Incident
 
@@ -38,7 +37,7 @@ from ..fakes.slack import (
     press,
     signature_headers,
 )
-from ..helpers import start, sweep
+from ..helpers import reports_for, start, sweep
 from ..server import free_port, live_server
 
 T = TypeVar("T")
@@ -327,15 +326,13 @@ def test_runs_is_answered_in_the_http_response(acting: Runtime, clock: ManualClo
 def test_round_trip_card_press_decision_and_card_keeps_its_buttons(
     acting: Runtime, clock: ManualClock, slack: FakeSlack, service: ActionService
 ) -> None:
-    from watchkeeper.notify.service import Notifier
-
     start(acting, "t9", "swarm_task", origin={"platform": "slack", "chat_id": CHAT})
-    Reports(acting).fail("swarm_task", "t9", "worker crashed", None, None)
+    reports_for(acting).fail("swarm_task", "t9", "worker crashed", None, None)
     sweep(acting)
 
     async def deliver() -> int:
         async with httpx.AsyncClient(timeout=5, verify=LOOPBACK_TLS) as http:
-            notifier = Notifier(acting, {"slack": SlackChannel(acting.settings.slack, http)})
+            notifier = acting.build_notifier({"slack": SlackChannel(acting.settings.slack, http)})
             notifier.route(clock())
             return await notifier.deliver_due()
 

@@ -26,9 +26,7 @@ from watchkeeper.notify.cards import card
 from watchkeeper.notify.channels.base import SendOutcome, SendResult
 from watchkeeper.notify.channels.telegram import TelegramChannel
 from watchkeeper.notify.message import Button, Message, Target, button_data
-from watchkeeper.notify.service import Notifier
 from watchkeeper.runtime import Runtime
-from watchkeeper.server.reports import Reports
 from watchkeeper.server.routes_telegram import NOT_OURS
 from watchkeeper.server.routes_telegram import router as telegram_router
 from watchkeeper.store import Store
@@ -45,7 +43,7 @@ from ..fakes.telegram import (
     fake_telegram,
     press,
 )
-from ..helpers import start, sweep
+from ..helpers import reports_for, start, sweep
 from ..recorder import Recorder, recording_server
 from ..server import LiveServer, free_port, live_server
 
@@ -344,7 +342,7 @@ def server(acting: Runtime) -> Iterator[LiveServer]:
 def failed_task(runtime: Runtime, run_id: str = "t1") -> Incident:
     """A failed swarm task, started from the topic, that changed nothing outside: Retry."""
     start(runtime, run_id, "swarm_task", effects="none", origin=ORIGIN)
-    Reports(runtime).fail("swarm_task", run_id, "worker crashed", None, None)
+    reports_for(runtime).fail("swarm_task", run_id, "worker crashed", None, None)
     sweep(runtime)
     (live,) = runtime.store.incidents.list("live")
     return runtime.store.incidents.get(live.id)
@@ -508,11 +506,11 @@ def test_the_round_trip_card_press_decided_card(
     server: LiveServer, acting: Runtime, clock: ManualClock, fake: FakeTelegram, service: Recorder
 ) -> None:
     """A failed run from a topic: the card arrives there, a press decides, the card is edited."""
-    notifier = Notifier(acting, {"telegram": TelegramChannel(acting.settings.telegram)})
+    notifier = acting.build_notifier({"telegram": TelegramChannel(acting.settings.telegram)})
 
     async def scenario() -> tuple[Stored, dict[str, Any]]:
         start(acting, "t1", "swarm_task", effects="none", origin=ORIGIN)
-        Reports(acting).fail("swarm_task", "t1", "worker crashed", None, None)
+        reports_for(acting).fail("swarm_task", "t1", "worker crashed", None, None)
         await acting.supervisor.sweep()
         assert notifier.route(clock()) == 1
         assert await notifier.deliver_due() == 1
