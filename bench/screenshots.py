@@ -37,10 +37,8 @@ from _common import free_port, settings_for
 from watchkeeper.notify.ops import OpsNotifier
 from watchkeeper.procs.launch import LaunchRequest
 from watchkeeper.procs.service import ProcEngine
-from watchkeeper.queue.prices import Usage
 from watchkeeper.queue.records import NewRunner
 from watchkeeper.queue.service import QueueService
-from watchkeeper.queue.timeline import NewEvent, TimelineService
 from watchkeeper.runtime import Runtime
 from watchkeeper.server.app import create_app, reports_for
 from watchkeeper.store.runs import NewRun
@@ -54,6 +52,8 @@ from watchkeeper.supervise import (
     HealthStatus,
     InMemoryStateStore,
 )
+from watchkeeper.timeline.events import NewEvent, Usage
+from watchkeeper.timeline.service import TimelineService
 
 OUT = Path(__file__).resolve().parent.parent / "docs" / "screenshots"
 CHROMIUM = "/usr/bin/chromium"

@@ -19,7 +19,7 @@ What it measures, on a fresh database:
 
 Then ``--rollup-events`` (default 1,000,000) priced events are loaded through
 the store's own batch insert and ``GET /api/v1/spend?by=model``'s query
-(:func:`watchkeeper.queue.spend.report`) is timed: best and median of 5.
+(:func:`watchkeeper.timeline.spend.report`) is timed: best and median of 5.
 
 Goal (issue 8): at least 20,000 events/s on SQLite.
 
@@ -50,11 +50,12 @@ from sqlalchemy import insert
 
 import _common as common
 from watchkeeper.clock import to_epoch
-from watchkeeper.queue import spend
-from watchkeeper.queue.timeline import NewEvent, TimelineService
 from watchkeeper.server.routes_timeline import Batch
 from watchkeeper.store import Store
 from watchkeeper.store.schema_timeline import timeline_events
+from watchkeeper.timeline import spend
+from watchkeeper.timeline.events import NewEvent
+from watchkeeper.timeline.service import TimelineService
 
 T0 = datetime(2026, 3, 1, tzinfo=UTC)
 CALLS = [

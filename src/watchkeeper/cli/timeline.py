@@ -57,7 +57,7 @@ def verify_record(
     file: Path = typer.Argument(..., help="a record written by `watchkeeper record --out`"),
 ) -> None:
     """Check a record's signature with this server's record key: exit 0 valid, 1 invalid."""
-    from watchkeeper.queue import record as records
+    from watchkeeper.timeline import record as records
 
     try:
         data = file.read_bytes()

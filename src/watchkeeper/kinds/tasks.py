@@ -76,7 +76,7 @@ class TasksAdapter(Adapter):
         store = self.context.store
         if not running or store is None:
             return {}
-        from watchkeeper.queue.timeline import TimelineService
+        from watchkeeper.timeline.service import TimelineService
 
         return TimelineService(store, self.context.settings).last_progress_many(running)
 

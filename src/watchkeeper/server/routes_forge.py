@@ -3,7 +3,7 @@
 No bearer token: each request is signed by the forge with the secret in
 ``[forge]``. An unsigned, forged or stale request answers 401 and changes
 nothing; an endpoint whose secret is not configured answers 404. See
-:mod:`watchkeeper.queue.forge` for what each delivery does.
+:mod:`watchkeeper.timeline.forge` for what each delivery does.
 """
 
 from __future__ import annotations
@@ -14,11 +14,11 @@ from fastapi import APIRouter, Request
 from fastapi.responses import JSONResponse
 from starlette.concurrency import run_in_threadpool
 
-from watchkeeper.queue.forge import Forge, NotConfigured, Refused
 from watchkeeper.runtime import Runtime
 from watchkeeper.server.errors import error_response
 from watchkeeper.server.routes_queue import queue_of
 from watchkeeper.server.routes_timeline import record_key, timeline_of
+from watchkeeper.timeline.forge import Forge, NotConfigured, Refused
 
 router = APIRouter(tags=["webhooks"])
 

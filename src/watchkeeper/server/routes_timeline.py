@@ -31,9 +31,6 @@ from starlette.concurrency import run_in_threadpool
 
 from watchkeeper.clock import rfc3339
 from watchkeeper.errors import NotFound
-from watchkeeper.queue import otel, record, spend
-from watchkeeper.queue.prices import Usage
-from watchkeeper.queue.timeline import MAX_BATCH, NewEvent, TimelineService
 from watchkeeper.runtime import Runtime
 from watchkeeper.server.auth import own_task_only, reporter_or_task, viewer
 from watchkeeper.server.errors import error_response
@@ -41,6 +38,9 @@ from watchkeeper.server.fields import Count32, Line, Moment, Text
 from watchkeeper.server.routes_runs import ERRORS
 from watchkeeper.store.queue import QueueStore
 from watchkeeper.store.tokens import TaskToken, TokenInfo
+from watchkeeper.timeline import otel, record, spend
+from watchkeeper.timeline.events import NewEvent, Usage
+from watchkeeper.timeline.service import MAX_BATCH, TimelineService
 
 router = APIRouter(tags=["timeline"], responses=ERRORS)
 #: Decompressed bodies are capped too: a small gzip body must not expand without bound.

@@ -13,14 +13,14 @@ import pytest
 from playwright.sync_api import Dialog, expect
 
 from watchkeeper.clock import ManualClock
-from watchkeeper.queue.prices import Usage
 from watchkeeper.queue.records import NewRunner
 from watchkeeper.queue.service import QueueService
-from watchkeeper.queue.timeline import NewEvent, TimelineService
 from watchkeeper.server.app import create_app
 from watchkeeper.server.web import tasks
 from watchkeeper.store.queue import QueueStore
 from watchkeeper.store.tokens import Role
+from watchkeeper.timeline.events import NewEvent, Usage
+from watchkeeper.timeline.service import TimelineService
 
 from ...integration.server import free_port
 from .conftest import Dashboard, open_runtime, serve

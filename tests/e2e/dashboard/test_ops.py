@@ -12,10 +12,8 @@ from playwright.sync_api import Dialog, expect
 
 from watchkeeper.procs.launch import LaunchRequest
 from watchkeeper.procs.service import ProcEngine
-from watchkeeper.queue.prices import Usage
 from watchkeeper.queue.records import NewRunner
 from watchkeeper.queue.service import QueueService
-from watchkeeper.queue.timeline import NewEvent, TimelineService
 from watchkeeper.supervise import (
     BreakerState,
     CheckResult,
@@ -25,6 +23,8 @@ from watchkeeper.supervise import (
     HealthStatus,
     InMemoryStateStore,
 )
+from watchkeeper.timeline.events import NewEvent, Usage
+from watchkeeper.timeline.service import TimelineService
 
 from .conftest import Dashboard
 

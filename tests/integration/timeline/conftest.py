@@ -10,8 +10,8 @@ from tests.conftest import make_settings
 from tests.integration.queue.conftest import make_service
 from watchkeeper.clock import ManualClock
 from watchkeeper.queue.service import QueueService
-from watchkeeper.queue.timeline import TimelineService
 from watchkeeper.store import Store
+from watchkeeper.timeline.service import TimelineService
 
 
 @pytest.fixture

@@ -17,10 +17,10 @@ import httpx
 from tests.integration.queue.conftest import submit
 from tests.integration.server import LiveServer
 from watchkeeper.clock import ManualClock
-from watchkeeper.queue.forge import now_ms
 from watchkeeper.queue.service import QueueService
 from watchkeeper.store import Store
 from watchkeeper.store.timeline import TimelineStore
+from watchkeeper.timeline.forge import now_ms
 
 from .test_webhooks import GITHUB_SECRET, LINEAR_SECRET, _issue, _merged
 from .test_webhooks import queue as queue  # a fixture

@@ -9,10 +9,10 @@ import pytest
 from tests.integration.queue.conftest import submit
 from watchkeeper.clock import ManualClock
 from watchkeeper.errors import StoreError
-from watchkeeper.queue import spend
-from watchkeeper.queue.prices import Usage
 from watchkeeper.queue.service import QueueService
-from watchkeeper.queue.timeline import PHASES, NewEvent, TimelineService
+from watchkeeper.timeline import spend
+from watchkeeper.timeline.events import NewEvent, Usage
+from watchkeeper.timeline.service import PHASES, TimelineService
 
 HAIKU = {"model": "claude-haiku-4-5", "provider": "anthropic"}
 

@@ -10,8 +10,9 @@ from watchkeeper.judge import judge
 from watchkeeper.kinds.base import AdapterContext
 from watchkeeper.kinds.tasks import TasksAdapter
 from watchkeeper.queue.service import QueueService
-from watchkeeper.queue.timeline import NewEvent, TimelineService
 from watchkeeper.store import Store
+from watchkeeper.timeline.events import NewEvent
+from watchkeeper.timeline.service import TimelineService
 
 from ...conftest import make_settings
 

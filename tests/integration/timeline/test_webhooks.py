@@ -18,12 +18,12 @@ from tests.integration.server import LiveServer, live_server
 from watchkeeper.client import Client
 from watchkeeper.clock import ManualClock
 from watchkeeper.notify.ops import OpsNotifier
-from watchkeeper.queue import record
-from watchkeeper.queue.forge import now_ms
 from watchkeeper.queue.service import QueueService
 from watchkeeper.runtime import Runtime
 from watchkeeper.store import Store
 from watchkeeper.store.timeline import TimelineStore
+from watchkeeper.timeline import record
+from watchkeeper.timeline.forge import now_ms
 
 GITHUB_SECRET = "github-webhook-secret"
 LINEAR_SECRET = "linear-webhook-secret"

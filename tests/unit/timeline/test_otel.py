@@ -9,8 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from watchkeeper.queue.prices import Price, Usage
-from watchkeeper.queue.timeline import TimelineEvent
+from watchkeeper.timeline.events import Price, TimelineEvent, Usage
 
 pytest.importorskip("opentelemetry.sdk")
 
@@ -21,7 +20,7 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import (
 )
 from opentelemetry.trace import SpanKind, StatusCode
 
-from watchkeeper.queue import otel
+from watchkeeper.timeline import otel
 
 T0 = datetime(2026, 1, 5, 12, 0, tzinfo=UTC)
 
@@ -106,13 +105,14 @@ def test_without_opentelemetry_the_timeline_works_and_exports_nothing(tmp_path: 
     script = """
 import sys
 sys.modules["opentelemetry"] = None  # as if it were not installed
-from watchkeeper.queue import forge, otel, record, spend
+from watchkeeper.timeline import forge, otel, record, spend
 assert otel.available() is False and otel.exporter() is None
 from watchkeeper import client_timeline
 from watchkeeper.cli import timeline
 from watchkeeper.config import parse
 from watchkeeper.store import Store
-from watchkeeper.queue.timeline import NewEvent, TimelineService
+from watchkeeper.timeline.events import NewEvent
+from watchkeeper.timeline.service import TimelineService
 store = Store("sqlite:///" + sys.argv[1])
 service = TimelineService(store, parse({}))
 done = service.ingest([NewEvent("tool", name="ruff")], "me")

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from watchkeeper.queue.timeline import clean, progress_time
+from watchkeeper.timeline.service import clean, progress_time
 
 
 def test_events_outside_rounds_are_progress() -> None:

@@ -11,10 +11,9 @@ import pytest
 
 from tests.conftest import make_settings
 from watchkeeper.errors import ConfigError, Conflict, NotFound
-from watchkeeper.queue import record
-from watchkeeper.queue.prices import Price, Usage
 from watchkeeper.queue.records import Job, Task, TaskStatus
-from watchkeeper.queue.timeline import TimelineEvent
+from watchkeeper.timeline import record
+from watchkeeper.timeline.events import Price, TimelineEvent, Usage
 
 T0 = datetime(2026, 1, 5, 12, 0, tzinfo=UTC)
 KEY = b"k" * 32

@@ -10,7 +10,7 @@ from fastapi import APIRouter, Depends, Path, Request
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
 
 from watchkeeper.errors import Conflict, NotFound, WatchkeeperError
-from watchkeeper.queue import record, rollup
+from watchkeeper.queue import rollup
 from watchkeeper.queue.service import QueueService
 from watchkeeper.server.routes_queue import job_json, marks_of, queue_of
 from watchkeeper.server.routes_timeline import record_key, timeline_of
@@ -19,6 +19,7 @@ from watchkeeper.server.web.common import acting_form, answer, local_path, page
 from watchkeeper.server.web.routes_home import chrome
 from watchkeeper.server.web.session import Session, session
 from watchkeeper.server.web.shared import shared_overview
+from watchkeeper.timeline import record
 
 log = logging.getLogger(__name__)
 router = APIRouter(include_in_schema=False)

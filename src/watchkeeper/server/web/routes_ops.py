@@ -11,7 +11,6 @@ from fastapi import APIRouter, Depends, Query, Request
 from fastapi.responses import HTMLResponse, Response
 
 from watchkeeper.errors import InvalidInput, NotFound, WatchkeeperError
-from watchkeeper.queue import spend
 from watchkeeper.queue.topology import topology
 from watchkeeper.redact import redact, redact_bytes, whole_lines
 from watchkeeper.runtime import Runtime
@@ -26,6 +25,7 @@ from watchkeeper.server.web.common import acting_form, answer, local_path, page
 from watchkeeper.server.web.routes_home import chrome
 from watchkeeper.server.web.session import Session, session
 from watchkeeper.server.web.stream import STREAM_S
+from watchkeeper.timeline import spend
 
 log = logging.getLogger(__name__)
 router = APIRouter(include_in_schema=False)

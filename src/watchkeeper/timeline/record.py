@@ -28,7 +28,7 @@ from watchkeeper.queue.records import Job
 
 if TYPE_CHECKING:
     from watchkeeper.config import Settings
-    from watchkeeper.queue.timeline import TimelineEvent
+    from watchkeeper.timeline.events import TimelineEvent
 
 FORMAT = "watchkeeper.execution-record/1"
 ALGORITHM = "HMAC-SHA256"

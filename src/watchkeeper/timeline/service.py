@@ -7,7 +7,8 @@ the phase explains itself, a short rationale. Events are append-only and
 outlive the task they describe. Before an event is stored, each text field is
 redacted (:func:`watchkeeper.redact.redact`) and capped, so raw test output
 and secrets never land in the timeline; the call is priced on the provider it
-ran on (:mod:`watchkeeper.queue.prices`).
+ran on (:mod:`watchkeeper.timeline.prices`). The records themselves are in
+:mod:`watchkeeper.timeline.events`.
 
 Progress. A round may carry a fingerprint (say, a hash of the diff and the
 verify result). :func:`progress_time` says when a task last made progress:
@@ -29,18 +30,18 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass, field
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
-from watchkeeper.clock import Clock, rfc3339, to_epoch, utcnow
-from watchkeeper.queue.prices import Price, Pricer, Usage
+from watchkeeper.clock import Clock, to_epoch, utcnow
 from watchkeeper.redact import redact
+from watchkeeper.store.timeline import TimelineStore, event_from_mapping
+from watchkeeper.timeline.events import Fact, Ingested, NewEvent, TimelineEvent
+from watchkeeper.timeline.prices import Pricer
 
 if TYPE_CHECKING:
     from watchkeeper.config import Settings
     from watchkeeper.store import Store
-    from watchkeeper.store.timeline import TimelineStore
 
 log = logging.getLogger(__name__)
 
@@ -51,7 +52,7 @@ TEXT_MAX = 1000
 NAME_MAX = 200
 TRUNCATED = " [truncated]"
 #: Receives each stored batch (the OpenTelemetry exporter is one).
-Exporter = Callable[[Sequence["TimelineEvent"]], None]
+Exporter = Callable[[Sequence[TimelineEvent]], None]
 
 
 def clean(text: str | None, limit: int = TEXT_MAX) -> str | None:
@@ -62,111 +63,6 @@ def clean(text: str | None, limit: int = TEXT_MAX) -> str | None:
     if len(cleaned) <= limit:
         return cleaned
     return cleaned[: limit - len(TRUNCATED)] + TRUNCATED
-
-
-@dataclass(frozen=True, slots=True)
-class NewEvent:
-    """One phase as a reporter sends it. ``at`` is when the phase ended (default: now)."""
-
-    phase: str
-    at: datetime | None = None
-    org: str | None = None
-    job_id: str | None = None
-    task_id: str | None = None
-    round: int | None = None
-    fingerprint: str | None = None
-    outcome: str | None = None
-    duration_s: float | None = None
-    name: str | None = None
-    role: str | None = None
-    model: str | None = None
-    provider: str | None = None
-    usage: Usage = field(default_factory=Usage)
-    rationale: str | None = None
-    detail: str | None = None
-
-
-@dataclass(frozen=True, slots=True)
-class TimelineEvent:
-    """One stored event, with the price it was given when it arrived."""
-
-    id: int
-    phase: str
-    at: datetime
-    received_at: datetime
-    reporter: str
-    org: str | None = None
-    job_id: str | None = None
-    task_id: str | None = None
-    round: int | None = None
-    fingerprint: str | None = None
-    outcome: str | None = None
-    duration_s: float | None = None
-    name: str | None = None
-    role: str | None = None
-    model: str | None = None
-    provider: str | None = None
-    usage: Usage = field(default_factory=Usage)
-    price: Price = field(default_factory=lambda: Price(None))
-    rationale: str | None = None
-    detail: str | None = None
-
-    @property
-    def started_at(self) -> datetime:
-        """When the phase began: its end less its duration."""
-        return self.at - timedelta(seconds=self.duration_s or 0.0)
-
-    def as_dict(self) -> dict[str, Any]:
-        """The event as the API and the execution record show it."""
-        return {
-            "id": self.id,
-            "phase": self.phase,
-            "at": rfc3339(self.at),
-            "org": self.org,
-            "job_id": self.job_id,
-            "task_id": self.task_id,
-            "round": self.round,
-            "fingerprint": self.fingerprint,
-            "outcome": self.outcome,
-            "duration_s": self.duration_s,
-            "name": self.name,
-            "role": self.role,
-            "model": self.model,
-            "provider": self.provider,
-            "input_tokens": self.usage.input_tokens,
-            "output_tokens": self.usage.output_tokens,
-            "cache_read_tokens": self.usage.cache_read_tokens,
-            "cache_write_tokens": self.usage.cache_write_tokens,
-            "cost": self.price.cost,
-            "unpriced": self.price.unpriced,
-            "price": None
-            if self.price.version is None
-            else {
-                "model": self.price.model,
-                "provider": self.price.provider,
-                "version": self.price.version,
-            },
-            "rationale": self.rationale,
-            "detail": self.detail,
-            "reporter": self.reporter,
-        }
-
-
-@dataclass(frozen=True, slots=True)
-class Ingested:
-    """What one batch added: how many events, their cost, how many calls were unpriced."""
-
-    count: int
-    cost: float
-    unpriced: int
-
-    def as_dict(self) -> dict[str, Any]:
-        """As the API answers."""
-        return {"accepted": self.count, "cost": self.cost, "unpriced": self.unpriced}
-
-
-#: ``(at, round, fingerprint)`` of one event, as :func:`progress_time` reads it.
-Fact = tuple[float, int | None, str | None]
 
 
 def progress_time(facts: Iterable[Fact]) -> float | None:
@@ -221,8 +117,6 @@ class TimelineService:
         clock: Clock = utcnow,
         exporters: Sequence[Exporter] = (),
     ) -> None:
-        from watchkeeper.store.timeline import TimelineStore  # the store imports our records
-
         self.store: TimelineStore = TimelineStore(store.engine)
         self.pricer = Pricer(settings.prices)
         self.clock = clock
@@ -283,8 +177,6 @@ class TimelineService:
         }
 
     def _export(self, rows: Sequence[dict[str, Any]]) -> None:
-        from watchkeeper.store.timeline import event_from_mapping
-
         events = [event_from_mapping({"id": 0, **row}) for row in rows]
         for exporter in self.exporters:
             try:

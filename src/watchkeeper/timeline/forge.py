@@ -36,7 +36,7 @@ from typing import TYPE_CHECKING, Any
 from watchkeeper.clock import Clock, utcnow
 from watchkeeper.config import ForgeConfig, resolve_secret
 from watchkeeper.errors import WatchkeeperError
-from watchkeeper.queue.record import link_body, mac
+from watchkeeper.timeline.record import link_body, mac
 
 if TYPE_CHECKING:
     from watchkeeper.store.timeline import TimelineStore

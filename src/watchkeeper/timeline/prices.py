@@ -27,6 +27,7 @@ from decimal import Decimal
 from typing import TYPE_CHECKING, Any
 
 from watchkeeper.errors import ConfigError
+from watchkeeper.timeline.events import Price, Usage
 
 if TYPE_CHECKING:
     from watchkeeper.config import PriceOverride
@@ -34,33 +35,6 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 OVERRIDE_VERSION = "override"
 _MTOK = Decimal(1_000_000)
-
-
-@dataclass(frozen=True, slots=True)
-class Usage:
-    """Token counts of one call (``input_tokens`` includes the cached parts)."""
-
-    input_tokens: int = 0
-    output_tokens: int = 0
-    cache_read_tokens: int = 0
-    cache_write_tokens: int = 0
-
-    @property
-    def empty(self) -> bool:
-        """No tokens at all."""
-        return not (self.input_tokens or self.output_tokens)
-
-
-@dataclass(frozen=True, slots=True)
-class Price:
-    """The cost of one call, and which price it was computed from."""
-
-    cost: float | None
-    unpriced: bool = False
-    model: str | None = None
-    provider: str | None = None
-    version: str | None = None
-    reason: str | None = None
 
 
 #: Nothing to price: the event is not a model call.

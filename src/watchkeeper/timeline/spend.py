@@ -1,7 +1,7 @@
 """Spend: what model calls cost, grouped by org, job, role, model, provider or day.
 
 Each call was priced when its event arrived, on the provider it ran on
-(:mod:`watchkeeper.queue.prices`); a rollup only sums. Unpriced calls are
+(:mod:`watchkeeper.timeline.prices`); a rollup only sums. Unpriced calls are
 counted, never added as zero: a report with ``unpriced > 0`` is a floor.
 """
 
