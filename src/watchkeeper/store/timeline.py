@@ -44,20 +44,14 @@ SPEND_KEYS = {
 }
 
 
-def _aware(value: float) -> datetime:
-    result = from_epoch(value)
-    assert result is not None  # NOT NULL columns
-    return result
-
-
 def event_from_mapping(m: Mapping[Any, Any]) -> TimelineEvent:
     """A stored row (or the row about to be stored) as a record."""
     version = m["price_version"]
     return TimelineEvent(
         id=m["id"],
         phase=m["phase"],
-        at=_aware(m["at"]),
-        received_at=_aware(m["received_at"]),
+        at=from_epoch(m["at"]),
+        received_at=from_epoch(m["received_at"]),
         reporter=m["reporter"],
         org=m["org"],
         job_id=m["job_id"],
@@ -263,7 +257,7 @@ class TimelineStore:
                     "url": row.url,
                     "title": row.title,
                     "actor": row.actor,
-                    "at": _aware(row.at),
+                    "at": from_epoch(row.at),
                     "detail": row.detail,
                     "signature": row.signature,
                 }
@@ -291,7 +285,7 @@ class TimelineStore:
         self, source: str, delivery_id: str, links: Sequence[dict[str, Any]], now: datetime
     ) -> bool:
         """Append ``links`` once per delivery; ``False`` when the delivery was seen before."""
-        at = to_epoch(now) or 0.0
+        at = to_epoch(now)
         with translate_errors("recording a webhook"), write_transaction(self._engine) as conn:
             if not self._claim(conn, source, delivery_id, at):
                 return False
@@ -309,7 +303,7 @@ class TimelineStore:
         now: datetime,
     ) -> str:
         """Claim a job request: ``new``, ``duplicate`` (delivery seen) or ``known`` (item seen)."""
-        at = to_epoch(now) or 0.0
+        at = to_epoch(now)
         with translate_errors("recording a webhook"), write_transaction(self._engine) as conn:
             if not self._claim(conn, source, delivery_id, at):
                 return "duplicate"
