@@ -11,14 +11,12 @@ from __future__ import annotations
 from typing import Any
 
 from fastapi import APIRouter, Request
-from fastapi.responses import JSONResponse
 from starlette.concurrency import run_in_threadpool
 
 from watchkeeper.runtime import Runtime
-from watchkeeper.server.errors import error_response
 from watchkeeper.server.routes_queue import queue_of
 from watchkeeper.server.routes_timeline import record_key, timeline_of
-from watchkeeper.timeline.forge import Forge, NotConfigured, Refused
+from watchkeeper.timeline.forge import Forge, Refused
 
 router = APIRouter(tags=["webhooks"])
 
@@ -53,27 +51,25 @@ def forge_of(request: Request) -> Forge:
     return built
 
 
-async def _handle(request: Request, source: str) -> dict[str, Any] | JSONResponse:
+async def _handle(request: Request, source: str) -> dict[str, Any]:
     body = await request.body()
     headers = {name.lower(): value for name, value in request.headers.items()}
+    forge = forge_of(request)
     try:
-        forge = forge_of(request)
         answer = await run_in_threadpool(getattr(forge, source), headers, body)
-    except Refused as exc:
-        return error_response(401, "unauthorized", f"{source} webhook refused: {exc}")
-    except NotConfigured as exc:
-        return error_response(404, "not_configured", str(exc))
+    except Refused as exc:  # the same words serve every forge: say which one refused
+        raise Refused(f"{source} webhook refused: {exc}") from None
     result: dict[str, Any] = answer.as_dict()
     return result
 
 
 @router.post("/webhooks/github", response_model=None)
-async def github(request: Request) -> dict[str, Any] | JSONResponse:
+async def github(request: Request) -> dict[str, Any]:
     """A GitHub delivery: merged pull requests naming a job link to its record."""
     return await _handle(request, "github")
 
 
 @router.post("/webhooks/linear", response_model=None)
-async def linear(request: Request) -> dict[str, Any] | JSONResponse:
+async def linear(request: Request) -> dict[str, Any]:
     """A Linear delivery: issues labelled for watchkeeper or in progress become jobs."""
     return await _handle(request, "linear")

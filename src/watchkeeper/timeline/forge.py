@@ -51,9 +51,15 @@ Submit = Callable[[str, dict[str, Any]], str]
 class Refused(WatchkeeperError):
     """The request is not signed by the forge (or is stale): 401, nothing changes."""
 
+    http_status = 401
+    code = "unauthorized"
+
 
 class NotConfigured(WatchkeeperError):
     """The webhook's secret is not configured: the endpoint is off."""
+
+    http_status = 404
+    code = "not_configured"
 
 
 @dataclass(frozen=True, slots=True)
