@@ -8,7 +8,7 @@ only the entry points (``server/``, ``cli/``) import this module.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import cached_property
 
 from watchkeeper.clock import Clock, utcnow
@@ -36,6 +36,8 @@ class Runtime:
     store: Store
     supervisor: Supervisor
     clock: Clock
+    #: The chat channels operator notices use: the server's, while it serves.
+    ops_channels: dict[str, Channel] = field(default_factory=dict)
 
     @classmethod
     def open(
@@ -49,15 +51,16 @@ class Runtime:
         """Open the store (migrating it) and build every configured kind's adapter."""
         store = store or Store(settings.resolved_database_url)
         adapters = registry.build(settings, AdapterContext(settings, store))
+        ops_channels: dict[str, Channel] = {}
         supervisor = Supervisor(
             store,
             adapters,
             check_interval_s=settings.check_interval_s,
             down_after_s=settings.down_after_s,
-            notifier=notifier or OpsNotifier(settings.ops, settings=settings),
+            notifier=notifier or OpsNotifier(settings.ops, channels=ops_channels),
             clock=clock,
         )
-        runtime = cls(settings, store, supervisor, clock)
+        runtime = cls(settings, store, supervisor, clock, ops_channels)
         runtime.start_decisions()
         from watchkeeper.procs.service import ProcEngine  # lazy: keeps CLI start-up fast
 
@@ -96,6 +99,11 @@ class Runtime:
             kinds=self.settings.kind_configs(),
             clock=self.clock,
         )
+
+    def share_channels(self, channels: Mapping[str, Channel]) -> None:
+        """Operator notices go through ``channels`` from now on (the server's, while it serves)."""
+        self.ops_channels.clear()
+        self.ops_channels.update(channels)
 
     @property
     def push_kinds(self) -> set[str]:

@@ -61,6 +61,7 @@ def create_app(
         stop = asyncio.Event()
         tasks = []
         await asyncio.to_thread(mark_interrupted, runtime.store, runtime.clock())
+        runtime.share_channels(notifier.channels)
         if deliver:
             await asyncio.to_thread(notifier.recover, runtime.clock())
             runtime.supervisor.after_sweep.append(notifier.poke)
@@ -76,6 +77,7 @@ def create_app(
             for task in tasks:
                 with contextlib.suppress(asyncio.CancelledError):
                     await asyncio.wait_for(task, timeout=10)
+            runtime.share_channels({})
             await notifier.aclose()
 
     app = FastAPI(

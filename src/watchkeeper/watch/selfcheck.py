@@ -43,8 +43,8 @@ class Notice:
 class NoticeSink(Protocol):
     """Where the sweep loop sends its notices; the loop knows nothing of channels."""
 
-    def send(self, notice: Notice) -> None:
-        """Deliver ``notice``; may block, so the loop calls it off the event loop."""
+    async def send(self, notice: Notice) -> None:
+        """Deliver ``notice``; the loop waits for it before its next sweep."""
 
 
 class SupervisionHealth:

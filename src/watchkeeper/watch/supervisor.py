@@ -161,7 +161,7 @@ class Supervisor:
 
     async def _announce(self, notice: Notice | None) -> None:
         if notice is not None:
-            await asyncio.to_thread(self.notifier.send, notice)
+            await self.notifier.send(notice)
 
     def poke(self, deadline: datetime) -> None:
         """Tell the loop about a new deadline (a run just started); safe from any thread."""
