@@ -89,9 +89,19 @@ def test_serve_log_never_carries_the_bot_token(tmp_path: Path) -> None:
                     },
                 )
                 assert started.status_code in (200, 201), started.text
-                failed = api.post("/api/v1/runs/swarm_task/t-leak/fail", json={"reason": "crash"})
+                # The work itself printed a credential into its failure reason.
+                reason = f"crash: push refused for {GITHUB_TOKEN}"
+                failed = api.post("/api/v1/runs/swarm_task/t-leak/fail", json={"reason": reason})
                 assert failed.status_code == 200, failed.text
-            fake.wait_for(lambda f: f.chats.get(CHAT), timeout=60)
+            fake.wait_for(
+                lambda f: any("push refused for" in m.text for m in f.chats.get(CHAT, [])),
+                timeout=60,
+            )
+            assert all(GITHUB_TOKEN not in m.text for m in fake.messages(CHAT))
+            with _login_at(base, match.group(0)) as web:
+                home = web.get("/web/")
+            assert home.status_code == 200 and "leak check" in home.text
+            assert GITHUB_TOKEN not in home.text
         finally:
             server.send_signal(signal.SIGINT)
             server.wait(timeout=30)
@@ -258,11 +268,17 @@ def test_cli_logs_prints_redacted_output(
 @contextmanager
 def _login(server: LiveServer) -> Iterator[httpx.Client]:
     """A dashboard session, logged in through the login form."""
-    with httpx.Client(base_url=server.url, timeout=30) as client:
+    with _login_at(server.url, server.tokens["admin"]) as client:
+        yield client
+
+
+@contextmanager
+def _login_at(url: str, token: str) -> Iterator[httpx.Client]:
+    """A dashboard session on the server at ``url``, logged in with ``token``."""
+    with httpx.Client(base_url=url, timeout=30) as client:
         form = client.get("/web/login")
         nonce = re.search(r'name="nonce" value="([^"]+)"', form.text)
         assert nonce is not None
-        token = server.tokens["admin"]
         done = client.post("/web/login", data={"nonce": nonce.group(1), "token": token})
         assert done.status_code == 303, done.text
         yield client

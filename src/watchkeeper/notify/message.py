@@ -6,6 +6,8 @@ import hashlib
 from dataclasses import dataclass, field
 from typing import Any
 
+from watchkeeper.redact import redact
+
 #: Every button's data starts with this, so a press can be told from other callbacks.
 BUTTON_PREFIX = "wk1"
 #: Telegram allows at most 64 bytes of callback data; every platform gets the same payload.
@@ -71,6 +73,12 @@ class Message:
     buttons: tuple[Button, ...] = ()
     #: Short first line, for platforms that show one (notification previews).
     headline: str = ""
+
+    def __post_init__(self) -> None:
+        # A message leaves the process for a chat: titles, reasons and diagnoses come from
+        # the supervised work and may carry a credential it printed.
+        object.__setattr__(self, "text", redact(self.text))
+        object.__setattr__(self, "headline", redact(self.headline))
 
     def as_json(self) -> dict[str, Any]:
         """The stored form (a delivery's payload)."""

@@ -12,7 +12,9 @@ from urllib.parse import parse_qsl, urlencode
 from fastapi import Request
 from fastapi.responses import HTMLResponse, JSONResponse, RedirectResponse, Response
 from fastapi.templating import Jinja2Templates
+from markupsafe import Markup
 
+from watchkeeper.redact import redact
 from watchkeeper.server.web import tasks
 from watchkeeper.server.web.session import Session, check_csrf
 
@@ -57,6 +59,20 @@ def _tokens(value: int | None) -> str:
 
 
 templates = Jinja2Templates(directory=str(HERE / "templates"))
+
+
+def _printed(value: Any) -> Any:
+    """Every value a page prints passes through redact: titles, reasons and logs come from
+    the supervised work and may carry a credential it printed."""
+    if isinstance(value, Markup):
+        # It was trusted HTML already; the mask holds no markup, so it stays safe.
+        return Markup(redact(str(value)))  # noqa: S704
+    if isinstance(value, str):
+        return redact(value)
+    return value
+
+
+templates.env.finalize = _printed
 templates.env.filters.update(ago=_ago, when=_time, money=_money, tokens=_tokens)
 templates.env.globals.update(
     task_icon=tasks.icon,
