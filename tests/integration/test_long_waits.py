@@ -101,10 +101,15 @@ async def _leased_task(http: httpx.AsyncClient, admin: str, reporter: str) -> di
 def test_held_long_polls_leave_the_rest_of_the_api_answering(served_runtime: Runtime) -> None:
     caps = LongWaits(per_token=HELD + 4, total=500)
     with live_server(served_runtime, long_waits=caps) as server:
-        asyncio.run(_hold_and_use(server, caps))
+        answers = asyncio.run(_hold_and_use(server, caps))
+    # Ending the run woke every long-poll (it waits on the process, not a clock).
+    assert len(answers) == HELD + 4
+    assert {(a.status_code, a.json()["status"]) for a in answers} == {(200, "cancelled")}
+    assert caps.in_use == 0
 
 
-async def _hold_and_use(server: LiveServer, caps: LongWaits) -> None:
+async def _hold_and_use(server: LiveServer, caps: LongWaits) -> list[httpx.Response]:
+    """Hold long-polls, use the rest of the API meanwhile, then end the run; the polls' answers."""
     admin, reporter, viewer = (server.tokens[r] for r in ("admin", "reporter", "viewer"))
     limits = httpx.Limits(max_connections=200, max_keepalive_connections=200)
     timeout = httpx.Timeout(PROMPT_S)
@@ -162,14 +167,11 @@ async def _hold_and_use(server: LiveServer, caps: LongWaits) -> None:
         assert "64" in message and "retry" in message
         assert not any(t.done() for t in held)
 
-        # Ending the run wakes every long-poll (it waits on the process, not a clock).
         aborted = await http.post(
             f"/api/v1/procs/{run_id}/abort", json={"grace_s": 1}, headers=_auth(admin)
         )
         assert aborted.status_code == 200, aborted.text
-        answers = await asyncio.gather(*held)
-        assert {(a.status_code, a.json()["status"]) for a in answers} == {(200, "cancelled")}
-        assert caps.in_use == 0
+        return list(await asyncio.gather(*held))
 
 
 def _viewer(server: LiveServer, name: str) -> tuple[int, str]:
