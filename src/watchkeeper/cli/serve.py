@@ -8,7 +8,7 @@ import logging
 import typer
 
 from watchkeeper import logsafety
-from watchkeeper.cli.common import console, local_runtime, settings
+from watchkeeper.cli.common import console, settings
 from watchkeeper.config import check_secrets
 
 
@@ -24,9 +24,11 @@ def serve(
     from watchkeeper.server.app import create_app
 
     logsafety.install(logging.INFO)
-    check_secrets(settings(ctx))
-    runtime = local_runtime(ctx)
-    loaded = runtime.settings
+    from watchkeeper.runtime import Runtime
+
+    loaded = settings(ctx)
+    check_secrets(loaded)  # before the store exists: a bad secret leaves no data folder behind
+    runtime = Runtime.open(loaded)
     announce_first_token(runtime)
     bind_host = host or loaded.server.host
     bind_port = port or loaded.server.port
