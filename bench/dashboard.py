@@ -40,7 +40,7 @@ from typing import Any
 import httpx
 
 import _common as common
-from watchkeeper.queue.records import NewJob
+from watchkeeper.records.queue import NewJob
 from watchkeeper.server.web.shared import OVERVIEW_TTL_S
 from watchkeeper.store import Store
 from watchkeeper.store.queue import QueueStore

@@ -51,7 +51,7 @@ def prepare(url: str, folder: Path, incidents: int) -> tuple[Any, list[tuple[int
         reports.fail("swarm_task", f"t{index}", "worker died", None, None)
     import asyncio
 
-    opened = asyncio.run(runtime.supervisor.sweep()).applied.opened
+    opened = asyncio.run(runtime.sweeper.sweep()).applied.opened
     pairs = [(i, store.incidents.get(i).state_token) for i in opened]
     runtime.close()
     return settings, pairs

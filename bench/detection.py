@@ -1,7 +1,7 @@
 """Detection latency: from the moment a run's progress budget runs out to its incident row.
 
 What it measures: a real ``watchkeeper serve`` (its own process, a temporary
-data folder and configuration, its supervisor loop on the default 30 s tick)
+data folder and configuration, its sweep loop on the default 30 s tick)
 on 127.0.0.1. ``--runs`` push runs are started over the API from a few
 client threads with short budgets spread evenly between ``--min-budget`` and
 ``--max-budget`` seconds, so expiries are spread over time, and never report

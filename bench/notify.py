@@ -126,7 +126,7 @@ def one_run(
         notifier = runtime.build_notifier({"slack": channel})
 
         async def deliver() -> float:
-            await runtime.supervisor.sweep()
+            await runtime.sweeper.sweep()
             started = time.perf_counter()
             await asyncio.to_thread(notifier.route, runtime.clock())
             while await asyncio.to_thread(runtime.store.outbox.due, runtime.clock(), 1):

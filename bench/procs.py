@@ -41,8 +41,8 @@ from typing import Any
 import _common as common
 from watchkeeper.clock import ManualClock
 from watchkeeper.procs import identity, layout
-from watchkeeper.procs.records import NewProc, Started
-from watchkeeper.procs.service import ProcEngine
+from watchkeeper.procs.engine import ProcEngine
+from watchkeeper.records.procs import NewProc, Started
 from watchkeeper.runtime import Runtime
 from watchkeeper.store import Store
 
@@ -111,7 +111,7 @@ def judge_figures(db_url: str, folder: Path, runs: int, sweeps: int) -> common.F
             path.parent.mkdir(parents=True, exist_ok=True)
             path.write_text("line\n")
         runtime = Runtime.open(settings, clock=clock, store=store)
-        adapter = runtime.supervisor.adapters["process"]
+        adapter = runtime.sweeper.adapters["process"]
         reads, hooks, whole = [], [], []
         for _ in range(sweeps):
             started = time.perf_counter()
@@ -121,10 +121,10 @@ def judge_figures(db_url: str, folder: Path, runs: int, sweeps: int) -> common.F
             engine.sweep(clock())
             hooks.append(time.perf_counter() - started)
             started = time.perf_counter()
-            asyncio.run(runtime.supervisor.sweep())
+            asyncio.run(runtime.sweeper.sweep())
             whole.append(time.perf_counter() - started)
             clock.advance(1)
-        runtime.supervisor.close()
+        runtime.sweeper.close()
         assert sum(1 for view in views if view.owner.alive) == runs
     finally:
         store.close()

@@ -64,8 +64,8 @@ from _common import (
     write_json,
 )
 from watchkeeper.clock import utcnow
-from watchkeeper.queue.records import NewJob, NewRunner
 from watchkeeper.queue.service import QueueService
+from watchkeeper.records.queue import NewJob, NewRunner
 from watchkeeper.store import Store
 
 FORK = mp.get_context("fork")

@@ -35,10 +35,11 @@ import uvicorn
 
 from _common import free_port, settings_for
 from watchkeeper.notify.ops import OpsNotifier
+from watchkeeper.procs.engine import ProcEngine
 from watchkeeper.procs.launch import LaunchRequest
-from watchkeeper.procs.service import ProcEngine
-from watchkeeper.queue.records import NewRunner
 from watchkeeper.queue.service import QueueService
+from watchkeeper.records.queue import NewRunner
+from watchkeeper.records.timeline import NewEvent, Usage
 from watchkeeper.runtime import Runtime
 from watchkeeper.server.app import create_app, reports_for
 from watchkeeper.store.runs import NewRun
@@ -52,7 +53,6 @@ from watchkeeper.supervise import (
     HealthStatus,
     InMemoryStateStore,
 )
-from watchkeeper.timeline.events import NewEvent, Usage
 from watchkeeper.timeline.service import TimelineService
 
 OUT = Path(__file__).resolve().parent.parent / "docs" / "screenshots"
@@ -82,7 +82,7 @@ PRICES = {
 @contextmanager
 def serve(runtime: Runtime) -> Iterator[tuple[str, Any]]:
     """The whole server on a free loopback port, in a thread."""
-    app = create_app(runtime, run_supervisor=True)
+    app = create_app(runtime, run_sweeper=True)
     port = free_port()
     server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning"))
     thread = threading.Thread(target=server.run, daemon=True)

@@ -1,10 +1,10 @@
-"""One supervisor sweep over 100,000 active push runs: seconds, memory, ratio to a bare SELECT.
+"""One sweep over 100,000 active push runs: seconds, memory, ratio to a bare SELECT.
 
 What it measures: 100,000 running push runs spread over five kinds
 (chat_turn, swarm_task, document_job, research_session, crawl), 1% of them
 stalled (no progress for longer than their kind's budget, owner alive), are
 bulk-loaded straight into ``push_runs``. A ``Runtime`` with a manual clock then
-runs ``await runtime.supervisor.sweep()``:
+runs ``await runtime.sweeper.sweep()``:
 
 - the first sweep, which opens one incident per stalled run (~1,000);
 - the steady-state sweep (median of ``--sweeps``), which changes nothing;
@@ -48,7 +48,7 @@ from watchkeeper.store import Store
 from watchkeeper.store.heartbeats import SweepBeat
 from watchkeeper.store.incidents import Applied
 from watchkeeper.store.runs import JUDGE_COLUMNS
-from watchkeeper.watch.reconcile import judge_reads, plan
+from watchkeeper.watch.lifecycle import judge_reads, plan
 
 KINDS = ("chat_turn", "swarm_task", "document_job", "research_session", "crawl")
 NOW = datetime(2026, 1, 5, 12, 0, 0, tzinfo=UTC)
@@ -211,7 +211,7 @@ def _driver_connect(db_url: str) -> tuple[Any, str]:
 async def timed_sweep(runtime: Runtime) -> tuple[float, Applied, int]:
     """Seconds for one sweep, what it applied, and how many runs it judged."""
     started = time.perf_counter()
-    result = await runtime.supervisor.sweep()
+    result = await runtime.sweeper.sweep()
     elapsed = time.perf_counter() - started
     if not result.ok:
         raise RuntimeError(f"the sweep failed: {result.error}")
@@ -221,7 +221,7 @@ async def timed_sweep(runtime: Runtime) -> tuple[float, Applied, int]:
 
 async def breakdown(runtime: Runtime, now: datetime) -> dict[str, float]:
     """One sweep timed piece by piece, through the functions ``Supervisor.sweep`` calls."""
-    supervisor = runtime.supervisor
+    supervisor = runtime.sweeper
     store = runtime.store
     parts: dict[str, float] = {}
     live = _timed(parts, "read live incidents", lambda: store.incidents.live(list(KINDS)))
@@ -260,7 +260,7 @@ def read_split(runtime: Runtime, now: datetime) -> dict[str, float]:
     rows_s = time.perf_counter() - started
     started = time.perf_counter()
     for kind in KINDS:
-        runtime.supervisor.adapters[kind].read(now)
+        runtime.sweeper.adapters[kind].read(now)
     views_s = time.perf_counter() - started
     return {
         "full read, rows via SQLAlchemy (sequential)": rows_s,

@@ -50,11 +50,11 @@ from sqlalchemy import insert
 
 import _common as common
 from watchkeeper.clock import to_epoch
+from watchkeeper.records.timeline import NewEvent
 from watchkeeper.server.routes_timeline import Batch
 from watchkeeper.store import Store
 from watchkeeper.store.schema_timeline import timeline_events
 from watchkeeper.timeline import spend
-from watchkeeper.timeline.events import NewEvent
 from watchkeeper.timeline.service import TimelineService
 
 T0 = datetime(2026, 3, 1, tzinfo=UTC)

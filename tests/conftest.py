@@ -120,4 +120,4 @@ def runtime(tmp_path: Path, store: Store, clock: ManualClock) -> Iterator[Runtim
     settings = make_settings(tmp_path, store.url)
     opened = Runtime.open(settings, clock=clock, store=store, notifier=OpsNotifier(settings.ops))
     yield opened
-    opened.supervisor.close()
+    opened.sweeper.close()

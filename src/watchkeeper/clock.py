@@ -6,7 +6,9 @@ from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import overload
 
-Clock = Callable[[], datetime]
+#: What every service takes to read the time: ``utcnow`` in production, a
+#: :class:`ManualClock` in tests.
+Now = Callable[[], datetime]
 
 
 def utcnow() -> datetime:

@@ -56,7 +56,7 @@ class DemoSwarm:
                 break
         reason = f"time limit of {self.limit_s:g} s exceeded while reading report 4"
         await asyncio.to_thread(reports.fail, DEMO_KIND, DEMO_RUN, reason, "time_limit", None)
-        self.runtime.supervisor.poke(self.runtime.clock())
+        self.runtime.sweeper.poke(self.runtime.clock())
         log.warning("Demo task failed: %s", reason, extra={"action": "demo"})
 
     async def stop(self) -> None:

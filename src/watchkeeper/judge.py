@@ -84,7 +84,7 @@ def _slow(run: RunView, spec: KindSpec, now: datetime) -> Verdict | None:
 def next_deadline(run: RunView, spec: KindSpec, now: datetime) -> datetime | None:
     """The earliest moment after ``now`` the verdict on ``run`` could change without new reports.
 
-    The supervisor loop sleeps until the earliest deadline over all runs, so a
+    The sweep loop sleeps until the earliest deadline over all runs, so a
     budget that runs out is judged promptly instead of at the next tick. A
     stalled run still has a deadline: its lease running out makes it stuck.
     """

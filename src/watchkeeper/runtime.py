@@ -10,8 +10,9 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from functools import cached_property
+from typing import TYPE_CHECKING
 
-from watchkeeper.clock import Clock, utcnow
+from watchkeeper.clock import Now, utcnow
 from watchkeeper.config import Settings
 from watchkeeper.decide.decider import Decider
 from watchkeeper.decide.diagnose import Diagnoser
@@ -25,17 +26,22 @@ from watchkeeper.notify.service import Notifier
 from watchkeeper.store import Store
 from watchkeeper.watch.overview import Overview
 from watchkeeper.watch.selfcheck import NoticeSink
-from watchkeeper.watch.supervisor import Supervisor
+from watchkeeper.watch.sweeper import Sweeper
+
+if TYPE_CHECKING:
+    from watchkeeper.procs.engine import ProcEngine
+    from watchkeeper.queue.service import QueueService
+    from watchkeeper.timeline.service import TimelineService
 
 
 @dataclass
 class Runtime:
-    """The store, the adapters and the supervisor of one process."""
+    """The store, the adapters and the sweeper of one process."""
 
     settings: Settings
     store: Store
-    supervisor: Supervisor
-    clock: Clock
+    sweeper: Sweeper
+    clock: Now
     #: The chat channels operator notices use: the server's, while it serves.
     ops_channels: dict[str, Channel] = field(default_factory=dict)
 
@@ -44,7 +50,7 @@ class Runtime:
         cls,
         settings: Settings,
         *,
-        clock: Clock = utcnow,
+        clock: Now = utcnow,
         store: Store | None = None,
         notifier: NoticeSink | None = None,
     ) -> Runtime:
@@ -52,7 +58,7 @@ class Runtime:
         store = store or Store(settings.resolved_database_url)
         adapters = registry.build(settings, AdapterContext(settings, store))
         ops_channels: dict[str, Channel] = {}
-        supervisor = Supervisor(
+        sweeper = Sweeper(
             store,
             adapters,
             check_interval_s=settings.check_interval_s,
@@ -60,27 +66,22 @@ class Runtime:
             notifier=notifier or OpsNotifier(settings.ops, channels=ops_channels),
             clock=clock,
         )
-        runtime = cls(settings, store, supervisor, clock, ops_channels)
+        runtime = cls(settings, store, sweeper, clock, ops_channels)
         runtime.start_decisions()
-        from watchkeeper.procs.service import ProcEngine  # lazy: keeps CLI start-up fast
-
-        procs = ProcEngine.from_settings(settings, store, clock)
-        procs.reconcile_startup()  # hooks left firing become maybe_fired, never refired
-        supervisor.sweep_hooks.append(procs.sweep)
-        from watchkeeper.queue.service import QueueService  # lazy, as above
-
-        supervisor.sweep_hooks.append(QueueService(store, settings, clock=clock).sweep)
+        runtime.procs.reconcile_startup()  # hooks left firing become maybe_fired, never refired
+        sweeper.sweep_hooks.append(runtime.procs.sweep)
+        sweeper.sweep_hooks.append(runtime.queue.sweep)
         return runtime
 
     def start_decisions(self) -> None:
         """Reconcile the action journal after a crash and switch runbooks into the loop."""
         recover_interrupted(self.store, self.clock())
-        self.supervisor.after_sweep.append(self.runbooks.after_sweep)
+        self.sweeper.after_sweep.append(self.runbooks.after_sweep)
 
     @cached_property
     def decider(self) -> Decider:
         """Decides incidents for every channel."""
-        adapters = self.supervisor.adapters
+        adapters = self.sweeper.adapters
         diagnoser = Diagnoser(adapters, self.settings.diagnose, self.clock)
         return Decider(self.store, adapters, self.settings.admins, self.clock, diagnoser)
 
@@ -88,6 +89,34 @@ class Runtime:
     def runbooks(self) -> Runbooks:
         """Automatic first steps."""
         return Runbooks(self.decider, self.store, self.settings.runbooks, self.clock)
+
+    @cached_property
+    def procs(self) -> ProcEngine:
+        """The processes this host started: start, watch, abort, reap, park."""
+        from watchkeeper.procs.engine import ProcEngine  # lazy: keeps CLI start-up fast
+
+        return ProcEngine.from_settings(self.settings, self.store, self.clock)
+
+    @cached_property
+    def queue(self) -> QueueService:
+        """Jobs, tasks, leases and runners."""
+        from watchkeeper.queue.service import QueueService  # lazy, as above
+
+        return QueueService(self.store, self.settings, clock=self.clock)
+
+    @cached_property
+    def timeline(self) -> TimelineService:
+        """Run events, spend and signed records (with OpenTelemetry export if installed)."""
+        from watchkeeper.timeline import otel  # lazy, as above
+        from watchkeeper.timeline.service import TimelineService
+
+        exporter = otel.exporter()
+        return TimelineService(
+            self.store,
+            self.settings,
+            clock=self.clock,
+            exporters=[exporter] if exporter is not None else [],
+        )
 
     def build_notifier(self, channels: Mapping[str, Channel]) -> Notifier:
         """A notifier routing this process's incident events to ``channels``."""
@@ -112,9 +141,9 @@ class Runtime:
 
     async def overview(self, include_finished: bool) -> Overview:
         """Read every kind now and sort what it reports (does not touch incidents)."""
-        return await self.supervisor.overview(include_finished)
+        return await self.sweeper.overview(include_finished)
 
     def close(self) -> None:
         """Release adapters and pooled connections."""
-        self.supervisor.close()
+        self.sweeper.close()
         self.store.close()

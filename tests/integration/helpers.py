@@ -18,7 +18,7 @@ def reports_for(runtime: Runtime) -> Reports:
 
 def sweep(runtime: Runtime) -> SweepResult:
     """Run one sweep to the end."""
-    return asyncio.run(runtime.supervisor.sweep())
+    return asyncio.run(runtime.sweeper.sweep())
 
 
 def start(

@@ -45,7 +45,7 @@ def free_port() -> int:
 def live_server(
     runtime: Runtime,
     *,
-    run_supervisor: bool = False,
+    run_sweeper: bool = False,
     long_waits: LongWaits | None = None,
     header_timeout_s: float = HEADER_TIMEOUT_S,
     body_timeout_s: float = BODY_TIMEOUT_S,
@@ -61,7 +61,7 @@ def live_server(
         for role in Role
     }
     port = free_port()
-    app = create_app(runtime, run_supervisor=run_supervisor)
+    app = create_app(runtime, run_sweeper=run_sweeper)
     if long_waits is not None:
         app.state.long_waits = long_waits
     config = server_config(

@@ -23,7 +23,7 @@ def api(tmp_path: Path, store: Store) -> Iterator[LiveServer]:
     runtime = Runtime.open(settings, store=store, notifier=OpsNotifier(settings.ops))
     with live_server(runtime) as server:
         yield server
-    runtime.supervisor.close()
+    runtime.sweeper.close()
 
 
 def push_run_count(server: LiveServer) -> int:
@@ -79,7 +79,7 @@ def test_report_a_run_through_its_life(api: LiveServer) -> None:
         assert failed.json()["failure"]["reason"] == "model refused"
         assert failed.json()["failure"]["fingerprint"]
 
-    asyncio.run(api.runtime.supervisor.sweep())
+    asyncio.run(api.runtime.sweeper.sweep())
     with api.client("viewer") as http:
         listing = http.get("/api/v1/runs").json()
         assert [i["run_id"] for i in listing["attention"]] == ["turn-1"]
@@ -246,7 +246,7 @@ def test_health_and_metrics(api: LiveServer) -> None:
     with api.client("reporter") as http:
         http.post("/api/v1/runs", json={"kind": "crawl", "run_id": "m1", "title": "t"})
         http.post("/api/v1/runs/crawl/m1/fail", json={"reason": "boom"})
-    asyncio.run(api.runtime.supervisor.sweep())
+    asyncio.run(api.runtime.sweeper.sweep())
     with api.client(None) as http:
         health = http.get("/healthz")
         assert health.status_code == 200

@@ -20,7 +20,7 @@ import pytest
 from watchkeeper import errors
 from watchkeeper.clock import utcnow
 from watchkeeper.notify.ops import OpsNotifier
-from watchkeeper.queue.records import NewRunner
+from watchkeeper.records.queue import NewRunner
 from watchkeeper.runtime import Runtime
 from watchkeeper.store import Store
 from watchkeeper.store.queue import QueueStore

@@ -96,7 +96,7 @@ def target(tmp_path: Path, store: Store) -> Any:
     runtime = Runtime.open(
         settings_, clock=utcnow, store=store, notifier=OpsNotifier(settings_.ops)
     )
-    app = create_app(runtime, run_supervisor=False)
+    app = create_app(runtime, run_sweeper=False)
     token, known, lease_token = _seed(runtime, app)
     yield Target(schemathesis.openapi.from_asgi("/openapi.json", app), token, known, lease_token)
     runtime.close()

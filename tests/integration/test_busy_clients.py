@@ -21,7 +21,7 @@ from watchkeeper import Client
 from watchkeeper.clock import utcnow
 from watchkeeper.errors import ClientError
 from watchkeeper.notify.ops import OpsNotifier
-from watchkeeper.procs.service import ProcEngine
+from watchkeeper.procs.engine import ProcEngine
 from watchkeeper.runtime import Runtime
 from watchkeeper.server.longpoll import LongWaits
 from watchkeeper.store import Store
@@ -44,7 +44,7 @@ def served(tmp_path: Path, store: Store) -> Iterator[tuple[LiveServer, LongWaits
             server.server.config.app.state.abort_waits = LongWaits(per_token=1, total=16)
             yield server, caps
     finally:
-        runtime.supervisor.close()
+        runtime.sweeper.close()
         kill_leftovers(ProcEngine(store, settings.data_dir))
 
 

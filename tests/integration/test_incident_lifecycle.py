@@ -173,11 +173,11 @@ def test_next_wake_is_the_earliest_deadline_or_the_tick(
 ) -> None:
     from datetime import timedelta
 
-    from watchkeeper.watch.supervisor import DEADLINE_SLACK
+    from watchkeeper.watch.sweeper import DEADLINE_SLACK
 
     idle = sweep(runtime)
-    assert runtime.supervisor.next_wake(idle) == clock() + timedelta(seconds=30)
+    assert runtime.sweeper.next_wake(idle) == clock() + timedelta(seconds=30)
     start(runtime, "soon", budget_s=5, lease_s=3600)
     result = sweep(runtime)
     assert result.next_deadline == clock() + timedelta(seconds=5)
-    assert runtime.supervisor.next_wake(result) == clock() + timedelta(seconds=5) + DEADLINE_SLACK
+    assert runtime.sweeper.next_wake(result) == clock() + timedelta(seconds=5) + DEADLINE_SLACK

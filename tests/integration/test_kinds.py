@@ -24,7 +24,7 @@ from watchkeeper.kinds.sql import SqlAdapter
 from watchkeeper.notify.ops import OpsNotifier
 from watchkeeper.runtime import Runtime
 from watchkeeper.store import Store
-from watchkeeper.watch.supervisor import Supervisor
+from watchkeeper.watch.sweeper import Sweeper
 
 from ..conftest import PG_ADMIN_URL, T0, make_settings
 
@@ -191,12 +191,12 @@ def test_unreadable_and_slow_kinds_beside_healthy_ones(
     )
     runtime = Runtime.open(settings, clock=clock, store=store, notifier=OpsNotifier(settings.ops))
     hanging = BlockingAdapter("hangs", KindConfig(timeout_s=0.2), AdapterContext(settings, store))
-    runtime.supervisor = Supervisor(
+    runtime.sweeper = Sweeper(
         store,
-        {**runtime.supervisor.adapters, "hangs": hanging},
+        {**runtime.sweeper.adapters, "hangs": hanging},
         check_interval_s=30,
         down_after_s=300,
-        notifier=runtime.supervisor.notifier,
+        notifier=runtime.sweeper.notifier,
         clock=clock,
     )
     from .helpers import start
@@ -206,7 +206,7 @@ def test_unreadable_and_slow_kinds_beside_healthy_ones(
     # Our own loop, closed without waiting for the hung read's thread (asyncio.run would wait).
     loop = asyncio.new_event_loop()
     try:
-        result = loop.run_until_complete(runtime.supervisor.sweep())
+        result = loop.run_until_complete(runtime.sweeper.sweep())
     finally:
         hanging.release.set()
         loop.close()
@@ -218,7 +218,7 @@ def test_unreadable_and_slow_kinds_beside_healthy_ones(
     assert len(result.applied.opened) == 1  # the healthy kind was judged as usual
     overview = asyncio.run(runtime.overview(include_finished=False))
     assert {r.kind for r in overview.unreadable} >= {"crawler"}
-    runtime.supervisor.close()
+    runtime.sweeper.close()
 
 
 def test_an_unreadable_kind_keeps_its_incidents_open(
@@ -239,12 +239,12 @@ def test_an_unreadable_kind_keeps_its_incidents_open(
 
     assert len(sweep(runtime).applied.opened) == 1
     path.rename(tmp_path / "moved.db")
-    runtime.supervisor.adapters["crawler"].close()
+    runtime.sweeper.adapters["crawler"].close()
     result = sweep(runtime)
     assert not next(r for r in result.reads if r.kind == "crawler").readable
     assert result.applied.resolved == ()
     assert [i.status.value for i in store.incidents.list("live")] == ["open"]
-    runtime.supervisor.close()
+    runtime.sweeper.close()
 
 
 def test_third_party_adapters_come_from_entry_points() -> None:
@@ -260,7 +260,7 @@ def test_a_page_and_a_sweep_may_read_a_kind_at_the_same_time(runtime: Runtime) -
     start(runtime, "both-1")
 
     async def together() -> tuple[object, object]:
-        overview, result = await asyncio.gather(runtime.overview(False), runtime.supervisor.sweep())
+        overview, result = await asyncio.gather(runtime.overview(False), runtime.sweeper.sweep())
         return overview, result
 
     overview, result = asyncio.run(together())

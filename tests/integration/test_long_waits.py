@@ -19,7 +19,7 @@ import pytest
 
 from watchkeeper.clock import utcnow
 from watchkeeper.notify.ops import OpsNotifier
-from watchkeeper.procs.service import ProcEngine
+from watchkeeper.procs.engine import ProcEngine
 from watchkeeper.runtime import Runtime
 from watchkeeper.server.longpoll import LongWaits, long_waits_of
 from watchkeeper.store import Store
@@ -41,7 +41,7 @@ def served_runtime(tmp_path: Path, store: Store) -> Iterator[Runtime]:
     settings = make_settings(tmp_path, store.url)
     runtime = Runtime.open(settings, store=store, clock=utcnow, notifier=OpsNotifier(settings.ops))
     yield runtime
-    runtime.supervisor.close()
+    runtime.sweeper.close()
     kill_leftovers(ProcEngine(store, settings.data_dir))
 
 
@@ -250,4 +250,4 @@ def test_the_caps_come_from_the_server_settings(tmp_path: Path, store: Store) ->
                 hold.release()  # a second release gives nothing back twice
             assert caps.in_use == 0
     finally:
-        runtime.supervisor.close()
+        runtime.sweeper.close()

@@ -24,8 +24,8 @@ from pathlib import Path
 import httpx
 import pytest
 
+from watchkeeper.procs.engine import ProcEngine
 from watchkeeper.procs.launch import LaunchRequest
-from watchkeeper.procs.service import ProcEngine
 from watchkeeper.redact import MASK
 from watchkeeper.runtime import Runtime
 

@@ -13,7 +13,7 @@ from watchkeeper.clock import ManualClock
 from watchkeeper.decide.actors import Actor
 from watchkeeper.notify.ops import OpsNotifier
 from watchkeeper.procs import identity
-from watchkeeper.procs.records import NewProc, ProcStatus
+from watchkeeper.records.procs import NewProc, ProcStatus
 from watchkeeper.runtime import Runtime
 from watchkeeper.store import Store
 from watchkeeper.store.procs import ProcStore
@@ -118,7 +118,7 @@ def test_sql(tmp_path: Path, store: Store, clock: ManualClock) -> None:
             == ONE_INCIDENT_DISMISSED_FOR_GOOD
         )
     finally:
-        runtime.supervisor.close()
+        runtime.sweeper.close()
 
 
 def test_sql_keeps_the_fingerprint_its_query_supplies(tmp_path: Path, store: Store) -> None:
@@ -134,10 +134,10 @@ def test_sql_keeps_the_fingerprint_its_query_supplies(tmp_path: Path, store: Sto
     settings = make_settings(tmp_path, store.url, kinds=kinds)
     runtime = Runtime.open(settings, store=store, notifier=OpsNotifier(settings.ops))
     try:
-        [view] = runtime.supervisor.adapters["crawler"].read(runtime.clock())
+        [view] = runtime.sweeper.adapters["crawler"].read(runtime.clock())
         assert view.failure is not None and view.failure.fingerprint == "mine"
     finally:
-        runtime.supervisor.close()
+        runtime.sweeper.close()
 
 
 def test_process(runtime: Runtime, tmp_path: Path, clock: ManualClock) -> None:

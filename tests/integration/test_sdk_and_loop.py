@@ -1,4 +1,4 @@
-"""The SDK against a real server, and the supervisor loop judging on the earliest deadline."""
+"""The SDK against a real server, and the sweep loop judging on the earliest deadline."""
 
 from __future__ import annotations
 
@@ -23,9 +23,9 @@ def looping(tmp_path: Path, store: Store) -> Iterator[LiveServer]:
     # A long tick: only the deadline can make the loop judge in time.
     settings = make_settings(tmp_path, store.url, check_interval_s=3600)
     runtime = Runtime.open(settings, store=store, notifier=OpsNotifier(settings.ops))
-    with live_server(runtime, run_supervisor=True) as server:
+    with live_server(runtime, run_sweeper=True) as server:
         yield server
-    runtime.supervisor.close()
+    runtime.sweeper.close()
 
 
 def wait_for(predicate: object, timeout: float = 20.0) -> bool:
@@ -75,4 +75,4 @@ def test_loop_judges_on_the_deadline_not_the_tick(looping: LiveServer) -> None:
         incidents = client.incidents.list(status="open")
     assert [(i["run_id"], i["condition"]) for i in incidents] == [("deadline-1", "stalled")]
     # With a one-hour tick, only the deadline schedule can explain a sweep this soon.
-    assert looping.runtime.supervisor.latest is not None
+    assert looping.runtime.sweeper.latest is not None

@@ -103,7 +103,7 @@ def test_exactly_one_down_and_one_up_notice(
             clock.advance(30)
             failures.append(sweep(runtime))
         assert not any(result.ok for result in failures)
-        assert not runtime.supervisor.health.working
+        assert not runtime.sweeper.health.working
 
         outage.end()
         for _ in range(3):
@@ -118,6 +118,6 @@ def test_exactly_one_down_and_one_up_notice(
         stamp = down.headers["X-Watchkeeper-Timestamp"]
         expected = hmac.new(b"s3cret", stamp.encode() + b"." + down.body, hashlib.sha256)
         assert down.headers["X-Watchkeeper-Signature"] == "sha256=" + expected.hexdigest()
-        sent = runtime.supervisor.notifier.sent
+        sent = runtime.sweeper.notifier.sent
         assert [n.kind.value for n in sent] == ["supervision_down", "supervision_up"]
-        runtime.supervisor.close()
+        runtime.sweeper.close()

@@ -56,7 +56,7 @@ def test_sweep_read_equals_full_read(runtime: Runtime, clock: ManualClock, seed:
     now = clock()
     with runtime.store.engine.begin() as conn:
         conn.execute(insert(push_runs), random_rows(rng, now.timestamp(), 400))
-    adapter = runtime.supervisor.adapters["crawl"]
+    adapter = runtime.sweeper.adapters["crawl"]
     spec = adapter.spec
     full = adapter.read(now)
     watched = {f"r{i}" for i in rng.sample(range(400), 20)}

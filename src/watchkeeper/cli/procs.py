@@ -19,7 +19,7 @@ if TYPE_CHECKING:
     from collections.abc import Iterator
     from pathlib import Path
 
-    from watchkeeper.procs.service import ProcEngine
+    from watchkeeper.procs.engine import ProcEngine
 
 _RUN = typer.Argument(..., help="the run's id (see `watchkeeper ps`)")
 _JSON = typer.Option(False, "--json", help="print JSON instead of text")
@@ -45,7 +45,7 @@ def parse_duration(value: str | None, option: str) -> float | None:
 
 
 def _engine(ctx: typer.Context) -> ProcEngine:
-    from watchkeeper.procs.service import ProcEngine
+    from watchkeeper.procs.engine import ProcEngine
     from watchkeeper.store.procs import open_store
 
     config = settings(ctx)

@@ -1,4 +1,4 @@
-"""``watchkeeper serve``: the API, the dashboard and the supervisor loop in one process."""
+"""``watchkeeper serve``: the API, the dashboard and the sweep loop in one process."""
 
 from __future__ import annotations
 
@@ -18,7 +18,7 @@ def serve(
     port: int | None = typer.Option(None, help="port to listen on (default 8750)"),
     access_log: bool = typer.Option(False, "--access-log", help="log every request"),
 ) -> None:
-    """Start the server with the supervisor loop."""
+    """Start the server with the sweep loop."""
     import uvicorn
 
     from watchkeeper.server.app import create_app
@@ -35,7 +35,7 @@ def serve(
     console.print(
         f"watchkeeper serving on http://{bind_host}:{bind_port} "
         f"(store: {_safe_url(loaded.resolved_database_url)}, "
-        f"{len(runtime.supervisor.adapters)} kinds, sweep every {loaded.check_interval_s:g} s)"
+        f"{len(runtime.sweeper.adapters)} kinds, sweep every {loaded.check_interval_s:g} s)"
     )
     from watchkeeper.server.http import server_config
 

@@ -15,7 +15,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from enum import StrEnum
 
-from watchkeeper.clock import Clock
+from watchkeeper.clock import Now
 from watchkeeper.config import AdminsConfig
 from watchkeeper.contract import Action, Condition, Effects, RunView
 from watchkeeper.decide.actors import Actor, via_label
@@ -91,7 +91,7 @@ class Decider:
         store: Store,
         adapters: Mapping[str, Adapter],
         admins: AdminsConfig,
-        clock: Clock,
+        clock: Now,
         diagnoser: Diagnoser,
     ) -> None:
         self.store = store

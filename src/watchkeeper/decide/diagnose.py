@@ -14,7 +14,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import datetime
 
-from watchkeeper.clock import Clock
+from watchkeeper.clock import Now
 from watchkeeper.config import DiagnoseConfig
 from watchkeeper.contract import Condition, Effects
 from watchkeeper.decide.evidence import Evidence, gather
@@ -145,9 +145,7 @@ def _next_step(condition: Condition, evidence: Evidence) -> str:
 class Diagnoser:
     """Answers "Ask to diagnose": a model when configured, the rules otherwise or on failure."""
 
-    def __init__(
-        self, adapters: Mapping[str, Adapter], config: DiagnoseConfig, clock: Clock
-    ) -> None:
+    def __init__(self, adapters: Mapping[str, Adapter], config: DiagnoseConfig, clock: Now) -> None:
         self.adapters = adapters
         self.config = config
         self.clock = clock

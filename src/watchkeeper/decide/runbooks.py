@@ -13,7 +13,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
-from watchkeeper.clock import Clock
+from watchkeeper.clock import Now
 from watchkeeper.config import RunbooksConfig
 from watchkeeper.contract import Action, Condition, Effects, RunView
 from watchkeeper.decide.actors import Actor
@@ -93,9 +93,7 @@ class Switch:
 class Runbooks:
     """Evaluates switched-on runbooks against the incidents a sweep opened."""
 
-    def __init__(
-        self, decider: Decider, store: Store, config: RunbooksConfig, clock: Clock
-    ) -> None:
+    def __init__(self, decider: Decider, store: Store, config: RunbooksConfig, clock: Now) -> None:
         self.decider = decider
         self.store = store
         self.config = config

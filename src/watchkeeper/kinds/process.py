@@ -28,7 +28,7 @@ from watchkeeper.contract import (
 )
 from watchkeeper.kinds.base import Adapter
 from watchkeeper.procs import identity, layout, settle, witness
-from watchkeeper.procs.records import ProcRun, ProcStatus
+from watchkeeper.records.procs import ProcRun, ProcStatus
 
 FINISHED_WINDOW = timedelta(days=1)
 _STATUS = {

@@ -83,7 +83,7 @@ class PushAdapter(Adapter):
             run = store.runs.get(self.name, run_id)
         except WatchkeeperError:
             return {}
-        facts = {"attempt": str(run.attempt), "last_seen_at": run.seen_at.isoformat()}
+        facts = {"attempt": str(run.attempt), "last_seen_at": run.last_seen_at.isoformat()}
         if run.detail:
             facts["detail"] = run.detail
         return facts

@@ -29,7 +29,7 @@ from watchkeeper.contract import (
 from watchkeeper.kinds.actions import ActionFailed, ActionRequest
 from watchkeeper.kinds.base import Adapter
 from watchkeeper.queue import control
-from watchkeeper.queue.records import Task, TaskStatus
+from watchkeeper.records.queue import Task, TaskStatus
 from watchkeeper.store.queue import QueueStore
 
 FINISHED_WINDOW = timedelta(days=1)

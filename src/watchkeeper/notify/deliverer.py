@@ -15,7 +15,7 @@ from collections import defaultdict
 from collections.abc import Mapping
 from datetime import timedelta
 
-from watchkeeper.clock import Clock
+from watchkeeper.clock import Now
 from watchkeeper.notify.channels.base import Channel, SendOutcome, SendResult
 from watchkeeper.notify.message import Message, Target
 from watchkeeper.store import Store
@@ -40,7 +40,7 @@ def backoff_s(attempts: int) -> float:
 class Deliverer:
     """Claims due deliveries and sends them through their channels."""
 
-    def __init__(self, store: Store, channels: Mapping[str, Channel], clock: Clock) -> None:
+    def __init__(self, store: Store, channels: Mapping[str, Channel], clock: Now) -> None:
         self.store = store
         self.channels = dict(channels)
         self.clock = clock

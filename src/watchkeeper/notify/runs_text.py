@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
 
+from watchkeeper.watch.lifecycle import Judged
 from watchkeeper.watch.overview import Overview
-from watchkeeper.watch.reconcile import Judged
 
 MAX_LINES = 30
 

@@ -7,7 +7,7 @@ import logging
 from collections.abc import Mapping
 from datetime import datetime
 
-from watchkeeper.clock import Clock
+from watchkeeper.clock import Now
 from watchkeeper.config import KindConfig, OpsConfig
 from watchkeeper.decide.decider import Decider
 from watchkeeper.errors import StoreError
@@ -32,7 +32,7 @@ class Notifier:
         decider: Decider,
         ops: OpsConfig,
         kinds: Mapping[str, KindConfig],
-        clock: Clock,
+        clock: Now,
     ) -> None:
         self.store = store
         self.clock = clock

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING
 
 from watchkeeper.errors import Conflict
 from watchkeeper.procs import identity, settle, signals, witness
-from watchkeeper.procs.records import AbortOutcome, ProcRun
+from watchkeeper.records.procs import AbortOutcome, ProcRun
 
 if TYPE_CHECKING:
     from watchkeeper.store.procs import ProcStore

@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING, Any
 from watchkeeper import redact
 from watchkeeper.clock import rfc3339
 from watchkeeper.procs import layout
-from watchkeeper.procs.records import HookState, ProcRun
+from watchkeeper.records.procs import HookState, ProcRun
 
 if TYPE_CHECKING:
     from watchkeeper.store.procs import ProcStore

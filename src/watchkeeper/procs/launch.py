@@ -19,11 +19,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from watchkeeper.clock import Clock
+from watchkeeper.clock import Now
 from watchkeeper.errors import InvalidInput
 from watchkeeper.procs import identity, layout, witness
 from watchkeeper.procs.errors import LaunchFailed
-from watchkeeper.procs.records import NewProc, ProcRun, ProcStatus, Started
+from watchkeeper.records.procs import NewProc, ProcRun, ProcStatus, Started
 
 if TYPE_CHECKING:
     from watchkeeper.store.procs import ProcStore
@@ -95,7 +95,7 @@ def _make_run_dir(data_dir: Path, run_id: str) -> Path:
 
 
 def launch(
-    procs: ProcStore, data_dir: Path, request: LaunchRequest, clock: Clock, *, tee: bool = False
+    procs: ProcStore, data_dir: Path, request: LaunchRequest, clock: Now, *, tee: bool = False
 ) -> Launched:
     """Record the run, then start its shim; detached runs return once the command runs."""
     check(request)
@@ -133,7 +133,7 @@ def _start_shim(
     procs: ProcStore,
     folder: Path,
     new: NewProc,
-    clock: Clock,
+    clock: Now,
     tee: bool,
     env: Mapping[str, str] | None = None,
 ) -> subprocess.Popen[bytes]:
@@ -165,7 +165,7 @@ def _start_shim(
 
 
 def _record_handshake(
-    procs: ProcStore, run_id: str, line: bytes, shim: subprocess.Popen[bytes], clock: Clock
+    procs: ProcStore, run_id: str, line: bytes, shim: subprocess.Popen[bytes], clock: Now
 ) -> None:
     try:
         report = json.loads(line) if line else {"error": "the shim stopped before reporting"}
@@ -187,5 +187,5 @@ def _record_handshake(
     log.info("Started process run %s (pid %s)", run_id, started.pid, extra={"action": "proc_start"})
 
 
-def _fail(procs: ProcStore, run_id: str, reason: str, clock: Clock) -> None:
+def _fail(procs: ProcStore, run_id: str, reason: str, clock: Now) -> None:
     procs.finish(run_id, ProcStatus.FAILED, clock(), exit_code=127, reason=reason)

@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any
 
 from watchkeeper.errors import NotFound
 from watchkeeper.procs import hooks
-from watchkeeper.procs.records import Park, ParkState, ProcRun, SessionBreaker
+from watchkeeper.records.procs import Park, ParkState, ProcRun, SessionBreaker
 
 if TYPE_CHECKING:
     from watchkeeper.store.procs import ProcStore

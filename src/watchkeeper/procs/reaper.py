@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING
 
 from watchkeeper.errors import WatchkeeperError
 from watchkeeper.procs import abort, identity, layout, settle, signals, witness
-from watchkeeper.procs.records import ProcRun, Started
+from watchkeeper.records.procs import ProcRun, Started
 
 if TYPE_CHECKING:
     from watchkeeper.store.procs import ProcStore

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING
 
 from watchkeeper.clock import from_epoch
 from watchkeeper.procs import layout, witness
-from watchkeeper.procs.records import ProcRun, ProcStatus
+from watchkeeper.records.procs import ProcRun, ProcStatus
 
 if TYPE_CHECKING:
     from watchkeeper.store.procs import ProcStore

@@ -23,7 +23,7 @@ from typing import Protocol
 
 from watchkeeper.errors import WatchkeeperError
 from watchkeeper.queue import rules
-from watchkeeper.queue.records import QueuedTask, Snapshot
+from watchkeeper.records.queue import QueuedTask, Snapshot
 from watchkeeper.store.queue import QueueStore
 
 log = logging.getLogger(__name__)

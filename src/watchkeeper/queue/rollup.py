@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from watchkeeper.queue.records import JobStatus, Task, TaskStatus
+from watchkeeper.records.queue import JobStatus, Task, TaskStatus
 
 _ACTIVE = frozenset({TaskStatus.RUNNING, TaskStatus.STUCK})
 _ENDED = {

@@ -32,7 +32,7 @@ from datetime import datetime, timedelta
 from enum import StrEnum
 from typing import Any
 
-from watchkeeper.queue.records import OrgLoad, Provision, QueuedTask, Runner, Snapshot
+from watchkeeper.records.queue import OrgLoad, Provision, QueuedTask, Runner, Snapshot
 
 
 class Reason(StrEnum):

@@ -36,14 +36,14 @@ from typing import TYPE_CHECKING, Any
 from watchkeeper.errors import ClientError, WatchkeeperError
 from watchkeeper.procs import identity, layout
 from watchkeeper.procs.launch import LaunchRequest
-from watchkeeper.procs.records import ProcStatus
 from watchkeeper.queue.task_env import task_env
+from watchkeeper.records.procs import ProcStatus
 
 if TYPE_CHECKING:
     import subprocess
 
     from watchkeeper.client import Client
-    from watchkeeper.procs.service import ProcEngine
+    from watchkeeper.procs.engine import ProcEngine
 
 log = logging.getLogger(__name__)
 #: How often the loop looks at its subprocesses; their exit is noticed within this.
@@ -96,7 +96,7 @@ class RunnerDaemon:
     @classmethod
     def open(cls, client: Client, options: RunnerOptions) -> RunnerDaemon:
         """A daemon with its own process store in ``options.data_dir``."""
-        from watchkeeper.procs.service import ProcEngine
+        from watchkeeper.procs.engine import ProcEngine
         from watchkeeper.store.procs import open_store
 
         options.data_dir.mkdir(parents=True, exist_ok=True)

@@ -1,4 +1,4 @@
-"""The queue in one object: what the API, the CLI, the kind and the supervisor call.
+"""The queue in one object: what the API, the CLI, the kind and the sweeper call.
 
 ``QueueService`` holds the queue store, the policy from the configuration and
 the clock, and wires the small modules together: the lease rule of
@@ -14,12 +14,12 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
-from watchkeeper.clock import Clock, utcnow
+from watchkeeper.clock import Now, utcnow
 from watchkeeper.contract import fingerprint as failure_fingerprint
 from watchkeeper.errors import InvalidInput
 from watchkeeper.queue import control, launcher, rollup, rules
 from watchkeeper.queue.errors import LeaseLost
-from watchkeeper.queue.records import (
+from watchkeeper.records.queue import (
     Job,
     JobStatus,
     Lease,
@@ -58,7 +58,7 @@ def policy_of(settings: Settings) -> rules.Policy:
 
 @dataclass(frozen=True, slots=True)
 class QueueSweep:
-    """What one supervisor sweep did to the queue."""
+    """What one sweep did to the queue."""
 
     recovered: Recovery
     provisioned: tuple[tuple[str, str, str | None], ...] = ()
@@ -72,7 +72,7 @@ class QueueService:
         store: Store,
         settings: Settings,
         *,
-        clock: Clock = utcnow,
+        clock: Now = utcnow,
         launchers: Mapping[str, launcher.Launcher] | None = None,
     ) -> None:
         self.store = QueueStore(store.engine)
@@ -298,10 +298,10 @@ class QueueService:
         """Delete the job (refused while a task runs)."""
         return control.delete(self.store, job_id)
 
-    # The supervisor's sweep ----------------------------------------------------------
+    # The sweep ----------------------------------------------------------
 
     def sweep(self, now: datetime) -> QueueSweep:
-        """The supervisor's hook: take back lapsed leases, then cold-start missing runners."""
+        """The sweep hook: take back lapsed leases, then cold-start missing runners."""
         recovered = self.recover(now)
         if not self.launchers:
             return QueueSweep(recovered)

@@ -8,7 +8,7 @@ from typing import Any
 
 from watchkeeper.clock import rfc3339
 from watchkeeper.queue import rules
-from watchkeeper.queue.records import QueuedTask, Runner, Task
+from watchkeeper.records.queue import QueuedTask, Runner, Task
 
 
 def topology(

@@ -1,4 +1,4 @@
-"""The ASGI app: JSON API, health and metrics, with the supervisor loop in the same process."""
+"""The ASGI app: JSON API, health and metrics, with the sweep loop in the same process."""
 
 from __future__ import annotations
 
@@ -16,6 +16,7 @@ from watchkeeper.queue.reconcile import mark_interrupted
 from watchkeeper.runtime import Runtime
 from watchkeeper.server import errors
 from watchkeeper.server.auth import TokenCache
+from watchkeeper.server.deps import Services
 from watchkeeper.server.limits import BodyLimit
 from watchkeeper.server.reports import Reports
 from watchkeeper.server.routes_decide import router as decide_router
@@ -37,24 +38,24 @@ log = logging.getLogger(__name__)
 
 def reports_for(runtime: Runtime) -> Reports:
     """The write side of push runs, wired to ``runtime``'s store, settings, loop and clock."""
-    return Reports(runtime.store, runtime.settings, runtime.supervisor.poke, runtime.clock)
+    return Reports(runtime.store, runtime.settings, runtime.sweeper.poke, runtime.clock)
 
 
 def create_app(
     runtime: Runtime,
     *,
-    run_supervisor: bool = True,
+    run_sweeper: bool = True,
     notifier: Notifier | None = None,
     run_notifier: bool | None = None,
     on_start: Callable[[], Awaitable[None]] | None = None,
 ) -> FastAPI:
     """Build the app around ``runtime``.
 
-    While the app is served, the supervisor loop and the notifier (routing
+    While the app is served, the sweep loop and the notifier (routing
     incident events into the outbox and delivering it) run in its event loop.
     """
     notifier = notifier or runtime.build_notifier(build_channels(runtime.settings))
-    deliver = run_supervisor if run_notifier is None else run_notifier
+    deliver = run_sweeper if run_notifier is None else run_notifier
 
     @contextlib.asynccontextmanager
     async def lifespan(_app: FastAPI) -> AsyncIterator[None]:
@@ -64,10 +65,10 @@ def create_app(
         runtime.share_channels(notifier.channels)
         if deliver:
             await asyncio.to_thread(notifier.recover, runtime.clock())
-            runtime.supervisor.after_sweep.append(notifier.poke)
+            runtime.sweeper.after_sweep.append(notifier.poke)
             tasks.append(asyncio.create_task(notifier.run(stop), name="notifier"))
-        if run_supervisor:
-            tasks.append(asyncio.create_task(runtime.supervisor.run(stop), name="supervisor"))
+        if run_sweeper:
+            tasks.append(asyncio.create_task(runtime.sweeper.run(stop), name="sweeper"))
         if on_start is not None:
             await on_start()
         try:
@@ -87,6 +88,8 @@ def create_app(
         lifespan=lifespan,
     )
     app.state.runtime = runtime
+    services: Services = runtime  # the routes see the runtime only through its services
+    app.state.services = services
     app.state.notifier = notifier
     app.state.channels = notifier.channels
     app.state.reports = reports_for(runtime)

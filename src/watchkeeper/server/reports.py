@@ -7,7 +7,7 @@ import secrets
 from collections.abc import Callable
 from datetime import datetime, timedelta
 
-from watchkeeper.clock import Clock, to_epoch
+from watchkeeper.clock import Now, to_epoch
 from watchkeeper.config import Settings
 from watchkeeper.contract import RunStatus
 from watchkeeper.contract import fingerprint as failure_fingerprint
@@ -21,13 +21,13 @@ ALLOWED_CLOCK_SKEW = timedelta(seconds=5)
 
 
 class Reports:
-    """Applies reports to push runs, checking kinds and times, and wakes the supervisor.
+    """Applies reports to push runs, checking kinds and times, and wakes the sweep loop.
 
-    ``wake`` tells the supervisor loop of a new deadline (``Supervisor.poke``).
+    ``wake`` tells the sweep loop of a new deadline (``Sweeper.poke``).
     """
 
     def __init__(
-        self, store: Store, settings: Settings, wake: Callable[[datetime], None], clock: Clock
+        self, store: Store, settings: Settings, wake: Callable[[datetime], None], clock: Now
     ) -> None:
         self.store = store
         self.settings = settings
@@ -125,6 +125,6 @@ class Reports:
         budget = run.budget_s or self.settings.budget_for(run.kind)
         deadline = min(
             run.progress_at + timedelta(seconds=budget),
-            run.seen_at + timedelta(seconds=run.lease_s),
+            run.last_seen_at + timedelta(seconds=run.lease_s),
         )
         self.wake(deadline)

@@ -17,7 +17,7 @@ from fastapi import APIRouter, Body, Depends, FastAPI, HTTPException, Query, Req
 from pydantic import BaseModel, ConfigDict, Field
 
 from watchkeeper.errors import InvalidInput
-from watchkeeper.procs.service import ProcEngine
+from watchkeeper.procs.engine import ProcEngine
 from watchkeeper.runtime import Runtime
 from watchkeeper.server.auth import admin, reporter, viewer
 from watchkeeper.server.fields import Line, Text

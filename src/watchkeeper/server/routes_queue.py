@@ -18,10 +18,10 @@ from pydantic import BaseModel, ConfigDict, Field, StringConstraints
 
 from watchkeeper.clock import rfc3339
 from watchkeeper.queue import rollup
-from watchkeeper.queue.records import Job, JobStatus, NewRunner, Task, TaskStatus
 from watchkeeper.queue.rules import Blocked
 from watchkeeper.queue.service import QueueService
 from watchkeeper.queue.topology import runner_json, topology
+from watchkeeper.records.queue import Job, JobStatus, NewRunner, Task, TaskStatus
 from watchkeeper.runtime import Runtime
 from watchkeeper.server.auth import admin, reporter, viewer
 from watchkeeper.server.fields import ExitCode, JsonObject, Line, Pid, Text

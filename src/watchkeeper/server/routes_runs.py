@@ -57,7 +57,7 @@ def run_json(run: PushRun) -> dict[str, Any]:
         "lease_s": run.lease_s,
         "started_at": rfc3339(run.started_at),
         "progress_at": rfc3339(run.progress_at),
-        "last_seen_at": rfc3339(run.seen_at),
+        "last_seen_at": rfc3339(run.last_seen_at),
         "finished_at": rfc3339(run.finished_at),
         "step": run.step,
         "failure": failure,

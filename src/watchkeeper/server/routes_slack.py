@@ -29,7 +29,7 @@ from slack_sdk.signature import Clock as SlackClock
 from slack_sdk.signature import SignatureVerifier
 from starlette.background import BackgroundTask
 
-from watchkeeper.clock import Clock
+from watchkeeper.clock import Now
 from watchkeeper.config import resolve_secret
 from watchkeeper.errors import ConfigError
 from watchkeeper.notify.channels.slack import ACTION_PREFIX, SlackChannel
@@ -57,7 +57,7 @@ router = APIRouter(tags=["webhooks"], lifespan=_close_own_channel)
 class _RuntimeClock(SlackClock):
     """Slack's verifier reads the time through this: the runtime's clock, in epoch seconds."""
 
-    def __init__(self, clock: Clock) -> None:
+    def __init__(self, clock: Now) -> None:
         self._clock = clock
 
     def now(self) -> float:
@@ -65,7 +65,7 @@ class _RuntimeClock(SlackClock):
 
 
 def verified(
-    secret: str, body: bytes, timestamp: str | None, signature: str | None, clock: Clock
+    secret: str, body: bytes, timestamp: str | None, signature: str | None, clock: Now
 ) -> bool:
     """Whether Slack signed this body with ``secret`` less than five minutes ago."""
     if not timestamp or not timestamp.isdigit() or not signature:

@@ -22,8 +22,8 @@ router = APIRouter(tags=["system"])
 def healthz(request: Request) -> JSONResponse:
     """200 while sweeps succeed, 503 while they keep failing."""
     runtime: Runtime = request.app.state.runtime
-    health = runtime.supervisor.health
-    latest = runtime.supervisor.latest
+    health = runtime.sweeper.health
+    latest = runtime.sweeper.latest
     body: dict[str, Any] = {
         "status": "ok" if health.working else "unhealthy",
         "supervision": {
@@ -44,7 +44,7 @@ def metrics(request: Request) -> Response:
     """Prometheus exposition: runs by kind and verdict, sweep duration, unreadable kinds."""
     runtime: Runtime = request.app.state.runtime
     return Response(
-        generate_latest(runtime.supervisor.metrics.registry), media_type=CONTENT_TYPE_LATEST
+        generate_latest(runtime.sweeper.metrics.registry), media_type=CONTENT_TYPE_LATEST
     )
 
 

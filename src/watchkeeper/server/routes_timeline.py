@@ -31,6 +31,7 @@ from starlette.concurrency import run_in_threadpool
 
 from watchkeeper.clock import rfc3339
 from watchkeeper.errors import NotFound
+from watchkeeper.records.timeline import NewEvent, Usage
 from watchkeeper.runtime import Runtime
 from watchkeeper.server.auth import own_task_only, reporter_or_task, viewer
 from watchkeeper.server.errors import error_response
@@ -39,7 +40,6 @@ from watchkeeper.server.routes_runs import ERRORS
 from watchkeeper.store.queue import QueueStore
 from watchkeeper.store.tokens import TaskToken, TokenInfo
 from watchkeeper.timeline import otel, record, spend
-from watchkeeper.timeline.events import NewEvent, Usage
 from watchkeeper.timeline.service import MAX_BATCH, TimelineService
 
 router = APIRouter(tags=["timeline"], responses=ERRORS)

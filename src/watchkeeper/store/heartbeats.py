@@ -1,4 +1,4 @@
-"""The supervisor's own heartbeat: one row per replica, rewritten every sweep."""
+"""The sweep loop's own heartbeat: one row per replica, rewritten every sweep."""
 
 from __future__ import annotations
 

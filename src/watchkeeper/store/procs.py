@@ -15,7 +15,7 @@ from sqlalchemy import Connection, Engine, Row, insert, select, update
 
 from watchkeeper.clock import from_epoch, to_epoch
 from watchkeeper.errors import Conflict, NotFound
-from watchkeeper.procs.records import (
+from watchkeeper.records.procs import (
     ACTIVE,
     HookState,
     NewProc,

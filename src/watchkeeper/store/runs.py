@@ -17,7 +17,7 @@ from watchkeeper.store.engine import is_sqlite, translate_errors
 from watchkeeper.store.schema import push_runs
 
 _ACTIVE = [status.value for status in ACTIVE_STATUSES]
-# Columns the supervisor needs to judge a run: reading fewer keeps a sweep cheap.
+# Columns the sweep needs to judge a run: reading fewer keeps a sweep cheap.
 JUDGE_COLUMNS = (
     push_runs.c.run_id,
     push_runs.c.title,
@@ -70,7 +70,7 @@ class PushRun:
     lease_s: float
     started_at: datetime
     progress_at: datetime
-    seen_at: datetime
+    last_seen_at: datetime
     finished_at: datetime | None
     updated_at: datetime
     step: str | None
@@ -101,7 +101,7 @@ class PushRun:
             lease_s=m["lease_s"],
             started_at=from_epoch(m["started_at"]),
             progress_at=from_epoch(m["progress_at"]),
-            seen_at=from_epoch(m["seen_at"]),
+            last_seen_at=from_epoch(m["seen_at"]),
             finished_at=from_epoch(m["finished_at"]),
             updated_at=from_epoch(m["updated_at"]),
             step=m["step"],

@@ -17,6 +17,7 @@ from sqlalchemy import Connection, Engine, case, delete, func, insert, or_, sele
 
 from watchkeeper.clock import from_epoch, to_epoch
 from watchkeeper.errors import StoreError
+from watchkeeper.records.timeline import Fact, Price, TimelineEvent, Usage
 from watchkeeper.store.engine import is_sqlite, translate_errors, write_transaction
 from watchkeeper.store.schema_queue import queue_jobs
 from watchkeeper.store.schema_timeline import (
@@ -25,7 +26,6 @@ from watchkeeper.store.schema_timeline import (
     timeline_events,
     timeline_links,
 )
-from watchkeeper.timeline.events import Fact, Price, TimelineEvent, Usage
 
 _E = timeline_events.c
 #: The columns a new event row fills, in the order :meth:`TimelineStore.append` sends them.

@@ -1,7 +1,7 @@
 """What a run did: events per phase, spend, signed execution records, forge webhooks.
 
-One noun per module: :mod:`events` (frozen records, no I/O: the only module the
-store imports), :mod:`service` (ingest, price and read events; the progress
+Its events are :mod:`watchkeeper.records.timeline` (frozen, no I/O, what the
+store builds). One noun per module: :mod:`service` (ingest, price and read events; the progress
 rule), :mod:`prices` (what a call cost on the provider it ran on), :mod:`spend`
 (rollups), :mod:`record` (signed execution records), :mod:`forge` (GitHub and
 Linear webhooks), :mod:`otel` (OpenTelemetry spans).

@@ -33,7 +33,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
-from watchkeeper.clock import Clock, utcnow
+from watchkeeper.clock import Now, utcnow
 from watchkeeper.config import ForgeConfig, resolve_secret
 from watchkeeper.errors import WatchkeeperError
 from watchkeeper.timeline.record import link_body, mac
@@ -119,7 +119,7 @@ class Forge:
         key: bytes,
         *,
         submit: Submit | None = None,
-        clock: Clock = utcnow,
+        clock: Now = utcnow,
     ) -> None:
         self.store = store
         self.config = config

@@ -25,7 +25,7 @@ import importlib.util
 from collections.abc import Sequence
 from typing import Any
 
-from watchkeeper.timeline.events import TimelineEvent
+from watchkeeper.records.timeline import TimelineEvent
 
 SESSION_PHASES = frozenset({"session_end", "session"})
 FAILED_OUTCOMES = frozenset({"failed", "error", "errored", "timeout"})

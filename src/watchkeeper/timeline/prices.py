@@ -27,7 +27,7 @@ from decimal import Decimal
 from typing import TYPE_CHECKING, Any
 
 from watchkeeper.errors import ConfigError
-from watchkeeper.timeline.events import Price, Usage
+from watchkeeper.records.timeline import Price, Usage
 
 if TYPE_CHECKING:
     from watchkeeper.config import PriceOverride

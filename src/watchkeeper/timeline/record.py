@@ -24,11 +24,11 @@ from typing import TYPE_CHECKING, Any
 from watchkeeper.clock import rfc3339
 from watchkeeper.errors import ConfigError, Conflict, NotFound
 from watchkeeper.queue import rollup
-from watchkeeper.queue.records import Job
+from watchkeeper.records.queue import Job
 
 if TYPE_CHECKING:
     from watchkeeper.config import Settings
-    from watchkeeper.timeline.events import TimelineEvent
+    from watchkeeper.records.timeline import TimelineEvent
 
 FORMAT = "watchkeeper.execution-record/1"
 ALGORITHM = "HMAC-SHA256"

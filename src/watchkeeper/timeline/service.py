@@ -8,7 +8,7 @@ outlive the task they describe. Before an event is stored, each text field is
 redacted (:func:`watchkeeper.redact.redact`) and capped, so raw test output
 and secrets never land in the timeline; the call is priced on the provider it
 ran on (:mod:`watchkeeper.timeline.prices`). The records themselves are in
-:mod:`watchkeeper.timeline.events`.
+:mod:`watchkeeper.records.timeline`.
 
 Progress. A round may carry a fingerprint (say, a hash of the diff and the
 verify result). :func:`progress_time` says when a task last made progress:
@@ -33,10 +33,10 @@ from collections.abc import Callable, Iterable, Sequence
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
-from watchkeeper.clock import Clock, to_epoch, utcnow
+from watchkeeper.clock import Now, to_epoch, utcnow
+from watchkeeper.records.timeline import Fact, Ingested, NewEvent, TimelineEvent
 from watchkeeper.redact import redact
 from watchkeeper.store.timeline import TimelineStore, event_from_mapping
-from watchkeeper.timeline.events import Fact, Ingested, NewEvent, TimelineEvent
 from watchkeeper.timeline.prices import Pricer
 
 if TYPE_CHECKING:
@@ -114,7 +114,7 @@ class TimelineService:
         store: Store,
         settings: Settings,
         *,
-        clock: Clock = utcnow,
+        clock: Now = utcnow,
         exporters: Sequence[Exporter] = (),
     ) -> None:
         self.store: TimelineStore = TimelineStore(store.engine)

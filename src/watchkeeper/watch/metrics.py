@@ -1,4 +1,4 @@
-"""Prometheus metrics of the supervisor, in a registry of its own (one per app)."""
+"""Prometheus metrics of the sweep loop, in a registry of its own (one per app)."""
 
 from __future__ import annotations
 
@@ -9,10 +9,10 @@ from prometheus_client import CollectorRegistry, Gauge, Histogram
 from prometheus_client import Counter as PromCounter
 
 from watchkeeper.contract import KindRead
-from watchkeeper.watch.reconcile import Judged
+from watchkeeper.watch.lifecycle import Judged
 
 
-class SupervisorMetrics:
+class SweepMetrics:
     """Runs by kind and verdict, sweep duration and outcome, unreadable kinds."""
 
     def __init__(self, registry: CollectorRegistry | None = None) -> None:

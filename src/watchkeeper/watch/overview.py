@@ -10,7 +10,7 @@ from typing import Any
 from watchkeeper.clock import rfc3339
 from watchkeeper.contract import KindRead, RunView, Verdict
 from watchkeeper.store.incidents import Incident, IncidentKey
-from watchkeeper.watch.reconcile import Judged, key_of
+from watchkeeper.watch.lifecycle import Judged, key_of
 
 
 @dataclass(frozen=True, slots=True)

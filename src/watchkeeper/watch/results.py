@@ -8,7 +8,7 @@ from datetime import datetime
 
 from watchkeeper.contract import KindRead
 from watchkeeper.store.incidents import Applied
-from watchkeeper.watch.reconcile import Judged
+from watchkeeper.watch.lifecycle import Judged
 
 
 @dataclass(frozen=True, slots=True)

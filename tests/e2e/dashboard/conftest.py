@@ -21,7 +21,7 @@ import pytest
 import uvicorn
 from fastapi import FastAPI
 
-from watchkeeper.clock import Clock, utcnow
+from watchkeeper.clock import Now, utcnow
 from watchkeeper.notify.ops import OpsNotifier
 from watchkeeper.runtime import Runtime
 from watchkeeper.server.app import create_app
@@ -142,7 +142,7 @@ def serve(app: FastAPI, port: int | None = None) -> Iterator[str]:
         thread.join(timeout=30)
 
 
-def open_runtime(data: Path, clock: Clock = utcnow, **overrides: Any) -> Runtime:
+def open_runtime(data: Path, clock: Now = utcnow, **overrides: Any) -> Runtime:
     """A runtime on SQLite in ``data`` with the test kinds and prices (the real clock unless
     told)."""
     data.mkdir(parents=True, exist_ok=True)
@@ -153,12 +153,12 @@ def open_runtime(data: Path, clock: Clock = utcnow, **overrides: Any) -> Runtime
 
 @pytest.fixture
 def dashboard(tmp_path: Path, sqlite_template: Path) -> Iterator[Dashboard]:
-    """The whole server (supervisor loop included) with the dashboard, on a fresh SQLite file."""
+    """The whole server (sweep loop included) with the dashboard, on a fresh SQLite file."""
     data = tmp_path / "data"
     data.mkdir()
     shutil.copy(sqlite_template, data / "watchkeeper.db")
     runtime = open_runtime(data)
-    app = create_app(runtime, run_supervisor=True)
+    app = create_app(runtime, run_sweeper=True)
     try:
         with serve(app) as url:
             yield Dashboard(url, runtime, app)

@@ -13,13 +13,13 @@ import pytest
 from playwright.sync_api import Dialog, expect
 
 from watchkeeper.clock import ManualClock
-from watchkeeper.queue.records import NewRunner
 from watchkeeper.queue.service import QueueService
+from watchkeeper.records.queue import NewRunner
+from watchkeeper.records.timeline import NewEvent, Usage
 from watchkeeper.server.app import create_app
 from watchkeeper.server.web import tasks
 from watchkeeper.store.queue import QueueStore
 from watchkeeper.store.tokens import Role
-from watchkeeper.timeline.events import NewEvent, Usage
 from watchkeeper.timeline.service import TimelineService
 
 from ...integration.server import free_port
@@ -244,7 +244,7 @@ def test_the_red_icon_appears_after_a_restart_and_clears_on_resume(
     runner_token = runtime.store.tokens.create(Role.REPORTER, "runner", clock())[1]
     runner = {"Authorization": f"Bearer {runner_token}"}
     try:
-        app = create_app(runtime, run_supervisor=False)
+        app = create_app(runtime, run_sweeper=False)
         with serve(app, port) as url:
             submitted = httpx.post(
                 f"{url}/api/v1/jobs",
@@ -278,7 +278,7 @@ def test_the_red_icon_appears_after_a_restart_and_clears_on_resume(
 
         # The server restarts; its runner went away with it and the lease lapses meanwhile.
         clock.advance(120)
-        restarted = create_app(runtime, run_supervisor=False)
+        restarted = create_app(runtime, run_sweeper=False)
         with serve(restarted, port) as url:
             # The page reconnects by itself, is told to resync, and shows the marker.
             expect(icon).to_have_attribute("data-interrupted", "1")

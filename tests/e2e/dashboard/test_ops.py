@@ -10,10 +10,11 @@ from typing import Any
 
 from playwright.sync_api import Dialog, expect
 
+from watchkeeper.procs.engine import ProcEngine
 from watchkeeper.procs.launch import LaunchRequest
-from watchkeeper.procs.service import ProcEngine
-from watchkeeper.queue.records import NewRunner
 from watchkeeper.queue.service import QueueService
+from watchkeeper.records.queue import NewRunner
+from watchkeeper.records.timeline import NewEvent, Usage
 from watchkeeper.supervise import (
     BreakerState,
     CheckResult,
@@ -23,7 +24,6 @@ from watchkeeper.supervise import (
     HealthStatus,
     InMemoryStateStore,
 )
-from watchkeeper.timeline.events import NewEvent, Usage
 from watchkeeper.timeline.service import TimelineService
 
 from .conftest import Dashboard

@@ -30,4 +30,4 @@ def api(tmp_path: Path, store: Store, service: Recorder) -> Iterator[LiveServer]
     runtime = Runtime.open(settings, clock=utcnow, store=store, notifier=OpsNotifier(settings.ops))
     with live_server(runtime) as server:
         yield server
-    runtime.supervisor.close()
+    runtime.sweeper.close()

@@ -35,7 +35,7 @@ def acting(
 ) -> Iterator[Runtime]:
     runtime = acting_runtime(tmp_path, store, clock, service.url)
     yield runtime
-    runtime.supervisor.close()
+    runtime.sweeper.close()
 
 
 def only_incident(runtime: Runtime) -> Incident:
@@ -189,4 +189,4 @@ def test_a_failing_kind_function_is_journalled_and_the_decision_stands(
         again = runtime.decider.press(incident.id, "cancel", incident.state_token, BOB)
         assert again.outcome is Outcome.ALREADY_DECIDED
         assert len(broken.requests) == 1
-        runtime.supervisor.close()
+        runtime.sweeper.close()

@@ -77,7 +77,7 @@ def test_sixty_four_concurrent_presses_one_winner(
         assert decision is not None
         assert decision.actor == winner
         assert len(store.decisions.presses_for(incident_id)) == PRESSERS
-        runtime.supervisor.close()
+        runtime.sweeper.close()
 
 
 @contextmanager
@@ -124,7 +124,7 @@ def test_sigkill_inside_the_kind_function_marks_the_action_interrupted(
         clock.advance(61)
         incident_id = sweep(runtime).applied.opened[0]
         token = store.incidents.get(incident_id).state_token
-        runtime.supervisor.close()
+        runtime.sweeper.close()
         store.engine.dispose()
         child = FORK.Process(target=_press_and_hang, args=(settings, incident_id, token))
         child.start()
@@ -146,7 +146,7 @@ def test_sigkill_inside_the_kind_function_marks_the_action_interrupted(
         again = restarted.decider.press(incident_id, "cancel", token, Actor("@bob", "slack", True))
         assert again.outcome.value == "already_decided"
         # A second restart changes nothing more.
-        Runtime.open(settings, clock=clock, store=restarted.store).supervisor.close()
+        Runtime.open(settings, clock=clock, store=restarted.store).sweeper.close()
         assert [
             a.status.value for a in restarted.store.decisions.actions_for_incident(incident_id)
         ] == ["interrupted"]

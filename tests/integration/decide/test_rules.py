@@ -34,7 +34,7 @@ def acting(
 ) -> Iterator[Runtime]:
     runtime = acting_runtime(tmp_path, store, clock, service.url)
     yield runtime
-    runtime.supervisor.close()
+    runtime.sweeper.close()
 
 
 def open_stalled(runtime: Runtime, clock: ManualClock, run_id: str = "s1") -> int:

@@ -49,7 +49,7 @@ def test_runbooks_are_off_until_switched_on(
     fail(runtime, "t2")
     sweep(runtime)
     assert [r.path for r in service.requests] == ["/retry/t2"]
-    runtime.supervisor.close()
+    runtime.sweeper.close()
 
 
 def test_retry_once_recorded_and_announced_and_never_again_when_it_fails_again(
@@ -72,7 +72,7 @@ def test_retry_once_recorded_and_announced_and_never_again_when_it_fails_again(
     assert reopened.episodes == 2
     assert reopened.decision is None
     assert [r.path for r in service.requests] == ["/retry/t1"]
-    runtime.supervisor.close()
+    runtime.sweeper.close()
 
 
 def test_at_most_one_automatic_step_per_work_per_day(
@@ -85,7 +85,7 @@ def test_at_most_one_automatic_step_per_work_per_day(
     fail(runtime, "t1", reason="a different failure")
     sweep(runtime)
     assert [r.path for r in service.requests] == ["/retry/t1"]
-    runtime.supervisor.close()
+    runtime.sweeper.close()
 
 
 def test_never_on_work_whose_effects_are_unknown(
@@ -96,7 +96,7 @@ def test_never_on_work_whose_effects_are_unknown(
     sweep(runtime)
     assert service.requests == []
     assert runtime.store.incidents.list("open")[0].decision is None
-    runtime.supervisor.close()
+    runtime.sweeper.close()
 
 
 def test_rule_based_diagnosis_reads_the_evidence_and_redacts(
@@ -119,7 +119,7 @@ def test_rule_based_diagnosis_reads_the_evidence_and_redacts(
     assert [p.outcome for p in runtime.store.decisions.presses_for(incident_id)] == [
         "diagnosed"
     ] * 2
-    runtime.supervisor.close()
+    runtime.sweeper.close()
 
 
 def test_model_diagnosis_uses_read_only_tools_and_falls_back_to_rules(
@@ -159,4 +159,4 @@ def test_model_diagnosis_uses_read_only_tools_and_falls_back_to_rules(
             "rules (the model failed:"
         )
         assert service.requests == []  # diagnosis never acts
-        runtime.supervisor.close()
+        runtime.sweeper.close()

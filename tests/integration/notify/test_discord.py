@@ -225,7 +225,7 @@ def acting(
 ) -> Iterator[Runtime]:
     runtime = chat_runtime(tmp_path, store, clock, service, discord, signer)
     yield runtime
-    runtime.supervisor.close()
+    runtime.sweeper.close()
 
 
 def stalled(runtime: Runtime, clock: ManualClock) -> Incident:
@@ -312,7 +312,7 @@ def test_a_non_admin_is_refused_and_told_why_privately(
             _, interaction = press(server.url, signer, card, "Cancel", BOB, "bob", now_s(clock))
             discord.wait_for(lambda: bool(discord.followups_for(interaction["token"])))
     finally:
-        runtime.supervisor.close()
+        runtime.sweeper.close()
     (followup,) = discord.followups_for(interaction["token"])
     assert followup.application_id == APPLICATION_ID
     assert followup.body["flags"] == 64

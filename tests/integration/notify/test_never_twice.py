@@ -113,7 +113,7 @@ def test_sigkill_during_200_sends_never_sends_twice(
         sweep(runtime)
         assert runtime.store.outbox.enqueue([], clock()) == []
         assert runtime.build_notifier({}).route(clock()) == SENDS
-        runtime.supervisor.close()
+        runtime.sweeper.close()
         store.engine.dispose()  # children must not inherit pooled connections
 
         interrupted: set[int] = set()

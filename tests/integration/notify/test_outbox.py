@@ -66,7 +66,7 @@ def test_cards_go_where_the_work_started_else_to_ops(
     # Routing again, or from a fresh router after a restart, enqueues nothing new.
     assert notifier.route(clock()) == 0
     assert runtime.build_notifier({"log": LogChannel()}).route(clock()) == 0
-    runtime.supervisor.close()
+    runtime.sweeper.close()
 
 
 def test_one_card_one_note_and_an_edit_when_decided(
@@ -105,7 +105,7 @@ def test_one_card_one_note_and_an_edit_when_decided(
     edited = log_channel.recent[-1][1]
     assert "Decided: Dismiss by @ana" in edited.text
     assert edited.buttons == ()
-    runtime.supervisor.close()
+    runtime.sweeper.close()
 
 
 def test_a_kind_that_reports_itself_gets_no_message(
@@ -118,7 +118,7 @@ def test_a_kind_that_reports_itself_gets_no_message(
     assert len(sweep(runtime).applied.opened) == 1
     assert notifier.route(clock()) == 0
     assert store.incidents.list("open")  # recorded all the same
-    runtime.supervisor.close()
+    runtime.sweeper.close()
 
 
 @pytest.fixture
@@ -168,7 +168,7 @@ def settle_one(
     asyncio.run(notifier.deliver_due())
     delivery = store.outbox.for_incident(incident_id)[0]
     asyncio.run(notifier.aclose())
-    runtime.supervisor.close()
+    runtime.sweeper.close()
     return delivery.status.value, delivery
 
 
@@ -224,4 +224,4 @@ def test_interrupted_sends_become_maybe_sent_at_start(
     assert runtime.build_notifier({"log": LogChannel()}).recover(clock()) == [delivery.id]
     assert store.outbox.get(delivery.id).status is DeliveryStatus.MAYBE_SENT
     assert store.outbox.due(clock() + timedelta(days=1)) == []
-    runtime.supervisor.close()
+    runtime.sweeper.close()

@@ -184,7 +184,7 @@ def acting(
                "timeout_s": 5.0},
     )  # fmt: skip
     yield runtime
-    runtime.supervisor.close()
+    runtime.sweeper.close()
 
 
 def stalled(runtime: Runtime, clock: ManualClock) -> Incident:

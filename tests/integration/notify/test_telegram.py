@@ -319,7 +319,7 @@ def acting(
 ) -> Iterator[Runtime]:
     runtime = telegram_runtime(tmp_path, store, clock, service, fake)
     yield runtime
-    runtime.supervisor.close()
+    runtime.sweeper.close()
 
 
 @pytest.fixture
@@ -511,7 +511,7 @@ def test_the_round_trip_card_press_decided_card(
     async def scenario() -> tuple[Stored, dict[str, Any]]:
         start(acting, "t1", "swarm_task", effects="none", origin=ORIGIN)
         reports_for(acting).fail("swarm_task", "t1", "worker crashed", None, None)
-        await acting.supervisor.sweep()
+        await acting.sweeper.sweep()
         assert notifier.route(clock()) == 1
         assert await notifier.deliver_due() == 1
         (sent,) = fake.messages(CHAT)
@@ -549,7 +549,7 @@ def surface(
 ) -> Iterator[Runtime]:
     runtime = telegram_runtime(tmp_path, sqlite_store, clock, service, fake)
     yield runtime
-    runtime.supervisor.close()
+    runtime.sweeper.close()
 
 
 def test_bodies_that_are_not_updates_are_bad_requests(surface: Runtime) -> None:
@@ -576,7 +576,7 @@ def test_without_a_secret_the_endpoint_is_not_there(
         assert response.json()["error"]["message"] == "telegram is not configured"
         assert fake.calls == []
     finally:
-        runtime.supervisor.close()
+        runtime.sweeper.close()
 
 
 def test_without_a_notifier_the_route_builds_its_own_channel_and_closes_it(

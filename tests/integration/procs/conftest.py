@@ -12,9 +12,9 @@ import pytest
 
 from watchkeeper.clock import utcnow
 from watchkeeper.procs import identity, layout
+from watchkeeper.procs.engine import ProcEngine
 from watchkeeper.procs.launch import LaunchRequest
-from watchkeeper.procs.records import ProcRun
-from watchkeeper.procs.service import ProcEngine
+from watchkeeper.records.procs import ProcRun
 from watchkeeper.store import Store
 
 EVENT_TIMEOUT_S = 30.0

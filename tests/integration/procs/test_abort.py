@@ -10,8 +10,8 @@ import pytest
 from watchkeeper.clock import utcnow
 from watchkeeper.errors import NotFound
 from watchkeeper.procs import identity
-from watchkeeper.procs.records import AbortOutcome, NewProc, ProcStatus, Started
-from watchkeeper.procs.service import ProcEngine
+from watchkeeper.procs.engine import ProcEngine
+from watchkeeper.records.procs import AbortOutcome, NewProc, ProcStatus, Started
 
 from .conftest import gone, start_detached, wait_until, wait_witness
 

@@ -24,8 +24,8 @@ from watchkeeper.clock import utcnow
 from watchkeeper.errors import NotFound
 from watchkeeper.notify.ops import OpsNotifier
 from watchkeeper.procs import identity
-from watchkeeper.procs.records import AbortOutcome, NewProc, ProcStatus, Started
-from watchkeeper.procs.service import ProcEngine
+from watchkeeper.procs.engine import ProcEngine
+from watchkeeper.records.procs import AbortOutcome, NewProc, ProcStatus, Started
 from watchkeeper.runtime import Runtime
 from watchkeeper.server.longpoll import LongWaits
 from watchkeeper.store import Store
@@ -55,7 +55,7 @@ def served(tmp_path: Path, store: Store) -> Iterator[tuple[LiveServer, LongWaits
             _shrink_worker_pool(server, THREADS)
             yield server, caps
     finally:
-        runtime.supervisor.close()
+        runtime.sweeper.close()
         kill_leftovers(ProcEngine(store, settings.data_dir))
 
 

@@ -11,7 +11,7 @@ from watchkeeper import Client
 from watchkeeper.clock import utcnow
 from watchkeeper.errors import ClientError
 from watchkeeper.notify.ops import OpsNotifier
-from watchkeeper.procs.service import ProcEngine
+from watchkeeper.procs.engine import ProcEngine
 from watchkeeper.runtime import Runtime
 from watchkeeper.store import Store
 
@@ -26,7 +26,7 @@ def served(tmp_path: Path, store: Store) -> Iterator[LiveServer]:
     runtime = Runtime.open(settings, store=store, clock=utcnow, notifier=OpsNotifier(settings.ops))
     with live_server(runtime) as server:
         yield server
-    runtime.supervisor.close()
+    runtime.sweeper.close()
     kill_leftovers(ProcEngine(store, settings.data_dir))
 
 

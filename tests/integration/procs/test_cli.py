@@ -11,10 +11,10 @@ import pytest
 
 from watchkeeper.errors import InvalidInput
 from watchkeeper.procs import layout
+from watchkeeper.procs.engine import ProcEngine
 from watchkeeper.procs.errors import LaunchFailed
 from watchkeeper.procs.launch import LaunchRequest
-from watchkeeper.procs.records import ProcStatus
-from watchkeeper.procs.service import ProcEngine
+from watchkeeper.records.procs import ProcStatus
 
 WK = [sys.executable, "-m", "watchkeeper"]
 

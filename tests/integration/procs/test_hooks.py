@@ -13,8 +13,8 @@ from pathlib import Path
 from watchkeeper.clock import ManualClock, utcnow
 from watchkeeper.notify.ops import OpsNotifier
 from watchkeeper.procs import hooks, identity
-from watchkeeper.procs.records import HookState, NewProc, ProcStatus
-from watchkeeper.procs.service import FIRING_STALE_S, ProcEngine
+from watchkeeper.procs.engine import FIRING_STALE_S, ProcEngine
+from watchkeeper.records.procs import HookState, NewProc, ProcStatus
 from watchkeeper.runtime import Runtime
 from watchkeeper.store import Store
 
@@ -36,11 +36,11 @@ def watchkeeper_process(tmp_path: Path, store: Store, clock: object = utcnow) ->
     try:
         yield runtime
     finally:
-        runtime.supervisor.close()
+        runtime.sweeper.close()
 
 
 def sweep(runtime: Runtime) -> None:
-    asyncio.run(runtime.supervisor.sweep())
+    asyncio.run(runtime.sweeper.sweep())
 
 
 def test_hooks_fire_exactly_once_across_a_restart(

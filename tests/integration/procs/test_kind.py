@@ -13,9 +13,9 @@ from watchkeeper.judge import judge
 from watchkeeper.kinds.base import AdapterContext
 from watchkeeper.kinds.process import ProcessAdapter
 from watchkeeper.procs import identity, layout
+from watchkeeper.procs.engine import ProcEngine
 from watchkeeper.procs.launch import LaunchRequest
-from watchkeeper.procs.records import NewProc, ProcStatus
-from watchkeeper.procs.service import ProcEngine
+from watchkeeper.records.procs import NewProc, ProcStatus
 from watchkeeper.store import Store
 
 from ...conftest import make_settings

@@ -9,9 +9,9 @@ import sys
 from pathlib import Path
 
 from watchkeeper.procs import identity, layout, witness
+from watchkeeper.procs.engine import ProcEngine
 from watchkeeper.procs.launch import LaunchRequest
-from watchkeeper.procs.records import ProcStatus
-from watchkeeper.procs.service import ProcEngine
+from watchkeeper.records.procs import ProcStatus
 
 from .conftest import gone, start_detached, wait_until, wait_witness
 

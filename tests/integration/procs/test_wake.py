@@ -10,9 +10,9 @@ import pytest
 from watchkeeper.clock import ManualClock
 from watchkeeper.errors import NotFound
 from watchkeeper.procs import identity
+from watchkeeper.procs.engine import ProcEngine
 from watchkeeper.procs.park import WAKE_LIMIT
-from watchkeeper.procs.records import NewProc, ParkState, ProcStatus
-from watchkeeper.procs.service import ProcEngine
+from watchkeeper.records.procs import NewProc, ParkState, ProcStatus
 from watchkeeper.store import Store
 
 

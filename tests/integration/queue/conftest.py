@@ -9,8 +9,8 @@ import pytest
 
 from tests.conftest import make_settings
 from watchkeeper.clock import ManualClock
-from watchkeeper.queue.records import Job, NewRunner, Runner
 from watchkeeper.queue.service import QueueService
+from watchkeeper.records.queue import Job, NewRunner, Runner
 from watchkeeper.store import Store
 
 ORGS = {

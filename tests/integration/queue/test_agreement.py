@@ -17,8 +17,8 @@ from sqlalchemy import delete
 
 from tests.integration.queue.conftest import make_service
 from watchkeeper.clock import ManualClock
-from watchkeeper.queue.records import NewJob, NewRunner
 from watchkeeper.queue.rules import Reason
+from watchkeeper.records.queue import NewJob, NewRunner
 from watchkeeper.store import Store
 from watchkeeper.store.schema_queue import (
     queue_events,

@@ -11,9 +11,9 @@ import pytest
 from tests.integration.queue.conftest import make_service, runner, submit
 from watchkeeper.clock import ManualClock
 from watchkeeper.queue.launcher import CommandLauncher, LaunchRefused
-from watchkeeper.queue.records import Job
 from watchkeeper.queue.rules import Blocked, Reason
 from watchkeeper.queue.service import QueueService
+from watchkeeper.records.queue import Job
 from watchkeeper.store import Store
 
 

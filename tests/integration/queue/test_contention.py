@@ -10,8 +10,8 @@ from pathlib import Path
 
 from tests.conftest import make_settings
 from tests.integration.queue.contender import drain
-from watchkeeper.queue.records import NewJob, NewRunner, TaskStatus
 from watchkeeper.queue.service import QueueService
+from watchkeeper.records.queue import NewJob, NewRunner, TaskStatus
 from watchkeeper.store import Store
 
 TASKS = 240

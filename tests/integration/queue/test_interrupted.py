@@ -20,8 +20,8 @@ from tests.integration.server import LiveServer, live_server
 from watchkeeper.client import Client
 from watchkeeper.clock import ManualClock
 from watchkeeper.queue import reconcile
-from watchkeeper.queue.records import Lease
 from watchkeeper.queue.service import QueueService
+from watchkeeper.records.queue import Lease
 from watchkeeper.runtime import Runtime
 from watchkeeper.server import routes_events
 from watchkeeper.store.queue import QueueStore

@@ -10,13 +10,13 @@ from watchkeeper.clock import ManualClock
 from watchkeeper.contract import Action, Condition, Effects, RunView
 from watchkeeper.judge import judge
 from watchkeeper.kinds.actions import ActionRequest
-from watchkeeper.queue.records import TaskStatus
 from watchkeeper.queue.service import QueueService
+from watchkeeper.records.queue import TaskStatus
 from watchkeeper.runtime import Runtime
 
 
 def verdicts(runtime: Runtime, clock: ManualClock) -> dict[str, Condition | None]:
-    adapter = runtime.supervisor.adapters["task"]
+    adapter = runtime.sweeper.adapters["task"]
     found: dict[str, Condition | None] = {}
     for run in adapter.read(clock()):
         verdict = judge(run, adapter.spec, clock())
@@ -25,7 +25,7 @@ def verdicts(runtime: Runtime, clock: ManualClock) -> dict[str, Condition | None
 
 
 def view(runtime: Runtime, clock: ManualClock, task_id: str) -> RunView:
-    found = runtime.supervisor.adapters["task"].read_one(task_id, clock())
+    found = runtime.sweeper.adapters["task"].read_one(task_id, clock())
     assert found is not None
     return found
 
@@ -40,7 +40,7 @@ def test_lapsed_stalled_and_failed_tasks(
     queue = queue_of(runtime, tmp_path, clock)
     daemon = runner(queue, capacity=5)
     waiting = submit(queue)  # queued work is explained, never judged
-    assert runtime.supervisor.adapters["task"].spec.budget_s == 600
+    assert runtime.sweeper.adapters["task"].spec.budget_s == 600
     assert verdicts(runtime, clock) == {waiting.tasks[0].id: None}
     clock.advance(1)  # the queue is first in, first out by submission time
     submit(queue, rerunnable=False)
@@ -57,7 +57,7 @@ def test_lapsed_stalled_and_failed_tasks(
     assert found[lapsing.task.id] is Condition.STUCK
     assert found[stalling.task.id] is Condition.STALLED
     assert found[failing.task.id] is Condition.FAILED
-    asyncio.run(runtime.supervisor.sweep())  # the sweep hook takes the lapsed lease back
+    asyncio.run(runtime.sweeper.sweep())  # the sweep hook takes the lapsed lease back
     assert queue.store.task(lapsing.task.id).status is TaskStatus.STUCK  # not re-runnable
     assert verdicts(runtime, clock)[lapsing.task.id] is Condition.STUCK
     live = runtime.store.incidents.live(["task"])
@@ -68,7 +68,7 @@ def test_the_kind_cancels_and_retries_its_own_tasks(
     runtime: Runtime, tmp_path: Path, clock: ManualClock
 ) -> None:
     queue = queue_of(runtime, tmp_path, clock)
-    adapter = runtime.supervisor.adapters["task"]
+    adapter = runtime.sweeper.adapters["task"]
     assert {Action.CANCEL, Action.RETRY} <= adapter.capabilities()
     job = submit(queue)
     [lease] = queue.lease(runner(queue).id)

@@ -8,9 +8,9 @@ from tests.integration.queue.conftest import runner, submit
 from watchkeeper.clock import ManualClock
 from watchkeeper.errors import Conflict, NotFound
 from watchkeeper.queue.errors import LeaseLost
-from watchkeeper.queue.records import OUT_OF_ATTEMPTS, JobStatus, TaskStatus
 from watchkeeper.queue.rollup import of_tasks
 from watchkeeper.queue.service import QueueService
+from watchkeeper.records.queue import OUT_OF_ATTEMPTS, JobStatus, TaskStatus
 
 
 def test_lease_complete_and_the_job_succeeds(queue: QueueService, clock: ManualClock) -> None:

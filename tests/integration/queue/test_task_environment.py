@@ -68,7 +68,7 @@ def server(tmp_path: Path, store: Store) -> Iterator[LiveServer]:
         with live_server(runtime) as live:
             yield live
     finally:
-        runtime.supervisor.close()
+        runtime.sweeper.close()
 
 
 def start_runner(server: LiveServer, tmp_path: Path, *more: str) -> subprocess.Popen[bytes]:

@@ -9,8 +9,8 @@ import pytest
 
 from tests.integration.queue.conftest import runner, submit
 from watchkeeper.clock import ManualClock
-from watchkeeper.queue.records import Lease
 from watchkeeper.queue.service import QueueService
+from watchkeeper.records.queue import Lease
 from watchkeeper.store import Store
 from watchkeeper.store.tokens import Role, TaskToken
 

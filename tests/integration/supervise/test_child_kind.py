@@ -44,7 +44,7 @@ def served(tmp_path: Path, store: Store, clock: ManualClock) -> Iterator[LiveSer
     runtime = Runtime.open(settings, clock=clock, store=store, notifier=OpsNotifier(settings.ops))
     with live_server(runtime) as server:
         yield server
-    runtime.supervisor.close()
+    runtime.sweeper.close()
 
 
 def conditions(server: LiveServer) -> list[tuple[str, str, str]]:
@@ -98,10 +98,10 @@ def test_a_hung_child_in_a_living_process_is_stalled_and_a_dead_one_stuck(
         clock.advance(601)  # the server's clock: past the child budget, within the lease
         await reporter.beat()  # the process is alive; the child is not moving
         await reporter.drain()
-        await served.runtime.supervisor.sweep()
+        await served.runtime.sweeper.sweep()
         assert conditions(served) == [("child", "agent:loop", "stalled")]
         clock.advance(901)  # no liveness for longer than the lease: the process is gone
-        await served.runtime.supervisor.sweep()
+        await served.runtime.sweeper.sweep()
         assert conditions(served) == [("child", "agent:loop", "stuck")]
         await reporter.aclose()
         await handle.stop()

@@ -10,8 +10,8 @@ from tests.integration.queue.conftest import submit
 from watchkeeper.clock import ManualClock
 from watchkeeper.errors import StoreError
 from watchkeeper.queue.service import QueueService
+from watchkeeper.records.timeline import NewEvent, Usage
 from watchkeeper.timeline import spend
-from watchkeeper.timeline.events import NewEvent, Usage
 from watchkeeper.timeline.service import PHASES, TimelineService
 
 HAIKU = {"model": "claude-haiku-4-5", "provider": "anthropic"}

@@ -10,8 +10,8 @@ from watchkeeper.judge import judge
 from watchkeeper.kinds.base import AdapterContext
 from watchkeeper.kinds.tasks import TasksAdapter
 from watchkeeper.queue.service import QueueService
+from watchkeeper.records.timeline import NewEvent
 from watchkeeper.store import Store
-from watchkeeper.timeline.events import NewEvent
 from watchkeeper.timeline.service import TimelineService
 
 from ...conftest import make_settings

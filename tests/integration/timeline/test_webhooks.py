@@ -49,7 +49,7 @@ def server(
     runtime = _serve(tmp_path, store, clock, forge)
     with live_server(runtime) as live:
         yield live
-    runtime.supervisor.close()
+    runtime.sweeper.close()
 
 
 @pytest.fixture
@@ -216,7 +216,7 @@ def test_without_a_command_the_request_is_kept_pending(
     with live_server(runtime) as server:
         answer = _linear(server, _issue(), clock)
         github = _github(server, _merged("wk-job:j-00"))
-    runtime.supervisor.close()
+    runtime.sweeper.close()
     assert answer.json()["outcome"] == "pending" and "linear_argv" in answer.json()["reason"]
     (pending,) = TimelineStore(store.engine).requests("linear")
     assert (pending["status"], pending["job_id"], pending["external_id"]) == (

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from watchkeeper.queue.records import JobStatus, TaskStatus
 from watchkeeper.queue.rollup import job_status
+from watchkeeper.records.queue import JobStatus, TaskStatus
 
 Q, R, X = TaskStatus.QUEUED, TaskStatus.RUNNING, TaskStatus.STUCK
 S, F, C = TaskStatus.SUCCEEDED, TaskStatus.FAILED, TaskStatus.CANCELLED

@@ -7,7 +7,6 @@ from datetime import UTC, datetime, timedelta
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from watchkeeper.queue.records import OrgLoad, Provision, QueuedTask, Runner, Snapshot
 from watchkeeper.queue.rules import (
     OrgPolicy,
     Policy,
@@ -17,6 +16,7 @@ from watchkeeper.queue.rules import (
     leasable_by,
     lease_block,
 )
+from watchkeeper.records.queue import OrgLoad, Provision, QueuedTask, Runner, Snapshot
 
 NOW = datetime(2026, 3, 1, 12, tzinfo=UTC)
 FLEETS = ("cpu", "gpu", "arm")

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from watchkeeper.timeline.events import Price, TimelineEvent, Usage
+from watchkeeper.records.timeline import Price, TimelineEvent, Usage
 
 pytest.importorskip("opentelemetry.sdk")
 
@@ -111,7 +111,7 @@ from watchkeeper import client_timeline
 from watchkeeper.cli import timeline
 from watchkeeper.config import parse
 from watchkeeper.store import Store
-from watchkeeper.timeline.events import NewEvent
+from watchkeeper.records.timeline import NewEvent
 from watchkeeper.timeline.service import TimelineService
 store = Store("sqlite:///" + sys.argv[1])
 service = TimelineService(store, parse({}))

@@ -12,7 +12,7 @@ from genai_prices import calc_price
 
 from watchkeeper.config import PriceOverride
 from watchkeeper.errors import ConfigError
-from watchkeeper.timeline.events import Usage
+from watchkeeper.records.timeline import Usage
 from watchkeeper.timeline.prices import NOT_A_CALL, OVERRIDE_VERSION, Pricer
 
 AT = datetime(2026, 3, 1, 12, 0, tzinfo=UTC)

@@ -11,9 +11,9 @@ import pytest
 
 from tests.conftest import make_settings
 from watchkeeper.errors import ConfigError, Conflict, NotFound
-from watchkeeper.queue.records import Job, Task, TaskStatus
+from watchkeeper.records.queue import Job, Task, TaskStatus
+from watchkeeper.records.timeline import Price, TimelineEvent, Usage
 from watchkeeper.timeline import record
-from watchkeeper.timeline.events import Price, TimelineEvent, Usage
 
 T0 = datetime(2026, 1, 5, 12, 0, tzinfo=UTC)
 KEY = b"k" * 32

@@ -17,7 +17,7 @@ from typing import Any
 from urllib.parse import urlencode
 
 from watchkeeper.queue import rollup
-from watchkeeper.queue.records import Job, JobStatus
+from watchkeeper.records.queue import Job, JobStatus
 from watchkeeper.store.queue import QueueStore
 
 STATUSES = tuple(s.value for s in JobStatus)

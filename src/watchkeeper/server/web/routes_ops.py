@@ -59,7 +59,7 @@ def _breakers(request: Request) -> list[dict[str, Any]]:
 
 def _server_checks(runtime: Runtime) -> list[dict[str, Any]]:
     """The server's own ``/healthz`` checks: supervision, then each kind's readability."""
-    health = runtime.supervisor.health
+    health = runtime.sweeper.health
     checks = [
         {
             "name": "supervision",
@@ -67,7 +67,7 @@ def _server_checks(runtime: Runtime) -> list[dict[str, Any]]:
             "detail": health.last_error or "sweeps succeed",
         }
     ]
-    latest = runtime.supervisor.latest
+    latest = runtime.sweeper.latest
     for read in () if latest is None else latest.reads:
         checks.append(
             {

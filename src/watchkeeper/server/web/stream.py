@@ -33,8 +33,8 @@ from typing import Any
 from fastapi import APIRouter, Depends, Request
 from fastapi.responses import StreamingResponse
 
-from watchkeeper.queue.records import TaskStatus
 from watchkeeper.queue.service import QueueService
+from watchkeeper.records.queue import TaskStatus
 from watchkeeper.runtime import Runtime
 from watchkeeper.server.longpoll import held_stream
 from watchkeeper.server.routes_queue import queue_of, task_json
@@ -195,7 +195,7 @@ class Watcher:
             )
             for kind in sorted(runtime.push_kinds)
         ]
-        latest = runtime.supervisor.latest
+        latest = runtime.sweeper.latest
         return _digest((rows, None if latest is None else latest.at))
 
     def _tasks(self, runners_moved: bool) -> dict[str, dict[str, Any]]:

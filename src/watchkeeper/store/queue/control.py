@@ -10,7 +10,7 @@ from sqlalchemy import ColumnElement, Connection, Row, delete, select, update
 
 from watchkeeper.clock import to_epoch
 from watchkeeper.errors import Conflict, NotFound
-from watchkeeper.queue.records import CANCELLABLE, RETRYABLE, TaskStatus
+from watchkeeper.records.queue import CANCELLABLE, RETRYABLE, TaskStatus
 from watchkeeper.store.engine import translate_errors, write_transaction
 from watchkeeper.store.queue.base import Part
 from watchkeeper.store.queue.ledger import add_spend, log_events

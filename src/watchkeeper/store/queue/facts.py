@@ -8,7 +8,7 @@ from datetime import datetime
 from sqlalchemy import Connection, func, literal, select, text
 
 from watchkeeper.clock import to_epoch
-from watchkeeper.queue.records import OrgLoad, QueuedTask, Snapshot
+from watchkeeper.records.queue import OrgLoad, QueuedTask, Snapshot
 from watchkeeper.store.engine import translate_errors
 from watchkeeper.store.queue.base import Part
 from watchkeeper.store.queue.provisions import read_provisions

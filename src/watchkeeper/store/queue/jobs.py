@@ -10,7 +10,7 @@ from sqlalchemy import Connection, insert, select
 
 from watchkeeper.clock import from_epoch, to_epoch
 from watchkeeper.errors import Conflict, NotFound
-from watchkeeper.queue.records import Event, Job, NewJob, Task, TaskStatus
+from watchkeeper.records.queue import Event, Job, NewJob, Task, TaskStatus
 from watchkeeper.store.engine import translate_errors, write_transaction
 from watchkeeper.store.queue.base import Part
 from watchkeeper.store.queue.ledger import log_events

@@ -19,7 +19,7 @@ from sqlalchemy import Connection, select, update
 
 from watchkeeper.clock import to_epoch
 from watchkeeper.errors import Conflict, NotFound
-from watchkeeper.queue.records import Lease, OrgLoad, QueuedTask, Runner, Task, TaskStatus
+from watchkeeper.records.queue import Lease, OrgLoad, QueuedTask, Runner, Task, TaskStatus
 from watchkeeper.store.engine import translate_errors, write_transaction
 from watchkeeper.store.queue.base import Part
 from watchkeeper.store.queue.facts import org_loads

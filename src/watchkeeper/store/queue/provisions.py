@@ -7,7 +7,7 @@ from datetime import datetime
 from sqlalchemy import Connection, delete, insert, select, update
 
 from watchkeeper.clock import from_epoch, to_epoch
-from watchkeeper.queue.records import Provision
+from watchkeeper.records.queue import Provision
 from watchkeeper.store.engine import translate_errors, write_transaction
 from watchkeeper.store.queue.base import Part
 from watchkeeper.store.schema_queue import queue_provisions

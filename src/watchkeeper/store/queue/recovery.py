@@ -10,7 +10,7 @@ from typing import Any
 from sqlalchemy import ColumnElement, Connection, func, select, update
 
 from watchkeeper.clock import to_epoch
-from watchkeeper.queue.records import OUT_OF_ATTEMPTS, Recovery, TaskStatus
+from watchkeeper.records.queue import OUT_OF_ATTEMPTS, Recovery, TaskStatus
 from watchkeeper.store.engine import translate_errors, write_transaction
 from watchkeeper.store.queue.base import Part
 from watchkeeper.store.queue.ledger import add_spend, log_events

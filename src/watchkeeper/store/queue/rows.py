@@ -9,7 +9,7 @@ from typing import Any
 from sqlalchemy import ColumnElement, Row, and_, func
 
 from watchkeeper.clock import from_epoch
-from watchkeeper.queue.records import Runner, Task, TaskStatus
+from watchkeeper.records.queue import Runner, Task, TaskStatus
 from watchkeeper.store.schema_queue import queue_jobs, queue_runners, queue_tasks
 
 T = queue_tasks.c

@@ -8,7 +8,7 @@ from sqlalchemy import Connection, func, insert, select, update
 
 from watchkeeper.clock import to_epoch
 from watchkeeper.errors import Conflict, NotFound
-from watchkeeper.queue.records import NewRunner, Runner, Task
+from watchkeeper.records.queue import NewRunner, Runner, Task
 from watchkeeper.store.engine import translate_errors, write_transaction
 from watchkeeper.store.queue.base import Part
 from watchkeeper.store.queue.rows import RUNNING, R, T, new_id, runner_from_row, task_from_row

@@ -1,4 +1,4 @@
-"""The process engine in one object: what the CLI, the API and the supervisor call.
+"""The process engine in one object: what the CLI, the API and the sweeper call.
 
 ``ProcEngine`` holds the procs store, the data folder and the clock, and
 wires the small modules together: :mod:`launch`, :mod:`abort`,
@@ -17,11 +17,11 @@ from datetime import datetime, timedelta
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from watchkeeper.clock import Clock, to_epoch, utcnow
+from watchkeeper.clock import Now, to_epoch, utcnow
 from watchkeeper.procs import abort as aborting
 from watchkeeper.procs import hooks, identity, launch, layout, reaper, signals
 from watchkeeper.procs import park as parking
-from watchkeeper.procs.records import AbortOutcome, HookState, Park, ParkState, ProcRun
+from watchkeeper.records.procs import AbortOutcome, HookState, Park, ParkState, ProcRun
 
 if TYPE_CHECKING:
     from watchkeeper.config import Settings
@@ -54,7 +54,7 @@ class ProcEngine:
         store: Store,
         data_dir: Path,
         *,
-        clock: Clock = utcnow,
+        clock: Now = utcnow,
         hook_secret: str | None = None,
         grace_s: float = aborting.DEFAULT_GRACE_S,
     ) -> None:
@@ -68,7 +68,7 @@ class ProcEngine:
         self._configured_secret = hook_secret
 
     @classmethod
-    def from_settings(cls, settings: Settings, store: Store, clock: Clock = utcnow) -> ProcEngine:
+    def from_settings(cls, settings: Settings, store: Store, clock: Now = utcnow) -> ProcEngine:
         """The engine of a configured watchkeeper."""
         return cls(store, settings.data_dir, clock=clock, hook_secret=settings.ops.webhook_secret)
 
@@ -259,7 +259,7 @@ class ProcEngine:
         return hooks.fire_due(self.procs, self.data_dir, secret, identity.host(), now)
 
     def sweep(self, now: datetime) -> SweepReport:
-        """The supervisor's sweep hook: reap, fire due hooks, wake parked sessions."""
+        """The sweep hook: reap, fire due hooks, wake parked sessions."""
         if not self.procs.has_work(identity.host()):
             return SweepReport(reaper.ReapReport(), [], [])
         reaped = reaper.reap(self.procs, self.data_dir, now, grace_s=self.grace_s)

@@ -1,4 +1,4 @@
-"""The supervisor loop: read every kind, judge, reconcile incidents, check itself."""
+"""The sweep loop: read every kind, judge, move incidents through their lifecycle, check itself."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from collections.abc import Callable, Mapping, Sequence
 from datetime import datetime, timedelta
 from typing import Any
 
-from watchkeeper.clock import Clock, utcnow
+from watchkeeper.clock import Now, utcnow
 from watchkeeper.contract import KindRead, KindSpec
 from watchkeeper.errors import StoreError
 from watchkeeper.judge import next_deadline
@@ -18,9 +18,9 @@ from watchkeeper.kinds.base import Adapter
 from watchkeeper.store import Store
 from watchkeeper.store.heartbeats import SweepBeat
 from watchkeeper.store.incidents import Applied, Incident
-from watchkeeper.watch.metrics import SupervisorMetrics
+from watchkeeper.watch.lifecycle import Judged, judge_reads, plan
+from watchkeeper.watch.metrics import SweepMetrics
 from watchkeeper.watch.overview import Overview, build
-from watchkeeper.watch.reconcile import Judged, judge_reads, plan
 from watchkeeper.watch.results import SweepResult
 from watchkeeper.watch.selfcheck import Notice, NoticeSink, SupervisionHealth
 
@@ -31,7 +31,7 @@ DEADLINE_SLACK = timedelta(milliseconds=20)
 MIN_SWEEP_GAP = timedelta(seconds=1)
 
 
-class Supervisor:
+class Sweeper:
     """Runs sweeps on a schedule and keeps the latest result for the API."""
 
     def __init__(
@@ -42,8 +42,8 @@ class Supervisor:
         check_interval_s: float,
         down_after_s: float,
         notifier: NoticeSink,
-        clock: Clock = utcnow,
-        metrics: SupervisorMetrics | None = None,
+        clock: Now = utcnow,
+        metrics: SweepMetrics | None = None,
         replica: str | None = None,
     ) -> None:
         self.store = store
@@ -53,7 +53,7 @@ class Supervisor:
         self.health = SupervisionHealth(down_after_s)
         self.notifier = notifier
         self.clock = clock
-        self.metrics = metrics or SupervisorMetrics()
+        self.metrics = metrics or SweepMetrics()
         self.replica = replica or f"{socket.gethostname()}:{id(self):x}"
         self.latest: SweepResult | None = None
         self._wake_at: datetime | None = None
