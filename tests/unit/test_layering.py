@@ -1,9 +1,17 @@
-"""The composition root's promise: services never import it, and do not import each other round.
+"""The layers hold: the import contracts of pyproject.toml, the composition root, module sizes.
 
-A stop-gap until the layers are declared as import contracts.
+The contracts themselves are checked by import-linter; a second group of tests
+plants an import that crosses the layers in a copy of the package and expects
+the contracts to catch it, so a contract that checks nothing would fail here.
 """
 
 from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
 
 import grimp
 import pytest
@@ -39,3 +47,56 @@ def test_services_and_the_runtime_form_no_cycle(graph: grimp.ImportGraph) -> Non
 def test_signing_is_shared_not_borrowed(graph: grimp.ImportGraph) -> None:
     webhook = "watchkeeper.notify.channels.webhook"
     assert not graph.chain_exists(importer=webhook, imported="watchkeeper.notify.ops")
+
+
+ROOT = Path(__file__).resolve().parents[2]
+SOURCE = ROOT / "src" / "watchkeeper"
+LINT = Path(sys.executable).with_name("lint-imports")
+
+
+def _lint(source_parent: Path) -> subprocess.CompletedProcess[str]:
+    """The import contracts of pyproject.toml, checked on the package under ``source_parent``."""
+    env = {**os.environ, "PYTHONPATH": str(source_parent)}
+    return subprocess.run(
+        [str(LINT), "--no-cache", str(ROOT / "pyproject.toml")],
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=source_parent,
+        check=False,
+    )
+
+
+def test_the_import_contracts_hold() -> None:
+    result = _lint(SOURCE.parent)
+    assert result.returncode == 0, result.stdout + result.stderr
+
+
+@pytest.mark.parametrize(
+    ("module", "bad_import"),
+    [
+        ("store/engine.py", "import watchkeeper.queue.service"),
+        ("server/routes_incidents.py", "import watchkeeper.store.incidents"),
+        ("cli/queue.py", "import watchkeeper.runtime"),
+        ("procs/witness.py", "import watchkeeper.kinds.process"),
+    ],
+)
+def test_an_import_across_the_layers_breaks_a_contract(
+    tmp_path: Path, module: str, bad_import: str
+) -> None:
+    copy = tmp_path / "watchkeeper"
+    shutil.copytree(SOURCE, copy, ignore=shutil.ignore_patterns("__pycache__"))
+    target = copy / module
+    target.write_text(target.read_text() + f"\n{bad_import}  # noqa\n")
+    result = _lint(tmp_path)
+    importer = "watchkeeper." + module.removesuffix(".py").replace("/", ".")
+    assert result.returncode != 0
+    assert f"{importer} -> {bad_import.removeprefix('import ')}" in result.stdout
+
+
+def test_no_module_is_longer_than_five_hundred_lines() -> None:
+    lengths = {
+        str(path.relative_to(SOURCE)): len(path.read_text().splitlines())
+        for path in SOURCE.rglob("*.py")
+    }
+    assert {name: n for name, n in lengths.items() if n > 500} == {}
