@@ -156,11 +156,14 @@ def _settle_step(
 ) -> str | None:
     """Record how the run ended, from the witness the shim writes, or as gone without one.
 
-    ``None`` while the shim is alive and may be writing the witness right now
-    (look again soon), unless ``give_up``.
+    ``None`` while the shim was alive when the witness was looked for, so it may
+    be writing it right now (look again soon), unless ``give_up``.
     """
     if run.status.ended:
         return f"already {run.status.value}"
+    # The shim writes the witness, then exits: look at the shim before the witness. A witness
+    # missing while the shim lived may still come; one missing after it had gone never will.
+    shim = identity.ownership(run.host, run.boot_id, run.shim_pid, run.shim_start)
     try:
         found = settle.read_witness(data_dir, run)
     except witness.WitnessCorrupt as exc:
@@ -169,7 +172,6 @@ def _settle_step(
     if found is not None:
         settle.from_witness(procs, run, found, now)
         return settle.describe(found)
-    shim = identity.ownership(run.host, run.boot_id, run.shim_pid, run.shim_start)
     if shim is identity.Ownership.OURS and not give_up:
         return None
     reason = "its process is gone without a witness"
