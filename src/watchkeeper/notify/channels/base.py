@@ -18,10 +18,18 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from dataclasses import dataclass
 from enum import StrEnum
+from typing import Any, Generic, Protocol, TypeVar
 
 import httpx
 
+from watchkeeper.config import resolve_secret
+from watchkeeper.errors import ConfigError
 from watchkeeper.notify.message import Message, Target
+
+
+def fit(text: str, limit: int) -> str:
+    """``text`` cut to ``limit`` characters, ending in an ellipsis when cut."""
+    return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
 class SendOutcome(StrEnum):
@@ -92,3 +100,75 @@ class Channel(ABC):
 
     async def aclose(self) -> None:  # noqa: B027 - optional: channels without clients hold nothing
         """Release connections."""
+
+
+class BotConfig(Protocol):
+    """What every chat platform's settings say about reaching its API as a bot."""
+
+    @property
+    def bot_token(self) -> str | None:
+        """The token itself, when the file holds it."""
+
+    @property
+    def bot_token_env(self) -> str | None:
+        """The environment variable holding the token."""
+
+    @property
+    def base_url(self) -> str:
+        """Where the platform's API answers."""
+
+    @property
+    def timeout_s(self) -> float:
+        """How long one call may take."""
+
+
+ConfigT = TypeVar("ConfigT", bound=BotConfig)
+
+
+def decoded_json(response: httpx.Response) -> Any:
+    """The answer's JSON, or ``None`` when it is not JSON (a proxy's error page, say)."""
+    try:
+        return response.json()
+    except ValueError:
+        return None
+
+
+class ChatChannel(Channel, Generic[ConfigT]):
+    """A chat platform reached with a bot token over one HTTP client.
+
+    A missing or unreadable token does not stop the server: the channel keeps
+    the reason in ``problem`` and every send fails with it.
+    """
+
+    def __init__(self, config: ConfigT, http: httpx.AsyncClient | None = None) -> None:
+        self.config = config
+        self._owns_http = http is None
+        self._http = http or httpx.AsyncClient(timeout=config.timeout_s)
+        self.base_url = config.base_url.rstrip("/")
+        setting = f"{self.name}.bot_token"
+        self._token: str | None
+        self.problem: str | None
+        try:
+            self._token = resolve_secret(config.bot_token, config.bot_token_env, setting)
+            self.problem = None if self._token else f"{setting} is not configured"
+        except ConfigError as exc:
+            self._token = None
+            self.problem = str(exc)
+
+    def _unconfigured(self) -> SendResult | None:
+        """The failure every call ends in while the bot token is missing."""
+        return None if self._token else SendResult(SendOutcome.FAILED, error=self.problem)
+
+    async def _request(
+        self, method: str, url: str, body: dict[str, Any], headers: dict[str, str] | None = None
+    ) -> httpx.Response | SendResult:
+        """One call: the platform's answer, or why there is none (classified, never raised)."""
+        try:
+            return await self._http.request(method, url, json=body, headers=headers)
+        except httpx.HTTPError as exc:
+            return classify_error(exc)
+
+    async def aclose(self) -> None:
+        """Close the HTTP client if this channel made it."""
+        if self._owns_http:
+            await self._http.aclose()

@@ -16,14 +16,14 @@ from typing import Any
 
 import httpx
 
-from watchkeeper.config import DiscordConfig, resolve_secret
-from watchkeeper.errors import ConfigError
+from watchkeeper.config import DiscordConfig
+from watchkeeper.notify.channels import base
 from watchkeeper.notify.channels.base import (
-    Channel,
+    ChatChannel,
     SendOutcome,
     SendResult,
-    classify_error,
     classify_status,
+    decoded_json,
 )
 from watchkeeper.notify.message import Button, Message, Target
 
@@ -44,8 +44,8 @@ _STYLES = {"cancel": DANGER, "close_turn": DANGER, "retry": PRIMARY, "retry_chec
 
 
 def fit(text: str, limit: int = CONTENT_LIMIT) -> str:
-    """``text`` cut to ``limit`` characters, ending in an ellipsis when cut."""
-    return text if len(text) <= limit else text[: limit - 1] + "…"
+    """``text`` cut to ``limit`` characters (a message's, unless told), ending in an ellipsis."""
+    return base.fit(text, limit)
 
 
 def button(b: Button) -> dict[str, Any]:
@@ -94,10 +94,7 @@ def _too_long_id(buttons: tuple[Button, ...]) -> SendResult | None:
 
 def failure(response: httpx.Response) -> SendResult:
     """A non-2xx answer: 429 retries after ``retry_after``, other 4xx fail, 5xx cannot tell."""
-    try:
-        decoded = response.json()
-    except ValueError:
-        decoded = None
+    decoded = decoded_json(response)
     if not isinstance(decoded, dict):
         return classify_status(response)
     retry_after = decoded.get("retry_after")
@@ -111,26 +108,12 @@ def failure(response: httpx.Response) -> SendResult:
     return SendResult(result.outcome, error=reason, retry_after_s=result.retry_after_s)
 
 
-class DiscordChannel(Channel):
+class DiscordChannel(ChatChannel[DiscordConfig]):
     """Posts cards to Discord channels and threads, edits them, follows up on interactions."""
 
     name = "discord"
     idempotent_sends = True
     per_chat_rate = 1.0
-
-    def __init__(self, config: DiscordConfig, http: httpx.AsyncClient | None = None) -> None:
-        self.config = config
-        self._owns_http = http is None
-        self._http = http or httpx.AsyncClient(timeout=config.timeout_s)
-        self.base_url = config.base_url.rstrip("/")
-        try:
-            self._token = resolve_secret(
-                config.bot_token, config.bot_token_env, "discord.bot_token"
-            )
-            self.problem = None if self._token else "discord.bot_token is not configured"
-        except ConfigError as exc:
-            self._token = None
-            self.problem = str(exc)
 
     async def send(self, target: Target, message: Message, idempotency_key: str) -> SendResult:
         """Create a message in ``target.chat_id`` (or in the thread, itself a channel)."""
@@ -169,11 +152,6 @@ class DiscordChannel(Channel):
         body = {"content": fit(text or " "), "flags": EPHEMERAL}
         return await self._call("POST", url, body, None, authorised=False)
 
-    async def aclose(self) -> None:
-        """Close the HTTP client if this channel made it."""
-        if self._owns_http:
-            await self._http.aclose()
-
     async def _call(
         self,
         method: str,
@@ -185,30 +163,27 @@ class DiscordChannel(Channel):
     ) -> SendResult:
         headers: dict[str, str] = {}
         if authorised:
-            if self._token is None:
-                return SendResult(SendOutcome.FAILED, error=self.problem)
+            unconfigured = self._unconfigured()
+            if unconfigured is not None:
+                return unconfigured
             headers["Authorization"] = f"Bot {self._token}"
-        place = target.place if target is not None else "an interaction"
-        try:
-            response = await self._http.request(method, url, json=body, headers=headers)
-        except httpx.HTTPError as exc:
-            result = classify_error(exc)
+        answer = await self._request(method, url, body, headers)
+        result = answer if isinstance(answer, SendResult) else _result(answer)
+        if result.outcome is not SendOutcome.SENT:
+            place = target.place if target is not None else "an interaction"
             log.warning("Discord %s %s: %s", method, place, result.error,
                         extra={"action": "discord_send"})  # fmt: skip
-            return result
-        if not response.is_success:
-            result = failure(response)
-            log.warning("Discord %s %s: %s", method, place, result.error,
-                        extra={"action": "discord_send"})  # fmt: skip
-            return result
-        return SendResult(SendOutcome.SENT, message_id=_message_id(response))
+        return result
+
+
+def _result(response: httpx.Response) -> SendResult:
+    if not response.is_success:
+        return failure(response)
+    return SendResult(SendOutcome.SENT, message_id=_message_id(response))
 
 
 def _message_id(response: httpx.Response) -> str | None:
-    try:
-        decoded = response.json()
-    except ValueError:
-        return None
+    decoded = decoded_json(response)
     if isinstance(decoded, dict) and decoded.get("id") is not None:
         return str(decoded["id"])
     return None

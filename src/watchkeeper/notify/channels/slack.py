@@ -29,14 +29,14 @@ from slack_sdk.models.blocks import (
     SectionBlock,
 )
 
-from watchkeeper.config import SlackConfig, resolve_secret
-from watchkeeper.errors import ConfigError
+from watchkeeper.config import SlackConfig
 from watchkeeper.notify.channels.base import (
-    Channel,
+    ChatChannel,
     SendOutcome,
     SendResult,
-    classify_error,
     classify_status,
+    decoded_json,
+    fit,
 )
 from watchkeeper.notify.message import Button, Message, Target
 
@@ -60,11 +60,6 @@ class SlackSendResult(SendResult):
     """A send's result plus the conversation Slack posted into (a DM's own id, say)."""
 
     channel: str | None = None
-
-
-def fit(text: str, limit: int) -> str:
-    """``text`` cut to ``limit`` characters, ending in an ellipsis when cut."""
-    return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
 def escape(text: str) -> str:
@@ -133,24 +128,12 @@ def refusal(error: str) -> SendResult:
     return SendResult(SendOutcome.FAILED, error=reason)
 
 
-class SlackChannel(Channel):
+class SlackChannel(ChatChannel[SlackConfig]):
     """Posts cards to Slack conversations and threads, edits them, answers presses."""
 
     name = "slack"
     idempotent_sends = False
     per_chat_rate = 1.0
-
-    def __init__(self, config: SlackConfig, http: httpx.AsyncClient | None = None) -> None:
-        self.config = config
-        self._owns_http = http is None
-        self._http = http or httpx.AsyncClient(timeout=config.timeout_s)
-        self.base_url = config.base_url.rstrip("/")
-        try:
-            self._token = resolve_secret(config.bot_token, config.bot_token_env, "slack.bot_token")
-            self.problem = None if self._token else "slack.bot_token is not configured"
-        except ConfigError as exc:
-            self._token = None
-            self.problem = str(exc)
 
     async def send(self, target: Target, message: Message, idempotency_key: str) -> SendResult:
         """``chat.postMessage``; the message id is Slack's ``ts``."""
@@ -172,22 +155,13 @@ class SlackChannel(Channel):
 
     async def respond(self, response_url: str, text: str) -> SendResult:
         """An ephemeral answer to whoever pressed, through the press's ``response_url``."""
-        try:
-            response = await self._http.post(response_url, json=ephemeral_reply(text))
-        except httpx.HTTPError as exc:
-            result = classify_error(exc)
-            log.warning("Slack response_url: %s", result.error, extra={"action": "slack_respond"})
-            return result
-        if not response.is_success:
-            result = classify_status(response)
-            log.warning("Slack response_url: %s", result.error, extra={"action": "slack_respond"})
-            return result
-        return SendResult(SendOutcome.SENT)
-
-    async def aclose(self) -> None:
-        """Close the HTTP client if this channel made it."""
-        if self._owns_http:
-            await self._http.aclose()
+        answer = await self._request("POST", response_url, ephemeral_reply(text))
+        if isinstance(answer, httpx.Response):
+            if answer.is_success:
+                return SendResult(SendOutcome.SENT)
+            answer = classify_status(answer)
+        log.warning("Slack response_url: %s", answer.error, extra={"action": "slack_respond"})
+        return answer
 
     def _body(self, build: Callable[[], dict[str, Any]]) -> dict[str, Any] | SendResult:
         try:
@@ -204,21 +178,16 @@ class SlackChannel(Channel):
         return result
 
     async def _call(self, method: str, body: dict[str, Any]) -> SendResult:
-        if self._token is None:
-            return SendResult(SendOutcome.FAILED, error=self.problem)
+        unconfigured = self._unconfigured()
+        if unconfigured is not None:
+            return unconfigured
         headers = {"Authorization": f"Bearer {self._token}"}
-        try:
-            response = await self._http.post(
-                f"{self.base_url}/{method}", json=body, headers=headers
-            )
-        except httpx.HTTPError as exc:
-            return classify_error(exc)
+        response = await self._request("POST", f"{self.base_url}/{method}", body, headers)
+        if isinstance(response, SendResult):
+            return response
         if not response.is_success:
             return classify_status(response)
-        try:
-            decoded = response.json()
-        except ValueError:
-            decoded = None
+        decoded = decoded_json(response)
         if not isinstance(decoded, dict) or "ok" not in decoded:
             return SendResult(
                 SendOutcome.MAYBE_SENT,

@@ -15,14 +15,13 @@ from typing import Any
 
 import httpx
 
-from watchkeeper.config import TelegramConfig, resolve_secret
-from watchkeeper.errors import ConfigError
+from watchkeeper.config import TelegramConfig
 from watchkeeper.notify.channels.base import (
-    Channel,
+    ChatChannel,
     SendOutcome,
     SendResult,
-    classify_error,
     classify_status,
+    decoded_json,
 )
 from watchkeeper.notify.message import BUTTON_DATA_LIMIT, Button, Message, Target
 
@@ -103,7 +102,7 @@ class _Answer:
     retry_after_s: float | None = None
 
 
-class TelegramChannel(Channel):
+class TelegramChannel(ChatChannel[TelegramConfig]):
     """Posts cards to chats and forum topics, edits them, answers button presses."""
 
     name = "telegram"
@@ -111,18 +110,8 @@ class TelegramChannel(Channel):
     per_chat_rate = 1.0
 
     def __init__(self, config: TelegramConfig, http: httpx.AsyncClient | None = None) -> None:
-        self.config = config
-        self._owns_http = http is None
-        self._http = http or httpx.AsyncClient(timeout=config.timeout_s)
+        super().__init__(config, http)
         self._username: str | None = None
-        try:
-            self._token = resolve_secret(
-                config.bot_token, config.bot_token_env, "telegram.bot_token"
-            )
-            self.problem = None if self._token else "telegram.bot_token is not configured"
-        except ConfigError as exc:
-            self._token = None
-            self.problem = str(exc)
 
     # -- the Channel interface ------------------------------------------------------------
 
@@ -155,11 +144,6 @@ class TelegramChannel(Channel):
         if result.outcome is SendOutcome.SENT and result.message_id is None:
             return SendResult(SendOutcome.SENT, message_id=target.message_id)
         return result
-
-    async def aclose(self) -> None:
-        """Close the HTTP client if this channel made it."""
-        if self._owns_http:
-            await self._http.aclose()
 
     # -- helpers for the webhook --------------------------------------------------------------
 
@@ -252,20 +236,15 @@ class TelegramChannel(Channel):
 
     async def _call(self, method: str, body: dict[str, Any]) -> _Answer | SendResult:
         """One Bot API call: a decoded answer, or the classified reason there is none."""
-        if self._token is None:
-            return SendResult(SendOutcome.FAILED, error=self.problem)
-        url = f"{self.config.base_url.rstrip('/')}/bot{self._token}/{method}"
-        try:
-            response = await self._http.post(url, json=body)
-        except httpx.HTTPError as exc:
-            result = classify_error(exc)
-            error = self._hide_token(result.error or "")
+        unconfigured = self._unconfigured()
+        if unconfigured is not None:
+            return unconfigured
+        response = await self._request("POST", f"{self.base_url}/bot{self._token}/{method}", body)
+        if isinstance(response, SendResult):
+            error = self._hide_token(response.error or "")
             log.warning("Telegram %s: %s", method, error, extra={"action": "telegram_send"})
-            return SendResult(result.outcome, error=error)
-        try:
-            decoded = response.json()
-        except ValueError:
-            decoded = None
+            return SendResult(response.outcome, error=error)
+        decoded = decoded_json(response)
         if not isinstance(decoded, dict) or "ok" not in decoded:
             if response.is_success:
                 return SendResult(
