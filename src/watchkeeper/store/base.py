@@ -1,0 +1,65 @@
+"""What every accessor of the store shares: its engine, its transactions, rows as records."""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+from collections.abc import Collection, Iterator, Mapping
+from contextlib import contextmanager
+from typing import TYPE_CHECKING, Any, TypeVar
+
+from sqlalchemy import Connection, Engine, Row
+
+from watchkeeper.clock import from_epoch
+from watchkeeper.store.engine import is_sqlite, translate_errors, write_transaction
+
+if TYPE_CHECKING:
+    from _typeshed import DataclassInstance
+
+    R = TypeVar("R", bound=DataclassInstance)
+else:
+    R = TypeVar("R")
+
+
+class Accessor:
+    """One aggregate's reads and moves over one engine; each call is one transaction."""
+
+    def __init__(self, engine: Engine) -> None:
+        self._engine = engine
+        self._sqlite = is_sqlite(engine)
+
+    @contextmanager
+    def _read(self, action: str) -> Iterator[Connection]:
+        """A connection for reads; driver errors name ``action``."""
+        with translate_errors(action), self._engine.connect() as conn:
+            yield conn
+
+    @contextmanager
+    def _write(self, action: str) -> Iterator[Connection]:
+        """A write transaction (``BEGIN IMMEDIATE`` on SQLite); driver errors name ``action``."""
+        with translate_errors(action), write_transaction(self._engine) as conn:
+            yield conn
+
+
+@functools.cache
+def _field_names(record: type[Any]) -> tuple[str, ...]:
+    return tuple(field.name for field in dataclasses.fields(record))
+
+
+def record_from_row(
+    record: type[R],
+    row: Row[Any] | Mapping[str, Any],
+    *,
+    times: Collection[str] = (),
+    **given: Any,
+) -> R:
+    """``record`` filled from the row's columns of the same names.
+
+    Fields named in ``times`` are epoch columns and become aware times;
+    ``given`` fills the rest: enums, renamed columns, values the row does not hold.
+    """
+    m: Mapping[Any, Any] = row._mapping if isinstance(row, Row) else row
+    values = {name: m[name] for name in _field_names(record) if name not in given}
+    for name in times:
+        values[name] = from_epoch(m[name])
+    return record(**values, **given)

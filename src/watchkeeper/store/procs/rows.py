@@ -1,0 +1,43 @@
+"""Rows of the process tables as records, and the column expressions the parts share."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from sqlalchemy import Row
+
+from watchkeeper.records.procs import ACTIVE, HookState, Park, ParkState, ProcRun, ProcStatus
+from watchkeeper.store.base import record_from_row
+from watchkeeper.store.schema_procs import proc_runs
+
+ACTIVE_STATUSES = [status.value for status in ACTIVE]
+R = proc_runs.c
+_RUN_TIMES = (
+    "created_at",
+    "started_at",
+    "progress_at",
+    "finished_at",
+    "updated_at",
+    "abort_requested_at",
+)
+
+
+def run_from_row(row: Row[Any]) -> ProcRun:
+    """A full ``proc_runs`` row as a record."""
+    m = row._mapping
+    return record_from_row(
+        ProcRun,
+        row,
+        times=_RUN_TIMES,
+        argv=tuple(m["argv"]),
+        user=m["username"],
+        status=ProcStatus(m["status"]),
+        detach=bool(m["detach"]),
+        hook_state=HookState(m["hook_state"]),
+    )
+
+
+def park_from_row(row: Row[Any]) -> Park:
+    """A ``proc_parks`` row as a record."""
+    state = ParkState(row._mapping["state"])
+    return record_from_row(Park, row, times=("parked_at", "woken_at"), state=state)
