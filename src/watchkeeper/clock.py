@@ -1,14 +1,32 @@
-"""Time as watchkeeper reads it: UTC, timezone-aware, and always injectable."""
+"""Time as watchkeeper reads it: UTC, timezone-aware, and always injectable.
+
+Two shapes of clock read the same time. The app's services take a :data:`Now`
+(a callable returning an aware datetime); the supervision library and
+anything that waits take a :class:`Clock` (float seconds, timers and sleeps).
+:class:`ManualClock` is both, so one test clock drives the whole program.
+"""
 
 from __future__ import annotations
 
+import asyncio
+import functools
+import heapq
+import itertools
 from collections.abc import Callable
-from datetime import UTC, datetime
-from typing import overload
+from datetime import UTC, datetime, timedelta
+from typing import Generic, Protocol, TypeVar, overload, runtime_checkable
 
 #: What every service takes to read the time: ``utcnow`` in production, a
 #: :class:`ManualClock` in tests.
 Now = Callable[[], datetime]
+
+_In = TypeVar("_In", contravariant=True)
+_Out = TypeVar("_Out", covariant=True)
+_A = TypeVar("_A")
+_B = TypeVar("_B")
+
+#: Spins without ``_ready`` to look at (another loop implementation) before the loop counts as idle.
+_IDLE_SPINS = 100
 
 
 def utcnow() -> datetime:
@@ -16,31 +34,38 @@ def utcnow() -> datetime:
     return datetime.now(UTC)
 
 
-@overload
-def from_epoch(value: float) -> datetime: ...
-@overload
-def from_epoch(value: None) -> None: ...
-@overload
-def from_epoch(value: float | None) -> datetime | None: ...
-def from_epoch(value: float | None) -> datetime | None:
+class _NonePasses(Protocol, Generic[_In, _Out]):
+    @overload
+    def __call__(self, value: _In) -> _Out: ...
+    @overload
+    def __call__(self, value: None) -> None: ...
+    @overload
+    def __call__(self, value: _In | None) -> _Out | None: ...
+
+
+def _none_passes(convert: Callable[[_A], _B]) -> _NonePasses[_A, _B]:
+    """``convert`` that lets ``None`` (a NULL column) through untouched."""
+
+    @functools.wraps(convert)
+    def wrapper(value: _A | None) -> _B | None:
+        return None if value is None else convert(value)
+
+    return wrapper  # type: ignore[return-value]
+
+
+@_none_passes
+def from_epoch(value: float) -> datetime:
     """A stored epoch second as an aware UTC datetime.
 
     With :func:`to_epoch`, the one pair of converters between a time and the
     column that stores it; ``None`` (a NULL) passes through both.
     """
-    return None if value is None else datetime.fromtimestamp(value, UTC)
+    return datetime.fromtimestamp(value, UTC)
 
 
-@overload
-def to_epoch(value: datetime) -> float: ...
-@overload
-def to_epoch(value: None) -> None: ...
-@overload
-def to_epoch(value: datetime | None) -> float | None: ...
-def to_epoch(value: datetime | None) -> float | None:
+@_none_passes
+def to_epoch(value: datetime) -> float:
     """An aware datetime as stored epoch seconds; naive values are taken as UTC."""
-    if value is None:
-        return None
     if value.tzinfo is None:
         value = value.replace(tzinfo=UTC)
     return value.timestamp()
@@ -53,22 +78,179 @@ def rfc3339(value: datetime | None) -> str | None:
     return value.astimezone(UTC).isoformat().replace("+00:00", "Z")
 
 
-class ManualClock:
-    """A clock that moves only when told to: for tests and benchmarks."""
+@runtime_checkable
+class Timer(Protocol):
+    """A scheduled callback that can be cancelled before it fires."""
 
-    def __init__(self, start: datetime) -> None:
-        self._now = start
+    def cancel(self) -> None:
+        """Prevent the callback from running; harmless after it ran."""
+
+
+@runtime_checkable
+class Clock(Protocol):
+    """Source of time and timers for code that waits: supervisors, breakers, retries."""
+
+    def now(self) -> float:
+        """Current time in seconds (only differences are meaningful)."""
+
+    def call_at(self, deadline: float, callback: Callable[[], None]) -> Timer:
+        """Run ``callback`` on the running event loop once ``now() >= deadline``."""
+
+    async def sleep_until(self, deadline: float) -> None:
+        """Return once ``now() >= deadline``."""
+
+
+def settle(fut: asyncio.Future[None]) -> None:
+    """Resolve ``fut`` unless something already did: a timer's usual callback."""
+    if not fut.done():
+        fut.set_result(None)
+
+
+class _ManualTimer:
+    __slots__ = ("callback", "cancelled", "deadline")
+
+    def __init__(self, deadline: float, callback: Callable[[], None]) -> None:
+        self.deadline = deadline
+        self.callback = callback
+        self.cancelled = False
+
+    def cancel(self) -> None:
+        self.cancelled = True
+
+
+class ManualClock:
+    """A virtual clock for tests and benchmarks: time moves only when told to.
+
+    Called, it returns an aware datetime (a :data:`Now`); :meth:`now` gives the
+    same instant as float seconds (a :class:`Clock`). ``start`` is either.
+
+    Callbacks whose deadline is reached run synchronously inside
+    :meth:`advance`, in deadline order, with ``now()`` set to their deadline.
+    A callback that is already due when scheduled runs soon on the event loop.
+
+    With ``autojump``, nobody has to advance it: whenever every other task on
+    the loop is waiting (on the clock, a future or I/O), time jumps to the
+    next deadline. Code whose waits are all on this clock then runs as fast as
+    the loop can go; code that waits on real I/O should advance by hand.
+    """
+
+    def __init__(self, start: datetime | float = 0.0, *, autojump: bool = False) -> None:
+        if isinstance(start, datetime):
+            self._at, self._now = start, start.timestamp()
+        else:
+            self._at, self._now = datetime.fromtimestamp(start, UTC), float(start)
+        self._heap: list[tuple[float, int, _ManualTimer]] = []
+        self._seq = itertools.count()
+        self._waiters: list[asyncio.Future[None]] = []
+        self._autojump = autojump
+        self._driver: asyncio.Task[None] | None = None
 
     def __call__(self) -> datetime:
+        return self._at
+
+    def now(self) -> float:
+        """The current time in seconds."""
         return self._now
+
+    @property
+    def autojump(self) -> bool:
+        """Whether time jumps to the next deadline whenever the loop is idle."""
+        return self._autojump
+
+    @autojump.setter
+    def autojump(self, value: bool) -> None:
+        self._autojump = value
+        self._drive_if_needed()
+
+    def call_at(self, deadline: float, callback: Callable[[], None]) -> Timer:
+        """Run ``callback`` once the clock reaches ``deadline``."""
+        if deadline <= self._now:
+            # Already due: like a real clock, run it on the loop without waiting for advance().
+            return asyncio.get_running_loop().call_soon(callback)
+        timer = _ManualTimer(deadline, callback)
+        heapq.heappush(self._heap, (deadline, next(self._seq), timer))
+        waiters, self._waiters = self._waiters, []
+        for waiter in waiters:
+            settle(waiter)
+        self._drive_if_needed()
+        return timer
+
+    async def sleep_until(self, deadline: float) -> None:
+        """Return once the clock reaches ``deadline``."""
+        if deadline <= self._now:
+            return
+        fut: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        timer = self.call_at(deadline, lambda: settle(fut))
+        try:
+            await fut
+        finally:
+            timer.cancel()
+
+    async def wait_for_timers(self, count: int = 1) -> None:
+        """Wait until at least ``count`` timers are pending (for tests that then advance)."""
+        while self.pending() < count:
+            waiter: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+            self._waiters.append(waiter)
+            await waiter
+
+    def pending(self) -> int:
+        """Number of timers still waiting to fire."""
+        return sum(1 for _, _, t in self._heap if not t.cancelled)
+
+    def next_deadline(self) -> float | None:
+        """Deadline of the earliest live timer, or ``None`` if nothing is due."""
+        while self._heap and self._heap[0][2].cancelled:
+            heapq.heappop(self._heap)
+        return self._heap[0][0] if self._heap else None
 
     def advance(self, seconds: float) -> datetime:
-        """Move time forward and return the new time."""
-        from datetime import timedelta
-
-        self._now = self._now + timedelta(seconds=seconds)
-        return self._now
+        """Move time forward by ``seconds``, firing every timer that falls due."""
+        if seconds < 0:
+            raise ValueError("a clock cannot go backwards")
+        target = self._now + seconds
+        while (deadline := self.next_deadline()) is not None and deadline <= target:
+            _, _, timer = heapq.heappop(self._heap)
+            self._move(max(self._now, deadline))
+            timer.callback()
+        self._move(target)
+        return self._at
 
     def set(self, value: datetime) -> None:
-        """Jump to ``value``."""
-        self._now = value
+        """Jump to ``value``; timers fall due on the way forward, none fire going back."""
+        seconds = value.timestamp() - self._now
+        if seconds > 0:
+            self.advance(seconds)
+        self._at, self._now = value, value.timestamp()
+
+    def _move(self, now: float) -> None:
+        # Both views move by the same step, so each keeps its own exact arithmetic.
+        self._at += timedelta(seconds=now - self._now)
+        self._now = now
+
+    def _drive_if_needed(self) -> None:
+        if not self._autojump or (self._driver is not None and not self._driver.done()):
+            return
+        try:
+            loop = asyncio.get_running_loop()
+        except RuntimeError:
+            return  # no loop yet: the first timer scheduled on one starts the driver
+        self._driver = loop.create_task(self._drive(), name="ManualClock autojump")
+
+    async def _drive(self) -> None:
+        while self._autojump and self.next_deadline() is not None:
+            await _loop_idle()
+            deadline = self.next_deadline()
+            if deadline is not None and self._autojump:
+                self.advance(deadline - self._now)
+
+
+async def _loop_idle() -> None:
+    """Return once no other callback on the running loop is ready to run."""
+    ready = getattr(asyncio.get_running_loop(), "_ready", None)
+    if ready is None:  # a loop that hides its queue: give the others a fair number of turns
+        for _ in range(_IDLE_SPINS):
+            await asyncio.sleep(0)
+        return
+    await asyncio.sleep(0)
+    while ready:  # a loop that is never idle leaves time standing still, as it should
+        await asyncio.sleep(0)

@@ -1,9 +1,11 @@
 from __future__ import annotations
 
 import asyncio
+from datetime import UTC, datetime, timedelta
 
 import pytest
 
+from watchkeeper.clock import ManualClock as AppManualClock
 from watchkeeper.supervise import ExitReason, ManualClock, Restart, Strategy
 from watchkeeper.supervise.clock import wait_until_done
 from watchkeeper.supervise.policy import IntensityWindow, should_restart
@@ -89,3 +91,52 @@ def test_intensity_window_allows_max_restarts_per_period() -> None:
 )
 def test_restart_group(strategy: Strategy, failed: int, expected: list[int]) -> None:
     assert list(restart_group(strategy, 4, failed)) == expected
+
+
+def test_one_manual_clock_reads_as_a_datetime_and_as_seconds() -> None:
+    start = datetime(2025, 1, 2, 3, 4, 5, tzinfo=UTC)
+    clock = ManualClock(start)
+    assert clock() == start
+    assert clock.now() == start.timestamp()
+    assert clock.advance(1.5) == start + timedelta(seconds=1.5)
+    assert clock.now() == start.timestamp() + 1.5
+    assert ManualClock()() == datetime(1970, 1, 1, tzinfo=UTC)
+    assert ManualClock is AppManualClock  # one class for the app and the supervision library
+
+
+def test_set_fires_timers_going_forward_and_none_going_back() -> None:
+    start = datetime(2025, 1, 2, tzinfo=UTC)
+    clock = ManualClock(start)
+    fired: list[float] = []
+    clock.call_at(start.timestamp() + 10, lambda: fired.append(clock.now()))
+    clock.set(start - timedelta(seconds=5))
+    assert (clock(), fired) == (start - timedelta(seconds=5), [])
+    clock.set(start + timedelta(seconds=20))
+    assert fired == [start.timestamp() + 10]
+    assert clock() == start + timedelta(seconds=20)
+
+
+@pytest.mark.anyio
+async def test_autojump_moves_time_only_when_every_task_waits() -> None:
+    clock = ManualClock(autojump=True)
+    order: list[tuple[str, float]] = []
+    gate = asyncio.Event()
+
+    async def sleeper(name: str, until: float) -> None:
+        await clock.sleep_until(until)
+        order.append((name, clock.now()))
+
+    async def busy() -> None:
+        await gate.wait()  # not on the clock: time must wait for it
+        order.append(("busy", clock.now()))
+
+    tasks = [
+        asyncio.create_task(sleeper("late", 30.0)),
+        asyncio.create_task(sleeper("early", 5.0)),
+        asyncio.create_task(busy()),
+    ]
+    await asyncio.sleep(0)
+    gate.set()
+    await asyncio.wait_for(asyncio.gather(*tasks), 10)
+    assert order == [("busy", 0.0), ("early", 5.0), ("late", 30.0)]
+    assert clock.pending() == 0

@@ -267,7 +267,7 @@ async def test_a_child_that_stops_beating_is_restarted_as_hung() -> None:
 
 
 async def test_next_child_starts_only_after_the_previous_signals_ready() -> None:
-    clock = ManualClock()
+    clock = ManualClock(autojump=True)
     ready = asyncio.Event()
     b_started = asyncio.Event()
 
@@ -289,8 +289,7 @@ async def test_next_child_starts_only_after_the_previous_signals_ready() -> None
     sub = sup.subscribe()
     starting = asyncio.create_task(sup.start())
     await next_event(sub, ChildStarted, lambda e: e.child == "a")
-    for _ in range(20):
-        await asyncio.sleep(0)
+    await clock.sleep_until(1.0)  # everything settles, well within a's start timeout
     assert not b_started.is_set()
     ready.set()
     handle = await asyncio.wait_for(starting, 10)
@@ -299,13 +298,11 @@ async def test_next_child_starts_only_after_the_previous_signals_ready() -> None
 
 
 async def test_a_child_that_never_becomes_ready_fails_the_start_after_its_timeout() -> None:
-    clock = ManualClock()
+    clock = ManualClock(autojump=True)
     sup = tree().child(coroutine_child("mute", forever, wait_ready=True, start_timeout_s=5.0))
-    starting = asyncio.create_task(sup.build(clock).start())
-    await clock.wait_for_timers()
-    clock.advance(5.0)
     with pytest.raises(StartError, match="not ready within 5 s"):
-        await asyncio.wait_for(starting, 10)
+        await asyncio.wait_for(sup.build(clock).start(), 10)
+    assert clock.now() == 5.0
 
 
 async def test_a_slow_subscriber_loses_events_but_never_blocks_the_child() -> None:
@@ -347,7 +344,7 @@ async def test_children_can_be_added_only_to_a_dynamic_supervisor() -> None:
 async def test_stop_cancels_coroutines_and_abandons_one_that_ignores_it(
     caplog: pytest.LogCaptureFixture,
 ) -> None:
-    clock = ManualClock()
+    clock = ManualClock(autojump=True)
     release = asyncio.Event()
 
     async def stubborn(ctx: ChildContext) -> None:
@@ -359,11 +356,11 @@ async def test_stop_cancels_coroutines_and_abandons_one_that_ignores_it(
     sup = tree().child(coroutine_child("stubborn", stubborn, shutdown_timeout_s=2.0))
     handle = await sup.build(clock).start()
     stopping = asyncio.create_task(handle.stop())
-    await clock.wait_for_timers()
+    await clock.sleep_until(1.0)  # half the shutdown timeout
     assert not stopping.done()
     with caplog.at_level(logging.WARNING):
-        clock.advance(2.0)
         await asyncio.wait_for(stopping, 10)
+    assert clock.now() == 2.0
     assert any(getattr(r, "action", None) == "abandon_child" for r in caplog.records)
     release.set()
 
@@ -393,12 +390,11 @@ async def test_events_are_frozen_records() -> None:
 
 
 async def test_an_idle_supervisor_schedules_no_timers() -> None:
-    clock = ManualClock()
+    clock = ManualClock(autojump=True)
     builder = tree()
     for name in "abc":
         builder.child(coroutine_child(name, forever))
     handle = await builder.build(clock).start()
-    for _ in range(10):
-        await asyncio.sleep(0)
+    await clock.sleep_until(60.0)  # a minute of idling, once every task has settled
     assert clock.pending() == 0
     await handle.stop()
