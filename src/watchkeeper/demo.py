@@ -15,8 +15,7 @@ from dataclasses import dataclass, field
 
 from watchkeeper.kinds.actions import ActionRequest
 from watchkeeper.runtime import Runtime
-from watchkeeper.server.app import reports_for
-from watchkeeper.store.runs import NewRun
+from watchkeeper.watch.reports import NewRun
 
 log = logging.getLogger(__name__)
 DEMO_KIND = "swarm_task"
@@ -43,7 +42,7 @@ class DemoSwarm:
         task.add_done_callback(self.tasks.discard)
 
     async def _run(self) -> None:
-        reports = reports_for(self.runtime)
+        reports = self.runtime.reports
         new = NewRun(DEMO_KIND, DEMO_RUN, "summarise the weekly reports", None, "none",
                      None, None, 3600)  # fmt: skip
         await asyncio.to_thread(reports.start, new)

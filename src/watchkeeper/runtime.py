@@ -24,11 +24,15 @@ from watchkeeper.notify.channels.base import Channel
 from watchkeeper.notify.ops import OpsNotifier
 from watchkeeper.notify.service import Notifier
 from watchkeeper.store import Store
+from watchkeeper.watch.incidents import IncidentService
 from watchkeeper.watch.overview import Overview
+from watchkeeper.watch.reports import Reports
 from watchkeeper.watch.selfcheck import NoticeSink
 from watchkeeper.watch.sweeper import Sweeper
 
 if TYPE_CHECKING:
+    from watchkeeper.access.sessions import SessionService
+    from watchkeeper.access.tokens import TokenService
     from watchkeeper.procs.engine import ProcEngine
     from watchkeeper.queue.service import QueueService
     from watchkeeper.timeline.service import TimelineService
@@ -91,6 +95,30 @@ class Runtime:
         return Runbooks(self.decider, self.store, self.settings.runbooks, self.clock)
 
     @cached_property
+    def incidents(self) -> IncidentService:
+        """Incidents and their decisions, as the API and the dashboard read them."""
+        return IncidentService(self.store, self.clock)
+
+    @cached_property
+    def reports(self) -> Reports:
+        """The write side of push runs; each report wakes the sweep loop for its deadline."""
+        return Reports(self.store, self.settings, self.sweeper.poke, self.clock)
+
+    @cached_property
+    def tokens(self) -> TokenService:
+        """API tokens."""
+        from watchkeeper.access.tokens import TokenService  # lazy, as below
+
+        return TokenService(self.store, self.clock)
+
+    @cached_property
+    def sessions(self) -> SessionService:
+        """Dashboard sessions."""
+        from watchkeeper.access.sessions import SessionService  # lazy, as below
+
+        return SessionService(self.store, self.clock)
+
+    @cached_property
     def procs(self) -> ProcEngine:
         """The processes this host started: start, watch, abort, reap, park."""
         from watchkeeper.procs.engine import ProcEngine  # lazy: keeps CLI start-up fast
@@ -147,3 +175,29 @@ class Runtime:
         """Release adapters and pooled connections."""
         self.sweeper.close()
         self.store.close()
+
+
+def upgrade_database(settings: Settings) -> tuple[str | None, str | None]:
+    """Apply every pending migration; the schema revisions before and after."""
+    from watchkeeper.store.engine import make_engine  # lazy: `db` needs no adapters
+    from watchkeeper.store.migrate import current_revision, head_revision, upgrade
+
+    engine = make_engine(settings.resolved_database_url)
+    try:
+        before = current_revision(engine)
+        upgrade(engine)
+        return before, head_revision()
+    finally:
+        engine.dispose()
+
+
+def database_revisions(settings: Settings) -> tuple[str | None, str | None]:
+    """The schema revision of the database, and the one this code expects."""
+    from watchkeeper.store.engine import make_engine  # lazy, as above
+    from watchkeeper.store.migrate import current_revision, head_revision
+
+    engine = make_engine(settings.resolved_database_url)
+    try:
+        return current_revision(engine), head_revision()
+    finally:
+        engine.dispose()

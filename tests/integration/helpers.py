@@ -6,8 +6,8 @@ import asyncio
 
 from watchkeeper.runtime import Runtime
 from watchkeeper.server.app import reports_for as wired_reports
-from watchkeeper.server.reports import Reports
 from watchkeeper.store.runs import NewRun, PushRun
+from watchkeeper.watch.reports import Reports
 from watchkeeper.watch.results import SweepResult
 
 

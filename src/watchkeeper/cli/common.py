@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import contextlib
+from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -55,8 +57,13 @@ def settings(ctx: typer.Context) -> Settings:
     return config.load(state(ctx).config_path)
 
 
-def local_runtime(ctx: typer.Context) -> Runtime:
-    """Open the local store and adapters, as ``serve`` would."""
+@contextlib.contextmanager
+def local_runtime(ctx: typer.Context) -> Iterator[Runtime]:
+    """The local store and adapters, opened as ``serve`` would, closed on the way out."""
     from watchkeeper.runtime import Runtime
 
-    return Runtime.open(settings(ctx))
+    runtime = Runtime.open(settings(ctx))
+    try:
+        yield runtime
+    finally:
+        runtime.close()

@@ -22,10 +22,10 @@ def demo(
     import uvicorn
 
     from watchkeeper import config
+    from watchkeeper.access.tokens import Role
     from watchkeeper.demo import DEMO_KIND, DemoSwarm, install
     from watchkeeper.runtime import Runtime
     from watchkeeper.server.app import create_app
-    from watchkeeper.store.tokens import Role
 
     logging.basicConfig(level=logging.WARNING, format="%(asctime)s %(message)s", datefmt="%H:%M:%S")
     folder = data_dir or Path(tempfile.mkdtemp(prefix="watchkeeper-demo-"))
@@ -41,7 +41,7 @@ def demo(
         "demo settings",
     )
     runtime = Runtime.open(settings)
-    _, token = runtime.store.tokens.create(Role.ADMIN, "demo", runtime.clock())
+    _, token = runtime.tokens.create(Role.ADMIN, "demo")
     swarm = DemoSwarm(runtime, limit)
     install(swarm)
 

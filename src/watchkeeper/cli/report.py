@@ -4,24 +4,17 @@ from __future__ import annotations
 
 import typer
 
-from watchkeeper.cli.common import console
+from watchkeeper.cli.options import SERVER, TOKEN, connect, say
 
 app = typer.Typer(
     help="Report work to a watchkeeper server (WATCHKEEPER_URL, WATCHKEEPER_TOKEN).",
     no_args_is_help=True,
 )
 
-_SERVER = typer.Option(None, "--server", envvar="WATCHKEEPER_URL", help="server URL")
-_TOKEN = typer.Option(None, "--token", envvar="WATCHKEEPER_TOKEN", help="API token")
+_KIND = typer.Argument(..., help="the kind of work, e.g. crawl")
 _RUN_ID = typer.Argument(
     ..., envvar="WATCHKEEPER_RUN_ID", help="the run's id (default: $WATCHKEEPER_RUN_ID)"
 )
-
-
-def _client(server: str | None, token: str | None):  # type: ignore[no-untyped-def]
-    from watchkeeper.client import Client
-
-    return Client(server, token)
 
 
 def _parse_origin(value: str | None) -> dict[str, str] | None:
@@ -43,9 +36,25 @@ def _parse_origin(value: str | None) -> dict[str, str] | None:
     return origin
 
 
+def _plain(name: str, summary: str) -> None:
+    """Add ``report NAME KIND RUN_ID``: a report that carries nothing more."""
+
+    def command(
+        kind: str = _KIND,
+        run_id: str = _RUN_ID,
+        server: str | None = SERVER,
+        token: str | None = TOKEN,
+    ) -> None:
+        with connect(server, token) as client:
+            getattr(client, name)(kind, run_id)
+
+    command.__doc__ = summary
+    app.command(name)(command)
+
+
 @app.command("start")
 def start(
-    kind: str = typer.Argument(..., help="the kind of work, e.g. crawl"),
+    kind: str = _KIND,
     title: str = typer.Argument(..., help="a short human name"),
     run_id: str | None = typer.Option(None, "--run-id", help="your id for it (default: a new one)"),
     budget: float | None = typer.Option(
@@ -59,11 +68,11 @@ def start(
     ),
     effects: str = typer.Option("unknown", "--effects", help="none or unknown"),
     origin: str | None = typer.Option(None, "--origin", help="PLATFORM:CHAT[/THREAD]"),
-    server: str | None = _SERVER,
-    token: str | None = _TOKEN,
+    server: str | None = SERVER,
+    token: str | None = TOKEN,
 ) -> None:
     """Report that work started; prints its run id."""
-    with _client(server, token) as client:
+    with connect(server, token) as client:
         run = client.start(
             kind,
             title,
@@ -74,70 +83,52 @@ def start(
             expected_s=expected,
             lease_s=lease,
         )
-    console.print(run["run_id"], highlight=False)
+    say(run["run_id"])
 
 
 @app.command("progress")
 def progress(
-    kind: str = typer.Argument(...),
+    kind: str = _KIND,
     run_id: str = _RUN_ID,
     step: str | None = typer.Option(None, "--step", "-s", help="what moved"),
-    server: str | None = _SERVER,
-    token: str | None = _TOKEN,
+    server: str | None = SERVER,
+    token: str | None = TOKEN,
 ) -> None:
     """Report progress."""
-    with _client(server, token) as client:
+    with connect(server, token) as client:
         client.progress(kind, run_id, step)
 
 
-@app.command("heartbeat")
-def heartbeat(
-    kind: str = typer.Argument(...),
-    run_id: str = _RUN_ID,
-    server: str | None = _SERVER,
-    token: str | None = _TOKEN,
-) -> None:
-    """Report that the owner is alive (not progress)."""
-    with _client(server, token) as client:
-        client.heartbeat(kind, run_id)
+_plain("heartbeat", "Report that the owner is alive (not progress).")
 
 
 @app.command("waiting")
 def waiting(
-    kind: str = typer.Argument(...),
+    kind: str = _KIND,
     run_id: str = _RUN_ID,
     reason: str | None = typer.Option(None, "--reason", help="what it waits for"),
-    server: str | None = _SERVER,
-    token: str | None = _TOKEN,
+    server: str | None = SERVER,
+    token: str | None = TOKEN,
 ) -> None:
     """Report that the work waits for a person."""
-    with _client(server, token) as client:
+    with connect(server, token) as client:
         client.waiting(kind, run_id, reason)
 
 
-@app.command("finish")
-def finish(
-    kind: str = typer.Argument(...),
-    run_id: str = _RUN_ID,
-    server: str | None = _SERVER,
-    token: str | None = _TOKEN,
-) -> None:
-    """Report success."""
-    with _client(server, token) as client:
-        client.finish(kind, run_id)
+_plain("finish", "Report success.")
 
 
 @app.command("fail")
 def fail(
-    kind: str = typer.Argument(...),
+    kind: str = _KIND,
     run_id: str = _RUN_ID,
     reason: str = typer.Option(..., "--reason", help="why it failed"),
     fingerprint: str | None = typer.Option(
         None, "--fingerprint", help="identifies the same failure"
     ),
-    server: str | None = _SERVER,
-    token: str | None = _TOKEN,
+    server: str | None = SERVER,
+    token: str | None = TOKEN,
 ) -> None:
     """Report failure."""
-    with _client(server, token) as client:
+    with connect(server, token) as client:
         client.fail(kind, run_id, reason, fingerprint=fingerprint)

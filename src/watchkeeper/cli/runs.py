@@ -46,12 +46,9 @@ def _from_store(ctx: typer.Context, all_: bool) -> dict[str, Any]:
 
     from watchkeeper.watch.overview import overview_json
 
-    runtime = local_runtime(ctx)
-    try:
+    with local_runtime(ctx) as runtime:
         overview = asyncio.run(runtime.overview(include_finished=all_))
-        return overview_json(overview, limit=int(os.environ.get("WATCHKEEPER_RUNS_LIMIT", "500")))
-    finally:
-        runtime.close()
+    return overview_json(overview, limit=int(os.environ.get("WATCHKEEPER_RUNS_LIMIT", "500")))
 
 
 def render(data: dict[str, Any], all_: bool) -> None:

@@ -4,12 +4,16 @@ from __future__ import annotations
 
 import contextlib
 import logging
+from typing import TYPE_CHECKING
 
 import typer
 
 from watchkeeper import logsafety
 from watchkeeper.cli.common import console, settings
 from watchkeeper.config import check_secrets
+
+if TYPE_CHECKING:
+    from watchkeeper.runtime import Runtime
 
 
 def serve(
@@ -57,16 +61,11 @@ def serve(
         runtime.close()
 
 
-def announce_first_token(runtime: object) -> None:
+def announce_first_token(runtime: Runtime) -> None:
     """A new data folder gets one admin token, printed once."""
-    from watchkeeper.runtime import Runtime
-    from watchkeeper.store.tokens import Role
-
-    assert isinstance(runtime, Runtime)
-    tokens = runtime.store.tokens
-    if tokens.count_live():
+    secret = runtime.tokens.first_admin()
+    if secret is None:
         return
-    _info, secret = tokens.create(Role.ADMIN, "first admin", runtime.clock())
     console.print(
         "[bold]Created the first admin token. It is shown only now; keep it:[/bold]\n"
         f"  {secret}\n"

@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+from datetime import datetime
+
 import typer
 
-from watchkeeper.cli.common import console, local_runtime
+from watchkeeper.cli.common import local_runtime
+from watchkeeper.cli.options import print_table, say
 
 app = typer.Typer(help="API tokens.", no_args_is_help=True)
 
@@ -16,45 +19,31 @@ def create(
     name: str = typer.Option("cli", "--name", help="a label to recognise it by"),
 ) -> None:
     """Create a token; its secret is printed once."""
-    from watchkeeper.store.tokens import parse_role
-
-    runtime = local_runtime(ctx)
-    try:
-        info, secret = runtime.store.tokens.create(parse_role(role), name, runtime.clock())
-    finally:
-        runtime.close()
-    console.print(f"token {info.id} ({info.role.value}, {info.name}):")
-    console.print(secret, highlight=False)
+    with local_runtime(ctx) as runtime:
+        info, secret = runtime.tokens.create(role, name)
+    say(f"token {info.id} ({info.role.value}, {info.name}):")
+    say(secret)
 
 
 @app.command("list")
 def list_tokens(ctx: typer.Context) -> None:
     """List tokens (never their secrets)."""
-    from rich.table import Table
+    with local_runtime(ctx) as runtime:
+        tokens = runtime.tokens.list()
+    rows = [
+        [str(t.id), t.name, t.role.value, _minute(t.created_at), _minute(t.revoked_at)]
+        for t in tokens
+    ]
+    print_table("Tokens", ("id", "name", "role", "created", "revoked"), rows)
 
-    runtime = local_runtime(ctx)
-    try:
-        tokens = runtime.store.tokens.list()
-    finally:
-        runtime.close()
-    table = Table("id", "name", "role", "created", "revoked")
-    for t in tokens:
-        table.add_row(
-            str(t.id),
-            t.name,
-            t.role.value,
-            t.created_at.strftime("%Y-%m-%d %H:%M"),
-            t.revoked_at.strftime("%Y-%m-%d %H:%M") if t.revoked_at else "",
-        )
-    console.print(table)
+
+def _minute(at: datetime | None) -> str:
+    return "" if at is None else at.strftime("%Y-%m-%d %H:%M")
 
 
 @app.command("revoke")
 def revoke(ctx: typer.Context, token_id: int = typer.Argument(..., help="the token's id")) -> None:
     """Revoke a token."""
-    runtime = local_runtime(ctx)
-    try:
-        runtime.store.tokens.revoke(token_id, runtime.clock())
-    finally:
-        runtime.close()
-    console.print(f"token {token_id} revoked")
+    with local_runtime(ctx) as runtime:
+        runtime.tokens.revoke(token_id)
+    say(f"token {token_id} revoked")

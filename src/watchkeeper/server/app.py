@@ -15,10 +15,8 @@ from watchkeeper.notify.service import Notifier
 from watchkeeper.queue.reconcile import mark_interrupted
 from watchkeeper.runtime import Runtime
 from watchkeeper.server import errors
-from watchkeeper.server.auth import TokenCache
 from watchkeeper.server.deps import Services
 from watchkeeper.server.limits import BodyLimit
-from watchkeeper.server.reports import Reports
 from watchkeeper.server.routes_decide import router as decide_router
 from watchkeeper.server.routes_discord import router as discord_router
 from watchkeeper.server.routes_events import router as events_router
@@ -32,13 +30,14 @@ from watchkeeper.server.routes_system import router as system_router
 from watchkeeper.server.routes_telegram import router as telegram_router
 from watchkeeper.server.routes_timeline import router as timeline_router
 from watchkeeper.server.web import install as install_dashboard
+from watchkeeper.watch.reports import Reports
 
 log = logging.getLogger(__name__)
 
 
 def reports_for(runtime: Runtime) -> Reports:
     """The write side of push runs, wired to ``runtime``'s store, settings, loop and clock."""
-    return Reports(runtime.store, runtime.settings, runtime.sweeper.poke, runtime.clock)
+    return runtime.reports
 
 
 def create_app(
@@ -92,8 +91,6 @@ def create_app(
     app.state.services = services
     app.state.notifier = notifier
     app.state.channels = notifier.channels
-    app.state.reports = reports_for(runtime)
-    app.state.token_cache = TokenCache()
     errors.install(app)
     app.include_router(procs_router)
     app.include_router(queue_router)

@@ -1,56 +1,19 @@
 """Bearer tokens with roles: admins act, reporters report work, viewers read.
 
-A task token (minted with a queue lease, see ``store/tokens.py``) is refused
-by every role check with a 403 that says so; only :data:`reporter_or_task`
-admits it, and the route must then hold it to its own task with
-:func:`own_task_only`.
+A task token (minted with a queue lease) is refused by every role check with
+a 403 that says so; only :data:`reporter_or_task` admits it, and the route
+must then hold it to its own task with :func:`own_task_only`.
 """
 
 from __future__ import annotations
 
-import time
 from collections.abc import Callable
 
 from fastapi import Depends, HTTPException, Request
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 
-from watchkeeper.store.tokens import Role, TaskToken, TokenInfo, TokenStore, hash_token
-
-#: How long a checked token is trusted without asking the database again. A token revoked
-#: from another process stops working within this time.
-TOKEN_CACHE_S = 5.0
-
-
-class TokenCache:
-    """Recently checked tokens, by hash: saves a database read on every report.
-
-    Task tokens are never cached: one is removed the moment its task ends,
-    and must stop working at once, from any replica.
-    """
-
-    def __init__(self, ttl_s: float = TOKEN_CACHE_S) -> None:
-        self.ttl_s = ttl_s
-        self._entries: dict[str, tuple[TokenInfo | None, float]] = {}
-
-    def authenticate(self, store: TokenStore, secret: str) -> TokenInfo | TaskToken | None:
-        """The token for ``secret``, from the cache while it is fresh."""
-        digest = hash_token(secret)
-        now = time.monotonic()
-        cached = self._entries.get(digest)
-        if cached is not None and cached[1] > now:
-            return cached[0]
-        found = store.lookup(secret)
-        if isinstance(found, TaskToken):
-            return found
-        if len(self._entries) > 10_000:
-            self._entries.clear()  # forged tokens must not grow the cache without bound
-        self._entries[digest] = (found, now + self.ttl_s)
-        return found
-
-    def forget(self) -> None:
-        """Drop every entry (after a revocation in this process)."""
-        self._entries.clear()
-
+from watchkeeper.access.tokens import Role, TaskToken, TokenInfo
+from watchkeeper.server.deps import services
 
 _bearer = HTTPBearer(auto_error=False, description="An API token: `Authorization: Bearer wk_...`")
 _CHALLENGE = {"WWW-Authenticate": "Bearer"}
@@ -66,8 +29,7 @@ def _token(
             "(create one with `watchkeeper token create`)",
             headers=_CHALLENGE,
         )
-    cache: TokenCache = request.app.state.token_cache
-    token = cache.authenticate(request.app.state.runtime.store.tokens, credentials.credentials)
+    token = services(request).tokens.check(credentials.credentials)
     if token is None:
         raise HTTPException(401, "unknown or revoked token", headers=_CHALLENGE)
     return token

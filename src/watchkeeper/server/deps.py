@@ -7,51 +7,69 @@ reached past the services into the store would not type-check.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Protocol
+import threading
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Protocol, TypeVar
 
-from fastapi import Request
+from fastapi import FastAPI, Request
 
 if TYPE_CHECKING:
+    from watchkeeper.access.sessions import SessionService
+    from watchkeeper.access.tokens import TokenService
     from watchkeeper.clock import Now
     from watchkeeper.config import Settings
     from watchkeeper.decide.decider import Decider
+    from watchkeeper.decide.runbooks import Runbooks
     from watchkeeper.procs.engine import ProcEngine
     from watchkeeper.queue.service import QueueService
     from watchkeeper.timeline.service import TimelineService
+    from watchkeeper.watch.incidents import IncidentService
     from watchkeeper.watch.overview import Overview
+    from watchkeeper.watch.reports import Reports
     from watchkeeper.watch.sweeper import Sweeper
+
+T = TypeVar("T")
+# Reentrant: what one app-wide object is made from may itself be made on first use.
+_CREATE = threading.RLock()
 
 
 class Services(Protocol):
-    """The services one watchkeeper process serves requests with."""
+    """The services one watchkeeper process serves requests with.
 
-    @property
-    def settings(self) -> Settings:
-        """The loaded configuration."""
+    ``settings`` is the loaded configuration, ``clock`` the time every service
+    reads, ``sweeper`` the sweep loop (wake it when a deadline moves);
+    ``decider`` decides presses on incidents and ``runbooks`` are the automatic
+    first steps; ``incidents`` reads incidents, ``reports`` writes push runs;
+    ``tokens`` and ``sessions`` are API tokens and dashboard sessions; ``procs``
+    the processes this host started; ``queue`` jobs, tasks, leases and
+    runners; ``timeline`` run events and spend.
+    """
 
+    # Read-only members: the runtime holds them as fields and cached properties.
     @property
-    def clock(self) -> Now:
-        """The time every service reads."""
-
+    def settings(self) -> Settings: ...
     @property
-    def sweeper(self) -> Sweeper:
-        """The sweep loop: wake it when a deadline moves."""
-
+    def clock(self) -> Now: ...
     @property
-    def decider(self) -> Decider:
-        """Decides presses on incidents."""
-
+    def sweeper(self) -> Sweeper: ...
     @property
-    def procs(self) -> ProcEngine:
-        """The processes this host started."""
-
+    def decider(self) -> Decider: ...
     @property
-    def queue(self) -> QueueService:
-        """Jobs, tasks, leases and runners."""
-
+    def runbooks(self) -> Runbooks: ...
     @property
-    def timeline(self) -> TimelineService:
-        """Run events, spend and signed records."""
+    def incidents(self) -> IncidentService: ...
+    @property
+    def reports(self) -> Reports: ...
+    @property
+    def tokens(self) -> TokenService: ...
+    @property
+    def sessions(self) -> SessionService: ...
+    @property
+    def procs(self) -> ProcEngine: ...
+    @property
+    def queue(self) -> QueueService: ...
+    @property
+    def timeline(self) -> TimelineService: ...
 
     @property
     def push_kinds(self) -> set[str]:
@@ -64,4 +82,17 @@ class Services(Protocol):
 def services(request: Request) -> Services:
     """The services of the app serving ``request``."""
     found: Services = request.app.state.services
+    return found
+
+
+def made_once(app: FastAPI, name: str, kind: type[T], make: Callable[[], T]) -> T:
+    """``app.state.<name>``, made by ``make`` on its first use (once, whichever thread asks)."""
+    found = getattr(app.state, name, None)
+    if isinstance(found, kind):
+        return found
+    with _CREATE:
+        found = getattr(app.state, name, None)
+        if not isinstance(found, kind):
+            found = make()
+            setattr(app.state, name, found)
     return found

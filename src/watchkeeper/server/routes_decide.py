@@ -9,18 +9,18 @@ from fastapi.responses import JSONResponse
 from pydantic import BaseModel, ConfigDict, Field
 from pydantic.json_schema import SkipJsonSchema
 
+from watchkeeper.access.tokens import Role, TokenInfo
 from watchkeeper.clock import rfc3339
 from watchkeeper.decide.actors import Actor
 from watchkeeper.decide.decider import Outcome, PressResult
-from watchkeeper.decide.offer import label
 from watchkeeper.decide.runbooks import RUNBOOKS
 from watchkeeper.errors import NotFound
-from watchkeeper.runtime import Runtime
 from watchkeeper.server.auth import admin, viewer
+from watchkeeper.server.deps import services
 from watchkeeper.server.errors import error_response
 from watchkeeper.server.fields import INT32_MAX, Line
+from watchkeeper.server.routes_incidents import decision_json
 from watchkeeper.server.routes_runs import ERRORS
-from watchkeeper.store.tokens import Role, TokenInfo
 
 router = APIRouter(tags=["decisions"], responses=ERRORS)
 
@@ -70,22 +70,13 @@ def actor_of(token: TokenInfo, via: str) -> Actor:
 
 def press_json(result: PressResult) -> dict[str, Any]:
     """The answer to a press."""
-    decision = result.decision
     record = result.action_record
     return {
         "outcome": result.outcome.value,
         "message": result.message,
         "incident_id": result.incident_id,
         "action": result.action.value,
-        "decision": None
-        if decision is None
-        else {
-            "action": decision.action,
-            "label": label(decision.action),
-            "by": decision.actor,
-            "via": decision.via,
-            "at": rfc3339(decision.at),
-        },
+        "decision": decision_json(result.decision),
         "journal": None
         if record is None
         else {"id": record.id, "status": record.status.value, "answer": record.answer},
@@ -119,8 +110,7 @@ def decide(
             "the API; remove the via field (press on the dashboard to press as the dashboard)"
         )
         return error_response(400, "via_not_allowed", message, "via")
-    runtime: Runtime = request.app.state.runtime
-    result = runtime.decider.press(
+    result = services(request).decider.press(
         incident_id, body.action, body.state_token, actor_of(token, api_via(request))
     )
     return _answer(result)
@@ -133,9 +123,8 @@ def diagnose(
     token: TokenInfo = Depends(viewer),
 ) -> JSONResponse:
     """Ask to diagnose: read-only, decides nothing."""
-    runtime: Runtime = request.app.state.runtime
     actor = actor_of(token, api_via(request))
-    return _answer(runtime.decider.press(incident_id, "diagnose", None, actor))
+    return _answer(services(request).decider.press(incident_id, "diagnose", None, actor))
 
 
 def _switch_json(switch: Any) -> dict[str, Any]:
@@ -152,8 +141,7 @@ def _switch_json(switch: Any) -> dict[str, Any]:
 @router.get("/api/v1/runbooks", dependencies=[Depends(viewer)])
 def list_runbooks(request: Request) -> dict[str, Any]:
     """Every automatic first step and whether it is switched on."""
-    runtime: Runtime = request.app.state.runtime
-    return {"runbooks": [_switch_json(s) for s in runtime.runbooks.switches()]}
+    return {"runbooks": [_switch_json(s) for s in services(request).runbooks.switches()]}
 
 
 @router.put("/api/v1/runbooks/{name}")
@@ -163,7 +151,7 @@ def switch_runbook(
     """Switch an automatic first step on or off (admins only)."""
     if name not in RUNBOOKS:
         raise NotFound(f"no runbook {name!r}; known: {', '.join(RUNBOOKS)}")
-    runtime: Runtime = request.app.state.runtime
-    runtime.store.decisions.set_runbook(name, body.enabled, f"@{token.name}", runtime.clock())
-    switch = next(s for s in runtime.runbooks.switches() if s.runbook.name == name)
+    found = services(request)
+    found.incidents.switch_runbook(name, body.enabled, f"@{token.name}")
+    switch = next(s for s in found.runbooks.switches() if s.runbook.name == name)
     return _switch_json(switch)

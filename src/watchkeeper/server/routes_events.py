@@ -22,10 +22,11 @@ from typing import Any
 from fastapi import APIRouter, Depends, FastAPI, Request
 from fastapi.responses import StreamingResponse
 
+from watchkeeper.access.tokens import TokenInfo
 from watchkeeper.server.auth import viewer
+from watchkeeper.server.deps import made_once
 from watchkeeper.server.longpoll import held_stream
 from watchkeeper.server.routes_runs import ERRORS
-from watchkeeper.store.tokens import TokenInfo
 
 router = APIRouter(tags=["events"], responses=ERRORS)
 #: How often an idle stream sends a keep-alive comment, in seconds.
@@ -33,7 +34,6 @@ KEEP_ALIVE_S = 15.0
 #: How long one stream lasts before the client reconnects (so shutdown never waits long).
 STREAM_S = 300.0
 INBOX_SIZE = 1000
-_CREATE = threading.Lock()
 
 
 @dataclass(frozen=True, eq=False)
@@ -84,15 +84,7 @@ def _offer(inbox: asyncio.Queue[tuple[str, str]], item: tuple[str, str]) -> None
 
 def broadcaster_of(app: FastAPI) -> Broadcaster:
     """The app's broadcaster, made on first use."""
-    found = getattr(app.state, "events", None)
-    if isinstance(found, Broadcaster):
-        return found
-    with _CREATE:
-        found = getattr(app.state, "events", None)
-        if not isinstance(found, Broadcaster):
-            found = Broadcaster()
-            app.state.events = found
-    return found
+    return made_once(app, "events", Broadcaster, Broadcaster)
 
 
 def publish_task_updated(app: FastAPI, task: dict[str, Any]) -> None:

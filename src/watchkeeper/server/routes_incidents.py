@@ -8,13 +8,26 @@ from fastapi import APIRouter, Depends, Path, Query, Request
 
 from watchkeeper.clock import rfc3339
 from watchkeeper.decide.offer import label
-from watchkeeper.runtime import Runtime
 from watchkeeper.server.auth import viewer
+from watchkeeper.server.deps import Services, services
 from watchkeeper.server.fields import INT32_MAX
 from watchkeeper.server.routes_runs import ERRORS
-from watchkeeper.store.incidents import Incident
+from watchkeeper.watch.incidents import Decision, Incident
 
 router = APIRouter(prefix="/api/v1/incidents", tags=["incidents"], responses=ERRORS)
+
+
+def decision_json(decision: Decision | None) -> dict[str, Any] | None:
+    """A decision as the API shows it, on an incident and in the answer to a press."""
+    if decision is None:
+        return None
+    return {
+        "action": decision.action,
+        "label": label(decision.action),
+        "by": decision.actor,
+        "via": decision.via,
+        "at": rfc3339(decision.at),
+    }
 
 
 def incident_json(incident: Incident, with_events: bool = False) -> dict[str, Any]:
@@ -38,20 +51,37 @@ def incident_json(incident: Incident, with_events: bool = False) -> dict[str, An
         "effects": incident.effects,
         "episodes": incident.episodes,
         "dismissed": incident.suppressed,
-        "decision": None
-        if incident.decision is None
-        else {
-            "action": incident.decision.action,
-            "label": label(incident.decision.action),
-            "by": incident.decision.actor,
-            "via": incident.decision.via,
-            "at": rfc3339(incident.decision.at),
-        },
+        "decision": decision_json(incident.decision),
     }
     if with_events:
         body["events"] = [
             {"at": rfc3339(e.at), "type": e.type, "detail": e.detail} for e in incident.events
         ]
+    return body
+
+
+def incident_detail_json(found: Services, incident_id: int) -> dict[str, Any]:
+    """One incident with its history, the buttons it offers now, its presses and its journal.
+
+    The API and the dashboard's incident page show the same detail.
+    """
+    detail = found.incidents.detail(incident_id)
+    body = incident_json(detail.incident, with_events=True)
+    body["buttons"] = [
+        {"action": action.value, "label": label(action)}
+        for action in found.decider.offered(detail.incident)
+    ]
+    body["presses"] = [
+        {"at": rfc3339(p.at), "actor": p.actor, "via": p.via, "action": p.action,
+         "outcome": p.outcome, "detail": p.detail}
+        for p in detail.presses
+    ]  # fmt: skip
+    body["journal"] = [
+        {"id": a.id, "action": a.action, "actor": a.actor, "via": a.via, "status": a.status.value,
+         "started_at": rfc3339(a.started_at), "finished_at": rfc3339(a.finished_at),
+         "answer": a.answer}
+        for a in detail.journal
+    ]  # fmt: skip
     return body
 
 
@@ -65,30 +95,11 @@ def list_incidents(
     offset: int = Query(0, ge=0, le=1_000_000),
 ) -> dict[str, Any]:
     """Incidents, newest first."""
-    runtime: Runtime = request.app.state.runtime
-    items = runtime.store.incidents.list(status, limit, offset)
+    items = services(request).incidents.list(status, limit, offset)
     return {"incidents": [incident_json(i) for i in items]}
 
 
 @router.get("/{incident_id}", dependencies=[Depends(viewer)])
 def get_incident(request: Request, incident_id: int = Path(ge=1, le=INT32_MAX)) -> dict[str, Any]:
     """One incident with its history, its buttons, its decision, presses and action journal."""
-    runtime: Runtime = request.app.state.runtime
-    incident = runtime.store.incidents.get(incident_id)
-    body = incident_json(incident, with_events=True)
-    body["buttons"] = [
-        {"action": action.value, "label": label(action)}
-        for action in runtime.decider.offered(incident)
-    ]
-    body["presses"] = [
-        {"at": rfc3339(p.at), "actor": p.actor, "via": p.via, "action": p.action,
-         "outcome": p.outcome, "detail": p.detail}
-        for p in runtime.store.decisions.presses_for(incident_id)
-    ]  # fmt: skip
-    body["journal"] = [
-        {"id": a.id, "action": a.action, "actor": a.actor, "via": a.via, "status": a.status.value,
-         "started_at": rfc3339(a.started_at), "finished_at": rfc3339(a.finished_at),
-         "answer": a.answer}
-        for a in runtime.store.decisions.actions_for_incident(incident_id)
-    ]  # fmt: skip
-    return body
+    return incident_detail_json(services(request), incident_id)

@@ -8,10 +8,8 @@ from fastapi import APIRouter, Body, Depends, Query, Request
 from fastapi.responses import JSONResponse
 
 from watchkeeper.clock import rfc3339
-from watchkeeper.errors import NotFound
-from watchkeeper.runtime import Runtime
 from watchkeeper.server.auth import reporter, viewer
-from watchkeeper.server.reports import Reports
+from watchkeeper.server.deps import services
 from watchkeeper.server.schemas import (
     ErrorOut,
     Fail,
@@ -24,8 +22,8 @@ from watchkeeper.server.schemas import (
     StartRun,
     Waiting,
 )
-from watchkeeper.store.runs import NewRun, PushRun
 from watchkeeper.watch.overview import overview_json
+from watchkeeper.watch.reports import NewRun, PushRun, Reports
 
 ERRORS: dict[int | str, dict[str, Any]] = {
     code: {"model": ErrorOut} for code in (400, 401, 403, 404, 409, 413, 422, 503)
@@ -34,8 +32,7 @@ router = APIRouter(prefix="/api/v1/runs", tags=["runs"], responses=ERRORS)
 
 
 def _reports(request: Request) -> Reports:
-    reports: Reports = request.app.state.reports
-    return reports
+    return services(request).reports
 
 
 def run_json(run: PushRun) -> dict[str, Any]:
@@ -98,18 +95,14 @@ async def list_runs(
     limit: int = Query(500, ge=1, le=10000, description="most runs per section"),
 ) -> dict[str, Any]:
     """What needs attention, what runs, and (with ``all``) what finished in the last day."""
-    runtime: Runtime = request.app.state.runtime
-    overview = await runtime.overview(include_finished=all)
+    overview = await services(request).overview(include_finished=all)
     return overview_json(overview, limit)
 
 
 @router.get("/{kind}/{run_id}", response_model=RunOut, dependencies=[Depends(viewer)])
 def get_run(kind: KindName, run_id: RunId, request: Request) -> JSONResponse:
     """One push run."""
-    runtime: Runtime = request.app.state.runtime
-    if kind not in runtime.push_kinds:
-        raise NotFound(f"unknown kind {kind!r}")
-    return run_out(runtime.store.runs.get(kind, run_id))
+    return run_out(_reports(request).get(kind, run_id))
 
 
 @router.post("/{kind}/{run_id}/progress", response_model=RunOut, dependencies=[Depends(reporter)])

@@ -9,11 +9,10 @@ from fastapi.responses import JSONResponse
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 
 from watchkeeper.clock import rfc3339
-from watchkeeper.runtime import Runtime
 from watchkeeper.server.auth import admin
+from watchkeeper.server.deps import services
 from watchkeeper.server.routes_runs import ERRORS
 from watchkeeper.server.schemas import CreateToken
-from watchkeeper.store.tokens import Role
 
 router = APIRouter(tags=["system"])
 
@@ -21,9 +20,9 @@ router = APIRouter(tags=["system"])
 @router.get("/healthz")
 def healthz(request: Request) -> JSONResponse:
     """200 while sweeps succeed, 503 while they keep failing."""
-    runtime: Runtime = request.app.state.runtime
-    health = runtime.sweeper.health
-    latest = runtime.sweeper.latest
+    sweeper = services(request).sweeper
+    health = sweeper.health
+    latest = sweeper.latest
     body: dict[str, Any] = {
         "status": "ok" if health.working else "unhealthy",
         "supervision": {
@@ -42,15 +41,12 @@ def healthz(request: Request) -> JSONResponse:
 @router.get("/metrics")
 def metrics(request: Request) -> Response:
     """Prometheus exposition: runs by kind and verdict, sweep duration, unreadable kinds."""
-    runtime: Runtime = request.app.state.runtime
-    return Response(
-        generate_latest(runtime.sweeper.metrics.registry), media_type=CONTENT_TYPE_LATEST
-    )
+    registry = services(request).sweeper.metrics.registry
+    return Response(generate_latest(registry), media_type=CONTENT_TYPE_LATEST)
 
 
 @router.post("/api/v1/tokens", status_code=201, dependencies=[Depends(admin)], responses=ERRORS)
 def create_token(body: CreateToken, request: Request) -> dict[str, Any]:
     """Create a token; its secret is shown in this answer only."""
-    runtime: Runtime = request.app.state.runtime
-    info, secret = runtime.store.tokens.create(Role(body.role), body.name, runtime.clock())
+    info, secret = services(request).tokens.create(body.role, body.name)
     return {"id": info.id, "name": info.name, "role": info.role.value, "token": secret}

@@ -10,7 +10,6 @@ from typing import Any
 
 from playwright.sync_api import Dialog, expect
 
-from watchkeeper.procs.engine import ProcEngine
 from watchkeeper.procs.launch import LaunchRequest
 from watchkeeper.queue.service import QueueService
 from watchkeeper.records.queue import NewRunner
@@ -147,9 +146,7 @@ def _accept(dialog: Dialog) -> None:
 def test_a_process_run_log_follows_live_and_abort_says_how_it_went(
     dashboard: Dashboard, pages: Any, tmp_path: Path
 ) -> None:
-    runtime = dashboard.runtime
-    engine = ProcEngine.from_settings(runtime.settings, runtime.store, runtime.clock)
-    dashboard.app.state.procs_engine = engine
+    engine = dashboard.runtime.procs
     script = "echo first line; sleep 1; echo second line; exec sleep 120"
     launched = engine.start(
         LaunchRequest(("sh", "-c", script), cwd=str(tmp_path), name="slow echo", detach=True)

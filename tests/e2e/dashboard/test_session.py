@@ -90,5 +90,5 @@ def test_viewers_are_refused_when_they_act_and_a_revoked_token_ends_its_sessions
         token = next(t for t in dashboard.runtime.store.tokens.list() if t.name == "vic")
         dashboard.runtime.store.tokens.revoke(token.id, dashboard.runtime.clock())
         # Another process's revocation is read within CACHE_S; forget to read it at once.
-        dashboard.app.state.web_sessions.forget()
+        dashboard.runtime.sessions.forget()
         assert web.get("/web/").headers["location"] == "/web/login?next=%2Fweb%2F"

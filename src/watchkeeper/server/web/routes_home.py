@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from collections.abc import Callable
 from typing import Any
 
 from fastapi import APIRouter, Depends, Path, Query, Request
@@ -14,8 +15,9 @@ from watchkeeper.decide.decider import PressResult
 from watchkeeper.decide.offer import label
 from watchkeeper.decide.runbooks import RUNBOOKS
 from watchkeeper.errors import NotFound
-from watchkeeper.runtime import Runtime
+from watchkeeper.server.deps import Services, services
 from watchkeeper.server.fields import INT32_MAX
+from watchkeeper.server.routes_incidents import incident_detail_json
 from watchkeeper.server.web.common import acting_form, answer, form_of, local_path, page
 from watchkeeper.server.web.session import (
     Session,
@@ -42,11 +44,6 @@ PROBLEMS = {
     "retry_out_of_attempts": "Jobs out of attempts",
     "close_abandoned_turns": "Chat turns left open with nothing running them",
 }
-
-
-def _runtime(request: Request) -> Runtime:
-    runtime: Runtime = request.app.state.runtime
-    return runtime
 
 
 @router.get("/")
@@ -77,9 +74,8 @@ async def login(request: Request) -> Response:
     """Check the API token; on success set the signed session cookie."""
     form = await form_of(request)
     check_login_nonce(request, form.get("nonce", ""))
-    runtime = _runtime(request)
     secret = form.get("token", "").strip()
-    token = await asyncio.to_thread(runtime.store.tokens.authenticate, secret) if secret else None
+    token = await asyncio.to_thread(services(request).tokens.login, secret)
     target = local_path(form.get("next"), "/web/")
     if token is None:
         log.info("Dashboard login refused", extra={"action": "web_login"})
@@ -103,15 +99,15 @@ async def logout(request: Request, current: Session = Depends(session)) -> Respo
 # The running-work card ---------------------------------------------------------------
 
 
-def _buttons(runtime: Runtime, overview: Overview) -> dict[int, list[dict[str, str]]]:
-    found: dict[int, list[dict[str, str]]] = {}
+def _buttons(found: Services, overview: Overview) -> dict[int, list[dict[str, str]]]:
+    buttons: dict[int, list[dict[str, str]]] = {}
     for item in overview.attention[:SECTION_LIMIT]:
         incident = overview.incidents.get((item.run.kind, item.run.run_id))
         if incident is None:
             continue
-        offered = runtime.decider.offered(incident, item.run)
-        found[incident.id] = [{"action": a.value, "label": label(a)} for a in offered]
-    return found
+        offered = found.decider.offered(incident, item.run)
+        buttons[incident.id] = [{"action": a.value, "label": label(a)} for a in offered]
+    return buttons
 
 
 def _tokens_by_incident(overview: Overview) -> dict[int, str]:
@@ -120,17 +116,17 @@ def _tokens_by_incident(overview: Overview) -> dict[int, str]:
 
 async def work_context(request: Request, show_all: bool) -> dict[str, Any]:
     """Everything the running-work card shows, read like ``GET /api/v1/runs``."""
-    runtime = _runtime(request)
-    overview = await shared_overview(request).get(runtime, show_all)
+    found = services(request)
+    overview = await shared_overview(request).get(found, show_all)
     return {
         "work": overview_json(overview, SECTION_LIMIT),
-        "buttons": _buttons(runtime, overview),
+        "buttons": _buttons(found, overview),
         "incident_tokens": _tokens_by_incident(overview),
         "show_all": show_all,
     }
 
 
-def switches_context(runtime: Runtime) -> list[dict[str, Any]]:
+def switches_context(found: Services) -> list[dict[str, Any]]:
     """The runbook switches, one per kind of problem."""
     return [
         {
@@ -142,16 +138,15 @@ def switches_context(runtime: Runtime) -> list[dict[str, Any]]:
             "source": s.source,
             "changed_at": rfc3339(s.changed_at),
         }
-        for s in runtime.runbooks.switches()
+        for s in found.runbooks.switches()
     ]
 
 
-def bell_context(runtime: Runtime) -> dict[str, Any]:
+def bell_context(found: Services) -> dict[str, Any]:
     """Open incidents: the exact count and the newest :data:`BELL_LIMIT`."""
-    counts = runtime.store.incidents.count_by_status()
-    items = runtime.store.incidents.list("open", BELL_LIMIT, 0)
+    items = found.incidents.list("open", BELL_LIMIT, 0)
     return {
-        "count": counts.get("open", 0),
+        "count": found.incidents.open_count(),
         "items": [
             {
                 "id": i.id,
@@ -167,7 +162,7 @@ def bell_context(runtime: Runtime) -> dict[str, Any]:
 
 async def chrome(request: Request) -> dict[str, Any]:
     """What the header of every page needs (the bell), read in a thread."""
-    return {"bell": await asyncio.to_thread(bell_context, _runtime(request))}
+    return {"bell": await asyncio.to_thread(bell_context, services(request))}
 
 
 @router.get("/web/", response_class=HTMLResponse)
@@ -175,9 +170,8 @@ async def home(
     request: Request, all: bool = Query(False), current: Session = Depends(session)
 ) -> HTMLResponse:
     """Running work at the top, then the automatic first steps."""
-    runtime = _runtime(request)
     work = await work_context(request, all)
-    switches = await asyncio.to_thread(switches_context, runtime)
+    switches = await asyncio.to_thread(switches_context, services(request))
     return page(
         request,
         "home.html",
@@ -206,26 +200,28 @@ async def bell_fragment(request: Request, current: Session = Depends(session)) -
 # Incidents ---------------------------------------------------------------------------
 
 
-def _incident_context(runtime: Runtime, incident_id: int) -> dict[str, Any]:
-    from watchkeeper.server.routes_incidents import incident_json
+async def detail_page(
+    request: Request,
+    current: Session,
+    name: str,
+    title: str,
+    read: Callable[[], dict[str, Any]],
+) -> HTMLResponse:
+    """A page about one thing (an incident, a job, a process run): 404 when it is not there.
 
-    incident = runtime.store.incidents.get(incident_id)
-    body = incident_json(incident, with_events=True)
-    body["buttons"] = [
-        {"action": a.value, "label": label(a)} for a in runtime.decider.offered(incident)
-    ]
-    body["presses"] = [
-        {
-            "at": rfc3339(p.at),
-            "actor": p.actor,
-            "via": p.via,
-            "action": p.action,
-            "outcome": p.outcome,
-            "detail": p.detail,
-        }
-        for p in runtime.store.decisions.presses_for(incident_id)
-    ]
-    return {"incident": body}
+    ``read`` gives the page's context and is called in a thread.
+    """
+    try:
+        context = await asyncio.to_thread(read)
+    except NotFound as exc:
+        message = str(exc)
+        response = page(
+            request, "missing.html", current, **await chrome(request), message=message,
+            title="Not found",
+        )  # fmt: skip
+        response.status_code = 404
+        return response
+    return page(request, name, current, **context, **await chrome(request), title=title)
 
 
 @router.get("/web/incidents/{incident_id}", response_class=HTMLResponse)
@@ -235,27 +231,13 @@ async def incident_page(
     current: Session = Depends(session),
 ) -> HTMLResponse:
     """One incident: its history, its buttons, who pressed what."""
-    runtime = _runtime(request)
-    try:
-        context = await asyncio.to_thread(_incident_context, runtime, incident_id)
-    except NotFound as exc:
-        response = page(
-            request,
-            "missing.html",
-            current,
-            **await chrome(request),
-            message=str(exc),
-            title="Not found",
-        )
-        response.status_code = 404
-        return response
-    return page(
+    found = services(request)
+    return await detail_page(
         request,
-        "incident.html",
         current,
-        **context,
-        **await chrome(request),
-        title=f"Incident {incident_id}",
+        "incident.html",
+        f"Incident {incident_id}",
+        lambda: {"incident": incident_detail_json(found, incident_id)},
     )
 
 
@@ -277,11 +259,10 @@ async def press(
 ) -> Response:
     """Press a button through the one decision function every channel uses."""
     form = await acting_form(request, current)
-    runtime = _runtime(request)
     back = local_path(form.get("back"), f"/web/incidents/{incident_id}")
     try:
         result = await asyncio.to_thread(
-            runtime.decider.press,
+            services(request).decider.press,
             incident_id,
             form.get("action", ""),
             form.get("state_token") or None,
@@ -313,11 +294,9 @@ async def switch_runbook(
         return answer(request, "/web/", refused, False)
     if name not in RUNBOOKS:
         return answer(request, "/web/", f"no runbook {name!r}", False)
-    runtime = _runtime(request)
     enabled = form.get("enabled") == "1"
-    await asyncio.to_thread(
-        runtime.store.decisions.set_runbook, name, enabled, f"@{current.name}", runtime.clock()
-    )
+    incidents = services(request).incidents
+    await asyncio.to_thread(incidents.switch_runbook, name, enabled, f"@{current.name}")
     log.info(
         "Runbook %s switched %s", name, "on" if enabled else "off", extra={"action": "web_runbook"}
     )

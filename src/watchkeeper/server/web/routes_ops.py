@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import functools
 import logging
 from collections.abc import AsyncIterator, Mapping
 from typing import Any
@@ -11,21 +12,18 @@ from fastapi import APIRouter, Depends, Query, Request
 from fastapi.responses import HTMLResponse, Response
 
 from watchkeeper.errors import InvalidInput, NotFound, WatchkeeperError
-from watchkeeper.queue.topology import topology
+from watchkeeper.queue.views import task_json
 from watchkeeper.redact import redact, redact_bytes, whole_lines
-from watchkeeper.runtime import Runtime
+from watchkeeper.server.deps import services
 from watchkeeper.server.fields import INT64_MAX
 from watchkeeper.server.longpoll import held_stream
-from watchkeeper.server.routes_procs import engine_of
-from watchkeeper.server.routes_queue import marks_of, queue_of, task_json
-from watchkeeper.server.routes_timeline import timeline_of
 from watchkeeper.server.schemas import RunId
 from watchkeeper.server.web import charts
 from watchkeeper.server.web.common import acting_form, answer, local_path, page
-from watchkeeper.server.web.routes_home import chrome
+from watchkeeper.server.web.routes_home import chrome, detail_page
 from watchkeeper.server.web.session import Session, session
 from watchkeeper.server.web.stream import STREAM_S
-from watchkeeper.timeline import spend
+from watchkeeper.watch.sweeper import Sweeper
 
 log = logging.getLogger(__name__)
 router = APIRouter(include_in_schema=False)
@@ -57,9 +55,9 @@ def _breakers(request: Request) -> list[dict[str, Any]]:
     return shown
 
 
-def _server_checks(runtime: Runtime) -> list[dict[str, Any]]:
+def _server_checks(sweeper: Sweeper) -> list[dict[str, Any]]:
     """The server's own ``/healthz`` checks: supervision, then each kind's readability."""
-    health = runtime.sweeper.health
+    health = sweeper.health
     checks = [
         {
             "name": "supervision",
@@ -67,7 +65,7 @@ def _server_checks(runtime: Runtime) -> list[dict[str, Any]]:
             "detail": health.last_error or "sweeps succeed",
         }
     ]
-    latest = runtime.sweeper.latest
+    latest = sweeper.latest
     for read in () if latest is None else latest.reads:
         checks.append(
             {
@@ -94,16 +92,14 @@ async def _monitor_checks(request: Request) -> list[dict[str, Any]]:
 
 
 def _topology_context(request: Request) -> dict[str, Any]:
-    queue = queue_of(request)
-    store = queue.store
-    shape = topology(
-        store.runners(), store.running_tasks(), store.queued(), queue.policy, queue.clock()
-    )
-    tasks = store.running_tasks()
-    marks = marks_of(queue, tasks)
+    queue = services(request).queue
+    shape = queue.topology()
+    # The queue service has no read of running tasks yet: the one store read left on a page.
+    tasks = queue.store.running_tasks()
+    marks = queue.marks(tasks)
     running = {task.id: task_json(task, {}, marks) for task in tasks}
     try:
-        engine = engine_of(request)
+        engine = services(request).procs
         procs = [engine.describe(run) for run in engine.runs(limit=20)]
     except WatchkeeperError as exc:
         log.warning("Process runs not shown: %s", exc, extra={"action": "web_topology"})
@@ -115,8 +111,7 @@ def _topology_context(request: Request) -> dict[str, Any]:
 async def topology_context(request: Request) -> dict[str, Any]:
     """The whole topology page's data, read in a thread."""
     context = await asyncio.to_thread(_topology_context, request)
-    runtime: Runtime = request.app.state.runtime
-    checks = _server_checks(runtime) + await _monitor_checks(request)
+    checks = _server_checks(services(request).sweeper) + await _monitor_checks(request)
     for check in checks:
         check["dial"] = charts.dial(_DIAL.get(str(check["status"]), 0.0))
     return {**context, "breakers": _breakers(request), "checks": checks}
@@ -145,10 +140,10 @@ async def topology_fragment(request: Request, current: Session = Depends(session
 
 
 def _spend_context(request: Request) -> dict[str, Any]:
-    store = timeline_of(request).store
+    timeline = services(request).timeline
     charts_by: dict[str, Any] = {}
     for by in SPEND_GROUPINGS:
-        report = spend.report(store, by).as_dict()
+        report = timeline.spend(by).as_dict()
         groups = report["groups"]
         # Days read in order, the latest month; the others costliest first.
         groups = sorted(groups, key=lambda g: str(g["key"]))[-31:] if by == "day" else groups[:15]
@@ -175,7 +170,7 @@ def _shown(described: dict[str, Any]) -> dict[str, Any]:
 
 
 def _procs_context(request: Request) -> dict[str, Any]:
-    engine = engine_of(request)
+    engine = services(request).procs
     runs = [_shown(engine.describe(run)) for run in engine.runs(include_finished=True, limit=200)]
     parks = [view.as_dict() for view in engine.parked()]
     return {"runs": runs, "parks": parks}
@@ -191,7 +186,7 @@ async def procs_page(request: Request, current: Session = Depends(session)) -> H
 
 
 def _proc_context(request: Request, run_id: str) -> dict[str, Any]:
-    engine = engine_of(request)
+    engine = services(request).procs
     refreshed = engine.refresh(run_id)
     path = engine.log_path(run_id)
     begin, text = 0, b""
@@ -218,26 +213,12 @@ async def proc_page(
     request: Request, run_id: RunId, current: Session = Depends(session)
 ) -> HTMLResponse:
     """One process run: its status, its log (following live), and Abort for admins."""
-    try:
-        context = await asyncio.to_thread(_proc_context, request, run_id)
-    except NotFound as exc:
-        response = page(
-            request,
-            "missing.html",
-            current,
-            **await chrome(request),
-            message=redact(str(exc)),
-            title="Not found",
-        )
-        response.status_code = 404
-        return response
-    return page(
-        request, "proc.html", current, **context, **await chrome(request), title=f"Process {run_id}"
-    )
+    read = functools.partial(_proc_context, request, run_id)
+    return await detail_page(request, current, "proc.html", f"Process {run_id}", read)
 
 
 def _read_from(request: Request, run_id: str, offset: int) -> tuple[bytes, bool, str]:
-    engine = engine_of(request)
+    engine = services(request).procs
     run = engine.refresh(run_id)
     path = engine.log_path(run_id)
     chunk = b""
@@ -309,7 +290,7 @@ async def abort(request: Request, run_id: RunId, current: Session = Depends(sess
     back = local_path(form.get("back"), f"/web/procs/{run_id}")
     if not current.is_admin:
         return answer(request, back, f"only admins abort runs: @{current.name} is not", False)
-    engine = engine_of(request)
+    engine = services(request).procs
     try:
         result = await engine.abort_async(run_id)  # the grace period holds no thread
     except NotFound as exc:

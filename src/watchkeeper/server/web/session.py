@@ -14,10 +14,10 @@ Every request looks its session up. A session ends when:
 - it has not been used for :data:`IDLE_S` (idle timeout);
 - :data:`SESSION_S` has passed since login, however busy it is (lifetime).
 
-Lookups are kept in this process for :data:`CACHE_S` (on the runtime's
-clock). Logging out forgets the session here at once; another replica, or a
-token revoked from the command line, is seen within that time. Ended rows are
-deleted when someone logs in.
+The session rows, their time rules and the short cache in front of them
+belong to :class:`watchkeeper.access.sessions.SessionService`; this module
+holds what is HTTP: the cookies, their signatures and the CSRF checks. Every
+time is read from the services' clock.
 
 Every POST carries the session's CSRF token in a form field or the
 ``X-CSRF-Token`` header; the cookie is ``SameSite=Strict`` as a second line.
@@ -31,38 +31,26 @@ import hashlib
 import hmac
 import json
 import secrets
-import threading
-import time
 from dataclasses import dataclass
-from datetime import datetime, timedelta
+from datetime import datetime
 from typing import Any
 
 from fastapi import Request
 from fastapi.responses import Response
 
+from watchkeeper.access.sessions import CACHE_S, IDLE_S, SESSION_S
+from watchkeeper.access.tokens import Role, TokenInfo
 from watchkeeper.decide.actors import Actor
 from watchkeeper.errors import WatchkeeperError
-from watchkeeper.runtime import Runtime
+from watchkeeper.server.deps import services
 from watchkeeper.server.routes_timeline import record_key
-from watchkeeper.store import Store
-from watchkeeper.store.sessions import WebSession
-from watchkeeper.store.tokens import Role, TokenInfo
+
+__all__ = ["CACHE_S", "COOKIE", "IDLE_S", "LOGIN_COOKIE", "SESSION_S", "Session"]
 
 COOKIE = "wk_session"
 LOGIN_COOKIE = "wk_login"
 CSRF_FIELD = "csrf"
 CSRF_HEADER = "x-csrf-token"
-#: A session's absolute lifetime: it ends this long after login, however busy.
-SESSION_S = 12 * 3600
-#: A session not used for this long ends (the idle timeout).
-IDLE_S = 2 * 3600
-#: Use is written down at most this often per session (the idle timeout is this coarse).
-TOUCH_EVERY_S = 60.0
-#: How long a looked-up session is trusted in this process: a session logged out on
-#: another replica, or a token revoked elsewhere, still works here for at most this long.
-CACHE_S = 5.0
-#: Most sessions kept in one process's cache; past it, the cache starts afresh.
-MAX_CACHED = 4096
 LOGIN_FORM_S = 3600
 
 
@@ -125,8 +113,8 @@ def sign(key: bytes, payload: dict[str, Any]) -> str:
     return f"{data}.{_b64(mac)}"
 
 
-def unsign(key: bytes, value: str) -> dict[str, Any] | None:
-    """The payload of a value :func:`sign` made with ``key``, or ``None``."""
+def unsign(key: bytes, value: str, now: float) -> dict[str, Any] | None:
+    """The payload of a value :func:`sign` made with ``key``, unless it expired before ``now``."""
     data, _, mac = value.partition(".")
     expected = _b64(hmac.new(key, data.encode("ascii"), hashlib.sha256).digest())
     if not mac or not hmac.compare_digest(mac, expected):
@@ -135,90 +123,37 @@ def unsign(key: bytes, value: str) -> dict[str, Any] | None:
         payload = json.loads(_unb64(data))
     except ValueError:
         return None
-    if not isinstance(payload, dict) or float(payload.get("e", 0)) < time.time():
+    if not isinstance(payload, dict) or float(payload.get("e", 0)) < now:
         return None
     return payload
 
 
-class SessionCache:
-    """Sessions looked up in the last :data:`CACHE_S` seconds, by session id."""
-
-    def __init__(self) -> None:
-        self._kept: dict[str, tuple[datetime, WebSession | None]] = {}
-        self._lock = threading.Lock()
-
-    def find(self, store: Store, session_id: str, now: datetime) -> WebSession | None:
-        """The session's row as recently read, or read now (a blocking store read)."""
-        with self._lock:
-            kept = self._kept.get(session_id)
-        # A clock that went back makes an entry stale too, so it never lives longer.
-        if kept is not None and 0 <= (now - kept[0]).total_seconds() < CACHE_S:
-            return kept[1]
-        found = store.web_sessions.find(session_id)
-        self.keep(session_id, now, found)
-        return found
-
-    def keep(self, session_id: str, read_at: datetime, found: WebSession | None) -> None:
-        """Remember ``found`` as read at ``read_at``."""
-        with self._lock:
-            if len(self._kept) >= MAX_CACHED:
-                self._kept.clear()
-            self._kept[session_id] = (read_at, found)
-
-    def touched(self, session_id: str, now: datetime) -> None:
-        """The session was used at ``now``: keep that without reading again."""
-        with self._lock:
-            kept = self._kept.get(session_id)
-            if kept is not None and kept[1] is not None:
-                self._kept[session_id] = (kept[0], dataclasses.replace(kept[1], last_seen_at=now))
-
-    def forget(self, session_id: str | None = None) -> None:
-        """Read ``session_id`` (or every session) from the store on its next request."""
-        with self._lock:
-            if session_id is None:
-                self._kept.clear()
-            else:
-                self._kept.pop(session_id, None)
+def _now(request: Request) -> float:
+    return services(request).clock().timestamp()
 
 
-def session_cache(request: Request) -> SessionCache:
-    """The app's session cache, made on first use."""
-    found = getattr(request.app.state, "web_sessions", None)
-    if isinstance(found, SessionCache):
-        return found
-    made = SessionCache()
-    request.app.state.web_sessions = made
-    return made
-
-
-def _ended(found: WebSession, now: datetime) -> bool:
-    return now >= found.expires_at or (now - found.last_seen_at).total_seconds() >= IDLE_S
+def _signed(request: Request, name: str) -> dict[str, Any] | None:
+    raw = request.cookies.get(name)
+    return None if raw is None else unsign(_key(request), raw, _now(request))
 
 
 def read_session(request: Request) -> Session | None:
     """The request's session, if its cookie is valid and the session has not ended.
 
-    Blocking (a store read now and then, a write at most every :data:`TOUCH_EVERY_S`):
+    Blocking (a store read now and then, a write at most every minute or so):
     call it from a thread.
     """
-    raw = request.cookies.get(COOKIE)
-    payload = None if raw is None else unsign(_key(request), raw)
+    payload = _signed(request, COOKIE)
     session_id = None if payload is None else payload.get("s")
     if not isinstance(session_id, str) or not session_id:
         return None
-    runtime: Runtime = request.app.state.runtime
-    now = runtime.clock()
-    cache = session_cache(request)
-    found = cache.find(runtime.store, session_id, now)
-    if found is None or _ended(found, now):
+    found = services(request).sessions.find(session_id)
+    if found is None:
         return None
     try:
         role = Role(found.role)
     except ValueError:  # a token of a kind that has no dashboard
         return None
-    if (now - found.last_seen_at).total_seconds() >= TOUCH_EVERY_S:
-        runtime.store.web_sessions.touch(session_id, now)
-        cache.touched(session_id, now)
     return Session(found.token_id, found.name, role, found.csrf, session_id, found.expires_at)
 
 
@@ -231,34 +166,24 @@ def session(request: Request) -> Session:
 
 
 def open_session(request: Request, response: Response, token: TokenInfo) -> None:
-    """Open a session for ``token`` and set its cookie (blocking: call it from a thread).
-
-    Sessions that have ended are pruned first, so the table holds only live ones
-    and those not yet noticed.
-    """
-    runtime: Runtime = request.app.state.runtime
-    store = runtime.store.web_sessions
-    now = runtime.clock()
-    store.prune(now, now - timedelta(seconds=IDLE_S))
-    session_id = store.open(token.id, now, now + timedelta(seconds=SESSION_S))
+    """Open a session for ``token`` and set its cookie (blocking: call it from a thread)."""
+    session_id, _expires_at = services(request).sessions.open(token)
     # The signed expiry only spares the store a read for a cookie long dead; the row decides.
-    cookie = sign(_key(request), {"s": session_id, "e": time.time() + SESSION_S})
+    cookie = sign(_key(request), {"s": session_id, "e": _now(request) + SESSION_S})
     _set(request, response, COOKIE, cookie, SESSION_S)
     response.delete_cookie(LOGIN_COOKIE, path="/web")
 
 
 def close_session(request: Request, response: Response, current: Session) -> None:
     """End ``current`` on the server and forget its cookie (blocking: call it from a thread)."""
-    runtime: Runtime = request.app.state.runtime
-    runtime.store.web_sessions.revoke(current.session_id, runtime.clock())
-    session_cache(request).forget(current.session_id)
+    services(request).sessions.close(current.session_id)
     response.delete_cookie(COOKIE, path="/")
 
 
 def login_nonce(request: Request) -> tuple[str, str]:
     """A nonce for the login form and the signed cookie it is bound to (login CSRF)."""
     nonce = secrets.token_urlsafe(18)
-    return nonce, sign(_key(request), {"l": nonce, "e": time.time() + LOGIN_FORM_S})
+    return nonce, sign(_key(request), {"l": nonce, "e": _now(request) + LOGIN_FORM_S})
 
 
 def set_login_cookie(request: Request, response: Response, value: str) -> None:
@@ -268,8 +193,7 @@ def set_login_cookie(request: Request, response: Response, value: str) -> None:
 
 def check_login_nonce(request: Request, given: str) -> None:
     """Refuse a login form that did not come from our login page."""
-    raw = request.cookies.get(LOGIN_COOKIE)
-    payload = None if raw is None else unsign(_key(request), raw)
+    payload = _signed(request, LOGIN_COOKIE)
     expected = "" if payload is None else str(payload.get("l", ""))
     if not expected or not hmac.compare_digest(expected, given):
         raise CsrfRejected

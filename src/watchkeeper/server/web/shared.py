@@ -6,7 +6,7 @@ import asyncio
 
 from fastapi import Request
 
-from watchkeeper.runtime import Runtime
+from watchkeeper.server.deps import Services, made_once
 from watchkeeper.watch.overview import Overview
 
 #: How long one read of every kind serves every page that asks.
@@ -31,7 +31,7 @@ class SharedOverview:
         #: Set by the stream's watcher while it looks once a second.
         self.watched = False
 
-    async def get(self, runtime: Runtime, show_all: bool) -> Overview:
+    async def get(self, found: Services, show_all: bool) -> Overview:
         """A fresh enough overview, read now only when the kept one is too old."""
         loop = asyncio.get_running_loop()
         async with self._locks.setdefault(show_all, asyncio.Lock()):
@@ -40,7 +40,7 @@ class SharedOverview:
             if kept is not None and loop.time() - kept[0] < ttl:
                 return kept[1]
             generation = self._generation
-            overview = await runtime.overview(include_finished=show_all)
+            overview = await found.overview(include_finished=show_all)
             if generation == self._generation:  # nothing moved while it was read
                 self._kept[show_all] = (loop.time(), overview)
             return overview
@@ -53,9 +53,4 @@ class SharedOverview:
 
 def shared_overview(request: Request) -> SharedOverview:
     """The app's shared overview, made on first use."""
-    found = getattr(request.app.state, "web_overview", None)
-    if isinstance(found, SharedOverview):
-        return found
-    made = SharedOverview()
-    request.app.state.web_overview = made
-    return made
+    return made_once(request.app, "web_overview", SharedOverview, SharedOverview)

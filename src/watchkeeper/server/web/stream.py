@@ -33,11 +33,10 @@ from typing import Any
 from fastapi import APIRouter, Depends, Request
 from fastapi.responses import StreamingResponse
 
-from watchkeeper.queue.service import QueueService
+from watchkeeper.queue.views import task_json
 from watchkeeper.records.queue import TaskStatus
-from watchkeeper.runtime import Runtime
+from watchkeeper.server.deps import Services, made_once, services
 from watchkeeper.server.longpoll import held_stream
-from watchkeeper.server.routes_queue import queue_of, task_json
 from watchkeeper.server.web.session import Session, session
 from watchkeeper.server.web.shared import SharedOverview, shared_overview
 
@@ -72,8 +71,7 @@ class Look:
 class Watcher:
     """Looks once a second while someone listens; fans changes out to every listener."""
 
-    runtime: Runtime
-    queue: QueueService
+    services: Services
     shared: SharedOverview
     listeners: set[asyncio.Queue[tuple[int, str, str]]] = field(default_factory=set)
     sent: deque[tuple[int, str, str]] = field(default_factory=lambda: deque(maxlen=REPLAY))
@@ -173,40 +171,29 @@ class Watcher:
     # The look itself, in a worker thread ------------------------------------------------
 
     def _look(self) -> Look:
-        store = self.runtime.store
-        live = store.incidents.list("live", 200, 0)
+        incidents_now = self.services.incidents
+        live = incidents_now.list("live", 200, 0)
         incidents = _digest([(i.id, i.status.value, i.decision, i.updated_at) for i in live])
-        open_count = store.incidents.count_by_status().get("open", 0)
+        open_count = incidents_now.open_count()
         topology = self._topology()
         runners_moved = self.last is None or topology != self.last.topology
         return Look(incidents, open_count, self._runs(), self._tasks(runners_moved), topology)
 
     def _runs(self) -> str:
-        runtime = self.runtime
-        now = runtime.clock()
-        since = now - timedelta(days=1)
-        rows = [
-            (
-                kind,
-                tuple(
-                    (r.run_id, r.status, r.attempt, r.version)
-                    for r in runtime.store.runs.rows_for_judging(kind, since)
-                ),
-            )
-            for kind in sorted(runtime.push_kinds)
-        ]
-        latest = runtime.sweeper.latest
+        found = self.services
+        rows = found.reports.positions(found.clock() - timedelta(days=1))
+        latest = found.sweeper.latest
         return _digest((rows, None if latest is None else latest.at))
 
     def _tasks(self, runners_moved: bool) -> dict[str, dict[str, Any]]:
-        store = self.queue.store
-        jobs = store.jobs(active=True, limit=WATCHED_JOBS)
+        queue = self.services.queue
+        jobs = queue.scan_jobs(active=True, need=WATCHED_JOBS, batch=WATCHED_JOBS).jobs
         found = {task.id: task for job in jobs for task in job.tasks}
         previous = self.last.tasks if self.last is not None else {}
         for task_id in previous.keys() - found.keys():  # ended (or deleted) since the last look
             with contextlib.suppress(Exception):
-                found[task_id] = store.task(task_id)
-        marks = store.interrupted(list(found))
+                found[task_id] = queue.task(task_id)
+        marks = queue.marks(list(found.values()))
         shown: dict[str, dict[str, Any]] = {}
         explain: list[str] = []
         for task in found.values():
@@ -221,27 +208,25 @@ class Watcher:
                 body["blocked"] = None
             shown[task.id] = body
         # Why a task waits changes with the task or with the runners; only then is it asked again.
-        blocked = self.queue.explain(store.queued(task_ids=explain)) if explain else {}
+        blocked = queue.waiting(explain) if explain else {}
         for task_id in explain:
             reason = blocked.get(task_id)
             shown[task_id]["blocked"] = None if reason is None else reason.as_dict()
         return shown
 
     def _topology(self) -> str:
-        queue = self.queue
-        runners = queue.store.runners()
-        return _digest([(r.id, queue.alive(r), r.running, r.stopped_at) for r in runners])
+        queue = self.services.queue
+        return _digest([(r.id, queue.alive(r), r.running, r.stopped_at) for r in queue.runners()])
 
 
 def watcher_of(request: Request) -> Watcher:
     """The app's watcher, made on first use."""
-    found = getattr(request.app.state, "web_watcher", None)
-    if isinstance(found, Watcher):
-        return found
-    runtime: Runtime = request.app.state.runtime
-    made = Watcher(runtime, queue_of(request), shared_overview(request))
-    request.app.state.web_watcher = made
-    return made
+    return made_once(
+        request.app,
+        "web_watcher",
+        Watcher,
+        lambda: Watcher(services(request), shared_overview(request)),
+    )
 
 
 def _frame(epoch: str, item: tuple[int, str, str]) -> str:

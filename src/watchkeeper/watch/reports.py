@@ -1,4 +1,9 @@
-"""Push reports: the write side of the ``push`` kind, for the HTTP API and in-process callers."""
+"""Push reports: the write side of the ``push`` kind, for the HTTP API and in-process callers.
+
+The push-run records are defined beside their table (:mod:`watchkeeper.store.runs`)
+and re-exported here, so the layers above the services name them without
+importing the store.
+"""
 
 from __future__ import annotations
 
@@ -6,6 +11,7 @@ import dataclasses
 import secrets
 from collections.abc import Callable
 from datetime import datetime, timedelta
+from typing import Any
 
 from watchkeeper.clock import Now, to_epoch
 from watchkeeper.config import Settings
@@ -15,6 +21,8 @@ from watchkeeper.errors import InvalidInput, NotFound
 from watchkeeper.kinds import registry
 from watchkeeper.store import Store
 from watchkeeper.store.runs import NewRun, PushRun
+
+__all__ = ["ALLOWED_CLOCK_SKEW", "NewRun", "PushRun", "Reports"]
 
 #: Reporters' clocks may run a little ahead of ours.
 ALLOWED_CLOCK_SKEW = timedelta(seconds=5)
@@ -33,6 +41,28 @@ class Reports:
         self.settings = settings
         self.wake = wake
         self.clock = clock
+
+    def get(self, kind: str, run_id: str) -> PushRun:
+        """One push run of a push kind (``NotFound`` for any other kind or id)."""
+        if kind not in registry.push_kinds(self.settings):
+            raise NotFound(f"unknown kind {kind!r}")
+        return self.store.runs.get(kind, run_id)
+
+    def positions(self, finished_since: datetime) -> list[tuple[str, tuple[Any, ...]]]:
+        """Where every push run stands, by kind: what changes whenever a run moves.
+
+        Runs that finished before ``finished_since`` are left out.
+        """
+        return [
+            (
+                kind,
+                tuple(
+                    (r.run_id, r.status, r.attempt, r.version)
+                    for r in self.store.runs.rows_for_judging(kind, finished_since)
+                ),
+            )
+            for kind in sorted(registry.push_kinds(self.settings))
+        ]
 
     def _check_kind(self, kind: str) -> None:
         kinds = registry.push_kinds(self.settings)
