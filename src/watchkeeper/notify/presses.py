@@ -5,13 +5,15 @@ from __future__ import annotations
 import asyncio
 import logging
 from dataclasses import dataclass
+from datetime import datetime
 
 from watchkeeper.decide.actors import Actor
 from watchkeeper.decide.decider import Decider, PressResult
-from watchkeeper.errors import NotFound, WatchkeeperError
+from watchkeeper.errors import NotFound, StoreUnavailable, WatchkeeperError
 from watchkeeper.notify.message import parse_button, token_digest
 
 log = logging.getLogger(__name__)
+UNEXPECTED = "an unexpected error happened; it has been logged"
 NOT_OURS = "this button is not one of watchkeeper's, or its incident no longer exists"
 
 
@@ -23,6 +25,11 @@ class ChatPress:
     user_id: str
     user_name: str
     data: str  # the button's data, as sent with the card
+
+
+def first_time(decider: Decider, platform: str, request_id: str, now: datetime) -> bool:
+    """Whether ``platform`` sends ``request_id`` for the first time (platforms resend)."""
+    return decider.store.outbox.first_time(platform, request_id, now)
 
 
 def handle_chat_press(decider: Decider, press: ChatPress) -> PressResult | None:
@@ -44,23 +51,48 @@ def handle_chat_press(decider: Decider, press: ChatPress) -> PressResult | None:
     return decider.press(parsed.incident_id, parsed.action, shown, actor)
 
 
-async def decide_press(decider: Decider, press: ChatPress) -> str | None:
-    """Decide a chat press off the event loop; the words for the presser, or ``None`` if it won.
+@dataclass(frozen=True, slots=True)
+class PressAnswer:
+    """What came of a chat press: the decision, if one was made, and the words for the presser."""
 
-    Whatever goes wrong, the presser hears back: platforms that answer
-    presses later (Discord follow-ups, Slack ``response_url``) call this
-    after acknowledging the request.
-    """
+    result: PressResult | None
+    text: str
+
+    @property
+    def won(self) -> bool:
+        """Whether the press decided its incident."""
+        return self.result is not None and self.result.won
+
+
+async def answer_press(decider: Decider, press: ChatPress) -> PressAnswer:
+    """Decide a chat press off the event loop; whatever goes wrong, the presser hears back."""
+    action = f"{press.platform}_press"
     try:
         result = await asyncio.to_thread(handle_chat_press, decider, press)
+    except StoreUnavailable as exc:
+        log.warning("A %s press could not be decided: %s", press.platform, exc,
+                    extra={"action": action})  # fmt: skip
+        return PressAnswer(None, f"nothing was done: {exc}; press again in a moment")
     except WatchkeeperError as exc:
         log.warning("A %s press could not be decided: %s", press.platform, exc,
-                    extra={"action": f"{press.platform}_press"})  # fmt: skip
-        return f"nothing was done: {exc}"
+                    extra={"action": action})  # fmt: skip
+        return PressAnswer(None, f"nothing was done: {exc}")
     except Exception:  # the presser must hear back whatever went wrong
-        log.exception("A %s press failed unexpectedly", press.platform,
-                      extra={"action": f"{press.platform}_press"})  # fmt: skip
-        return "nothing was done: an unexpected error happened; it has been logged"
+        log.exception("A %s press failed unexpectedly", press.platform, extra={"action": action})
+        return PressAnswer(None, f"nothing was done: {UNEXPECTED}")
     if result is None:
-        return NOT_OURS
-    return None if result.won else result.message
+        return PressAnswer(None, NOT_OURS)
+    log.info("A %s press by %s on incident %d: %s", press.platform, press.user_id,
+             result.incident_id, result.outcome.value, extra={"action": action})  # fmt: skip
+    return PressAnswer(result, result.message)
+
+
+async def decide_press(decider: Decider, press: ChatPress) -> str | None:
+    """Decide a chat press; the words for the presser, or ``None`` if it won.
+
+    Platforms that answer presses later (Discord follow-ups, Slack
+    ``response_url``) call this after acknowledging the request, and stay
+    quiet when the press won: the edited card says so.
+    """
+    answer = await answer_press(decider, press)
+    return None if answer.won else answer.text

@@ -15,23 +15,22 @@ by the outbox, from the incident's ``decided`` event.
 
 from __future__ import annotations
 
-import asyncio
-import contextlib
 import json
 import logging
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import Mapping
+from functools import partial
 from typing import Any
 
-from fastapi import APIRouter, FastAPI, Request
+from fastapi import APIRouter, Request
 from fastapi.responses import JSONResponse, Response
 from nacl.exceptions import CryptoError
 from nacl.signing import VerifyKey
-from starlette.background import BackgroundTask
 
 from watchkeeper.notify.channels.discord import EPHEMERAL, DiscordChannel, fit
-from watchkeeper.notify.presses import ChatPress, decide_press
+from watchkeeper.notify.presses import ChatPress
 from watchkeeper.notify.runs_text import runs_text
-from watchkeeper.runtime import Runtime
+from watchkeeper.server.chat_webhooks import AnsweringChannel, decided_later, seen_before
+from watchkeeper.server.deps import Services, services
 from watchkeeper.server.errors import error_response
 
 log = logging.getLogger(__name__)
@@ -42,18 +41,9 @@ PING, APPLICATION_COMMAND, MESSAGE_COMPONENT = 1, 2, 3
 PONG, CHANNEL_MESSAGE, DEFERRED_CHANNEL_MESSAGE, DEFERRED_UPDATE = 1, 4, 5, 6
 #: A signed request older (or newer) than this is refused: a replay, or a clock far off.
 MAX_AGE_S = 300
-_OWN_CHANNEL = "discord_channel"
-
-
-@contextlib.asynccontextmanager
-async def _close_own_channel(app: FastAPI) -> AsyncIterator[None]:
-    yield
-    own = getattr(app.state, _OWN_CHANNEL, None)
-    if isinstance(own, DiscordChannel):
-        await own.aclose()
-
-
-router = APIRouter(tags=["webhooks"], lifespan=_close_own_channel)
+#: The channel follow-ups go through.
+answering = AnsweringChannel(DiscordChannel, lambda settings: DiscordChannel(settings.discord))
+router = APIRouter(tags=["webhooks"], lifespan=answering.lifespan)
 
 
 def verified(
@@ -74,20 +64,6 @@ def verified(
     except (CryptoError, ValueError, TypeError):
         return False
     return True
-
-
-def channel_of(app: FastAPI, runtime: Runtime) -> DiscordChannel:
-    """The app's Discord channel, or one built from the settings and kept on the app."""
-    channels = getattr(app.state, "channels", None)
-    if isinstance(channels, Mapping):
-        shared = channels.get("discord")
-        if isinstance(shared, DiscordChannel):
-            return shared
-    own = getattr(app.state, _OWN_CHANNEL, None)
-    if not isinstance(own, DiscordChannel):
-        own = DiscordChannel(runtime.settings.discord)
-        setattr(app.state, _OWN_CHANNEL, own)
-    return own
 
 
 def _presser(interaction: Mapping[str, Any]) -> tuple[str, str]:
@@ -111,15 +87,15 @@ def _ephemeral(text: str) -> JSONResponse:
 @router.post("/webhooks/discord", include_in_schema=False)
 async def discord_interactions(request: Request) -> Response:
     """The interactions endpoint URL of the Discord application."""
-    runtime: Runtime = request.app.state.runtime
+    found = services(request)
     body = await request.body()
     headers = request.headers
     if not verified(
-        runtime.settings.discord.public_key,
+        found.settings.discord.public_key,
         headers.get("X-Signature-Ed25519"),
         headers.get("X-Signature-Timestamp"),
         body,
-        runtime.clock().timestamp(),
+        found.clock().timestamp(),
     ):
         log.warning("Refused a Discord interaction: bad or stale signature",
                     extra={"action": "discord_webhook"})  # fmt: skip
@@ -136,54 +112,33 @@ async def discord_interactions(request: Request) -> Response:
     interaction_id = str(interaction.get("id") or "")
     if not interaction_id:
         return error_response(400, "invalid", "the interaction has no id")
-    first = await asyncio.to_thread(
-        runtime.store.outbox.first_time, "discord", interaction_id, runtime.clock()
-    )
-    if not first:
-        log.info("Discord interaction %s seen before", interaction_id,
-                 extra={"action": "discord_webhook"})  # fmt: skip
+    if await seen_before(request, "discord", interaction_id):
         duplicate = DEFERRED_UPDATE if kind == MESSAGE_COMPONENT else DEFERRED_CHANNEL_MESSAGE
         return JSONResponse({"type": duplicate})
     if kind == MESSAGE_COMPONENT:
-        return _press(request.app, runtime, interaction)
+        return _press(request, found, interaction)
     if kind == APPLICATION_COMMAND:
-        return await _command(runtime, interaction)
+        return await _command(found, interaction)
     return _ephemeral("watchkeeper answers buttons and /runs only")
 
 
-def _press(app: FastAPI, runtime: Runtime, interaction: dict[str, Any]) -> Response:
+def _press(request: Request, found: Services, interaction: dict[str, Any]) -> Response:
     """Acknowledge now (no visible change); decide in a thread; follow up if it did not win."""
     data = interaction.get("data")
     custom_id = str(data.get("custom_id") or "") if isinstance(data, Mapping) else ""
     user_id, user_name = _presser(interaction)
     press = ChatPress("discord", user_id, user_name, custom_id)
-    application_id = runtime.settings.discord.application_id or str(
+    application_id = found.settings.discord.application_id or str(
         interaction.get("application_id") or ""
     )
     token = str(interaction.get("token") or "")
-    channel = channel_of(app, runtime)
-    task = BackgroundTask(_decide_and_follow_up, runtime, channel, press, application_id, token)
+    follow_up = answering.of(request).followup
+    tell = partial(follow_up, application_id, token) if application_id and token else None
+    task = decided_later(found.decider, press, tell, "application id or interaction token")
     return JSONResponse({"type": DEFERRED_UPDATE}, background=task)
 
 
-async def _decide_and_follow_up(
-    runtime: Runtime,
-    channel: DiscordChannel,
-    press: ChatPress,
-    application_id: str,
-    token: str,
-) -> None:
-    text = await decide_press(runtime.decider, press)
-    if text is None:
-        return
-    if not application_id or not token:
-        log.warning("Cannot follow up on a Discord press: no application id or token",
-                    extra={"action": "discord_press"})  # fmt: skip
-        return
-    await channel.followup(application_id, token, text)
-
-
-async def _command(runtime: Runtime, interaction: dict[str, Any]) -> Response:
+async def _command(found: Services, interaction: dict[str, Any]) -> Response:
     """``/runs`` (with the option ``all`` for finished work too), answered to the caller only."""
     data = interaction.get("data")
     if not isinstance(data, Mapping) or data.get("name") != "runs":
@@ -197,5 +152,5 @@ async def _command(runtime: Runtime, interaction: dict[str, Any]) -> Response:
         )
         for o in options
     )
-    text = await runs_text(runtime.overview, "all" if include else "")
+    text = await runs_text(found.overview, "all" if include else "")
     return _ephemeral(text)

@@ -15,47 +15,37 @@ a later press is told who decided).
 
 from __future__ import annotations
 
-import asyncio
-import contextlib
 import json
 import logging
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import Mapping
+from functools import partial
 from typing import Any
 from urllib.parse import parse_qs
 
-from fastapi import APIRouter, FastAPI, Request
+from fastapi import APIRouter, Request
 from fastapi.responses import JSONResponse, Response
 from slack_sdk.signature import Clock as SlackClock
 from slack_sdk.signature import SignatureVerifier
-from starlette.background import BackgroundTask
 
 from watchkeeper.clock import Now
 from watchkeeper.config import resolve_secret
 from watchkeeper.errors import ConfigError
 from watchkeeper.notify.channels.slack import ACTION_PREFIX, SlackChannel
-from watchkeeper.notify.presses import ChatPress, decide_press
+from watchkeeper.notify.presses import ChatPress
 from watchkeeper.notify.runs_text import runs_text
-from watchkeeper.runtime import Runtime
+from watchkeeper.server.chat_webhooks import AnsweringChannel, decided_later, seen_before
+from watchkeeper.server.deps import Services, services
 from watchkeeper.server.errors import error_response
 
 log = logging.getLogger(__name__)
 
-_OWN_CHANNEL = "slack_channel"
+#: The channel presses are answered through.
+answering = AnsweringChannel(SlackChannel, lambda settings: SlackChannel(settings.slack))
+router = APIRouter(tags=["webhooks"], lifespan=answering.lifespan)
 
 
-@contextlib.asynccontextmanager
-async def _close_own_channel(app: FastAPI) -> AsyncIterator[None]:
-    yield
-    own = getattr(app.state, _OWN_CHANNEL, None)
-    if isinstance(own, SlackChannel):
-        await own.aclose()
-
-
-router = APIRouter(tags=["webhooks"], lifespan=_close_own_channel)
-
-
-class _RuntimeClock(SlackClock):
-    """Slack's verifier reads the time through this: the runtime's clock, in epoch seconds."""
+class _AppClock(SlackClock):
+    """Slack's verifier reads the time through this: the app's clock, in epoch seconds."""
 
     def __init__(self, clock: Now) -> None:
         self._clock = clock
@@ -70,29 +60,14 @@ def verified(
     """Whether Slack signed this body with ``secret`` less than five minutes ago."""
     if not timestamp or not timestamp.isdigit() or not signature:
         return False
-    return SignatureVerifier(secret, clock=_RuntimeClock(clock)).is_valid(
-        body, timestamp, signature
-    )
+    return SignatureVerifier(secret, clock=_AppClock(clock)).is_valid(body, timestamp, signature)
 
 
-def channel_of(app: FastAPI, runtime: Runtime) -> SlackChannel:
-    """The app's Slack channel, or one built from the settings and kept on the app."""
-    channels = getattr(app.state, "channels", None)
-    if isinstance(channels, Mapping):
-        shared = channels.get("slack")
-        if isinstance(shared, SlackChannel):
-            return shared
-    own = getattr(app.state, _OWN_CHANNEL, None)
-    if not isinstance(own, SlackChannel):
-        own = SlackChannel(runtime.settings.slack)
-        setattr(app.state, _OWN_CHANNEL, own)
-    return own
-
-
-async def _signed_form(request: Request, runtime: Runtime) -> dict[str, str] | Response:
-    """The form fields of a request Slack signed, or the 401 to answer."""
+async def _signed_form(request: Request) -> tuple[Services, dict[str, str]] | Response:
+    """The services and the form fields of a request Slack signed, or the 401 to answer."""
+    found = services(request)
     body = await request.body()
-    config = runtime.settings.slack
+    config = found.settings.slack
     try:
         secret = resolve_secret(
             config.signing_secret, config.signing_secret_env, "slack.signing_secret"
@@ -106,22 +81,22 @@ async def _signed_form(request: Request, runtime: Runtime) -> dict[str, str] | R
         body,
         headers.get("X-Slack-Request-Timestamp"),
         headers.get("X-Slack-Signature"),
-        runtime.clock,
+        found.clock,
     ):
         log.warning("Refused a Slack request: bad or stale signature",
                     extra={"action": "slack_webhook"})  # fmt: skip
         return error_response(401, "unauthorized", "invalid request signature")
     fields = parse_qs(body.decode("utf-8", errors="replace"), keep_blank_values=True)
-    return {name: values[0] for name, values in fields.items()}
+    return found, {name: values[0] for name, values in fields.items()}
 
 
 @router.post("/webhooks/slack", include_in_schema=False)
 async def slack_interactivity(request: Request) -> Response:
     """The interactivity request URL: ``payload=<json>``; button presses are acted on."""
-    runtime: Runtime = request.app.state.runtime
-    form = await _signed_form(request, runtime)
-    if isinstance(form, Response):
-        return form
+    signed = await _signed_form(request)
+    if isinstance(signed, Response):
+        return signed
+    found, form = signed
     try:
         payload = json.loads(form.get("payload", ""))
     except ValueError:
@@ -136,15 +111,13 @@ async def slack_interactivity(request: Request) -> Response:
         user = {}
     user_id = str(user.get("id") or "")
     seen = f"{_message_ts(payload)}:{action.get('action_ts', '')}:{user_id}"
-    first = await asyncio.to_thread(runtime.store.outbox.first_time, "slack", seen, runtime.clock())
-    if not first:
-        log.info("Slack press %s seen before", seen, extra={"action": "slack_webhook"})
+    if await seen_before(request, "slack", seen):
         return Response(status_code=200)
     name = str(user.get("username") or user.get("name") or user_id)
     press = ChatPress("slack", user_id, name, str(action.get("value") or ""))
     response_url = str(payload.get("response_url") or "")
-    channel = channel_of(request.app, runtime)
-    task = BackgroundTask(_decide_and_respond, runtime, channel, press, response_url)
+    tell = partial(answering.of(request).respond, response_url) if response_url else None
+    task = decided_later(found.decider, press, tell, "response_url")
     return Response(status_code=200, background=task)
 
 
@@ -170,28 +143,16 @@ def _message_ts(payload: Mapping[str, Any]) -> str:
     return ""
 
 
-async def _decide_and_respond(
-    runtime: Runtime, channel: SlackChannel, press: ChatPress, response_url: str
-) -> None:
-    text = await decide_press(runtime.decider, press)
-    if text is None:
-        return
-    if not response_url:
-        log.warning("Cannot answer a Slack press: no response_url", extra={"action": "slack_press"})
-        return
-    await channel.respond(response_url, text)
-
-
 @router.post("/webhooks/slack/commands", include_in_schema=False)
 async def slack_commands(request: Request) -> Response:
     """The slash command request URL: ``/runs`` (``/runs all``), answered to the caller only."""
-    runtime: Runtime = request.app.state.runtime
-    form = await _signed_form(request, runtime)
-    if isinstance(form, Response):
-        return form
+    signed = await _signed_form(request)
+    if isinstance(signed, Response):
+        return signed
+    found, form = signed
     command = form.get("command", "")
     if command != "/runs":
         text = f"unknown command {command}: watchkeeper knows /runs"
     else:
-        text = await runs_text(runtime.overview, form.get("text", ""))
+        text = await runs_text(found.overview, form.get("text", ""))
     return JSONResponse({"response_type": "ephemeral", "text": text})

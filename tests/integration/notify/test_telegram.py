@@ -583,7 +583,7 @@ def test_without_a_notifier_the_route_builds_its_own_channel_and_closes_it(
     surface: Runtime, fake: FakeTelegram
 ) -> None:
     app = FastAPI()
-    app.state.runtime = surface
+    app.state.services = surface
     app.include_router(telegram_router)
     port = free_port()
     server = uvicorn.Server(
