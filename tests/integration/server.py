@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import socket
 import threading
-import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -17,6 +16,8 @@ from watchkeeper.server.app import create_app
 from watchkeeper.server.http import BODY_TIMEOUT_S, HEADER_TIMEOUT_S, server_config
 from watchkeeper.server.longpoll import LongWaits
 from watchkeeper.store.tokens import Role
+
+from ..support.waiting import wait_for
 
 
 @dataclass
@@ -77,11 +78,9 @@ def live_server(
     server = uvicorn.Server(config)
     thread = threading.Thread(target=server.run, daemon=True)
     thread.start()
-    deadline = time.monotonic() + 20
-    while not server.started:
-        if time.monotonic() > deadline or not thread.is_alive():
-            raise RuntimeError("the test server did not start")
-        time.sleep(0.01)
+    wait_for(lambda: server.started or not thread.is_alive(), what="the test server", timeout=20)
+    if not server.started:
+        raise RuntimeError("the test server did not start")
     try:
         yield LiveServer(f"http://127.0.0.1:{port}", runtime, tokens, server)
     finally:

@@ -9,8 +9,7 @@ from __future__ import annotations
 import os
 import signal
 import threading
-import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 
@@ -27,6 +26,7 @@ from watchkeeper.server.longpoll import LongWaits
 from watchkeeper.store import Store
 
 from ..conftest import make_settings
+from ..support.waiting import wait_for
 from .procs.conftest import kill_leftovers
 from .server import LiveServer, live_server
 
@@ -46,14 +46,6 @@ def served(tmp_path: Path, store: Store) -> Iterator[tuple[LiveServer, LongWaits
     finally:
         runtime.sweeper.close()
         kill_leftovers(ProcEngine(store, settings.data_dir))
-
-
-def _until(predicate: Callable[[], object], what: str, timeout: float = PROMPT_S) -> None:
-    deadline = time.monotonic() + timeout
-    while not predicate():
-        if time.monotonic() > deadline:
-            raise AssertionError(f"{what} did not happen within {timeout} s")
-        time.sleep(0.02)
 
 
 class _Recording(httpx.HTTPTransport):
@@ -100,7 +92,7 @@ def test_a_refused_held_request_says_too_many_requests(
     run_id = _start(server, ["sleep", "600"])
     with ThreadPoolExecutor(1) as pool, server.client("viewer") as http:
         held = _hold_wait(pool, server, run_id)
-        _until(lambda: caps.in_use == 1, "the first long-poll held")
+        wait_for(lambda: caps.in_use == 1, what="the first long-poll held", timeout=PROMPT_S)
         refused = http.get(f"/api/v1/procs/{run_id}/wait", params={"timeout_s": 0})
         assert refused.status_code == 429
         assert refused.json()["error"]["code"] == "too_many_requests"
@@ -119,9 +111,9 @@ def test_the_sdk_waits_out_a_refusal_and_asks_again(served: tuple[LiveServer, Lo
         Client(server.url, server.tokens["viewer"], transport=recording) as sdk,
     ):
         held = _hold_wait(pool, server, run_id)
-        _until(lambda: caps.in_use == 1, "the first long-poll held")
+        wait_for(lambda: caps.in_use == 1, what="the first long-poll held", timeout=PROMPT_S)
         waited = pool.submit(sdk.procs.wait, run_id, timeout_s=120)
-        _until(lambda: 429 in recording.statuses, "the SDK's wait refused")
+        wait_for(lambda: 429 in recording.statuses, what="the SDK's wait refused", timeout=PROMPT_S)
         assert not waited.done(), "the SDK gave up on a 429 instead of asking again"
         with server.client("admin") as admin:
             admin.post(f"/api/v1/procs/{run_id}/abort", json={"grace_s": 1})
@@ -135,7 +127,7 @@ def test_the_sdk_stops_asking_at_the_callers_timeout(served: tuple[LiveServer, L
     run_id = _start(server, ["sleep", "600"])
     with ThreadPoolExecutor(1) as pool, Client(server.url, server.tokens["viewer"]) as sdk:
         held = _hold_wait(pool, server, run_id)
-        _until(lambda: caps.in_use == 1, "the first long-poll held")
+        wait_for(lambda: caps.in_use == 1, what="the first long-poll held", timeout=PROMPT_S)
         with pytest.raises(ClientError) as refused:
             sdk.procs.wait(run_id, timeout_s=0.2)
         assert refused.value.status == 429
@@ -161,7 +153,11 @@ def test_the_sdk_abort_waits_out_a_refusal_and_asks_again(
     stubborn = _start(server, ["sh", "-c", "trap '' TERM; while :; do sleep 1; done"])
     obedient = _start(server, ["sleep", "600"])
     engine = ProcEngine(server.runtime.store, server.runtime.settings.data_dir)
-    _until(lambda: engine.get(stubborn).pid is not None, "the stubborn run started")
+    wait_for(
+        lambda: engine.get(stubborn).pid is not None,
+        what="the stubborn run started",
+        timeout=PROMPT_S,
+    )
     recording = _Recording()
     with (
         ThreadPoolExecutor(2) as pool,
@@ -171,10 +167,14 @@ def test_the_sdk_abort_waits_out_a_refusal_and_asks_again(
         held = pool.submit(first.procs.abort, stubborn, grace_s=300)
         aborts = server.server.config.app.state.abort_waits if server.server else None
         assert isinstance(aborts, LongWaits)
-        _until(lambda: aborts.in_use == 1, "the first abort in its grace period")
+        wait_for(
+            lambda: aborts.in_use == 1, what="the first abort in its grace period", timeout=PROMPT_S
+        )
         try:
             retried = pool.submit(second.procs.abort, obedient, grace_s=1)
-            _until(lambda: 429 in recording.statuses, "the second abort refused")
+            wait_for(
+                lambda: 429 in recording.statuses, what="the second abort refused", timeout=PROMPT_S
+            )
             assert not retried.done(), "the SDK gave up on a 429 instead of asking again"
         finally:
             run = engine.get(stubborn)  # its grace would last minutes: end it ourselves

@@ -9,8 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import re
-import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -26,6 +25,7 @@ from watchkeeper.store import Store
 from watchkeeper.store.tokens import Role
 
 from ..conftest import make_settings
+from ..support.waiting import wait_for, wait_for_async
 from .procs.conftest import kill_leftovers
 from .server import LiveServer, live_server
 
@@ -43,14 +43,6 @@ def served_runtime(tmp_path: Path, store: Store) -> Iterator[Runtime]:
     yield runtime
     runtime.sweeper.close()
     kill_leftovers(ProcEngine(store, settings.data_dir))
-
-
-def _until(predicate: Callable[[], object], what: str, timeout: float = 30.0) -> None:
-    deadline = time.monotonic() + timeout
-    while not predicate():
-        if time.monotonic() > deadline:
-            raise AssertionError(f"{what} did not happen within {timeout} s")
-        time.sleep(0.02)
 
 
 def _in_flight(server: LiveServer) -> int:
@@ -130,8 +122,8 @@ async def _hold_and_use(server: LiveServer, caps: LongWaits) -> list[httpx.Respo
             )
 
         held = [poll() for _ in range(HELD)]
-        await asyncio.to_thread(
-            _until, lambda: _in_flight(server) >= HELD, f"{HELD} long-polls in flight"
+        await wait_for_async(
+            lambda: _in_flight(server) >= HELD, what=f"{HELD} long-polls in flight"
         )
 
         # While every long-poll is held, the rest of the API answers.
@@ -157,7 +149,7 @@ async def _hold_and_use(server: LiveServer, caps: LongWaits) -> list[httpx.Respo
 
         # The token's 61st to 64th long-polls are held too; its 65th is refused at once.
         held += [poll() for _ in range(4)]
-        await asyncio.to_thread(_until, lambda: caps.in_use == HELD + 4, "64 held long-polls")
+        await wait_for_async(lambda: caps.in_use == HELD + 4, what="64 held long-polls")
         refused = await http.get(
             f"/api/v1/procs/{run_id}/wait", params={"timeout_s": POLL_S}, headers=_auth(viewer)
         )
@@ -218,7 +210,7 @@ def test_streams_and_long_polls_share_the_caps(served_runtime: Runtime) -> None:
                         assert full.status_code == 429
                         assert "server already holds 3" in full.json()["error"]["message"]
             # Closed streams give their places back.
-            _until(lambda: caps.in_use == 0, "the closed streams' places given back")
+            wait_for(lambda: caps.in_use == 0, what="the closed streams' places given back")
             again = http.get(wait_url, params={"timeout_s": 0}, headers=_auth(first))
             assert again.status_code == 200 and again.json()["status"] == "running"
             http.post(f"/api/v1/procs/{run_id}/abort", json={"grace_s": 1}, headers=admin)

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -15,6 +14,7 @@ from watchkeeper.runtime import Runtime
 from watchkeeper.store import Store
 
 from ..conftest import make_settings
+from ..support.waiting import wait_for
 from .server import LiveServer, live_server
 
 
@@ -26,16 +26,6 @@ def looping(tmp_path: Path, store: Store) -> Iterator[LiveServer]:
     with live_server(runtime, run_sweeper=True) as server:
         yield server
     runtime.sweeper.close()
-
-
-def wait_for(predicate: object, timeout: float = 20.0) -> bool:
-    """Poll for an event (not a verdict): True once ``predicate()`` holds."""
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if predicate():  # type: ignore[operator]
-            return True
-        time.sleep(0.05)
-    return False
 
 
 def test_run_context_finishes_on_exit_and_fails_with_the_exception(looping: LiveServer) -> None:
@@ -71,8 +61,9 @@ def test_sdk_reports_a_clear_error_when_the_server_is_away() -> None:
 def test_loop_judges_on_the_deadline_not_the_tick(looping: LiveServer) -> None:
     with Client(looping.url, looping.tokens["admin"]) as client:
         client.start("crawl", "short budget", run_id="deadline-1", budget_s=1, lease_s=600)
-        assert wait_for(lambda: client.incidents.list(status="open"))
-        incidents = client.incidents.list(status="open")
+        incidents = wait_for(
+            lambda: client.incidents.list(status="open"), what="an open incident", timeout=20
+        )
     assert [(i["run_id"], i["condition"]) for i in incidents] == [("deadline-1", "stalled")]
     # With a one-hour tick, only the deadline schedule can explain a sweep this soon.
     assert looping.runtime.sweeper.latest is not None

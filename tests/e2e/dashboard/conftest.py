@@ -10,7 +10,6 @@ import os
 import re
 import shutil
 import threading
-import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -30,6 +29,7 @@ from watchkeeper.store.tokens import Role
 
 from ...conftest import make_settings
 from ...integration.server import free_port
+from ...support.waiting import wait_for
 
 CHROMIUM = os.environ.get("WATCHKEEPER_CHROMIUM", "/usr/bin/chromium")
 CHROMIUM_ARGS = [
@@ -130,11 +130,9 @@ def serve(app: FastAPI, port: int | None = None) -> Iterator[str]:
     server = uvicorn.Server(config)
     thread = threading.Thread(target=server.run, daemon=True)
     thread.start()
-    deadline = time.monotonic() + 20
-    while not server.started:
-        if time.monotonic() > deadline or not thread.is_alive():
-            raise RuntimeError("the dashboard test server did not start")
-        time.sleep(0.01)
+    wait_for(lambda: server.started or not thread.is_alive(), what="the dashboard", timeout=20)
+    if not server.started:
+        raise RuntimeError("the dashboard test server did not start")
     try:
         yield f"http://127.0.0.1:{port}"
     finally:

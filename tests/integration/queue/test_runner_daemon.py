@@ -13,8 +13,8 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import make_settings
-from tests.integration.procs.conftest import wait_until
 from tests.integration.server import LiveServer, live_server
+from tests.support.waiting import wait_for
 from watchkeeper.client import Client
 from watchkeeper.clock import utcnow
 from watchkeeper.notify.ops import OpsNotifier
@@ -76,12 +76,12 @@ def test_runner_runs_reports_and_a_cancel_aborts_the_subprocess(
             def status(job: dict[str, object]) -> str:
                 return str(client.jobs.get(str(job["id"]))["status"])
 
-            wait_until(lambda: status(ok) == "succeeded", EVENT_TIMEOUT_S)
-            wait_until(lambda: status(bad) == "failed", EVENT_TIMEOUT_S)
+            wait_for(lambda: status(ok) == "succeeded", timeout=EVENT_TIMEOUT_S)
+            wait_for(lambda: status(bad) == "failed", timeout=EVENT_TIMEOUT_S)
             failed_task = client.jobs.get(str(bad["id"]))["tasks"][0]
             assert failed_task["exit_code"] == 3
 
-            wait_until(pid_file.exists, EVENT_TIMEOUT_S)
+            wait_for(pid_file.exists, timeout=EVENT_TIMEOUT_S)
             pid = int(pid_file.read_text())
             assert identity.start_time(pid) is not None
             [runner] = client.runners.topology()["runners"]
@@ -89,7 +89,7 @@ def test_runner_runs_reports_and_a_cancel_aborts_the_subprocess(
 
             assert client.jobs.cancel(str(slow["id"]))["affected"] == 1
             # The runner's next renewal fails; it aborts the subprocess's group.
-            wait_until(lambda: identity.start_time(pid) is None, EVENT_TIMEOUT_S)
+            wait_for(lambda: identity.start_time(pid) is None, timeout=EVENT_TIMEOUT_S)
             assert status(slow) == "cancelled"
             assert client.jobs.cancel(str(slow["id"]))["affected"] == 0
     finally:

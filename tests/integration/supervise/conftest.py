@@ -8,6 +8,8 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 
+from ...support.waiting import wait_for
+
 
 @pytest.fixture
 def anyio_backend() -> str:
@@ -33,10 +35,14 @@ class RecordingServer:
     received: threading.Condition = field(default_factory=threading.Condition)
 
     def wait_for(self, count: int, timeout_s: float = 10.0) -> list[Recorded]:
+        """The requests so far, once ``count`` of them have arrived."""
+        wait_for(
+            lambda: len(self.requests) >= count,
+            what=f"{count} requests arriving",
+            timeout=timeout_s,
+            changed=self.received,
+        )
         with self.received:
-            assert self.received.wait_for(lambda: len(self.requests) >= count, timeout_s), (
-                f"only {len(self.requests)} of {count} requests arrived"
-            )
             return list(self.requests)
 
 

@@ -25,6 +25,8 @@ from watchkeeper.supervise import (
 )
 from watchkeeper.supervise.testing import next_event
 
+from ...support.waiting import wait_for_async
+
 pytestmark = pytest.mark.anyio
 
 
@@ -47,11 +49,9 @@ def alive(pid: int) -> bool:
         return False
 
 
-async def wait_dead(pid: int, timeout_s: float = 10.0) -> None:
+async def wait_dead(pid: int) -> None:
     """Wait (on real events, not a verdict by sleeping) until ``pid`` is gone."""
-    async with asyncio.timeout(timeout_s):
-        while alive(pid):
-            await asyncio.sleep(0.02)
+    await wait_for_async(lambda: not alive(pid), what=f"process {pid} gone", timeout=10)
 
 
 def tree() -> SupervisorBuilder:
