@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import hashlib
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
 from enum import StrEnum
@@ -104,6 +105,18 @@ class Origin:
 
 
 NO_ORIGIN = Origin()
+
+
+def origin_of(stored: Mapping[str, str] | None) -> Origin:
+    """The origin a run's row stores as a mapping (``platform``, ``chat_id``...)."""
+    if not stored:
+        return NO_ORIGIN
+    return Origin(
+        platform=stored.get("platform"),
+        chat_id=stored.get("chat_id"),
+        thread_id=stored.get("thread_id"),
+        message_id=stored.get("message_id"),
+    )
 
 
 @dataclass(frozen=True, slots=True)

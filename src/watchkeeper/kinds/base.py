@@ -15,7 +15,7 @@ import time
 from abc import ABC, abstractmethod
 from collections.abc import Sequence, Set
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from pydantic import BaseModel, ValidationError
@@ -30,6 +30,8 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 OptionsT = TypeVar("OptionsT", bound=BaseModel)
+#: Ended runs stay visible (and their incidents reconcilable) this long.
+FINISHED_WINDOW = timedelta(days=1)
 
 
 @dataclass(frozen=True, slots=True)
@@ -60,6 +62,13 @@ class Adapter(ABC):
 
         Runs in a worker thread; raise any exception to report the kind unreadable.
         """
+
+    def own_store(self) -> Store:
+        """Watchkeeper's own store, for the kinds that keep their runs there."""
+        store = self.context.store
+        if store is None:
+            raise RuntimeError(f"the {self.adapter_name} adapter needs watchkeeper's store")
+        return store
 
     def read_for_sweep(self, now: datetime, watched: Set[str]) -> KindRead:
         """What a sweep needs: every run that may have a verdict, plus the ``watched`` ones.

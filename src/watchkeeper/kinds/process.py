@@ -12,25 +12,23 @@ from __future__ import annotations
 
 import os
 from collections.abc import Sequence
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, datetime
 from pathlib import Path
 
 from watchkeeper.contract import (
-    NO_ORIGIN,
     Effects,
     Failure,
-    Origin,
     Owner,
     OwnerKind,
     RunStatus,
     RunView,
     fingerprint,
+    origin_of,
 )
-from watchkeeper.kinds.base import Adapter
+from watchkeeper.kinds.base import FINISHED_WINDOW, Adapter
 from watchkeeper.procs import identity, layout, settle, witness
 from watchkeeper.records.procs import ProcRun, ProcStatus
 
-FINISHED_WINDOW = timedelta(days=1)
 _STATUS = {
     ProcStatus.STARTING: RunStatus.RUNNING,
     ProcStatus.RUNNING: RunStatus.RUNNING,
@@ -49,10 +47,7 @@ class ProcessAdapter(Adapter):
         """Active runs and those that ended within the last day."""
         from watchkeeper.store.procs import ProcStore
 
-        store = self.context.store
-        if store is None:
-            raise RuntimeError("the process adapter needs watchkeeper's store")
-        runs = ProcStore(store.engine).runs(
+        runs = ProcStore(self.own_store().engine).runs(
             active_only=False, finished_since=now - FINISHED_WINDOW, limit=100_000
         )
         data_dir = self.context.settings.data_dir
@@ -75,7 +70,7 @@ def view(kind: str, run: ProcRun, data_dir: os.PathLike[str], now: datetime) -> 
         started_at=run.started_at or run.created_at,
         finished_at=finished,
         budget_s=run.budget_s,
-        origin=_origin(run.origin),
+        origin=origin_of(run.origin),
         effects=Effects.UNKNOWN,
         failure=failure,
         step=run.step,
@@ -143,14 +138,3 @@ def _progress(run: ProcRun, data_dir: os.PathLike[str]) -> tuple[datetime | None
 
 def _path(data_dir: os.PathLike[str]) -> Path:
     return Path(data_dir)
-
-
-def _origin(value: dict[str, str] | None) -> Origin:
-    if not value:
-        return NO_ORIGIN
-    return Origin(
-        platform=value.get("platform"),
-        chat_id=value.get("chat_id"),
-        thread_id=value.get("thread_id"),
-        message_id=value.get("message_id"),
-    )

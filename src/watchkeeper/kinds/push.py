@@ -7,27 +7,23 @@ within ``lease_s``. A lapsed lease makes running work stuck.
 from __future__ import annotations
 
 from collections.abc import Sequence, Set
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, datetime
 from typing import Any
 
 from watchkeeper.contract import (
-    NO_ORIGIN,
     Effects,
     Failure,
     KindRead,
-    Origin,
     Owner,
     OwnerKind,
     RunStatus,
     RunView,
+    origin_of,
 )
 from watchkeeper.errors import WatchkeeperError
-from watchkeeper.kinds.base import Adapter
-from watchkeeper.store import Store
+from watchkeeper.kinds.base import FINISHED_WINDOW, Adapter
 from watchkeeper.store.runs import state_token
 
-#: Ended runs stay visible (and their incidents reconcilable) this long.
-FINISHED_WINDOW = timedelta(days=1)
 _STATUS = {status.value: status for status in RunStatus}
 _EFFECTS = {effects.value: effects for effects in Effects}
 
@@ -39,14 +35,12 @@ class PushAdapter(Adapter):
 
     def read(self, now: datetime) -> Sequence[RunView]:
         """Active runs and those that ended within the last day."""
-        store = self.context.store
-        if store is None:
-            raise RuntimeError("the push adapter needs watchkeeper's store")
+        store = self.own_store()
         return self._views(store.runs.rows_for_judging(self.name, now - FINISHED_WINDOW), now)
 
     def read_for_sweep(self, now: datetime, watched: Set[str]) -> KindRead:
         """Only the runs that may have a verdict (and the watched ones), found by the store."""
-        store = self._store()
+        store = self.own_store()
         found = store.runs.sweep_rows(
             self.name,
             now,
@@ -60,18 +54,9 @@ class PushAdapter(Adapter):
             self.name, tuple(self._views(found.rows, now)), total=found.total, deadline=deadline
         )
 
-    def _store(self) -> Store:
-        store = self.context.store
-        if store is None:
-            raise RuntimeError("the push adapter needs watchkeeper's store")
-        return store
-
     def read_one(self, run_id: str, now: datetime) -> RunView | None:
         """One push run by id, straight from the store."""
-        store = self.context.store
-        if store is None:
-            raise RuntimeError("the push adapter needs watchkeeper's store")
-        row = store.runs.row_for_judging(self.name, run_id)
+        row = self.own_store().runs.row_for_judging(self.name, run_id)
         return None if row is None else self._views([row], now)[0]
 
     def evidence(self, run_id: str) -> dict[str, str]:
@@ -111,7 +96,7 @@ class PushAdapter(Adapter):
                     finished_at=None if finished_at is None else fromts(finished_at, UTC),
                     expected_s=expected_s,
                     budget_s=budget_s,
-                    origin=_origin(origin),
+                    origin=origin_of(origin),
                     effects=_EFFECTS.get(effects, Effects.UNKNOWN),
                     failure=None
                     if failure_reason is None
@@ -120,14 +105,3 @@ class PushAdapter(Adapter):
                 )
             )
         return views
-
-
-def _origin(value: dict[str, str] | None) -> Origin:
-    if not value:
-        return NO_ORIGIN
-    return Origin(
-        platform=value.get("platform"),
-        chat_id=value.get("chat_id"),
-        thread_id=value.get("thread_id"),
-        message_id=value.get("message_id"),
-    )
