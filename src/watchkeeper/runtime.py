@@ -12,6 +12,8 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from typing import TYPE_CHECKING
 
+from watchkeeper.access.sessions import SessionService
+from watchkeeper.access.tokens import TokenService
 from watchkeeper.clock import Now, utcnow
 from watchkeeper.config import Settings
 from watchkeeper.decide.decider import Decider
@@ -31,8 +33,6 @@ from watchkeeper.watch.selfcheck import NoticeSink
 from watchkeeper.watch.sweeper import Sweeper
 
 if TYPE_CHECKING:
-    from watchkeeper.access.sessions import SessionService
-    from watchkeeper.access.tokens import TokenService
     from watchkeeper.procs.engine import ProcEngine
     from watchkeeper.queue.service import QueueService
     from watchkeeper.timeline.service import TimelineService
@@ -107,15 +107,11 @@ class Runtime:
     @cached_property
     def tokens(self) -> TokenService:
         """API tokens."""
-        from watchkeeper.access.tokens import TokenService  # lazy, as below
-
         return TokenService(self.store, self.clock)
 
     @cached_property
     def sessions(self) -> SessionService:
         """Dashboard sessions."""
-        from watchkeeper.access.sessions import SessionService  # lazy, as below
-
         return SessionService(self.store, self.clock)
 
     @cached_property

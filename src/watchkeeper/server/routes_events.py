@@ -17,7 +17,7 @@ import json
 import threading
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 
 from fastapi import APIRouter, Depends, FastAPI, Request
 from fastapi.responses import StreamingResponse
@@ -34,6 +34,10 @@ KEEP_ALIVE_S = 15.0
 #: How long one stream lasts before the client reconnects (so shutdown never waits long).
 STREAM_S = 300.0
 INBOX_SIZE = 1000
+#: How a stream of server-sent events is answered: never cached, never buffered by a proxy.
+SSE_HEADERS = {"Cache-Control": "no-store", "X-Accel-Buffering": "no"}
+KEEP_ALIVE = ": keep-alive\n\n"
+T = TypeVar("T")
 
 
 @dataclass(frozen=True, eq=False)
@@ -87,6 +91,22 @@ def broadcaster_of(app: FastAPI) -> Broadcaster:
     return made_once(app, "events", Broadcaster, Broadcaster)
 
 
+async def relay(
+    request: Request, inbox: asyncio.Queue[T], lasts_s: float, quiet_s: float
+) -> AsyncIterator[T | None]:
+    """What arrives in ``inbox`` until the client leaves or ``lasts_s`` has passed.
+
+    ``None`` after every ``quiet_s`` without an arrival: the stream's cue for a keep-alive.
+    """
+    loop = asyncio.get_running_loop()
+    ends_at = loop.time() + lasts_s
+    while loop.time() < ends_at and not await request.is_disconnected():
+        try:
+            yield await asyncio.wait_for(inbox.get(), timeout=quiet_s)
+        except TimeoutError:
+            yield None
+
+
 def publish_task_updated(app: FastAPI, task: dict[str, Any]) -> None:
     """Publish ``task.updated`` with the task's API form."""
     broadcaster_of(app).publish("task.updated", {"type": "task.updated", "task": task})
@@ -103,25 +123,11 @@ async def events(request: Request, token: TokenInfo = Depends(viewer)) -> Stream
     async def stream() -> AsyncIterator[str]:
         # Subscribed before the first line: a client that read it misses nothing after.
         subscriber = broadcaster.subscribe()
-        loop = asyncio.get_running_loop()
-        ends_at = loop.time() + STREAM_S
         try:
             yield "retry: 1000\n\n: subscribed\n\n"
-            while loop.time() < ends_at and not await request.is_disconnected():
-                try:
-                    event, data = await asyncio.wait_for(
-                        subscriber.inbox.get(), timeout=KEEP_ALIVE_S
-                    )
-                except TimeoutError:
-                    yield ": keep-alive\n\n"
-                    continue
-                yield f"event: {event}\ndata: {data}\n\n"
+            async for item in relay(request, subscriber.inbox, STREAM_S, KEEP_ALIVE_S):
+                yield KEEP_ALIVE if item is None else f"event: {item[0]}\ndata: {item[1]}\n\n"
         finally:
             broadcaster.leave(subscriber)
 
-    return held_stream(
-        request.app,
-        token.id,
-        stream(),
-        headers={"Cache-Control": "no-store", "X-Accel-Buffering": "no"},
-    )
+    return held_stream(request.app, token.id, stream(), headers=SSE_HEADERS)

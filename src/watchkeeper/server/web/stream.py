@@ -37,6 +37,7 @@ from watchkeeper.queue.views import task_json
 from watchkeeper.records.queue import TaskStatus
 from watchkeeper.server.deps import Services, made_once, services
 from watchkeeper.server.longpoll import held_stream
+from watchkeeper.server.routes_events import KEEP_ALIVE, SSE_HEADERS, relay
 from watchkeeper.server.web.session import Session, session
 from watchkeeper.server.web.shared import SharedOverview, shared_overview
 
@@ -253,8 +254,6 @@ async def stream(request: Request, current: Session = Depends(session)) -> Strea
 
     async def events() -> AsyncIterator[str]:
         inbox = watcher.listen()
-        loop = asyncio.get_running_loop()
-        ends_at = loop.time() + STREAM_S
         try:
             yield "retry: 1000\n\n"
             if last_id:
@@ -265,19 +264,9 @@ async def stream(request: Request, current: Session = Depends(session)) -> Strea
                     yield "event: resync\ndata: {}\n\n"
             hello = json.dumps(watcher.hello())
             yield f"id: {watcher.epoch}.{watcher.seq}\nevent: hello\ndata: {hello}\n\n"
-            while loop.time() < ends_at and not await request.is_disconnected():
-                try:
-                    item = await asyncio.wait_for(inbox.get(), timeout=LOOK_EVERY_S)
-                except TimeoutError:
-                    yield ": keep-alive\n\n"
-                    continue
-                yield _frame(watcher.epoch, item)
+            async for arrived in relay(request, inbox, STREAM_S, LOOK_EVERY_S):
+                yield KEEP_ALIVE if arrived is None else _frame(watcher.epoch, arrived)
         finally:
             watcher.leave(inbox)
 
-    return held_stream(
-        request.app,
-        current.token_id,
-        events(),
-        headers={"Cache-Control": "no-store", "X-Accel-Buffering": "no"},
-    )
+    return held_stream(request.app, current.token_id, events(), headers=SSE_HEADERS)
