@@ -12,6 +12,7 @@ import asyncio
 import functools
 import heapq
 import itertools
+import time
 from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 from typing import Generic, Protocol, TypeVar, overload, runtime_checkable
@@ -104,6 +105,41 @@ def settle(fut: asyncio.Future[None]) -> None:
     """Resolve ``fut`` unless something already did: a timer's usual callback."""
     if not fut.done():
         fut.set_result(None)
+
+
+class _LoopClock:
+    """Timers on the running asyncio loop, measured by ``_time``."""
+
+    _time: Callable[[], float]
+
+    def now(self) -> float:
+        return self._time()
+
+    def call_at(self, deadline: float, callback: Callable[[], None]) -> Timer:
+        loop = asyncio.get_running_loop()
+        return loop.call_later(max(deadline - self._time(), 0.0), callback)
+
+    async def sleep_until(self, deadline: float) -> None:
+        delay = deadline - self._time()
+        if delay > 0:
+            await asyncio.sleep(delay)
+
+
+class MonotonicClock(_LoopClock):
+    """Real time from ``time.monotonic``: for delays and timeouts within one process."""
+
+    def __init__(self) -> None:
+        self._time = time.monotonic
+
+
+class WallClock(_LoopClock):
+    """Real time from ``time.time``: for times shared across processes or hosts."""
+
+    def __init__(self) -> None:
+        self._time = time.time
+
+    def __call__(self) -> datetime:
+        return datetime.fromtimestamp(self._time(), UTC)
 
 
 class _ManualTimer:

@@ -10,12 +10,12 @@ import asyncio
 import logging
 import os
 import socket
-import time
 from collections import defaultdict
 from collections.abc import Mapping
 from datetime import timedelta
 
-from watchkeeper.clock import Now
+from watchkeeper.backoff import backoff_delay
+from watchkeeper.clock import Clock, MonotonicClock, Now
 from watchkeeper.notify.channels.base import Channel, SendOutcome, SendResult
 from watchkeeper.notify.message import Message, Target
 from watchkeeper.store import Store
@@ -34,18 +34,29 @@ MAX_PACE_WAIT_S = 2.0
 
 def backoff_s(attempts: int) -> float:
     """Seconds before the next try after ``attempts`` tries: 1, 2, 4 ... capped at 5 minutes."""
-    return float(min(300, 2 ** max(0, attempts - 1)))
+    return backoff_delay(max(0, attempts - 1), initial=1.0, factor=2.0, cap=300.0)
 
 
 class Deliverer:
-    """Claims due deliveries and sends them through their channels."""
+    """Claims due deliveries and sends them through their channels.
 
-    def __init__(self, store: Store, channels: Mapping[str, Channel], clock: Now) -> None:
+    ``clock`` dates claims and retries; ``pace`` (monotonic unless given) spaces
+    the calls to one conversation, since platform limits are about seconds,
+    not judged time.
+    """
+
+    def __init__(
+        self,
+        store: Store,
+        channels: Mapping[str, Channel],
+        clock: Now,
+        pace: Clock | None = None,
+    ) -> None:
         self.store = store
         self.channels = dict(channels)
         self.clock = clock
+        self.pace: Clock = pace or MonotonicClock()
         self.claimer = f"{socket.gethostname()}:{os.getpid()}"
-        # Pace per conversation in real time: platform limits are about seconds, not judged time.
         self._next_slot: dict[str, float] = {}
 
     async def deliver_due(self, limit: int = 200) -> int:
@@ -66,7 +77,8 @@ class Deliverer:
             channel = self.channels.get(delivery.channel)
             wait = self._wait_for_slot(place, channel)
             while 0 < wait <= MAX_PACE_WAIT_S:
-                await asyncio.sleep(wait)  # only this conversation waits; the others go on
+                # Only this conversation waits; the others go on.
+                await self.pace.sleep_until(self.pace.now() + wait)
                 wait = self._wait_for_slot(place, channel)
             if wait > 0:
                 break  # the rest of this conversation waits for the next pass
@@ -80,7 +92,7 @@ class Deliverer:
         return calls
 
     def _wait_for_slot(self, place: str, channel: Channel | None) -> float:
-        now = time.monotonic()
+        now = self.pace.now()
         slot = self._next_slot.get(place, 0.0)
         if slot > now:
             return slot - now

@@ -2,16 +2,15 @@
 
 from __future__ import annotations
 
-import asyncio
 import json
 import logging
-import time
 from collections.abc import Mapping
 from typing import Any
 
 import httpx
 
-from watchkeeper.clock import rfc3339
+from watchkeeper.backoff import backoff_delay
+from watchkeeper.clock import Clock, WallClock, rfc3339
 from watchkeeper.config import OpsConfig
 from watchkeeper.notify.channels.base import Channel
 from watchkeeper.notify.message import Message
@@ -37,7 +36,8 @@ class OpsNotifier:
 
     Nothing here touches the database: the database may be what is down. Chat
     notices go straight to the channels the server uses (``channels``, shared
-    once it starts), never through the outbox.
+    once it starts), never through the outbox. ``clock`` (wall time unless
+    given) stamps the webhook's signature and paces its retries.
     """
 
     def __init__(
@@ -45,10 +45,12 @@ class OpsNotifier:
         config: OpsConfig,
         attempts: int = 3,
         channels: Mapping[str, Channel] | None = None,
+        clock: Clock | None = None,
     ) -> None:
         self.config = config
         self.attempts = attempts
         self.channels: Mapping[str, Channel] = channels if channels is not None else {}
+        self.clock: Clock = clock or WallClock()
         self.sent: list[Notice] = []
 
     async def send(self, notice: Notice) -> None:
@@ -87,7 +89,7 @@ class OpsNotifier:
         body = json.dumps(payload).encode()
         headers = {"Content-Type": "application/json"}
         if self.config.webhook_secret:
-            stamp = str(int(time.time()))
+            stamp = str(int(self.clock.now()))
             headers[TIMESTAMP_HEADER] = stamp
             headers[SIGNATURE_HEADER] = sign(self.config.webhook_secret, stamp, body)
         url = self.config.webhook_url
@@ -114,4 +116,5 @@ class OpsNotifier:
                     )
                     if response.status_code < 500 and response.status_code != 429:
                         return
-                await asyncio.sleep(min(2.0**attempt * 0.1, 2.0))
+                delay = backoff_delay(attempt, initial=0.1, factor=2.0, cap=2.0)
+                await self.clock.sleep_until(self.clock.now() + delay)

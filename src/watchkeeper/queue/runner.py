@@ -28,11 +28,11 @@ from __future__ import annotations
 import logging
 import os
 import threading
-import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from watchkeeper.clock import Clock, MonotonicClock
 from watchkeeper.errors import ClientError, WatchkeeperError
 from watchkeeper.procs import identity, layout
 from watchkeeper.procs.launch import LaunchRequest
@@ -83,25 +83,38 @@ class _Held:
 
 
 class RunnerDaemon:
-    """One executor daemon. ``run(stop)`` serves until ``stop`` is set."""
+    """One executor daemon. ``run(stop)`` serves until ``stop`` is set.
 
-    def __init__(self, client: Client, options: RunnerOptions, engine: ProcEngine) -> None:
+    ``clock`` (monotonic unless given) schedules the polls and the renewals.
+    """
+
+    def __init__(
+        self,
+        client: Client,
+        options: RunnerOptions,
+        engine: ProcEngine,
+        clock: Clock | None = None,
+    ) -> None:
         self.client = client
         self.options = options
         self.engine = engine
+        self.clock: Clock = clock or MonotonicClock()
         self.runner_id: str | None = None
         self.held: dict[str, _Held] = {}
         self._next_poll = 0.0
 
     @classmethod
-    def open(cls, client: Client, options: RunnerOptions) -> RunnerDaemon:
+    def open(
+        cls, client: Client, options: RunnerOptions, clock: Clock | None = None
+    ) -> RunnerDaemon:
         """A daemon with its own process store in ``options.data_dir``."""
         from watchkeeper.procs.engine import ProcEngine
         from watchkeeper.store.procs import open_store
 
         options.data_dir.mkdir(parents=True, exist_ok=True)
         store = open_store(f"sqlite:///{options.data_dir / 'runner.db'}")
-        return cls(client, options, ProcEngine(store, options.data_dir, grace_s=options.grace_s))
+        engine = ProcEngine(store, options.data_dir, grace_s=options.grace_s)
+        return cls(client, options, engine, clock)
 
     def close(self) -> None:
         """Release the local store."""
@@ -173,7 +186,7 @@ class RunnerDaemon:
 
     def _lease_if_free(self) -> None:
         free = self.options.capacity - len(self.held)
-        if free <= 0 or time.monotonic() < self._next_poll:
+        if free <= 0 or self.clock.now() < self._next_poll:
             return
         assert self.runner_id is not None
         try:
@@ -182,14 +195,14 @@ class RunnerDaemon:
             log.warning("Leasing failed: %s", exc, extra={"action": "runner_lease"})
             tasks = []
         if len(tasks) < free:
-            self._next_poll = time.monotonic() + self.options.poll_s
+            self._next_poll = self.clock.now() + self.options.poll_s
         for task in tasks:
             self._start(task)
 
     def _start(self, task: dict[str, Any]) -> None:
         lease_s = float(task["lease_s"])
         every = self.options.renew_s or lease_s / 3
-        held = _Held(str(task["id"]), str(task["lease_token"]), every, time.monotonic() + every)
+        held = _Held(str(task["id"]), str(task["lease_token"]), every, self.clock.now() + every)
         self.held[held.task_id] = held
         payload = task["payload"]
         request = LaunchRequest(
@@ -214,7 +227,7 @@ class RunnerDaemon:
     # Renewing ------------------------------------------------------------------------
 
     def _renew_due(self) -> None:
-        now = time.monotonic()
+        now = self.clock.now()
         for held in list(self.held.values()):
             if held.outcome is None and now >= held.next_renew:
                 self._renew(held, now)

@@ -1,12 +1,12 @@
-"""Exponential backoff with a cap and jitter, as a pure function of the attempt."""
+"""Restart backoff: the settings of :func:`watchkeeper.backoff.backoff_delay`, checked once."""
 
 from __future__ import annotations
 
-import math
 import random
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
+from watchkeeper.backoff import backoff_ceiling, backoff_delay
 from watchkeeper.supervise.errors import ConfigurationError
 
 
@@ -35,25 +35,18 @@ class Backoff:
 
     def ceiling(self, attempt: int) -> float:
         """The delay for ``attempt`` before jitter is applied."""
-        if attempt < 0:
-            raise ValueError("attempt counts from 0")
-        if self.initial == 0 or self.cap == 0:
-            return 0.0
-        # Decide in log space so a large attempt never overflows a float.
-        log_delay = math.log(self.initial) + attempt * math.log(self.factor)
-        if log_delay >= math.log(self.cap):
-            return self.cap
-        try:
-            return min(self.cap, self.initial * self.factor**attempt)
-        except OverflowError:
-            return min(self.cap, math.exp(log_delay))
+        return backoff_ceiling(attempt, initial=self.initial, factor=self.factor, cap=self.cap)
 
     def duration(self, attempt: int) -> float:
         """The delay before restart ``attempt``, with jitter from ``random``."""
-        ceiling = self.ceiling(attempt)
-        if self.jitter == 0 or ceiling == 0:
-            return ceiling
-        return ceiling * (1.0 - self.jitter * self.random())
+        return backoff_delay(
+            attempt,
+            initial=self.initial,
+            factor=self.factor,
+            cap=self.cap,
+            jitter=self.jitter,
+            random=self.random,
+        )
 
     @classmethod
     def none(cls) -> Backoff:

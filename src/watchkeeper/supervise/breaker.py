@@ -13,13 +13,13 @@ import inspect
 import itertools
 import logging
 import threading
-import time
 from collections import deque
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from types import MappingProxyType, TracebackType
 from typing import ParamSpec, Protocol, TypeVar, cast, overload
 
+from watchkeeper.clock import WallClock
 from watchkeeper.supervise.breaker_state import (
     BreakerState,
     BreakerStateStore,
@@ -35,13 +35,6 @@ R = TypeVar("R")
 
 _CAS_TRIES = 8
 _CLOSED = CircuitState.CLOSED
-
-
-class _Clock:
-    """The breaker only needs ``now()``; wall time, because state may be shared."""
-
-    def now(self) -> float:
-        return time.time()
 
 
 class NowSource(Protocol):
@@ -144,7 +137,8 @@ class CircuitBreaker:
         self.window = window
         self.exclude = exclude
         self.store: BreakerStateStore = store or InMemoryStateStore()
-        self._clock: NowSource = clock or _Clock()
+        # Wall time by default, because the state may be shared between processes.
+        self._clock: NowSource = clock or WallClock()
         self._listeners = list(listeners)
         self._outcomes: deque[bool] = deque(maxlen=window.size if window else 1)
         self._lock = threading.Lock()

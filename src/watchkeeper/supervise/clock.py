@@ -6,7 +6,7 @@ moves only when the test calls :meth:`ManualClock.advance` (or, with
 ``autojump``, whenever every task waits on it), so a test of a ten-second
 backoff runs instantly and never depends on real time.
 
-The protocol and the manual clock live in the leaf :mod:`watchkeeper.clock`,
+The protocol and the clocks live in the leaf :mod:`watchkeeper.clock`,
 shared with the rest of the app; this module is their public home for the
 supervision library.
 """
@@ -14,44 +14,10 @@ supervision library.
 from __future__ import annotations
 
 import asyncio
-import time
-from collections.abc import Callable
 
-from watchkeeper.clock import Clock, ManualClock, Timer, settle
+from watchkeeper.clock import Clock, ManualClock, MonotonicClock, Timer, WallClock, settle
 
 __all__ = ["Clock", "ManualClock", "MonotonicClock", "Timer", "WallClock", "wait_until_done"]
-
-
-class _LoopClock:
-    """Timers on the running asyncio loop, measured by ``_time``."""
-
-    _time: Callable[[], float]
-
-    def now(self) -> float:
-        return self._time()
-
-    def call_at(self, deadline: float, callback: Callable[[], None]) -> Timer:
-        loop = asyncio.get_running_loop()
-        return loop.call_later(max(deadline - self._time(), 0.0), callback)
-
-    async def sleep_until(self, deadline: float) -> None:
-        delay = deadline - self._time()
-        if delay > 0:
-            await asyncio.sleep(delay)
-
-
-class MonotonicClock(_LoopClock):
-    """Real time from ``time.monotonic``: the default for supervisors and health."""
-
-    def __init__(self) -> None:
-        self._time = time.monotonic
-
-
-class WallClock(_LoopClock):
-    """Real time from ``time.time``: for state shared across processes or hosts."""
-
-    def __init__(self) -> None:
-        self._time = time.time
 
 
 async def wait_until_done(fut: asyncio.Future[object], clock: Clock, deadline: float) -> bool:

@@ -5,7 +5,6 @@ from __future__ import annotations
 import importlib
 import os
 import threading
-import time
 from collections.abc import Callable
 from types import ModuleType
 from typing import Any, Protocol
@@ -217,6 +216,7 @@ class HttpCheck:
         degraded_latency_s: float | None = None,
         healthy_statuses: range = range(200, 400),
         transport: httpx.AsyncBaseTransport | None = None,
+        clock: Clock | None = None,
     ) -> None:
         self.name = name
         self.url = url
@@ -224,15 +224,16 @@ class HttpCheck:
         self.degraded_latency_s = degraded_latency_s
         self.healthy_statuses = healthy_statuses
         self._transport = transport
+        self._clock: Clock = clock or MonotonicClock()
 
     async def run(self) -> CheckResult:
-        started = time.monotonic()
+        started = self._clock.now()
         try:
             async with httpx.AsyncClient(timeout=self.timeout_s, transport=self._transport) as c:
                 response = await c.get(self.url)
         except httpx.HTTPError as exc:
             return CheckResult(UNHEALTHY, f"{self.url} unreachable: {exc!r}")
-        latency = time.monotonic() - started
+        latency = self._clock.now() - started
         data = {"status_code": response.status_code, "latency_s": latency}
         if response.status_code not in self.healthy_statuses:
             return CheckResult(UNHEALTHY, f"{self.url} answered {response.status_code}", data)
