@@ -23,6 +23,7 @@ from typing import Any, Literal
 import httpx
 
 from watchkeeper.client_busy import Busy, pause, retry_after
+from watchkeeper.client_part import ApiPart, present
 from watchkeeper.client_procs import Procs
 from watchkeeper.client_queue import Jobs, Runners
 from watchkeeper.client_timeline import Timeline
@@ -60,6 +61,11 @@ class Client:
         self.jobs = Jobs(self)
         self.runners = Runners(self)
         self.timeline = Timeline(self)
+
+    def request_object(self, method: str, path: str, **kwargs: Any) -> dict[str, Any]:
+        """Call the API for a JSON object, the answer of most calls."""
+        result: dict[str, Any] = self.request(method, path, **kwargs)
+        return result
 
     def request(self, method: str, path: str, **kwargs: Any) -> Any:
         """Call the API; an error answer raises :class:`ClientError` with the server's message."""
@@ -117,16 +123,12 @@ class Client:
             "expected_s": expected_s,
             "lease_s": lease_s,
         }
-        body.update({key: value for key, value in optional.items() if value is not None})
-        result: dict[str, Any] = self.request("POST", "/api/v1/runs", json=body)
-        return result
+        body.update(present(**optional))
+        return self.request_object("POST", "/api/v1/runs", json=body)
 
     def _move(self, kind: str, run_id: str, verb: str, body: dict[str, Any]) -> dict[str, Any]:
-        payload = {key: value for key, value in body.items() if value is not None}
-        result: dict[str, Any] = self.request(
-            "POST", f"/api/v1/runs/{kind}/{run_id}/{verb}", json=payload
-        )
-        return result
+        path = f"/api/v1/runs/{kind}/{run_id}/{verb}"
+        return self.request_object("POST", path, json=present(**body))
 
     def progress(self, kind: str, run_id: str, step: str | None = None) -> dict[str, Any]:
         """Report progress (optionally naming the step)."""
@@ -166,13 +168,11 @@ class Client:
 
     def runs(self, *, all: bool = False) -> dict[str, Any]:
         """What needs attention and what runs (and, with ``all``, what finished)."""
-        result: dict[str, Any] = self.request("GET", "/api/v1/runs", params={"all": all})
-        return result
+        return self.request_object("GET", "/api/v1/runs", params={"all": all})
 
     def get_run(self, kind: str, run_id: str) -> dict[str, Any]:
         """One push run."""
-        result: dict[str, Any] = self.request("GET", f"/api/v1/runs/{kind}/{run_id}")
-        return result
+        return self.request_object("GET", f"/api/v1/runs/{kind}/{run_id}")
 
     def close(self) -> None:
         """Close the connection pool."""
@@ -185,11 +185,8 @@ class Client:
         self.close()
 
 
-class Incidents:
+class Incidents(ApiPart):
     """``client.incidents``: read incidents."""
-
-    def __init__(self, client: Client) -> None:
-        self._client = client
 
     def list(self, status: str | None = None, limit: int = 200) -> list[dict[str, Any]]:
         """Incidents, newest first; ``status`` may be live, open, recovered or resolved."""
@@ -202,8 +199,7 @@ class Incidents:
 
     def get(self, incident_id: int) -> dict[str, Any]:
         """One incident with its history, buttons, decision, presses and action journal."""
-        result: dict[str, Any] = self._client.request("GET", f"/api/v1/incidents/{incident_id}")
-        return result
+        return self._client.request_object("GET", f"/api/v1/incidents/{incident_id}")
 
     def decide(
         self,
@@ -228,27 +224,20 @@ class Incidents:
         if state_token is None:
             state_token = str(self.get(incident_id)["state_token"])
         body = {"action": action, "state_token": state_token}
-        result: dict[str, Any] = self._client.request(
+        return self._client.request_object(
             "POST",
             f"/api/v1/incidents/{incident_id}/decide",
             json=body,
             headers={CLIENT_HEADER: via},
         )
-        return result
 
     def diagnose(self, incident_id: int) -> dict[str, Any]:
         """Ask to diagnose: read-only; returns the diagnosis under ``diagnosis``."""
-        result: dict[str, Any] = self._client.request(
-            "POST", f"/api/v1/incidents/{incident_id}/diagnose"
-        )
-        return result
+        return self._client.request_object("POST", f"/api/v1/incidents/{incident_id}/diagnose")
 
 
-class Runbooks:
+class Runbooks(ApiPart):
     """``client.runbooks``: the automatic first steps."""
-
-    def __init__(self, client: Client) -> None:
-        self._client = client
 
     def list(self) -> list[dict[str, Any]]:
         """Every runbook and whether it is on."""
@@ -258,10 +247,9 @@ class Runbooks:
 
     def switch(self, name: str, enabled: bool) -> dict[str, Any]:
         """Switch one on or off (admins only)."""
-        result: dict[str, Any] = self._client.request(
+        return self._client.request_object(
             "PUT", f"/api/v1/runbooks/{name}", json={"enabled": enabled}
         )
-        return result
 
 
 class RunContext:

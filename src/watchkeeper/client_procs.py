@@ -14,9 +14,10 @@ import time
 from typing import TYPE_CHECKING, Any
 
 from watchkeeper.client_busy import Busy, pause
+from watchkeeper.client_part import ApiPart, present
 
 if TYPE_CHECKING:
-    from watchkeeper.client import Client
+    pass
 
 _ENDED = frozenset({"succeeded", "failed", "cancelled"})
 #: Longest the server holds one ``wait`` request.
@@ -27,11 +28,8 @@ SERVER_GRACE_S = 5.0
 ABORT_SETTLE_S = 11.0
 
 
-class Procs:
+class Procs(ApiPart):
     """Process runs over the HTTP API."""
-
-    def __init__(self, client: Client) -> None:
-        self._client = client
 
     def start(
         self,
@@ -59,9 +57,8 @@ class Procs:
             "on_done_cmd": on_done_cmd,
             "on_done_url": on_done_url,
         }
-        body.update({key: value for key, value in optional.items() if value is not None})
-        result: dict[str, Any] = self._client.request("POST", "/api/v1/procs", json=body)
-        return result
+        body.update(present(**optional))
+        return self._client.request_object("POST", "/api/v1/procs", json=body)
 
     def list(self, *, all: bool = False) -> list[dict[str, Any]]:
         """Active runs (and, with ``all``, those that ended in the last day)."""
@@ -71,8 +68,7 @@ class Procs:
 
     def get(self, run_id: str) -> dict[str, Any]:
         """One run, with ``effective_status`` (``stale`` when its process is gone)."""
-        result: dict[str, Any] = self._client.request("GET", f"/api/v1/procs/{run_id}")
-        return result
+        return self._client.request_object("GET", f"/api/v1/procs/{run_id}")
 
     def log(self, run_id: str, tail_bytes: int = 65536) -> str:
         """The end of the run's output, secrets redacted."""
@@ -131,15 +127,11 @@ class Procs:
     def progress(self, run_id: str, step: str | None = None) -> dict[str, Any]:
         """Report progress on a process run."""
         body = {} if step is None else {"step": step}
-        result: dict[str, Any] = self._client.request(
-            "POST", f"/api/v1/procs/{run_id}/progress", json=body
-        )
-        return result
+        return self._client.request_object("POST", f"/api/v1/procs/{run_id}/progress", json=body)
 
     def reclaim(self) -> dict[str, Any]:
         """Settle the server host's runs now."""
-        result: dict[str, Any] = self._client.request("POST", "/api/v1/procs/reclaim")
-        return result
+        return self._client.request_object("POST", "/api/v1/procs/reclaim")
 
     def park(
         self,
@@ -151,13 +143,9 @@ class Procs:
         progress: str | None = None,
     ) -> dict[str, Any]:
         """Record that ``session`` hands back, waiting on run ``until``."""
-        body: dict[str, Any] = {"session": session, "until": until, "reason": reason}
-        if wake_cmd is not None:
-            body["wake_cmd"] = wake_cmd
-        if progress is not None:
-            body["progress"] = progress
-        result: dict[str, Any] = self._client.request("POST", "/api/v1/procs/parks", json=body)
-        return result
+        body = {"session": session, "until": until, "reason": reason}
+        body |= present(wake_cmd=wake_cmd, progress=progress)
+        return self._client.request_object("POST", "/api/v1/procs/parks", json=body)
 
     def parked(self) -> builtins.list[dict[str, Any]]:
         """Parked sessions and what each waits on."""
@@ -168,7 +156,6 @@ class Procs:
     def session_progress(self, session: str, note: str | None = None) -> dict[str, Any]:
         """Record that ``session`` moved: resets its wake breaker."""
         body = {} if note is None else {"note": note}
-        result: dict[str, Any] = self._client.request(
+        return self._client.request_object(
             "POST", f"/api/v1/procs/sessions/{session}/progress", json=body
         )
-        return result

@@ -18,15 +18,14 @@ from __future__ import annotations
 import builtins
 from typing import TYPE_CHECKING, Any
 
+from watchkeeper.client_part import ApiPart, present
+
 if TYPE_CHECKING:
-    from watchkeeper.client import Client
+    pass
 
 
-class Jobs:
+class Jobs(ApiPart):
     """Submit, read and control jobs."""
-
-    def __init__(self, client: Client) -> None:
-        self._client = client
 
     def submit(
         self,
@@ -47,11 +46,7 @@ class Jobs:
             "fleet": fleet,
             "payload": dict(payload or {}) | ({"argv": list(argv)} if argv else {}),
             "rerunnable": rerunnable,
-        }
-        if max_attempts is not None:
-            body["max_attempts"] = max_attempts
-        if lease_s is not None:
-            body["lease_s"] = lease_s
+        } | present(max_attempts=max_attempts, lease_s=lease_s)
         return self._post("/api/v1/jobs", body)
 
     def list(
@@ -73,8 +68,7 @@ class Jobs:
 
     def get(self, job_id: str) -> dict[str, Any]:
         """One job: status, tasks (queued ones with ``blocked``), timeline."""
-        result: dict[str, Any] = self._client.request("GET", f"/api/v1/jobs/{job_id}")
-        return result
+        return self._client.request_object("GET", f"/api/v1/jobs/{job_id}")
 
     def cancel(self, job_id: str) -> dict[str, Any]:
         """Cancel the job's unfinished tasks; ``affected`` says how many."""
@@ -95,24 +89,15 @@ class Jobs:
 
     def delete(self, job_id: str) -> dict[str, Any]:
         """Delete the job and its tasks; ``affected`` says how many tasks went."""
-        result: dict[str, Any] = self._client.request("DELETE", f"/api/v1/jobs/{job_id}")
-        return result
+        return self._client.request_object("DELETE", f"/api/v1/jobs/{job_id}")
 
     def task(self, task_id: str) -> dict[str, Any]:
         """One task (with ``blocked`` while queued)."""
-        result: dict[str, Any] = self._client.request("GET", f"/api/v1/tasks/{task_id}")
-        return result
-
-    def _post(self, path: str, body: dict[str, Any] | None) -> dict[str, Any]:
-        result: dict[str, Any] = self._client.request("POST", path, json=body)
-        return result
+        return self._client.request_object("GET", f"/api/v1/tasks/{task_id}")
 
 
-class Runners:
+class Runners(ApiPart):
     """What a runner daemon says to the server, and the topology."""
-
-    def __init__(self, client: Client) -> None:
-        self._client = client
 
     def register(
         self,
@@ -125,8 +110,8 @@ class Runners:
         name: str | None = None,
     ) -> dict[str, Any]:
         """Register a runner; returns it with its ``id``."""
-        body: dict[str, Any] = {"fleet": fleet, "capacity": capacity, "host": host, "pid": pid}
-        body.update({k: v for k, v in {"org": org, "name": name}.items() if v is not None})
+        body = {"fleet": fleet, "capacity": capacity, "host": host, "pid": pid}
+        body |= present(org=org, name=name)
         return self._post("/api/v1/runners", body)
 
     def list(self) -> builtins.list[dict[str, Any]]:
@@ -149,9 +134,7 @@ class Runners:
         self, task_id: str, lease_token: str, *, progressed: bool = False, step: str | None = None
     ) -> dict[str, Any]:
         """Renew a lease; ``ClientError`` with code ``lease_lost`` means stop the task."""
-        body: dict[str, Any] = {"lease_token": lease_token, "progressed": progressed}
-        if step is not None:
-            body["step"] = step
+        body = {"lease_token": lease_token, "progressed": progressed} | present(step=step)
         return self._post(f"/api/v1/tasks/{task_id}/renew", body)
 
     def complete(self, task_id: str, lease_token: str, exit_code: int | None = 0) -> dict[str, Any]:
@@ -170,13 +153,7 @@ class Runners:
     ) -> dict[str, Any]:
         """Record failure under the lease."""
         body: dict[str, Any] = {"lease_token": lease_token, "reason": reason}
-        body.update(
-            {
-                k: v
-                for k, v in {"fingerprint": fingerprint, "exit_code": exit_code}.items()
-                if v is not None
-            }
-        )
+        body |= present(fingerprint=fingerprint, exit_code=exit_code)
         return self._post(f"/api/v1/tasks/{task_id}/fail", body)
 
     def stop(self, runner_id: str) -> dict[str, Any]:
@@ -185,9 +162,4 @@ class Runners:
 
     def topology(self) -> dict[str, Any]:
         """Fleets, runners and the tasks each runs now."""
-        result: dict[str, Any] = self._client.request("GET", "/api/v1/topology")
-        return result
-
-    def _post(self, path: str, body: dict[str, Any] | None) -> dict[str, Any]:
-        result: dict[str, Any] = self._client.request("POST", path, json=body)
-        return result
+        return self._client.request_object("GET", "/api/v1/topology")

@@ -28,11 +28,12 @@ from collections.abc import Mapping, Sequence
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
+from watchkeeper.client_part import ApiPart
 from watchkeeper.clock import rfc3339
 from watchkeeper.errors import ClientError
 
 if TYPE_CHECKING:
-    from watchkeeper.client import Client
+    pass
 
 MAX_BATCH = 5000
 
@@ -41,11 +42,8 @@ def _wire(value: Any) -> Any:
     return rfc3339(value) if isinstance(value, datetime) else value
 
 
-class Timeline:
+class Timeline(ApiPart):
     """Emit timeline events; read timelines, spend and records."""
-
-    def __init__(self, client: Client) -> None:
-        self._client = client
 
     def emit_batch(self, events: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
         """Store ``events`` (all or nothing); returns ``accepted``, ``cost`` and ``unpriced``."""
@@ -63,10 +61,9 @@ class Timeline:
         }
         data = gzip.compress(json.dumps(body, separators=(",", ":")).encode(), compresslevel=5)
         headers = {"Content-Type": "application/json", "Content-Encoding": "gzip"}
-        result: dict[str, Any] = self._client.request(
+        return self._client.request_object(
             "POST", "/api/v1/events/batch", content=data, headers=headers
         )
-        return result
 
     def emit(self, event: Mapping[str, Any]) -> dict[str, Any]:
         """Store one event."""
@@ -100,10 +97,8 @@ class Timeline:
         params: dict[str, Any] = {"by": by}
         optional = {"org": org, "job_id": job_id, "since": _wire(since), "until": _wire(until)}
         params.update({key: value for key, value in optional.items() if value is not None})
-        result: dict[str, Any] = self._client.request("GET", "/api/v1/spend", params=params)
-        return result
+        return self._client.request_object("GET", "/api/v1/spend", params=params)
 
     def record(self, job_id: str) -> dict[str, Any]:
         """The signed execution record of a finished job."""
-        result: dict[str, Any] = self._client.request("GET", f"/api/v1/jobs/{job_id}/record")
-        return result
+        return self._client.request_object("GET", f"/api/v1/jobs/{job_id}/record")
