@@ -15,6 +15,7 @@ subclasses (``procs.errors``, ``queue.errors``, ``supervise.errors``...).
     │   └── ValueRefused     a column cannot hold a value sent (also an InvalidInput)
     ├── NotFound             an id that does not exist
     ├── Conflict             the request contradicts what is stored
+    ├── Unauthorized         a request whose signature or secret does not check out
     ├── InvalidInput         a value the caller must change
     ├── KindUnreadable       an adapter could not read its kind's store
     └── ClientError          the HTTP API answered with an error
@@ -33,6 +34,16 @@ class WatchkeeperError(Exception):
     field: str | None = None
     exit_code: int = 1
 
+    def __init_subclass__(
+        cls, *, http_status: int | None = None, code: str | None = None, **kwargs: object
+    ) -> None:
+        """Let a subclass declare its answer in its header: ``class X(Base, http_status=404)``."""
+        super().__init_subclass__(**kwargs)
+        if http_status is not None:
+            cls.http_status = http_status
+        if code is not None:
+            cls.code = code
+
 
 class ConfigError(WatchkeeperError):
     """The configuration is wrong; the message names the key, the value and what is expected."""
@@ -44,43 +55,32 @@ class StoreError(WatchkeeperError):
     """The database refused an operation."""
 
 
-class StoreUnavailable(StoreError):
+class StoreUnavailable(StoreError, http_status=503, code="store_unavailable"):
     """The database could not be reached."""
 
-    http_status = 503
-    code = "store_unavailable"
 
-
-class NotFound(WatchkeeperError):
+class NotFound(WatchkeeperError, http_status=404, code="not_found"):
     """The named thing does not exist."""
 
-    http_status = 404
-    code = "not_found"
 
-
-class Conflict(WatchkeeperError):
+class Conflict(WatchkeeperError, http_status=409, code="conflict"):
     """The request contradicts what is already stored."""
 
-    http_status = 409
-    code = "conflict"
+
+class Unauthorized(WatchkeeperError, http_status=401, code="unauthorized"):
+    """The request is not from who it claims to be (a bad signature or secret): nothing changes."""
 
 
-class InvalidInput(WatchkeeperError):
+class InvalidInput(WatchkeeperError, http_status=422, code="invalid"):
     """A value the caller must change; the message says which and how."""
-
-    http_status = 422
-    code = "invalid"
 
     def __init__(self, message: str, field: str | None = None) -> None:
         super().__init__(message)
         self.field = field
 
 
-class ValueRefused(StoreError, InvalidInput):
+class ValueRefused(StoreError, InvalidInput, http_status=422, code="invalid"):
     """The database cannot hold a value (too large a number, NUL in text): the caller's to fix."""
-
-    http_status = 422
-    code = "invalid"
 
 
 class KindUnreadable(WatchkeeperError):

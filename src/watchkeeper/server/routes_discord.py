@@ -26,6 +26,7 @@ from fastapi.responses import JSONResponse, Response
 from nacl.exceptions import CryptoError
 from nacl.signing import VerifyKey
 
+from watchkeeper.errors import Unauthorized
 from watchkeeper.notify.channels.discord import EPHEMERAL, DiscordChannel, fit
 from watchkeeper.notify.presses import ChatPress
 from watchkeeper.notify.runs_text import runs_text
@@ -99,7 +100,7 @@ async def discord_interactions(request: Request) -> Response:
     ):
         log.warning("Refused a Discord interaction: bad or stale signature",
                     extra={"action": "discord_webhook"})  # fmt: skip
-        return error_response(401, "unauthorized", "invalid request signature")
+        raise Unauthorized("invalid request signature")
     try:
         interaction = json.loads(body)
     except ValueError:

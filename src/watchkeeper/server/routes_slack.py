@@ -29,7 +29,7 @@ from slack_sdk.signature import SignatureVerifier
 
 from watchkeeper.clock import Now
 from watchkeeper.config import resolve_secret
-from watchkeeper.errors import ConfigError
+from watchkeeper.errors import ConfigError, Unauthorized
 from watchkeeper.notify.channels.slack import ACTION_PREFIX, SlackChannel
 from watchkeeper.notify.presses import ChatPress
 from watchkeeper.notify.runs_text import runs_text
@@ -63,8 +63,8 @@ def verified(
     return SignatureVerifier(secret, clock=_AppClock(clock)).is_valid(body, timestamp, signature)
 
 
-async def _signed_form(request: Request) -> tuple[Services, dict[str, str]] | Response:
-    """The services and the form fields of a request Slack signed, or the 401 to answer."""
+async def _signed_form(request: Request) -> tuple[Services, dict[str, str]]:
+    """The services and the form fields of a request Slack signed; 401 for any other."""
     found = services(request)
     body = await request.body()
     config = found.settings.slack
@@ -85,7 +85,7 @@ async def _signed_form(request: Request) -> tuple[Services, dict[str, str]] | Re
     ):
         log.warning("Refused a Slack request: bad or stale signature",
                     extra={"action": "slack_webhook"})  # fmt: skip
-        return error_response(401, "unauthorized", "invalid request signature")
+        raise Unauthorized("invalid request signature")
     fields = parse_qs(body.decode("utf-8", errors="replace"), keep_blank_values=True)
     return found, {name: values[0] for name, values in fields.items()}
 
@@ -93,10 +93,7 @@ async def _signed_form(request: Request) -> tuple[Services, dict[str, str]] | Re
 @router.post("/webhooks/slack", include_in_schema=False)
 async def slack_interactivity(request: Request) -> Response:
     """The interactivity request URL: ``payload=<json>``; button presses are acted on."""
-    signed = await _signed_form(request)
-    if isinstance(signed, Response):
-        return signed
-    found, form = signed
+    found, form = await _signed_form(request)
     try:
         payload = json.loads(form.get("payload", ""))
     except ValueError:
@@ -146,10 +143,7 @@ def _message_ts(payload: Mapping[str, Any]) -> str:
 @router.post("/webhooks/slack/commands", include_in_schema=False)
 async def slack_commands(request: Request) -> Response:
     """The slash command request URL: ``/runs`` (``/runs all``), answered to the caller only."""
-    signed = await _signed_form(request)
-    if isinstance(signed, Response):
-        return signed
-    found, form = signed
+    found, form = await _signed_form(request)
     command = form.get("command", "")
     if command != "/runs":
         text = f"unknown command {command}: watchkeeper knows /runs"

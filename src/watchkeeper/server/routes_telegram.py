@@ -21,6 +21,7 @@ from fastapi.responses import JSONResponse
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from watchkeeper.decide.decider import Outcome
+from watchkeeper.errors import Unauthorized
 from watchkeeper.notify.channels.telegram import TelegramChannel
 from watchkeeper.notify.presses import NOT_OURS, ChatPress, answer_press
 from watchkeeper.notify.runs_text import runs_text
@@ -97,9 +98,7 @@ async def telegram_webhook(request: Request) -> JSONResponse:
             "wrong" if given else "no",
             extra={"action": "telegram_webhook"},
         )
-        return error_response(
-            401, "unauthorized", f"missing or wrong {SECRET_HEADER}: this is not Telegram"
-        )
+        raise Unauthorized(f"missing or wrong {SECRET_HEADER}: this is not Telegram")
     try:
         raw = json.loads(await request.body())
     except (ValueError, UnicodeDecodeError) as exc:
