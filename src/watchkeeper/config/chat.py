@@ -1,0 +1,138 @@
+"""Where messages go: the ops notices, the three chat platforms and who may act from them."""
+
+from __future__ import annotations
+
+import re
+from typing import Annotated
+
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, field_validator
+
+#: What Telegram accepts as ``secret_token`` in setWebhook.
+_TELEGRAM_SECRET = re.compile(r"[A-Za-z0-9_-]{1,256}")
+HEX = re.compile(r"[0-9A-Fa-f]+")
+_ED25519_HEX = re.compile(r"[0-9A-Fa-f]{64}")
+
+
+def _matching(pattern: re.Pattern[str], problem: str) -> AfterValidator:
+    """A validator refusing a value that ``pattern`` does not match whole, saying ``problem``."""
+
+    def check(value: str | None) -> str | None:
+        if value is not None and not pattern.fullmatch(value):
+            raise ValueError(problem)
+        return value
+
+    return AfterValidator(check)
+
+
+# Telegram refuses other secrets at setWebhook, and the webhook would never verify.
+_TelegramSecret = Annotated[
+    str | None,
+    _matching(
+        _TELEGRAM_SECRET,
+        "Telegram accepts 1 to 256 characters from A-Z, a-z, 0-9, _ and - only: "
+        "pick a new secret made of those (for example from `openssl rand -hex 32`)",
+    ),
+]
+_DiscordKey = Annotated[
+    str | None,
+    _matching(
+        _ED25519_HEX,
+        "must be the 64 hex characters of PUBLIC KEY on the application's General "
+        "Information page in the Discord developer portal",
+    ),
+]
+_SlackSecret = Annotated[
+    str | None,
+    _matching(
+        HEX,
+        "must be hex digits: copy Signing Secret from the app's Basic Information "
+        "page on api.slack.com",
+    ),
+]
+
+
+class OpsConfig(BaseModel):
+    """Where notices for operators go when no chat owns the work.
+
+    ``channels`` lists conversations as ``PLATFORM:CHAT[/THREAD]`` (for example
+    ``slack:C0123``, ``telegram:-1001234/7``, ``discord:123456``), or ``webhook``
+    for the signed webhook below, or ``log``.
+    """
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    webhook_url: str | None = None
+    webhook_secret: str | None = None
+    timeout_s: float = Field(default=5.0, gt=0, le=60)
+    channels: list[str] = Field(default_factory=lambda: ["log"])
+
+    @field_validator("channels")
+    @classmethod
+    def _channel_names(cls, channels: list[str]) -> list[str]:
+        for entry in channels:
+            platform, _, chat = entry.partition(":")
+            if entry in {"log", "webhook"}:
+                continue
+            if platform not in {"telegram", "discord", "slack"} or not chat:
+                raise ValueError(
+                    f"{entry!r} is not a channel: write log, webhook, or PLATFORM:CHAT[/THREAD] "
+                    "with PLATFORM one of telegram, discord, slack"
+                )
+        return channels
+
+    @field_validator("webhook_url")
+    @classmethod
+    def _http_url(cls, value: str | None) -> str | None:
+        if value is not None and not value.startswith(("http://", "https://")):
+            raise ValueError("must be an http:// or https:// URL")
+        return value
+
+
+class ChatConfig(BaseModel):
+    """What every chat platform's table has: the bot's token, the API's address, a timeout."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    bot_token: str | None = None
+    bot_token_env: str | None = None
+    base_url: str
+    timeout_s: float = Field(default=10.0, gt=0, le=120)
+
+
+class TelegramConfig(ChatConfig):
+    """The Telegram bot: sends cards, receives button presses on ``/webhooks/telegram``."""
+
+    webhook_secret: _TelegramSecret = Field(
+        default=None, description="checked in X-Telegram-Bot-Api-Secret-Token"
+    )
+    base_url: str = "https://api.telegram.org"
+
+
+class DiscordConfig(ChatConfig):
+    """The Discord bot and its interactions endpoint (``/webhooks/discord``)."""
+
+    application_id: str | None = None
+    public_key: _DiscordKey = Field(default=None, description="hex Ed25519 key of the application")
+    base_url: str = "https://discord.com/api/v10"
+
+
+class SlackConfig(ChatConfig):
+    """The Slack app: Web API for posting, interactivity on ``/webhooks/slack``."""
+
+    signing_secret: _SlackSecret = None
+    signing_secret_env: str | None = None
+    base_url: str = "https://slack.com/api"
+
+
+class AdminsConfig(BaseModel):
+    """Who may act from each chat platform, by the platform's own user id."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    slack: list[str] = Field(default_factory=list)
+    telegram: list[str] = Field(default_factory=list)
+    discord: list[str] = Field(default_factory=list)
+
+    def allows(self, platform: str, user_id: str) -> bool:
+        """Whether ``user_id`` is an admin on ``platform``."""
+        return user_id in getattr(self, platform, [])

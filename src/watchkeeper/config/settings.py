@@ -1,0 +1,120 @@
+"""The whole configuration, its defaults and the budgets of the built-in kinds."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+from watchkeeper.config.chat import (
+    AdminsConfig,
+    DiscordConfig,
+    OpsConfig,
+    SlackConfig,
+    TelegramConfig,
+)
+from watchkeeper.config.tables import (
+    DiagnoseConfig,
+    ForgeConfig,
+    KindConfig,
+    OrgConfig,
+    PriceOverride,
+    QueueConfig,
+    RecordsConfig,
+    RunbooksConfig,
+    ServerConfig,
+)
+
+DEFAULT_DATA_DIR = ".watchkeeper"
+
+#: Progress budgets (seconds without progress before work counts as stalled).
+DEFAULT_BUDGETS: dict[str, float] = {
+    "chat_turn": 600.0,
+    "swarm_task": 600.0,
+    "document_job": 600.0,
+    "research_session": 180.0,
+    "crawl": 180.0,
+    "process": 600.0,
+    # Children of in-process supervision trees, reported by watchkeeper.supervise.ChildReporter.
+    "child": 600.0,
+    # Tasks of the job queue, leased by runners (watchkeeper.queue).
+    "task": 600.0,
+}
+#: Built-in kinds read by an adapter of their own instead of ``push``.
+_BUILTIN_ADAPTERS = {"process": "process", "task": "tasks"}
+FALLBACK_BUDGET_S = 600.0
+KIND_NAME_PATTERN = r"^[a-z][a-z0-9_]{0,62}$"
+
+
+class Settings(BaseModel):
+    """The whole configuration, validated."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    data_dir: Path = Path(DEFAULT_DATA_DIR)
+    database_url: str | None = None
+    check_interval_s: float = Field(default=30.0, gt=0, le=3600)
+    down_after_s: float = Field(default=300.0, gt=0)
+    kinds: dict[str, KindConfig] = Field(default_factory=dict)
+    ops: OpsConfig = OpsConfig()
+    server: ServerConfig = ServerConfig()
+    admins: AdminsConfig = AdminsConfig()
+    telegram: TelegramConfig = TelegramConfig()
+    discord: DiscordConfig = DiscordConfig()
+    slack: SlackConfig = SlackConfig()
+    runbooks: RunbooksConfig = RunbooksConfig()
+    diagnose: DiagnoseConfig = DiagnoseConfig()
+    orgs: dict[str, OrgConfig] = Field(default_factory=dict)
+    queue: QueueConfig = QueueConfig()
+    prices: dict[str, PriceOverride] = Field(default_factory=dict)
+    forge: ForgeConfig = ForgeConfig()
+    records: RecordsConfig = RecordsConfig()
+
+    @field_validator("kinds")
+    @classmethod
+    def _kind_names(cls, kinds: dict[str, KindConfig]) -> dict[str, KindConfig]:
+        for name in kinds:
+            if not re.match(KIND_NAME_PATTERN, name):
+                raise ValueError(
+                    f"kind name {name!r} must be lowercase letters, digits and underscores, "
+                    "starting with a letter"
+                )
+        return kinds
+
+    @field_validator("database_url")
+    @classmethod
+    def _supported_url(cls, value: str | None) -> str | None:
+        if value is None:
+            return None
+        if not value.startswith(("sqlite:", "sqlite+pysqlite:", "postgresql")):
+            raise ValueError(
+                "must be a SQLAlchemy URL for SQLite (sqlite:///path) "
+                "or PostgreSQL (postgresql+psycopg://user@host/db)"
+            )
+        if value.startswith("postgresql") and not value.startswith("postgresql+psycopg"):
+            raise ValueError(
+                "PostgreSQL URLs must use the psycopg driver: postgresql+psycopg://..."
+            )
+        return value
+
+    @property
+    def resolved_database_url(self) -> str:
+        """The database URL in force: the configured one or SQLite in the data folder."""
+        return self.database_url or f"sqlite:///{self.data_dir / 'watchkeeper.db'}"
+
+    def kind_configs(self) -> dict[str, KindConfig]:
+        """Every kind in force: the built-in push kinds, overridden by the file's tables."""
+        merged = {
+            name: KindConfig(adapter=_BUILTIN_ADAPTERS.get(name, "push"))
+            for name in DEFAULT_BUDGETS
+        }
+        merged.update(self.kinds)
+        return merged
+
+    def budget_for(self, name: str) -> float:
+        """The progress budget of kind ``name``."""
+        configured = self.kind_configs().get(name)
+        if configured is not None and configured.budget_s is not None:
+            return configured.budget_s
+        return DEFAULT_BUDGETS.get(name, FALLBACK_BUDGET_S)

@@ -1,0 +1,181 @@
+"""The tables that shape the work: kinds and their actions, runbooks, the queue, prices, forges."""
+
+from __future__ import annotations
+
+import re
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+
+
+class ActionConfig(BaseModel):
+    """How a kind performs one action: an HTTP call to the owning system, or a Python function.
+
+    ``url`` may use ``{run_id}``, ``{kind}``, ``{incident_id}`` and ``{action}``.
+    """
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    method: Literal["GET", "POST", "PUT", "PATCH", "DELETE"] = "POST"
+    url: str | None = None
+    auth_header: str | None = Field(default=None, description="the Authorization header's value")
+    auth_header_env: str | None = Field(default=None, description="environment variable holding it")
+    expected_status: list[int] = Field(default_factory=lambda: [200, 201, 202, 204])
+    timeout_s: float = Field(default=10.0, gt=0, le=300)
+    entry_point: str | None = Field(default=None, description="package.module:function")
+
+    @model_validator(mode="after")
+    def _one_way(self) -> ActionConfig:
+        if (self.url is None) == (self.entry_point is None):
+            raise ValueError(
+                "set exactly one of url (an HTTP call) or entry_point (module:function)"
+            )
+        if self.url is not None and not self.url.startswith(("http://", "https://")):
+            raise ValueError("url must be an http:// or https:// URL template")
+        if self.entry_point is not None and ":" not in self.entry_point:
+            raise ValueError("entry_point must look like package.module:function")
+        return self
+
+
+class KindConfig(BaseModel):
+    """One ``[kinds.NAME]`` table. Keys other than these are the adapter's options."""
+
+    model_config = ConfigDict(extra="allow", frozen=True)
+
+    adapter: str = "push"
+    budget_s: float | None = Field(default=None, gt=0)
+    expected_s: float | None = Field(default=None, gt=0)
+    timeout_s: float = Field(default=10.0, gt=0, le=600)
+    #: The kind already alerts on its own: incidents are recorded, no message is sent.
+    reports_itself: bool = False
+    actions: dict[Literal["cancel", "retry", "close_turn"], ActionConfig] = Field(
+        default_factory=dict
+    )
+
+    @property
+    def options(self) -> dict[str, Any]:
+        """The adapter's own options: every key this model does not know."""
+        return dict(self.model_extra or {})
+
+
+class RunbooksConfig(BaseModel):
+    """Automatic first steps, each off until switched on."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    retry_failed_without_effects: bool = False
+    retry_out_of_attempts: bool = False
+    close_abandoned_turns: bool = False
+
+
+class DiagnoseConfig(BaseModel):
+    """An optional OpenAI-compatible endpoint for "Ask to diagnose"."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    base_url: str | None = None
+    model: str | None = None
+    api_key_env: str | None = None
+    timeout_s: float = Field(default=20.0, gt=0, le=300)
+
+    @model_validator(mode="after")
+    def _complete(self) -> DiagnoseConfig:
+        if (self.base_url is None) != (self.model is None):
+            raise ValueError("set both base_url and model, or neither")
+        return self
+
+
+class ServerConfig(BaseModel):
+    """Where ``watchkeeper serve`` listens."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    host: str = "127.0.0.1"
+    port: int = Field(default=8750, ge=1, le=65535)
+    #: Long-polls and event streams one token, and the whole server, may hold open at once.
+    long_waits_per_token: int = Field(default=8, ge=1, le=10_000)
+    long_waits_total: int = Field(default=64, ge=1, le=100_000)
+
+
+class OrgConfig(BaseModel):
+    """One ``[orgs.NAME]`` table: the org's caps on the job queue and how to start a runner."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    max_concurrent_jobs: int | None = Field(default=None, ge=1)
+    monthly_agent_minutes: float | None = Field(default=None, gt=0)
+    launcher: str | None = Field(
+        default=None, min_length=1, description="command that cold-starts a runner for the org"
+    )
+
+
+class QueueConfig(BaseModel):
+    """The ``[queue]`` table: leases, attempts, runner liveness and cold starts."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    lease_s: float = Field(default=60.0, ge=1, le=86400)
+    max_attempts: int = Field(default=3, ge=1, le=100)
+    runner_offline_after_s: float = Field(default=30.0, gt=0, le=86400)
+    provision_timeout_s: float = Field(default=300.0, gt=0, le=86400)
+    provision_retry_s: float = Field(default=120.0, gt=0, le=86400)
+    launcher_timeout_s: float = Field(default=60.0, gt=0, le=3600)
+
+
+class PriceOverride(BaseModel):
+    """One ``[prices."provider/model"]`` table: USD per million tokens for a private or new model.
+
+    Cache reads and writes are priced as uncached input when their own price is not given.
+    """
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    input_per_mtok: float = Field(ge=0)
+    output_per_mtok: float = Field(ge=0)
+    cache_read_per_mtok: float | None = Field(default=None, ge=0)
+    cache_write_per_mtok: float | None = Field(default=None, ge=0)
+
+
+class ForgeConfig(BaseModel):
+    """The ``[forge]`` table: signed webhooks from GitHub and Linear (``/webhooks/...``).
+
+    ``job_pattern`` finds job ids in a pull request's title, body or branch (its first group
+    is the id): ``wk-job:j-...`` in text, ``wk-job/j-...`` in a branch name. A Linear issue
+    becomes a job running ``linear_argv`` (``{identifier}``, ``{issue_id}`` and ``{url}`` are
+    filled in) on ``linear_fleet`` for ``linear_org``; without ``linear_argv`` the request is
+    kept as pending.
+    """
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    github_secret: str | None = None
+    github_secret_env: str | None = None
+    linear_secret: str | None = None
+    linear_secret_env: str | None = None
+    job_pattern: str = r"wk-job[:/](j-[0-9a-f]{1,60})"
+    linear_label: str = "watchkeeper"
+    linear_org: str = "default"
+    linear_fleet: str = "default"
+    linear_argv: list[str] = Field(default_factory=list)
+
+    @field_validator("job_pattern")
+    @classmethod
+    def _one_group(cls, value: str) -> str:
+        try:
+            compiled = re.compile(value)
+        except re.error as exc:
+            raise ValueError(f"not a regular expression: {exc}") from None
+        if compiled.groups < 1:
+            raise ValueError("needs a group capturing the job id, e.g. wk-job:(j-[0-9a-f]+)")
+        return value
+
+
+class RecordsConfig(BaseModel):
+    """The ``[records]`` table: the key execution records are signed with.
+
+    Without ``key_env`` a random key is generated once into ``DATA_DIR/record.key``.
+    """
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    key_env: str | None = None
