@@ -3,12 +3,9 @@
 from __future__ import annotations
 
 import json
-import os
 import signal
 import subprocess
-import sys
 import threading
-import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -16,17 +13,8 @@ import httpx
 import pytest
 
 from ..integration.server import free_port
-
-WK = [sys.executable, "-m", "watchkeeper"]
-
-
-def run(
-    *args: str, env: dict[str, str] | None = None, timeout: float = 60
-) -> subprocess.CompletedProcess[str]:
-    merged = {**os.environ, "COLUMNS": "200", **(env or {})}
-    return subprocess.run(
-        [*WK, *args], capture_output=True, text=True, timeout=timeout, env=merged, check=False
-    )
+from ..support.cli import WK, cli_env, wk
+from ..support.waiting import wait_for
 
 
 @pytest.fixture
@@ -37,31 +25,31 @@ def config_file(tmp_path: Path) -> Path:
 
 
 def test_db_upgrade_and_current(config_file: Path) -> None:
-    upgraded = run("--config", str(config_file), "db", "upgrade")
+    upgraded = wk("--config", str(config_file), "db", "upgrade")
     assert upgraded.returncode == 0, upgraded.stderr
     from watchkeeper.store.migrate import head_revision
 
     head = head_revision()
     assert f"schema at {head} (was empty)" in upgraded.stdout
-    current = run("--config", str(config_file), "db", "current")
+    current = wk("--config", str(config_file), "db", "current")
     assert f"database: {head}; code: {head}" in current.stdout
 
 
 def test_tokens_and_local_runs(config_file: Path) -> None:
-    created = run(
+    created = wk(
         "--config", str(config_file), "token", "create", "--role", "reporter", "--name", "ci"
     )
     assert created.returncode == 0, created.stderr
     assert created.stdout.strip().splitlines()[-1].startswith("wk_")
-    listed = run("--config", str(config_file), "token", "list")
+    listed = wk("--config", str(config_file), "token", "list")
     assert "ci" in listed.stdout and "reporter" in listed.stdout
-    bad = run("--config", str(config_file), "token", "create", "--role", "root")
+    bad = wk("--config", str(config_file), "token", "create", "--role", "root")
     assert bad.returncode == 1
     assert "unknown role 'root': use one of admin, reporter, viewer" in bad.stderr
     assert "Traceback" not in bad.stderr
-    unknown = run("--config", str(config_file), "token", "revoke", "999")
+    unknown = wk("--config", str(config_file), "token", "revoke", "999")
     assert unknown.returncode == 1 and "no token 999" in unknown.stderr
-    listing = run("--config", str(config_file), "runs", "--json")
+    listing = wk("--config", str(config_file), "runs", "--json")
     assert listing.returncode == 0, listing.stderr
     assert json.loads(listing.stdout)["running"] == []
 
@@ -74,7 +62,7 @@ def served(config_file: Path) -> Iterator[tuple[str, str]]:
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
         text=True,
-        env={**os.environ, "COLUMNS": "200"},
+        env=cli_env(),
     )
     token = None
     assert process.stdout is not None
@@ -88,13 +76,7 @@ def served(config_file: Path) -> Iterator[tuple[str, str]]:
     drain = threading.Thread(target=lambda: [None for _ in process.stdout or []], daemon=True)
     drain.start()
     url = f"http://127.0.0.1:{port}"
-    for _ in range(200):
-        try:
-            if httpx.get(url + "/healthz", timeout=1).status_code == 200:
-                break
-        except httpx.HTTPError:
-            pass
-        time.sleep(0.05)
+    wait_for(lambda: _healthy(url), what="the server answering /healthz", timeout=10)
     yield url, token
     process.send_signal(signal.SIGINT)
     process.wait(timeout=20)
@@ -102,26 +84,33 @@ def served(config_file: Path) -> Iterator[tuple[str, str]]:
     process.stdout.close()
 
 
+def _healthy(url: str) -> bool:
+    try:
+        return httpx.get(url + "/healthz", timeout=1).status_code == 200
+    except httpx.HTTPError:
+        return False
+
+
 def test_serve_report_and_runs_end_to_end(served: tuple[str, str], config_file: Path) -> None:
     url, token = served
     env = {"WATCHKEEPER_URL": url, "WATCHKEEPER_TOKEN": token}
-    started = run(
+    started = wk(
         "report", "start", "crawl", "crawl example.org", "--origin", "slack:C9/171.5", env=env
     )
     assert started.returncode == 0, started.stderr
     run_id = started.stdout.strip()
-    moved = run(
+    moved = wk(
         "report", "progress", "crawl", "--step", "page 3", env={**env, "WATCHKEEPER_RUN_ID": run_id}
     )
     assert moved.returncode == 0, moved.stderr
-    table = run("runs", env=env)
+    table = wk("runs", env=env)
     assert "crawl example.org" in table.stdout
-    as_json = json.loads(run("runs", "--json", env=env).stdout)
+    as_json = json.loads(wk("runs", "--json", env=env).stdout)
     assert as_json["running"][0]["run_id"] == run_id
     assert as_json["running"][0]["step"] == "page 3"
-    failed = run("report", "fail", "crawl", run_id, "--reason", "quota exceeded", env=env)
+    failed = wk("report", "fail", "crawl", run_id, "--reason", "quota exceeded", env=env)
     assert failed.returncode == 0, failed.stderr
-    bad = run("report", "progress", "crawl", run_id, env=env)
+    bad = wk("report", "progress", "crawl", run_id, env=env)
     assert bad.returncode == 1
     assert "has already ended (failed)" in bad.stderr
     assert "Traceback" not in bad.stderr
@@ -131,12 +120,12 @@ def test_second_start_prints_no_new_token(served: tuple[str, str], config_file: 
     url, token = served
     response = httpx.get(url + "/api/v1/runs", headers={"Authorization": f"Bearer {token}"})
     assert response.status_code == 200
-    listed = run("--config", str(config_file), "token", "list")
+    listed = wk("--config", str(config_file), "token", "list")
     assert listed.stdout.count("first admin") == 1
 
 
 def test_unreachable_server_is_one_clear_line() -> None:
-    result = run(
+    result = wk(
         "report",
         "start",
         "crawl",

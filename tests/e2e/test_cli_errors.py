@@ -3,10 +3,11 @@ on stderr, one line each; the traceback only with --debug; a bug of ours still o
 
 from __future__ import annotations
 
-import os
 import subprocess
 import sys
 import textwrap
+
+from ..support.cli import wk
 
 UNREACHABLE = {"WATCHKEEPER_URL": "http://127.0.0.1:9", "WATCHKEEPER_TOKEN": "t"}
 
@@ -30,10 +31,7 @@ EXPLODING = textwrap.dedent(
 
 
 def run(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
-    merged = {**os.environ, "COLUMNS": "60", **(env or {})}
-    return subprocess.run(
-        [sys.executable, *args], capture_output=True, text=True, timeout=60, env=merged, check=False
-    )
+    return wk(*args, env=env, columns=60, command=(sys.executable,))
 
 
 def test_an_error_and_its_cause_one_line_each_on_stderr() -> None:

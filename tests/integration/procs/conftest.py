@@ -4,8 +4,7 @@ from __future__ import annotations
 
 import os
 import signal
-import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -17,16 +16,7 @@ from watchkeeper.procs.launch import LaunchRequest
 from watchkeeper.records.procs import ProcRun
 from watchkeeper.store import Store
 
-EVENT_TIMEOUT_S = 30.0
-
-
-def wait_until(predicate: Callable[[], object], timeout: float = EVENT_TIMEOUT_S) -> None:
-    """Wait for a real process event (a file, an exit): never for a verdict."""
-    deadline = time.monotonic() + timeout
-    while not predicate():
-        if time.monotonic() > deadline:
-            raise AssertionError(f"event did not happen within {timeout} s")
-        time.sleep(0.01)
+from ...support.waiting import wait_for
 
 
 def gone(pid: int) -> bool:
@@ -68,4 +58,4 @@ def start_detached(engine: ProcEngine, *argv: str, **options: object) -> ProcRun
 def wait_witness(engine: ProcEngine, run: ProcRun) -> None:
     """Wait until the shim has written the run's witness."""
     path = layout.witness_path(engine.data_dir, run.run_id)
-    wait_until(path.exists)
+    wait_for(path.exists, what=f"the witness of {run.run_id}")

@@ -13,7 +13,8 @@ from watchkeeper.procs import identity
 from watchkeeper.procs.engine import ProcEngine
 from watchkeeper.records.procs import AbortOutcome, NewProc, ProcStatus, Started
 
-from .conftest import gone, start_detached, wait_until, wait_witness
+from ...support.waiting import wait_for
+from .conftest import gone, start_detached, wait_witness
 
 
 def test_abort_signals_the_group_and_nothing_is_left_orphaned(
@@ -23,7 +24,7 @@ def test_abort_signals_the_group_and_nothing_is_left_orphaned(
     run = start_detached(
         engine, "sh", "-c", f"sleep 300 & echo $! > {grandchild_file}; wait", cwd=str(tmp_path)
     )
-    wait_until(lambda: grandchild_file.exists() and grandchild_file.read_text().strip())
+    wait_for(lambda: grandchild_file.exists() and grandchild_file.read_text().strip())
     grandchild = int(grandchild_file.read_text())
     assert identity.start_time(grandchild) is not None
     result = engine.abort(run.run_id)
@@ -31,12 +32,12 @@ def test_abort_signals_the_group_and_nothing_is_left_orphaned(
     assert result.run.status is ProcStatus.CANCELLED
     assert result.run.signal == 15
     assert result.run.reason == "aborted on request: killed by signal 15 (SIGTERM)"
-    wait_until(lambda: gone(grandchild))
+    wait_for(lambda: gone(grandchild))
 
 
 def test_abort_sigkills_a_group_that_ignores_sigterm(engine: ProcEngine) -> None:
     run = start_detached(engine, "sh", "-c", "trap '' TERM; while :; do sleep 1; done")
-    wait_until(lambda: engine.get(run.run_id).pid is not None)
+    wait_for(lambda: engine.get(run.run_id).pid is not None)
     result = engine.abort(run.run_id, grace_s=0.2)
     assert result.outcome is AbortOutcome.SIGNALED
     assert result.run.signal == 9

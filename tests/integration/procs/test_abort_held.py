@@ -31,8 +31,9 @@ from watchkeeper.server.longpoll import LongWaits
 from watchkeeper.store import Store
 
 from ...conftest import make_settings
+from ...support.waiting import wait_for
 from ..server import LiveServer, live_server
-from .conftest import kill_leftovers, start_detached, wait_until
+from .conftest import kill_leftovers, start_detached
 
 #: Worker threads the test server keeps; more aborts than this are sent at once.
 THREADS = 3
@@ -74,7 +75,7 @@ def _start_stubborn(http: httpx.Client) -> dict[str, object]:
     started = http.post("/api/v1/procs", json={"argv": STUBBORN, "name": "stubborn"})
     assert started.status_code == 201, started.text
     run_id = started.json()["id"]
-    wait_until(lambda: http.get(f"/api/v1/procs/{run_id}").json()["pid"] is not None)
+    wait_for(lambda: http.get(f"/api/v1/procs/{run_id}").json()["pid"] is not None)
     run: dict[str, object] = http.get(f"/api/v1/procs/{run_id}").json()
     return run
 
@@ -118,7 +119,7 @@ def test_aborts_in_their_grace_period_leave_the_api_answering(
         try:
             # Every abort has sent its SIGTERM and is waiting out its grace period.
             for run in runs:
-                wait_until(lambda run=run: _abort_requested(server, run))
+                wait_for(lambda run=run: _abort_requested(server, run))
             with server.client("viewer") as viewer:
                 health = viewer.get("/healthz")
                 listed = viewer.get("/api/v1/runs")
@@ -157,7 +158,7 @@ def test_aborts_have_caps_of_their_own(
             for run in runs[:ABORTS]
         ]
         try:
-            wait_until(lambda: caps.in_use == ABORTS)
+            wait_for(lambda: caps.in_use == ABORTS)
             over = http.post(f"/api/v1/procs/{runs[-1]['id']}/abort", json={"grace_s": 1})
             assert over.status_code == 429, over.text
             assert over.json()["error"]["code"] == "too_many_requests"
@@ -175,7 +176,7 @@ def test_aborts_have_caps_of_their_own(
 
 def test_async_abort_sigkills_a_group_that_ignores_sigterm(engine: ProcEngine) -> None:
     run = start_detached(engine, *STUBBORN)
-    wait_until(lambda: engine.get(run.run_id).pid is not None)
+    wait_for(lambda: engine.get(run.run_id).pid is not None)
     result = asyncio.run(engine.abort_async(run.run_id, grace_s=0.2))
     assert result.outcome is AbortOutcome.SIGNALED
     assert result.run.status is ProcStatus.CANCELLED
@@ -184,7 +185,7 @@ def test_async_abort_sigkills_a_group_that_ignores_sigterm(engine: ProcEngine) -
 
 def test_async_abort_of_a_group_that_obeys_sigterm(engine: ProcEngine) -> None:
     run = start_detached(engine, "sleep", "300")
-    wait_until(lambda: engine.get(run.run_id).pid is not None)
+    wait_for(lambda: engine.get(run.run_id).pid is not None)
     result = asyncio.run(engine.abort_async(run.run_id, grace_s=LONG_GRACE_S))
     assert result.outcome is AbortOutcome.SIGNALED
     assert result.run.signal == 15
@@ -214,7 +215,7 @@ def test_async_abort_of_a_recycled_pid_signals_nothing(engine: ProcEngine) -> No
 
 def test_async_abort_of_an_ended_or_unknown_run(engine: ProcEngine) -> None:
     run = start_detached(engine, "true")
-    wait_until(lambda: engine.refresh(run.run_id).status.ended)
+    wait_for(lambda: engine.refresh(run.run_id).status.ended)
     again = asyncio.run(engine.abort_async(run.run_id))
     assert again.outcome is AbortOutcome.ALREADY_EXITED
     with pytest.raises(NotFound, match="no process run 'p-missing'"):

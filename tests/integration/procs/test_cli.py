@@ -1,10 +1,10 @@
-"""The commands as a user types them: exit statuses, bad input, records that stay consistent."""
+"""Bad input refused before anything runs, and records that stay consistent.
+
+The same commands typed at the command line are in ``tests/e2e/test_procs_cli.py``.
+"""
 
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -15,67 +15,6 @@ from watchkeeper.procs.engine import ProcEngine
 from watchkeeper.procs.errors import LaunchFailed
 from watchkeeper.procs.launch import LaunchRequest
 from watchkeeper.records.procs import ProcStatus
-
-WK = [sys.executable, "-m", "watchkeeper"]
-
-
-def wk(config: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    env = {**os.environ, "COLUMNS": "200"}
-    return subprocess.run(
-        [*WK, "--config", str(config), *args],
-        capture_output=True,
-        text=True,
-        timeout=60,
-        env=env,
-        check=False,
-    )
-
-
-@pytest.fixture
-def config(engine: ProcEngine, tmp_path: Path) -> Path:
-    file = tmp_path / "watchkeeper.toml"
-    file.write_text(f'data_dir = "{engine.data_dir}"\ndatabase_url = "{engine.store.url}"\n')
-    return file
-
-
-def test_run_wait_status_and_logs(config: Path, engine: ProcEngine) -> None:
-    foreground = wk(config, "run", "--", "sh", "-c", "echo out; exit 7")
-    assert foreground.returncode == 7 and "out" in foreground.stdout
-    started = wk(config, "run", "--detach", "--name", "quick", "--", "sh", "-c", "echo hi; exit 3")
-    assert started.returncode == 0, started.stderr
-    run_id = started.stdout.strip()
-    waited = wk(config, "wait", run_id)
-    assert waited.returncode == 3, waited.stderr
-    assert "exited with status 3" in waited.stdout
-    assert wk(config, "logs", run_id).stdout == "hi\n"
-    status = wk(config, "status", run_id)
-    assert "failed" in status.stdout and "quick" in status.stdout
-    listed = wk(config, "ps", "--all")
-    assert run_id in listed.stdout
-    assert "already_exited" in wk(config, "abort", run_id).stdout
-    assert "reclaimed: none" in wk(config, "reclaim").stdout
-
-
-def test_a_missing_command_or_unknown_run_is_a_clear_error(
-    config: Path, engine: ProcEngine
-) -> None:
-    missing = wk(config, "run", "--", "no-such-command-here")
-    assert missing.returncode == 1
-    assert "error: command 'no-such-command-here' not found on PATH" in missing.stderr
-    assert "Traceback" not in missing.stderr
-    assert engine.procs.runs(active_only=False) == []  # nothing recorded, nothing running
-    unknown = wk(config, "abort", "p-unknown")
-    assert unknown.returncode == 1 and "no process run 'p-unknown'" in unknown.stderr
-    bad = wk(config, "run", "--timeout", "soon", "--", "true")
-    assert bad.returncode == 1 and "write a duration like" in bad.stderr
-
-
-def test_park_and_parked(config: Path, engine: ProcEngine) -> None:
-    run_id = wk(config, "run", "--detach", "--", "true").stdout.strip()
-    parked = wk(config, "park", "--session", "s-1", "--until", run_id, "--reason", "suite")
-    assert parked.returncode == 0, parked.stderr
-    shown = wk(config, "parked")
-    assert "s-1" in shown.stdout and run_id in shown.stdout
 
 
 def test_a_missing_working_folder_is_refused(engine: ProcEngine, tmp_path: Path) -> None:

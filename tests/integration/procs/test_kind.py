@@ -19,7 +19,8 @@ from watchkeeper.records.procs import NewProc, ProcStatus
 from watchkeeper.store import Store
 
 from ...conftest import make_settings
-from .conftest import kill_leftovers, wait_until, wait_witness
+from ...support.waiting import wait_for
+from .conftest import kill_leftovers, wait_witness
 
 
 @pytest.fixture
@@ -68,7 +69,7 @@ def test_log_growth_is_progress_and_moves_the_state_token(
     timed.sweep(clock.advance(1))  # the first look sets the baseline
     before = timed.get(run_id)
     go.touch()
-    wait_until(lambda: layout.log_path(timed.data_dir, run_id).stat().st_size > 0)
+    wait_for(lambda: layout.log_path(timed.data_dir, run_id).stat().st_size > 0)
     report = timed.sweep(clock.advance(9))
     assert report.reaped.progressed == [run_id]
     after = timed.get(run_id)
@@ -87,7 +88,7 @@ def test_gone_without_a_witness_is_stuck_and_a_failure_is_failed(
     run_id = start(timed, "sleep", "120")
     run = timed.get(run_id)
     os.kill(run.shim_pid or 0, signal.SIGKILL)
-    wait_until(lambda: identity.start_time(run.shim_pid or 0) is None)
+    wait_for(lambda: identity.start_time(run.shim_pid or 0) is None)
     view, found = verdict(store, tmp_path, run_id, clock)
     assert view.owner.alive is False
     assert found is not None and found.condition is Condition.STUCK

@@ -13,7 +13,8 @@ from watchkeeper.procs.engine import ProcEngine
 from watchkeeper.procs.launch import LaunchRequest
 from watchkeeper.records.procs import ProcStatus
 
-from .conftest import gone, start_detached, wait_until, wait_witness
+from ...support.waiting import wait_for
+from .conftest import gone, start_detached, wait_witness
 
 
 def test_a_detached_run_survives_the_death_of_the_group_that_started_it(
@@ -29,7 +30,7 @@ def test_a_detached_run_survives_the_death_of_the_group_that_started_it(
     # The caller runs in a group of its own, the way a time limit on a job would see it.
     caller = subprocess.Popen(["sh", "-c", script], start_new_session=True)
     try:
-        wait_until(lambda: id_file.exists() and id_file.read_text().strip())
+        wait_for(lambda: id_file.exists() and id_file.read_text().strip())
         os.killpg(caller.pid, signal.SIGKILL)
         caller.wait()
     finally:
@@ -84,7 +85,7 @@ def test_a_killed_shim_leaves_no_witness_and_the_run_is_stale(engine: ProcEngine
     run = start_detached(engine, "sleep", "120")
     assert run.shim_pid is not None and run.pid is not None
     os.kill(run.shim_pid, signal.SIGKILL)
-    wait_until(lambda: gone(run.shim_pid or 0))
+    wait_for(lambda: gone(run.shim_pid or 0))
     assert not witness.exists(layout.run_dir(engine.data_dir, run.run_id))
     assert engine.effective_status(engine.get(run.run_id)) == "stale"
     assert engine.alive(engine.get(run.run_id)) is False
@@ -94,7 +95,7 @@ def test_a_killed_shim_leaves_no_witness_and_the_run_is_stale(engine: ProcEngine
     assert done.status is ProcStatus.FAILED and done.exit_code is None
     assert done.reason is not None and "gone without a witness" in done.reason
     # The engine owns what it started: the orphaned command did not outlive its shim.
-    wait_until(lambda: gone(run.pid or 0))
+    wait_for(lambda: gone(run.pid or 0))
 
 
 def test_a_foreground_run_returns_the_command_s_status(engine: ProcEngine) -> None:

@@ -16,8 +16,8 @@ import httpx
 import pytest
 
 from tests.conftest import make_settings
-from tests.integration.procs.conftest import wait_until
 from tests.integration.server import LiveServer, live_server
+from tests.support.waiting import wait_for
 from watchkeeper.client import Client
 from watchkeeper.clock import utcnow
 from watchkeeper.notify.ops import OpsNotifier
@@ -109,7 +109,9 @@ def run_probe(server: LiveServer, tmp_path: Path, *runner_args: str) -> dict[str
                 argv=[sys.executable, "-c", PROBE, str(out), other_runner["id"],
                       elsewhere["tasks"][0]["id"]],
             )  # fmt: skip
-            wait_until(lambda: admin.jobs.get(job["id"])["status"] == "succeeded", EVENT_TIMEOUT_S)
+            wait_for(
+                lambda: admin.jobs.get(job["id"])["status"] == "succeeded", timeout=EVENT_TIMEOUT_S
+            )
         finally:
             stop(daemon)
         seen: dict[str, Any] = json.loads(out.read_text())
