@@ -8,7 +8,7 @@ from collections.abc import Collection, Iterator, Mapping
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from sqlalchemy import Connection, Engine, Row
+from sqlalchemy import Connection, Engine, Row, Table, and_, insert, update
 
 from watchkeeper.clock import from_epoch
 from watchkeeper.store.engine import is_sqlite, translate_errors, write_transaction
@@ -63,3 +63,12 @@ def record_from_row(
     for name in times:
         values[name] = from_epoch(m[name])
     return record(**values, **given)
+
+
+def upsert(
+    conn: Connection, table: Table, key: Mapping[str, Any], values: Mapping[str, Any]
+) -> None:
+    """Update the row of ``key``, or insert it if absent: an upsert both dialects run alike."""
+    where = and_(*(table.c[name] == value for name, value in key.items()))
+    if not conn.execute(update(table).where(where).values(**values)).rowcount:
+        conn.execute(insert(table).values(**key, **values))

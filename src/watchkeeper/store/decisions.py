@@ -12,11 +12,12 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from enum import StrEnum
+from typing import Any
 
-from sqlalchemy import Connection, Engine, insert, select, update
+from sqlalchemy import Connection, Row, insert, select, update
 
 from watchkeeper.clock import from_epoch, to_epoch
-from watchkeeper.store.engine import is_sqlite, translate_errors, write_transaction
+from watchkeeper.store.base import Accessor, record_from_row, upsert
 from watchkeeper.store.incidents import Decision, IncidentKey, IncidentStatus, _event
 
 __all__ = [
@@ -97,33 +98,13 @@ class ClaimResult:
     action_id: int | None = None
 
 
-def _record(row: object) -> ActionRecord:
-    m = row._mapping  # type: ignore[attr-defined]
-    started = from_epoch(m["started_at"])
-    assert started is not None
-    return ActionRecord(
-        id=m["id"],
-        incident_id=m["incident_id"],
-        kind=m["kind"],
-        run_id=m["run_id"],
-        action=m["action"],
-        actor=m["actor"],
-        via=m["via"],
-        status=ActionStatus(m["status"]),
-        started_at=started,
-        finished_at=from_epoch(m["finished_at"]),
-        answer=m["answer"],
-        host=m["host"],
-        pid=m["pid"],
-    )
+def _record(row: Row[Any]) -> ActionRecord:
+    status = ActionStatus(row._mapping["status"])
+    return record_from_row(ActionRecord, row, times=("started_at", "finished_at"), status=status)
 
 
-class DecisionStore:
+class DecisionStore(Accessor):
     """Conditional decisions, the press history and the action journal."""
-
-    def __init__(self, engine: Engine) -> None:
-        self._engine = engine
-        self._write_options = {"sqlite_begin": "IMMEDIATE"} if is_sqlite(engine) else {}
 
     def claim(self, claim: Claim, kind: str, run_id: str, now: datetime) -> ClaimResult:
         """Try to decide: exactly one claim per incident wins, on every replica."""
@@ -152,51 +133,47 @@ class DecisionStore:
             )
             .values(**values)
         )
-        with translate_errors("deciding an incident"), self._engine.connect() as conn:
-            conn = conn.execution_options(**self._write_options)
-            with conn.begin():
-                if conn.execute(statement).rowcount != 1:
-                    return ClaimResult(False)
-                self._press(
-                    conn,
-                    Press(claim.incident_id, now, claim.actor, claim.via, claim.action,
-                          claim.state_token, "won"),
-                )  # fmt: skip
-                _event(
-                    conn,
-                    claim.incident_id,
-                    at,
-                    "decided",
-                    f"{claim.action} by {claim.actor} via {claim.via}",
+        with self._write("deciding an incident") as conn:
+            if conn.execute(statement).rowcount != 1:
+                return ClaimResult(False)
+            self._press(
+                conn,
+                Press(claim.incident_id, now, claim.actor, claim.via, claim.action,
+                      claim.state_token, "won"),
+            )  # fmt: skip
+            _event(
+                conn,
+                claim.incident_id,
+                at,
+                "decided",
+                f"{claim.action} by {claim.actor} via {claim.via}",
+            )
+            action_id = None
+            if claim.journal:
+                action_id = int(
+                    conn.execute(
+                        insert(actions)
+                        .values(
+                            incident_id=claim.incident_id,
+                            kind=kind,
+                            run_id=run_id,
+                            action=claim.action,
+                            actor=claim.actor,
+                            via=claim.via,
+                            status=ActionStatus.STARTED.value,
+                            started_at=at,
+                            host=claim.host,
+                            pid=claim.pid,
+                        )
+                        .returning(actions.c.id)
+                    ).scalar_one()
                 )
-                action_id = None
-                if claim.journal:
-                    action_id = int(
-                        conn.execute(
-                            insert(actions)
-                            .values(
-                                incident_id=claim.incident_id,
-                                kind=kind,
-                                run_id=run_id,
-                                action=claim.action,
-                                actor=claim.actor,
-                                via=claim.via,
-                                status=ActionStatus.STARTED.value,
-                                started_at=at,
-                                host=claim.host,
-                                pid=claim.pid,
-                            )
-                            .returning(actions.c.id)
-                        ).scalar_one()
-                    )
         return ClaimResult(True, action_id)
 
     def record_press(self, press: Press) -> None:
         """Append a press that did not win (refused, stale, already decided, diagnosed)."""
-        with translate_errors("recording a press"), self._engine.connect() as conn:
-            conn = conn.execution_options(**self._write_options)
-            with conn.begin():
-                self._press(conn, press)
+        with self._write("recording a press") as conn:
+            self._press(conn, press)
 
     def _press(self, conn: Connection, press: Press) -> None:
         conn.execute(
@@ -217,7 +194,7 @@ class DecisionStore:
     ) -> bool:
         """Move a started journal row to done or failed; False when it had already moved."""
         at = to_epoch(now)
-        with translate_errors("finishing an action"), write_transaction(self._engine) as conn:
+        with self._write("finishing an action") as conn:
             row = conn.execute(select(actions.c.incident_id).where(actions.c.id == action_id)).one()
             moved = conn.execute(
                 update(actions)
@@ -230,7 +207,7 @@ class DecisionStore:
 
     def started_actions(self) -> list[ActionRecord]:
         """Journal rows still in ``started``."""
-        with translate_errors("reading the action journal"), self._engine.connect() as conn:
+        with self._read("reading the action journal") as conn:
             rows = conn.execute(
                 select(actions).where(actions.c.status == ActionStatus.STARTED.value)
             ).all()
@@ -247,7 +224,7 @@ class DecisionStore:
         statement = (
             select(actions).where(actions.c.incident_id == incident_id).order_by(actions.c.id)
         )
-        with translate_errors("reading the action journal"), self._engine.connect() as conn:
+        with self._read("reading the action journal") as conn:
             return [_record(row) for row in conn.execute(statement)]
 
     def actions_for_work(
@@ -257,7 +234,7 @@ class DecisionStore:
         statement = select(actions).where(actions.c.kind == kind, actions.c.run_id == run_id)
         if since is not None:
             statement = statement.where(actions.c.started_at >= to_epoch(since))
-        with translate_errors("reading the action journal"), self._engine.connect() as conn:
+        with self._read("reading the action journal") as conn:
             return [_record(row) for row in conn.execute(statement.order_by(actions.c.id))]
 
     def presses_for(self, incident_id: int) -> list[Press]:
@@ -265,30 +242,21 @@ class DecisionStore:
         statement = (
             select(presses).where(presses.c.incident_id == incident_id).order_by(presses.c.id)
         )
-        with translate_errors("reading presses"), self._engine.connect() as conn:
+        with self._read("reading presses") as conn:
             rows = conn.execute(statement).all()
-        result = []
-        for r in rows:
-            at = from_epoch(r.at)
-            assert at is not None
-            result.append(
-                Press(
-                    r.incident_id, at, r.actor, r.via, r.action, r.state_token, r.outcome, r.detail
-                )
-            )
-        return result
+        return [record_from_row(Press, row, times=("at",)) for row in rows]
 
     def suppressed_keys(self, kinds: Sequence[str]) -> set[IncidentKey]:
         """Keys of dismissed incidents: never reported again."""
         statement = select(
             incidents.c.kind, incidents.c.run_id, incidents.c.condition, incidents.c.fingerprint
         ).where(incidents.c.suppressed.is_(True), incidents.c.kind.in_(list(kinds)))
-        with translate_errors("reading dismissed incidents"), self._engine.connect() as conn:
+        with self._read("reading dismissed incidents") as conn:
             return {IncidentKey(*row) for row in conn.execute(statement)}
 
     def runbook_switches(self) -> dict[str, tuple[bool, str, datetime]]:
         """Switches set over the API: name -> (enabled, by whom, when)."""
-        with translate_errors("reading runbook switches"), self._engine.connect() as conn:
+        with self._read("reading runbook switches") as conn:
             rows = conn.execute(select(runbook_switches)).all()
         result = {}
         for row in rows:
@@ -300,11 +268,5 @@ class DecisionStore:
     def set_runbook(self, name: str, enabled: bool, by: str, now: datetime) -> None:
         """Switch a runbook on or off (an upsert written portably)."""
         values = {"enabled": enabled, "updated_by": by[:200], "updated_at": to_epoch(now)}
-        with translate_errors("switching a runbook"), self._engine.connect() as conn:
-            conn = conn.execution_options(**self._write_options)
-            with conn.begin():
-                moved = conn.execute(
-                    update(runbook_switches).where(runbook_switches.c.name == name).values(**values)
-                ).rowcount
-                if not moved:
-                    conn.execute(insert(runbook_switches).values(name=name, **values))
+        with self._write("switching a runbook") as conn:
+            upsert(conn, runbook_switches, {"name": name}, values)

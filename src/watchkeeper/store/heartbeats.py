@@ -5,11 +5,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import datetime
 
-from sqlalchemy import Engine, select, update
-from sqlalchemy import insert as sa_insert
+from sqlalchemy import select
 
-from watchkeeper.clock import from_epoch, to_epoch
-from watchkeeper.store.engine import translate_errors, write_transaction
+from watchkeeper.clock import to_epoch
+from watchkeeper.store.base import Accessor, record_from_row, upsert
 from watchkeeper.store.schema import watch_heartbeats
 
 
@@ -25,11 +24,11 @@ class SweepBeat:
     error: str | None
 
 
-class HeartbeatStore:
-    """Records and reads sweep heartbeats."""
+_BEAT_TIMES = ("last_sweep_at", "last_ok_at")
 
-    def __init__(self, engine: Engine) -> None:
-        self._engine = engine
+
+class HeartbeatStore(Accessor):
+    """Records and reads sweep heartbeats."""
 
     def beat(self, beat: SweepBeat) -> None:
         """Record a sweep (an upsert written portably: update, then insert if absent)."""
@@ -40,34 +39,11 @@ class HeartbeatStore:
             "runs": beat.runs,
             "error": beat.error[:2000] if beat.error else None,
         }
-        with (
-            translate_errors("recording the sweep heartbeat"),
-            write_transaction(self._engine) as conn,
-        ):
-            updated = conn.execute(
-                update(watch_heartbeats)
-                .where(watch_heartbeats.c.replica == beat.replica)
-                .values(**values)
-            ).rowcount
-            if not updated:
-                conn.execute(sa_insert(watch_heartbeats).values(replica=beat.replica, **values))
+        with self._write("recording the sweep heartbeat") as conn:
+            upsert(conn, watch_heartbeats, {"replica": beat.replica}, values)
 
     def all(self) -> list[SweepBeat]:
         """Every replica's latest sweep."""
-        with translate_errors("reading sweep heartbeats"), self._engine.connect() as conn:
+        with self._read("reading sweep heartbeats") as conn:
             rows = conn.execute(select(watch_heartbeats)).all()
-        result = []
-        for row in rows:
-            last = from_epoch(row.last_sweep_at)
-            assert last is not None
-            result.append(
-                SweepBeat(
-                    row.replica,
-                    last,
-                    from_epoch(row.last_ok_at),
-                    row.duration_s,
-                    row.runs,
-                    row.error,
-                )
-            )
-        return result
+        return [record_from_row(SweepBeat, row, times=_BEAT_TIMES) for row in rows]

@@ -8,11 +8,11 @@ from datetime import datetime
 from enum import StrEnum
 from typing import Any
 
-from sqlalchemy import Connection, Engine, Row, func, insert, select, update
+from sqlalchemy import Connection, Row, func, insert, select, update
 
 from watchkeeper.clock import from_epoch, to_epoch
 from watchkeeper.errors import NotFound
-from watchkeeper.store.engine import is_sqlite, translate_errors, write_transaction
+from watchkeeper.store.base import Accessor, record_from_row
 from watchkeeper.store.schema import incident_events, incidents
 
 
@@ -82,21 +82,12 @@ class Incident:
     def from_row(cls, row: Row[Any], events: tuple[IncidentEvent, ...] = ()) -> Incident:
         """Build from an ``incidents`` row."""
         m = row._mapping
-        return cls(
-            id=m["id"],
+        return record_from_row(
+            cls,
+            row,
+            times=("since", "opened_at", "updated_at", "resolved_at"),
             key=IncidentKey(m["kind"], m["run_id"], m["condition"], m["fingerprint"]),
             status=IncidentStatus(m["status"]),
-            title=m["title"],
-            reason=m["reason"],
-            since=from_epoch(m["since"]),
-            opened_at=from_epoch(m["opened_at"]),
-            updated_at=from_epoch(m["updated_at"]),
-            resolved_at=from_epoch(m["resolved_at"]),
-            resolution=m["resolution"],
-            state_token=m["state_token"],
-            origin=m["origin"],
-            effects=m["effects"],
-            episodes=m["episodes"],
             decision=_decision(m),
             suppressed=bool(m["suppressed"]),
             events=events,
@@ -153,47 +144,41 @@ def _decision(m: Any) -> Decision | None:
     return Decision(m["decided_action"], m["decided_by"], m["decided_via"], decided_at)
 
 
-class IncidentStore:
+class IncidentStore(Accessor):
     """Reads and writes incidents; every change leaves an event."""
-
-    def __init__(self, engine: Engine) -> None:
-        self._engine = engine
-        self._write_options = {"sqlite_begin": "IMMEDIATE"} if is_sqlite(engine) else {}
 
     def live(self, kinds: Sequence[str]) -> list[Incident]:
         """Open and recovered incidents of ``kinds``."""
         statement = select(incidents).where(
             incidents.c.status.in_(LIVE_STATUSES), incidents.c.kind.in_(list(kinds))
         )
-        with translate_errors("reading live incidents"), self._engine.connect() as conn:
+        with self._read("reading live incidents") as conn:
             return [Incident.from_row(row) for row in conn.execute(statement)]
 
     def apply(self, changes: Changes, now: datetime) -> Applied:
         """Apply one sweep's changes atomically."""
         at = to_epoch(now)
         assert at is not None
-        with translate_errors("recording incidents"), self._engine.connect() as conn:
-            conn = conn.execution_options(**self._write_options)
-            with conn.begin():
-                opened, reopened = self._open(conn, changes.openings, at)
-                renewed = self._existing(conn, [o.key for o in changes.renewals])
-                for opening in changes.renewals:
-                    found = renewed.get(opening.key)
-                    if found is not None and not found.suppressed:
-                        self._reopen(conn, found.id, opening, at)
-                        reopened.append(found.id)
-                recovered = self._move(
-                    conn, changes.recoveries, at, IncidentStatus.RECOVERED, "moved_again"
+        with self._write("recording incidents") as conn:
+            opened, reopened = self._open(conn, changes.openings, at)
+            renewed = self._existing(conn, [o.key for o in changes.renewals])
+            for opening in changes.renewals:
+                found = renewed.get(opening.key)
+                if found is not None and not found.suppressed:
+                    self._reopen(conn, found.id, opening, at)
+                    reopened.append(found.id)
+            recovered = self._move(
+                conn, changes.recoveries, at, IncidentStatus.RECOVERED, "moved_again"
+            )
+            resolved = self._move(
+                conn, changes.resolutions, at, IncidentStatus.RESOLVED, "resolved"
+            )
+            for incident_id, token in changes.token_updates:
+                conn.execute(
+                    update(incidents)
+                    .where(incidents.c.id == incident_id)
+                    .values(state_token=token, updated_at=at)
                 )
-                resolved = self._move(
-                    conn, changes.resolutions, at, IncidentStatus.RESOLVED, "resolved"
-                )
-                for incident_id, token in changes.token_updates:
-                    conn.execute(
-                        update(incidents)
-                        .where(incidents.c.id == incident_id)
-                        .values(state_token=token, updated_at=at)
-                    )
         return Applied(tuple(opened), tuple(reopened), tuple(recovered), tuple(resolved))
 
     def _open(
@@ -321,12 +306,12 @@ class IncidentStore:
             statement = statement.where(incidents.c.status.in_(LIVE_STATUSES))
         elif status is not None:
             statement = statement.where(incidents.c.status == status)
-        with translate_errors("listing incidents"), self._engine.connect() as conn:
+        with self._read("listing incidents") as conn:
             return [Incident.from_row(row) for row in conn.execute(statement)]
 
     def get(self, incident_id: int, *, with_events: bool = True) -> Incident:
         """One incident (with its history unless told otherwise), or :class:`NotFound`."""
-        with translate_errors("reading an incident"), self._engine.connect() as conn:
+        with self._read("reading an incident") as conn:
             row = conn.execute(select(incidents).where(incidents.c.id == incident_id)).first()
             if row is None:
                 raise NotFound(f"no incident {incident_id}; list them with GET /api/v1/incidents")
@@ -342,10 +327,7 @@ class IncidentStore:
 
     def add_event(self, incident_id: int, now: datetime, event_type: str, detail: str) -> None:
         """Append one line to an incident's history."""
-        with (
-            translate_errors("recording an incident event"),
-            write_transaction(self._engine) as conn,
-        ):
+        with self._write("recording an incident event") as conn:
             _event(conn, incident_id, to_epoch(now), event_type, detail)
 
     def events_after(
@@ -361,7 +343,7 @@ class IncidentStore:
         )
         if since is not None:
             statement = statement.where(incident_events.c.at >= to_epoch(since))
-        with translate_errors("reading incident events"), self._engine.connect() as conn:
+        with self._read("reading incident events") as conn:
             rows = conn.execute(statement).all()
         return [
             (r.id, r.incident_id, IncidentEvent(from_epoch(r.at), r.type, r.detail)) for r in rows
@@ -370,7 +352,7 @@ class IncidentStore:
     def count_by_status(self) -> dict[str, int]:
         """How many incidents there are in each status."""
         statement = select(incidents.c.status, func.count()).group_by(incidents.c.status)
-        with translate_errors("counting incidents"), self._engine.connect() as conn:
+        with self._read("counting incidents") as conn:
             return {row[0]: int(row[1]) for row in conn.execute(statement)}
 
 

@@ -9,11 +9,12 @@ from datetime import datetime
 from enum import StrEnum
 from typing import Any
 
-from sqlalchemy import Engine, func, insert, select, update
+from sqlalchemy import func, insert, select, update
 from sqlalchemy.exc import IntegrityError
 
-from watchkeeper.clock import from_epoch, to_epoch
-from watchkeeper.store.engine import translate_errors, write_transaction
+from watchkeeper.clock import to_epoch
+from watchkeeper.store.base import Accessor, record_from_row
+from watchkeeper.store.engine import write_transaction
 from watchkeeper.store.incidents import _event
 from watchkeeper.store.schema_notify import deliveries, inbound
 
@@ -63,21 +64,12 @@ class Delivery:
     @classmethod
     def from_row(cls, row: Any) -> Delivery:
         """Build from a ``deliveries`` row."""
-        m = row._mapping
-        due = from_epoch(m["next_attempt_at"])
-        assert due is not None
-        return cls(
-            m["id"], m["dedup_key"], m["incident_id"], m["purpose"], m["channel"], m["target"],
-            m["payload"], DeliveryStatus(m["status"]), m["attempts"], due,
-            m["platform_message_id"], m["error"],
-        )  # fmt: skip
+        status = DeliveryStatus(row._mapping["status"])
+        return record_from_row(cls, row, times=("next_attempt_at",), status=status)
 
 
-class OutboxStore:
+class OutboxStore(Accessor):
     """Enqueue, claim and settle deliveries; deduplicate inbound requests."""
-
-    def __init__(self, engine: Engine) -> None:
-        self._engine = engine
 
     def enqueue(self, items: Sequence[NewDelivery], now: datetime) -> list[int]:
         """Insert the deliveries whose dedup key is new; returns the new ids."""
@@ -85,7 +77,7 @@ class OutboxStore:
             return []
         at = to_epoch(now)
         created: list[int] = []
-        with translate_errors("enqueueing messages"), write_transaction(self._engine) as conn:
+        with self._write("enqueueing messages") as conn:
             keys = [item.dedup_key for item in items]
             known = set(
                 conn.execute(
@@ -123,7 +115,7 @@ class OutboxStore:
             .order_by(deliveries.c.id)
             .limit(limit)
         )
-        with translate_errors("reading due messages"), self._engine.connect() as conn:
+        with self._read("reading due messages") as conn:
             return [Delivery.from_row(row) for row in conn.execute(statement)]
 
     def claim(self, delivery_id: int, claimer: str, now: datetime) -> bool:
@@ -141,7 +133,7 @@ class OutboxStore:
                 updated_at=to_epoch(now),
             )
         )
-        with translate_errors("claiming a message"), write_transaction(self._engine) as conn:
+        with self._write("claiming a message") as conn:
             return conn.execute(statement).rowcount == 1
 
     def settle(
@@ -173,7 +165,7 @@ class OutboxStore:
             .values(**values)
             .returning(deliveries.c.incident_id, deliveries.c.channel)
         )
-        with translate_errors("settling a message"), write_transaction(self._engine) as conn:
+        with self._write("settling a message") as conn:
             row = conn.execute(statement).first()
             bad = status in {DeliveryStatus.FAILED, DeliveryStatus.MAYBE_SENT}
             if row is not None and bad and row.incident_id is not None:
@@ -184,7 +176,7 @@ class OutboxStore:
 
     def recover_interrupted(self, now: datetime) -> list[int]:
         """At start-up: every row still ``sending`` becomes ``maybe_sent`` (never resent)."""
-        with translate_errors("reading interrupted messages"), self._engine.connect() as conn:
+        with self._read("reading interrupted messages") as conn:
             ids = list(
                 conn.execute(
                     select(deliveries.c.id).where(
@@ -205,12 +197,12 @@ class OutboxStore:
             .where(deliveries.c.incident_id == incident_id)
             .order_by(deliveries.c.id)
         )
-        with translate_errors("reading messages"), self._engine.connect() as conn:
+        with self._read("reading messages") as conn:
             return [Delivery.from_row(row) for row in conn.execute(statement)]
 
     def get(self, delivery_id: int) -> Delivery:
         """One delivery."""
-        with translate_errors("reading a message"), self._engine.connect() as conn:
+        with self._read("reading a message") as conn:
             return Delivery.from_row(
                 conn.execute(select(deliveries).where(deliveries.c.id == delivery_id)).one()
             )
@@ -218,12 +210,13 @@ class OutboxStore:
     def counts(self) -> dict[str, int]:
         """Deliveries by status."""
         statement = select(deliveries.c.status, func.count()).group_by(deliveries.c.status)
-        with translate_errors("counting messages"), self._engine.connect() as conn:
+        with self._read("counting messages") as conn:
             return {row[0]: int(row[1]) for row in conn.execute(statement)}
 
     def first_time(self, platform: str, external_id: str, now: datetime) -> bool:
         """Record an inbound request id; False when it was seen before (a platform retry)."""
         try:
+            # No translation here: a duplicate's IntegrityError is the answer, not a failure.
             with write_transaction(self._engine) as conn:
                 conn.execute(
                     insert(inbound).values(

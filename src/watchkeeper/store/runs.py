@@ -8,12 +8,12 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import Engine, Row, and_, bindparam, case, func, insert, select, update
+from sqlalchemy import Row, and_, bindparam, case, func, insert, select, update
 
 from watchkeeper.clock import from_epoch, to_epoch
 from watchkeeper.contract import ACTIVE_STATUSES, RunStatus
 from watchkeeper.errors import Conflict, NotFound
-from watchkeeper.store.engine import is_sqlite, translate_errors
+from watchkeeper.store.base import Accessor, record_from_row
 from watchkeeper.store.schema import push_runs
 
 _ACTIVE = [status.value for status in ACTIVE_STATUSES]
@@ -87,27 +87,12 @@ class PushRun:
     def from_row(cls, row: Row[Any]) -> PushRun:
         """Build from a full ``push_runs`` row."""
         m = row._mapping
-        return cls(
-            kind=m["kind"],
-            run_id=m["run_id"],
-            title=m["title"],
+        return record_from_row(
+            cls,
+            row,
+            times=("started_at", "progress_at", "finished_at", "updated_at"),
             status=RunStatus(m["status"]),
-            attempt=m["attempt"],
-            version=m["version"],
-            origin=m["origin"],
-            effects=m["effects"],
-            budget_s=m["budget_s"],
-            expected_s=m["expected_s"],
-            lease_s=m["lease_s"],
-            started_at=from_epoch(m["started_at"]),
-            progress_at=from_epoch(m["progress_at"]),
             last_seen_at=from_epoch(m["seen_at"]),
-            finished_at=from_epoch(m["finished_at"]),
-            updated_at=from_epoch(m["updated_at"]),
-            step=m["step"],
-            failure_reason=m["failure_reason"],
-            failure_fingerprint=m["failure_fingerprint"],
-            detail=m["detail"],
         )
 
 
@@ -125,12 +110,8 @@ def state_token(attempt: int, version: int) -> str:
     return f"a{attempt}v{version}"
 
 
-class PushRunStore:
+class PushRunStore(Accessor):
     """Reads and moves push runs. Every move is one statement in one transaction."""
-
-    def __init__(self, engine: Engine) -> None:
-        self._engine = engine
-        self._write_options = {"sqlite_begin": "IMMEDIATE"} if is_sqlite(engine) else {}
 
     def start(self, new: NewRun, now: datetime) -> tuple[PushRun, bool]:
         """Record that work started; returns the run and whether anything changed.
@@ -139,28 +120,22 @@ class PushRunStore:
         one begins its next attempt. A run id belongs to one kind for good.
         """
         at = to_epoch(now)
-        with translate_errors("starting a run"), self._engine.connect() as conn:
-            conn = conn.execution_options(**self._write_options)
-            with conn.begin():
-                row = conn.execute(
-                    select(push_runs).where(push_runs.c.run_id == new.run_id)
-                ).first()
-                if row is None:
-                    values = _fresh_values(new, at)
-                    conn.execute(insert(push_runs).values(**values))
-                    changed = True
-                else:
-                    _same_kind(row, new.kind, new.run_id)
-                    changed = RunStatus(row.status).ended
-                    if changed:
-                        conn.execute(
-                            update(push_runs)
-                            .where(push_runs.c.run_id == new.run_id)
-                            .values(**_restart_values(new, at, row.attempt, row.version))
-                        )
-                fresh = conn.execute(
-                    select(push_runs).where(push_runs.c.run_id == new.run_id)
-                ).one()
+        with self._write("starting a run") as conn:
+            row = conn.execute(select(push_runs).where(push_runs.c.run_id == new.run_id)).first()
+            if row is None:
+                values = _fresh_values(new, at)
+                conn.execute(insert(push_runs).values(**values))
+                changed = True
+            else:
+                _same_kind(row, new.kind, new.run_id)
+                changed = RunStatus(row.status).ended
+                if changed:
+                    conn.execute(
+                        update(push_runs)
+                        .where(push_runs.c.run_id == new.run_id)
+                        .values(**_restart_values(new, at, row.attempt, row.version))
+                    )
+            fresh = conn.execute(select(push_runs).where(push_runs.c.run_id == new.run_id)).one()
         return PushRun.from_row(fresh), changed
 
     def move(
@@ -177,12 +152,10 @@ class PushRunStore:
         statement = _move_statement(tuple(sorted(values)), counts_as_move)
         params = {f"v_{key}": value for key, value in values.items()}
         params.update(v_updated_at=at, v_seen_at=at, w_run_id=run_id, w_kind=kind)
-        with translate_errors("updating a run"), self._engine.connect() as conn:
-            conn = conn.execution_options(**self._write_options)
-            with conn.begin():
-                row = conn.execute(statement, params).first()
-                if row is None:
-                    self._explain_missing(conn, kind, run_id)
+        with self._write("updating a run") as conn:
+            row = conn.execute(statement, params).first()
+            if row is None:
+                self._explain_missing(conn, kind, run_id)
         assert row is not None
         return PushRun.from_row(row)
 
@@ -200,7 +173,7 @@ class PushRunStore:
 
     def get(self, kind: str, run_id: str) -> PushRun:
         """One run, or :class:`NotFound`."""
-        with translate_errors("reading a run"), self._engine.connect() as conn:
+        with self._read("reading a run") as conn:
             row = conn.execute(select(push_runs).where(push_runs.c.run_id == run_id)).first()
         if row is None or row.kind != kind:
             raise NotFound(f"no {kind} run {run_id!r}")
@@ -213,7 +186,7 @@ class PushRunStore:
             push_runs.c.kind == kind,
             push_runs.c.status.in_(_ACTIVE) | (push_runs.c.finished_at >= since),
         )
-        with translate_errors(f"reading {kind} runs"), self._engine.connect() as conn:
+        with self._read(f"reading {kind} runs") as conn:
             return conn.execute(statement).all()
 
     def sweep_rows(
@@ -249,7 +222,7 @@ class PushRunStore:
             func.min(case((running & (budget_end > at), budget_end))),
             func.min(case((running & (expected_end > at), expected_end))),
         ).where(considered)
-        with translate_errors(f"reading {kind} runs"), self._engine.connect() as conn:
+        with self._read(f"reading {kind} runs") as conn:
             rows = conn.execute(select(*JUDGE_COLUMNS).where(considered & flagged)).all()
             total, *ends = conn.execute(summary).one()
         future = [end for end in ends if end is not None]
@@ -260,12 +233,12 @@ class PushRunStore:
         statement = select(*JUDGE_COLUMNS).where(
             push_runs.c.kind == kind, push_runs.c.run_id == run_id
         )
-        with translate_errors(f"reading {kind} run {run_id}"), self._engine.connect() as conn:
+        with self._read(f"reading {kind} run {run_id}") as conn:
             return conn.execute(statement).first()
 
     def kinds_in_use(self) -> Iterable[str]:
         """Every kind name that has push runs."""
-        with translate_errors("listing kinds"), self._engine.connect() as conn:
+        with self._read("listing kinds") as conn:
             return [row.kind for row in conn.execute(select(push_runs.c.kind).distinct())]
 
 

@@ -12,10 +12,10 @@ import secrets
 from dataclasses import dataclass, field
 from datetime import datetime
 
-from sqlalchemy import Engine, delete, insert, or_, select, update
+from sqlalchemy import delete, insert, or_, select, update
 
-from watchkeeper.clock import from_epoch, to_epoch
-from watchkeeper.store.engine import translate_errors, write_transaction
+from watchkeeper.clock import to_epoch
+from watchkeeper.store.base import Accessor, record_from_row
 from watchkeeper.store.schema import api_tokens
 from watchkeeper.store.schema_web import web_sessions
 
@@ -34,16 +34,16 @@ class WebSession:
     expires_at: datetime
 
 
+_SESSION_TIMES = ("created_at", "last_seen_at", "expires_at")
+
+
 def hash_session_id(session_id: str) -> str:
     """The stored form of a session id (ids are random, so a plain hash suffices)."""
     return hashlib.sha256(session_id.encode("utf-8")).hexdigest()
 
 
-class WebSessionStore:
+class WebSessionStore(Accessor):
     """Opens, finds, touches, revokes and prunes dashboard sessions."""
-
-    def __init__(self, engine: Engine) -> None:
-        self._engine = engine
 
     def open(self, token_id: int, now: datetime, expires_at: datetime) -> str:
         """Record a new session for ``token_id``; returns its id, which is never stored."""
@@ -57,7 +57,7 @@ class WebSessionStore:
             "last_seen_at": at,
             "expires_at": to_epoch(expires_at),
         }
-        with translate_errors("opening a dashboard session"), write_transaction(self._engine) as c:
+        with self._write("opening a dashboard session") as c:
             c.execute(insert(web_sessions).values(**values))
         return session_id
 
@@ -72,25 +72,16 @@ class WebSessionStore:
                 api_tokens.c.revoked_at.is_(None),
             )
         )
-        with translate_errors("reading a dashboard session"), self._engine.connect() as conn:
+        with self._read("reading a dashboard session") as conn:
             row = conn.execute(statement).first()
         if row is None:
             return None
-        return WebSession(
-            session_id,
-            row.token_id,
-            row.name,
-            row.role,
-            row.csrf,
-            from_epoch(row.created_at),
-            from_epoch(row.last_seen_at),
-            from_epoch(row.expires_at),
-        )
+        return record_from_row(WebSession, row, times=_SESSION_TIMES, session_id=session_id)
 
     def touch(self, session_id: str, now: datetime) -> None:
         """Record that the session was used at ``now`` (it only moves forward)."""
         at = to_epoch(now)
-        with translate_errors("touching a dashboard session"), write_transaction(self._engine) as c:
+        with self._write("touching a dashboard session") as c:
             c.execute(
                 update(web_sessions)
                 .where(
@@ -103,7 +94,7 @@ class WebSessionStore:
 
     def revoke(self, session_id: str, now: datetime) -> None:
         """End the session; revoking twice is harmless."""
-        with translate_errors("ending a dashboard session"), write_transaction(self._engine) as c:
+        with self._write("ending a dashboard session") as c:
             c.execute(
                 update(web_sessions)
                 .where(
@@ -123,5 +114,5 @@ class WebSessionStore:
             web_sessions.c.revoked_at.is_not(None),
             web_sessions.c.token_id.in_(revoked_tokens),
         )
-        with translate_errors("pruning dashboard sessions"), write_transaction(self._engine) as c:
+        with self._write("pruning dashboard sessions") as c:
             return int(c.execute(delete(web_sessions).where(ended)).rowcount)

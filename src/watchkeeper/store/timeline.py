@@ -18,7 +18,8 @@ from sqlalchemy import Connection, Engine, case, delete, func, insert, or_, sele
 from watchkeeper.clock import from_epoch, to_epoch
 from watchkeeper.errors import StoreError
 from watchkeeper.records.timeline import Fact, Price, TimelineEvent, Usage
-from watchkeeper.store.engine import is_sqlite, translate_errors, write_transaction
+from watchkeeper.store.base import Accessor
+from watchkeeper.store.engine import is_sqlite
 from watchkeeper.store.schema_queue import queue_jobs
 from watchkeeper.store.schema_timeline import (
     forge_deliveries,
@@ -129,11 +130,8 @@ def _insert_ignoring_duplicates(engine: Engine, table: Any) -> Any:
     return dialect_insert(table)
 
 
-class TimelineStore:
+class TimelineStore(Accessor):
     """Reads and appends timeline rows; one transaction per call."""
-
-    def __init__(self, engine: Engine) -> None:
-        self._engine = engine
 
     # Events --------------------------------------------------------------------------
 
@@ -147,9 +145,9 @@ class TimelineStore:
         if not rows:
             return
         values = list(map(_VALUES, rows))
-        with translate_errors("storing timeline events"), write_transaction(self._engine) as conn:
+        with self._write("storing timeline events") as conn:
             self._fill_orgs(conn, rows, values)
-            if is_sqlite(self._engine):
+            if self._sqlite:
                 conn.exec_driver_sql(self._insert_sql, values)
             else:
                 _copy(conn, values)
@@ -185,7 +183,7 @@ class TimelineStore:
             statement = statement.where(_E.job_id == job_id)
         if task_id is not None:
             statement = statement.where(_E.task_id == task_id)
-        with translate_errors("reading a timeline"), self._engine.connect() as conn:
+        with self._read("reading a timeline") as conn:
             return [event_from_mapping(row._mapping) for row in conn.execute(statement)]
 
     def progress_facts(self, task_ids: Sequence[str]) -> dict[str, list[Fact]]:
@@ -196,7 +194,7 @@ class TimelineStore:
             .order_by(_E.task_id, _E.at, _E.id)
         )
         facts: dict[str, list[Fact]] = {}
-        with translate_errors("reading task progress"), self._engine.connect() as conn:
+        with self._read("reading task progress") as conn:
             for task_id, at, number, fingerprint in conn.execute(statement):
                 facts.setdefault(task_id, []).append((at, number, fingerprint))
         return facts
@@ -204,7 +202,7 @@ class TimelineStore:
     def has_events(self, job_id: str) -> bool:
         """Whether any event names ``job_id``."""
         statement = select(_E.id).where(_E.job_id == job_id).limit(1)
-        with translate_errors("reading a timeline"), self._engine.connect() as conn:
+        with self._read("reading a timeline") as conn:
             return conn.execute(statement).first() is not None
 
     # Spend ---------------------------------------------------------------------------
@@ -241,7 +239,7 @@ class TimelineStore:
             statement = statement.where(_E.at >= to_epoch(since))
         if until is not None:
             statement = statement.where(_E.at < to_epoch(until))
-        with translate_errors("summing spend"), self._engine.connect() as conn:
+        with self._read("summing spend") as conn:
             groups = [_group(tuple(row)) for row in conn.execute(statement)]
         return sorted(groups, key=lambda group: (-group.cost, str(group.key)))
 
@@ -250,7 +248,7 @@ class TimelineStore:
     def links(self, job_id: str) -> list[dict[str, Any]]:
         """Links appended to a job's record, oldest first."""
         statement = select(timeline_links).where(_L.job_id == job_id).order_by(_L.at, _L.id)
-        with translate_errors("reading record links"), self._engine.connect() as conn:
+        with self._read("reading record links") as conn:
             return [
                 {
                     "kind": row.kind,
@@ -267,7 +265,7 @@ class TimelineStore:
     def job_known(self, job_id: str) -> bool:
         """Whether the queue holds the job or the timeline names it."""
         statement = select(queue_jobs.c.id).where(queue_jobs.c.id == job_id)
-        with translate_errors("reading a job"), self._engine.connect() as conn:
+        with self._read("reading a job") as conn:
             if conn.execute(statement).first() is not None:
                 return True
         return self.has_events(job_id)
@@ -286,7 +284,7 @@ class TimelineStore:
     ) -> bool:
         """Append ``links`` once per delivery; ``False`` when the delivery was seen before."""
         at = to_epoch(now)
-        with translate_errors("recording a webhook"), write_transaction(self._engine) as conn:
+        with self._write("recording a webhook") as conn:
             if not self._claim(conn, source, delivery_id, at):
                 return False
             if links:
@@ -304,7 +302,7 @@ class TimelineStore:
     ) -> str:
         """Claim a job request: ``new``, ``duplicate`` (delivery seen) or ``known`` (item seen)."""
         at = to_epoch(now)
-        with translate_errors("recording a webhook"), write_transaction(self._engine) as conn:
+        with self._write("recording a webhook") as conn:
             if not self._claim(conn, source, delivery_id, at):
                 return "duplicate"
             statement = _insert_ignoring_duplicates(self._engine, forge_requests).values(
@@ -328,7 +326,7 @@ class TimelineStore:
             "updated_at": to_epoch(now),
         }
         key = (forge_requests.c.source == source) & (forge_requests.c.external_id == external_id)
-        with translate_errors("recording a job request"), write_transaction(self._engine) as conn:
+        with self._write("recording a job request") as conn:
             conn.execute(update(forge_requests).where(key).values(**values))
 
     def forget_request(self, source: str, delivery_id: str, external_id: str) -> None:
@@ -339,7 +337,7 @@ class TimelineStore:
         delivery_key = (forge_deliveries.c.source == source) & (
             forge_deliveries.c.delivery_id == delivery_id[:200]
         )
-        with translate_errors("forgetting a request"), write_transaction(self._engine) as conn:
+        with self._write("forgetting a request") as conn:
             conn.execute(delete(forge_requests).where(request_key))
             conn.execute(delete(forge_deliveries).where(delivery_key))
 
@@ -350,5 +348,5 @@ class TimelineStore:
             .where(forge_requests.c.source == source)
             .order_by(forge_requests.c.created_at)
         )
-        with translate_errors("reading job requests"), self._engine.connect() as conn:
+        with self._read("reading job requests") as conn:
             return [dict(row._mapping) for row in conn.execute(statement)]

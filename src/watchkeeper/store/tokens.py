@@ -16,11 +16,11 @@ from dataclasses import dataclass
 from datetime import datetime
 from enum import StrEnum
 
-from sqlalchemy import Connection, Engine, delete, func, insert, select, update
+from sqlalchemy import Connection, delete, func, insert, select, update
 
 from watchkeeper.clock import from_epoch, to_epoch
 from watchkeeper.errors import InvalidInput, NotFound
-from watchkeeper.store.engine import translate_errors, write_transaction
+from watchkeeper.store.base import Accessor
 from watchkeeper.store.schema import api_tokens
 
 TOKEN_PREFIX = "wk_"  # noqa: S105 - a prefix that makes tokens recognisable in leaks
@@ -83,16 +83,13 @@ def parse_role(value: str) -> Role:
         raise InvalidInput(f"unknown role {value!r}: use one of {valid}", "role") from None
 
 
-class TokenStore:
+class TokenStore(Accessor):
     """Creates, checks and revokes API tokens."""
-
-    def __init__(self, engine: Engine) -> None:
-        self._engine = engine
 
     def create(self, role: Role, name: str, now: datetime) -> tuple[TokenInfo, str]:
         """Create a token; the secret is returned once and never stored."""
         secret = TOKEN_PREFIX + secrets.token_urlsafe(32)
-        with translate_errors("creating a token"), write_transaction(self._engine) as conn:
+        with self._write("creating a token") as conn:
             token_id = conn.execute(
                 insert(api_tokens)
                 .values(
@@ -115,7 +112,7 @@ class TokenStore:
         statement = select(api_tokens).where(
             api_tokens.c.token_hash == hash_token(secret), api_tokens.c.revoked_at.is_(None)
         )
-        with translate_errors("checking a token"), self._engine.connect() as conn:
+        with self._read("checking a token") as conn:
             row = conn.execute(statement).first()
         if row is None:
             return None
@@ -126,13 +123,13 @@ class TokenStore:
     def count_live(self) -> int:
         """How many operator tokens have not been revoked."""
         statement = select(func.count()).where(api_tokens.c.revoked_at.is_(None), _OPERATOR)
-        with translate_errors("counting tokens"), self._engine.connect() as conn:
+        with self._read("counting tokens") as conn:
             return int(conn.execute(statement).scalar_one())
 
     def list(self) -> list[TokenInfo]:
         """Every operator token, oldest first (task tokens come and go with their leases)."""
         statement = select(api_tokens).where(_OPERATOR).order_by(api_tokens.c.id)
-        with translate_errors("listing tokens"), self._engine.connect() as conn:
+        with self._read("listing tokens") as conn:
             rows = conn.execute(statement).all()
         return [
             TokenInfo(
@@ -143,7 +140,7 @@ class TokenStore:
 
     def revoke(self, token_id: int, now: datetime) -> None:
         """Revoke a token; revoking twice is harmless."""
-        with translate_errors("revoking a token"), write_transaction(self._engine) as conn:
+        with self._write("revoking a token") as conn:
             found = conn.execute(select(api_tokens.c.id).where(api_tokens.c.id == token_id)).first()
             if found is None:
                 raise NotFound(f"no token {token_id}; see `watchkeeper token list`")

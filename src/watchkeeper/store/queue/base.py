@@ -2,14 +2,8 @@
 
 from __future__ import annotations
 
-from sqlalchemy import Engine
-
-from watchkeeper.store.engine import is_sqlite
+from watchkeeper.store.base import Accessor
 
 
-class Part:
+class Part(Accessor):
     """The engine and its dialect, shared by the parts :class:`QueueStore` is made of."""
-
-    def __init__(self, engine: Engine) -> None:
-        self._engine = engine
-        self._sqlite = is_sqlite(engine)

@@ -11,7 +11,6 @@ from sqlalchemy import ColumnElement, Connection, Row, delete, select, update
 from watchkeeper.clock import to_epoch
 from watchkeeper.errors import Conflict, NotFound
 from watchkeeper.records.queue import CANCELLABLE, RETRYABLE, TaskStatus
-from watchkeeper.store.engine import translate_errors, write_transaction
 from watchkeeper.store.queue.base import Part
 from watchkeeper.store.queue.ledger import add_spend, log_events
 from watchkeeper.store.queue.rows import RUNNING, J, T, requeue_values
@@ -33,7 +32,7 @@ class Control(Part):
         A running task's lease is revoked with it: its runner's next renewal fails.
         """
         at = to_epoch(now)
-        with translate_errors("cancelling"), write_transaction(self._engine) as conn:
+        with self._write("cancelling") as conn:
             scope = _scope(conn, job_id, task_ids)
             rows = self._locked(
                 conn,
@@ -68,7 +67,7 @@ class Control(Part):
     ) -> list[str]:
         """Queue failed, cancelled and stuck tasks again, with fresh attempts; returns their ids."""
         at = to_epoch(now)
-        with translate_errors("retrying"), write_transaction(self._engine) as conn:
+        with self._write("retrying") as conn:
             scope = _scope(conn, job_id, task_ids)
             rows = self._locked(conn, select(T.id, T.job_id).where(scope, T.status.in_(_RETRYABLE)))
             if not rows:
@@ -84,7 +83,7 @@ class Control(Part):
 
     def delete(self, job_id: str) -> int:
         """Delete a job whose tasks are not running; returns how many tasks went with it."""
-        with translate_errors("deleting a job"), write_transaction(self._engine) as conn:
+        with self._write("deleting a job") as conn:
             _scope(conn, job_id, ())
             rows = self._locked(conn, select(T.id, T.status).where(T.job_id == job_id))
             running = [row.id for row in rows if row.status == RUNNING]

@@ -9,7 +9,6 @@ from sqlalchemy import Connection, func, literal, select, text
 
 from watchkeeper.clock import to_epoch
 from watchkeeper.records.queue import OrgLoad, QueuedTask, Snapshot
-from watchkeeper.store.engine import translate_errors
 from watchkeeper.store.queue.base import Part
 from watchkeeper.store.queue.provisions import read_provisions
 from watchkeeper.store.queue.rows import QUEUED, RUNNING, T, month_of
@@ -22,7 +21,7 @@ class Facts(Part):
 
     def snapshot(self, now: datetime, orgs: Collection[str]) -> Snapshot:
         """Runners, the loads of ``orgs`` and the provisions, read in one transaction."""
-        with translate_errors("reading the queue's facts"), self._engine.connect() as conn:
+        with self._read("reading the queue's facts") as conn:
             runners = tuple(read_runners(conn, include_stopped=False))
             loads = org_loads(conn, sorted(orgs), now, lock=False) if orgs else {}
             provisions = {(p.org, p.fleet): p for p in read_provisions(conn)}
@@ -47,7 +46,7 @@ class Facts(Part):
             statement = statement.where(T.job_id.in_(list(job_ids)))
         if task_ids is not None:
             statement = statement.where(T.id.in_(list(task_ids)))
-        with translate_errors("reading queued tasks"), self._engine.connect() as conn:
+        with self._read("reading queued tasks") as conn:
             return [
                 QueuedTask(row[0], row[1], row[2], row[3], row[4] is not None)
                 for row in conn.execute(statement)
@@ -56,7 +55,7 @@ class Facts(Part):
     def queued_orgs(self) -> list[str]:
         """Orgs that have queued tasks."""
         statement = select(T.org).where(T.status == QUEUED).distinct()
-        with translate_errors("reading queued orgs"), self._engine.connect() as conn:
+        with self._read("reading queued orgs") as conn:
             return list(conn.execute(statement).scalars())
 
 

@@ -8,10 +8,10 @@ from typing import Any
 
 from sqlalchemy import Connection, insert, select
 
-from watchkeeper.clock import from_epoch, to_epoch
+from watchkeeper.clock import to_epoch
 from watchkeeper.errors import Conflict, NotFound
 from watchkeeper.records.queue import Event, Job, NewJob, Task, TaskStatus
-from watchkeeper.store.engine import translate_errors, write_transaction
+from watchkeeper.store.base import record_from_row
 from watchkeeper.store.queue.base import Part
 from watchkeeper.store.queue.ledger import log_events
 from watchkeeper.store.queue.rows import ACTIVE, QUEUED, J, T, new_id, task_from_row
@@ -25,7 +25,7 @@ class Jobs(Part):
         """Record a job and its first task, queued."""
         at = to_epoch(now)
         job_id = new_id("j")
-        with translate_errors("submitting a job"), write_transaction(self._engine) as conn:
+        with self._write("submitting a job") as conn:
             conn.execute(
                 insert(queue_jobs).values(
                     id=job_id,
@@ -43,7 +43,7 @@ class Jobs(Part):
     def resume(self, job_id: str, payload: dict[str, Any] | None, now: datetime) -> Task:
         """Add a continuation task to a job whose tasks have all ended."""
         at = to_epoch(now)
-        with translate_errors("resuming a job"), write_transaction(self._engine) as conn:
+        with self._write("resuming a job") as conn:
             job = conn.execute(select(queue_jobs).where(J.id == job_id)).first()
             if job is None:
                 raise NotFound(f"no job {job_id!r}")
@@ -85,7 +85,7 @@ class Jobs(Part):
                  "attempt": 0, "max_attempts": new.max_attempts, "version": 1,
                  "lease_s": new.lease_s, "queued_at": at, "updated_at": at}
             )  # fmt: skip
-        with translate_errors("submitting jobs"), write_transaction(self._engine) as conn:
+        with self._write("submitting jobs") as conn:
             if jobs:
                 conn.execute(insert(queue_jobs), jobs)
                 conn.execute(insert(queue_tasks), tasks)
@@ -93,7 +93,7 @@ class Jobs(Part):
 
     def job(self, job_id: str) -> Job:
         """One job with its tasks, or :class:`NotFound`."""
-        with translate_errors("reading a job"), self._engine.connect() as conn:
+        with self._read("reading a job") as conn:
             found = _jobs(conn, select(queue_jobs).where(J.id == job_id))
         if not found:
             raise NotFound(f"no job {job_id!r}: see `watchkeeper jobs`")
@@ -118,12 +118,12 @@ class Jobs(Part):
             unfinished = select(T.job_id).where(T.status.in_(ACTIVE)).scalar_subquery()
             statement = statement.where(J.id.in_(unfinished) if active else J.id.not_in(unfinished))
         statement = statement.limit(limit).offset(offset)
-        with translate_errors("listing jobs"), self._engine.connect() as conn:
+        with self._read("listing jobs") as conn:
             return _jobs(conn, statement)
 
     def task(self, task_id: str) -> Task:
         """One task, or :class:`NotFound`."""
-        with translate_errors("reading a task"), self._engine.connect() as conn:
+        with self._read("reading a task") as conn:
             row = conn.execute(select(queue_tasks).where(T.id == task_id)).first()
         if row is None:
             raise NotFound(f"no task {task_id!r}")
@@ -132,7 +132,7 @@ class Jobs(Part):
     def title_of(self, task_id: str) -> str:
         """The title of a task's job."""
         statement = select(J.title).join(queue_tasks, T.job_id == J.id).where(T.id == task_id)
-        with translate_errors("reading a task"), self._engine.connect() as conn:
+        with self._read("reading a task") as conn:
             title = conn.execute(statement).scalar()
         if title is None:
             raise NotFound(f"no task {task_id!r}")
@@ -143,11 +143,8 @@ class Jobs(Part):
         statement = (
             select(queue_events).where(queue_events.c.job_id == job_id).order_by(queue_events.c.id)
         )
-        with translate_errors("reading a timeline"), self._engine.connect() as conn:
-            return [
-                Event(row.task_id, from_epoch(row.at), row.type, row.detail)
-                for row in conn.execute(statement)
-            ]
+        with self._read("reading a timeline") as conn:
+            return [record_from_row(Event, row, times=("at",)) for row in conn.execute(statement)]
 
     def for_judging(
         self, finished_since: datetime, task_id: str | None = None
@@ -161,7 +158,7 @@ class Jobs(Part):
             statement = statement.where(T.id == task_id)
         else:
             statement = statement.where(T.status.in_(ACTIVE) | (T.finished_at >= since))
-        with translate_errors("reading tasks"), self._engine.connect() as conn:
+        with self._read("reading tasks") as conn:
             return [(task_from_row(row), row.job_title) for row in conn.execute(statement)]
 
 
@@ -200,15 +197,5 @@ def _jobs(conn: Connection, statement: Any) -> list[Job]:
     for row in conn.execute(select(queue_tasks).where(T.job_id.in_(ids)).order_by(T.job_id, T.seq)):
         tasks[row.job_id].append(task_from_row(row))
     return [
-        Job(
-            id=row.id,
-            title=row.title,
-            org=row.org,
-            fleet=row.fleet,
-            payload=row.payload,
-            submitted_by=row.submitted_by,
-            created_at=from_epoch(row.created_at),
-            tasks=tuple(tasks[row.id]),
-        )
-        for row in rows
+        record_from_row(Job, row, times=("created_at",), tasks=tuple(tasks[row.id])) for row in rows
     ]

@@ -20,7 +20,6 @@ from sqlalchemy import Connection, select, update
 from watchkeeper.clock import to_epoch
 from watchkeeper.errors import Conflict, NotFound
 from watchkeeper.records.queue import Lease, OrgLoad, QueuedTask, Runner, Task, TaskStatus
-from watchkeeper.store.engine import translate_errors, write_transaction
 from watchkeeper.store.queue.base import Part
 from watchkeeper.store.queue.facts import org_loads
 from watchkeeper.store.queue.ledger import add_spend, log_events
@@ -59,7 +58,7 @@ class Leases(Part):
         runners never both take the last slot of an org.
         """
         at = to_epoch(now)
-        with translate_errors("leasing tasks"), write_transaction(self._engine) as conn:
+        with self._write("leasing tasks") as conn:
             runner = _serving_runner(conn, runner_id)
             candidates = self._candidates(conn, runner, max(window, limit))
             if not candidates:
@@ -102,7 +101,7 @@ class Leases(Part):
             values.update(progress_at=at, version=T.version + 1)
         if step is not None:
             values["step"] = step[:2000]
-        with translate_errors("renewing a lease"), write_transaction(self._engine) as conn:
+        with self._write("renewing a lease") as conn:
             row = conn.execute(
                 update(queue_tasks)
                 .where(held(task_id, token, at))
@@ -151,10 +150,7 @@ class Leases(Part):
             "p_month": month_of(now),
         }
         statement = end_statement(status.value, self._sqlite)
-        with (
-            translate_errors(f"recording a task {status.value}"),
-            write_transaction(self._engine) as conn,
-        ):
+        with self._write(f"recording a task {status.value}") as conn:
             row = conn.execute(statement, params).first()
             if row is None:
                 return None

@@ -8,7 +8,6 @@ from datetime import datetime
 from sqlalchemy import select, update
 
 from watchkeeper.clock import rfc3339, to_epoch
-from watchkeeper.store.engine import translate_errors, write_transaction
 from watchkeeper.store.queue.base import Part
 from watchkeeper.store.queue.rows import META, RUNNING, T
 from watchkeeper.store.schema_queue import queue_tasks
@@ -27,7 +26,7 @@ class Markers(Part):
         """
         stamp = rfc3339(now)
         marked: list[str] = []
-        with translate_errors("marking interrupted tasks"), write_transaction(self._engine) as conn:
+        with self._write("marking interrupted tasks") as conn:
             rows = conn.execute(select(T.id, META).where(T.status == RUNNING)).all()
             for row in rows:
                 meta = dict(row._mapping["metadata"] or {})
@@ -47,7 +46,7 @@ class Markers(Part):
         if not task_ids:
             return {}
         statement = select(T.id, META).where(T.id.in_(list(task_ids)), META.is_not(None))
-        with translate_errors("reading task markers"), self._engine.connect() as conn:
+        with self._read("reading task markers") as conn:
             rows = conn.execute(statement).all()
         found: dict[str, str] = {}
         for row in rows:
@@ -66,7 +65,7 @@ class Markers(Part):
             return []
         at = to_epoch(now)
         removed: list[str] = []
-        with translate_errors("clearing task markers"), write_transaction(self._engine) as conn:
+        with self._write("clearing task markers") as conn:
             statement = select(T.id, META).where(T.id.in_(list(task_ids)), META.is_not(None))
             if not self._sqlite:
                 statement = statement.with_for_update()

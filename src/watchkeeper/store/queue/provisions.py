@@ -8,7 +8,6 @@ from sqlalchemy import Connection, delete, insert, select, update
 
 from watchkeeper.clock import from_epoch, to_epoch
 from watchkeeper.records.queue import Provision
-from watchkeeper.store.engine import translate_errors, write_transaction
 from watchkeeper.store.queue.base import Part
 from watchkeeper.store.schema_queue import queue_provisions
 
@@ -24,7 +23,7 @@ class Provisions(Part):
         """Record a cold start beginning (``provisioning``) or failing (``failed``)."""
         at = to_epoch(now)
         key = (_P.org == org) & (_P.fleet == fleet)
-        with translate_errors("recording a provision"), write_transaction(self._engine) as conn:
+        with self._write("recording a provision") as conn:
             row = conn.execute(select(queue_provisions).where(key)).first()
             started = at if row is None or state == "provisioning" else row.started_at
             values = {"state": state, "reason": reason, "started_at": started, "updated_at": at}
@@ -39,12 +38,12 @@ class Provisions(Part):
         key = _P.fleet == fleet
         if org is not None:
             key = key & (_P.org == org)
-        with translate_errors("clearing provisions"), write_transaction(self._engine) as conn:
+        with self._write("clearing provisions") as conn:
             return int(conn.execute(delete(queue_provisions).where(key)).rowcount)
 
     def provisions(self) -> list[Provision]:
         """Every recorded cold start."""
-        with translate_errors("reading provisions"), self._engine.connect() as conn:
+        with self._read("reading provisions") as conn:
             return read_provisions(conn)
 
 

@@ -11,7 +11,6 @@ from sqlalchemy import ColumnElement, Connection, func, select, update
 
 from watchkeeper.clock import to_epoch
 from watchkeeper.records.queue import OUT_OF_ATTEMPTS, Recovery, TaskStatus
-from watchkeeper.store.engine import translate_errors, write_transaction
 from watchkeeper.store.queue.base import Part
 from watchkeeper.store.queue.ledger import add_spend, log_events
 from watchkeeper.store.queue.rows import RUNNING, T, requeue_values
@@ -57,7 +56,7 @@ class Recoveries(Part):
         statement = select(*_COLUMNS).where(_STILL_RUNNING, _lapsed(at, runner_id))
         if not self._sqlite:
             statement = statement.with_for_update(skip_locked=True)
-        with translate_errors("recovering lapsed leases"), write_transaction(self._engine) as conn:
+        with self._write("recovering lapsed leases") as conn:
             rows = conn.execute(statement).all()
             if not rows:
                 return Recovery()

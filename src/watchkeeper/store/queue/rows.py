@@ -8,8 +8,8 @@ from typing import Any
 
 from sqlalchemy import ColumnElement, Row, and_, func
 
-from watchkeeper.clock import from_epoch
 from watchkeeper.records.queue import Runner, Task, TaskStatus
+from watchkeeper.store.base import record_from_row
 from watchkeeper.store.schema_queue import queue_jobs, queue_runners, queue_tasks
 
 T = queue_tasks.c
@@ -19,6 +19,14 @@ QUEUED = TaskStatus.QUEUED.value
 RUNNING = TaskStatus.RUNNING.value
 ACTIVE = [TaskStatus.QUEUED.value, TaskStatus.RUNNING.value, TaskStatus.STUCK.value]
 META = queue_tasks.c["metadata"]
+_TASK_TIMES = (
+    "queued_at",
+    "leased_at",
+    "last_renewed_at",
+    "progress_at",
+    "finished_at",
+)
+_RUNNER_TIMES = ("registered_at", "heartbeat_at", "stopped_at")
 
 
 def month_of(now: datetime) -> str:
@@ -34,48 +42,18 @@ def new_id(prefix: str) -> str:
 def task_from_row(row: Row[Any]) -> Task:
     """A ``queue_tasks`` row as a record."""
     m = row._mapping
-    return Task(
-        id=m["id"],
-        job_id=m["job_id"],
-        seq=m["seq"],
-        org=m["org"],
-        fleet=m["fleet"],
-        payload=m["payload"],
+    return record_from_row(
+        Task,
+        row,
+        times=_TASK_TIMES,
         status=TaskStatus(m["status"]),
         rerunnable=bool(m["rerunnable"]),
-        attempt=m["attempt"],
-        max_attempts=m["max_attempts"],
-        version=m["version"],
-        lease_s=m["lease_s"],
-        queued_at=from_epoch(m["queued_at"]),
-        runner_id=m["runner_id"],
-        leased_at=from_epoch(m["leased_at"]),
-        last_renewed_at=from_epoch(m["last_renewed_at"]),
-        progress_at=from_epoch(m["progress_at"]),
-        finished_at=from_epoch(m["finished_at"]),
-        step=m["step"],
-        exit_code=m["exit_code"],
-        failure_reason=m["failure_reason"],
-        failure_fingerprint=m["failure_fingerprint"],
     )
 
 
 def runner_from_row(row: Row[Any], running: int = 0) -> Runner:
     """A ``queue_runners`` row as a record, with how many tasks it runs."""
-    m = row._mapping
-    return Runner(
-        id=m["id"],
-        fleet=m["fleet"],
-        capacity=m["capacity"],
-        host=m["host"],
-        pid=m["pid"],
-        org=m["org"],
-        name=m["name"],
-        registered_at=from_epoch(m["registered_at"]),
-        heartbeat_at=from_epoch(m["heartbeat_at"]),
-        stopped_at=from_epoch(m["stopped_at"]),
-        running=running,
-    )
+    return record_from_row(Runner, row, times=_RUNNER_TIMES, running=running)
 
 
 def live_lease(at: float) -> ColumnElement[bool]:

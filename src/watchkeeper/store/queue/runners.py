@@ -9,7 +9,6 @@ from sqlalchemy import Connection, func, insert, select, update
 from watchkeeper.clock import to_epoch
 from watchkeeper.errors import Conflict, NotFound
 from watchkeeper.records.queue import NewRunner, Runner, Task
-from watchkeeper.store.engine import translate_errors, write_transaction
 from watchkeeper.store.queue.base import Part
 from watchkeeper.store.queue.rows import RUNNING, R, T, new_id, runner_from_row, task_from_row
 from watchkeeper.store.schema_queue import queue_runners, queue_tasks
@@ -22,7 +21,7 @@ class Runners(Part):
         """Record a runner; it counts as alive from this first heartbeat."""
         at = to_epoch(now)
         runner_id = new_id("r")
-        with translate_errors("registering a runner"), write_transaction(self._engine) as conn:
+        with self._write("registering a runner") as conn:
             conn.execute(
                 insert(queue_runners).values(
                     id=runner_id,
@@ -40,26 +39,18 @@ class Runners(Part):
 
     def heartbeat(self, runner_id: str, now: datetime) -> Runner:
         """The runner is alive; a stopped runner must register again."""
-        at = to_epoch(now)
-        with translate_errors("recording a heartbeat"), write_transaction(self._engine) as conn:
-            moved = conn.execute(
-                update(queue_runners)
-                .where(R.id == runner_id, R.stopped_at.is_(None))
-                .values(heartbeat_at=at)
-            ).rowcount
-        if not moved:
-            self._explain_runner(runner_id)
+        self._move_live("recording a heartbeat", runner_id, heartbeat_at=to_epoch(now))
         return self.runner(runner_id)
 
     def stop_runner(self, runner_id: str, now: datetime) -> None:
         """Mark a runner stopped (it said goodbye); its leases are recovered by the caller."""
-        at = to_epoch(now)
-        with translate_errors("stopping a runner"), write_transaction(self._engine) as conn:
-            moved = conn.execute(
-                update(queue_runners)
-                .where(R.id == runner_id, R.stopped_at.is_(None))
-                .values(stopped_at=at)
-            ).rowcount
+        self._move_live("stopping a runner", runner_id, stopped_at=to_epoch(now))
+
+    def _move_live(self, action: str, runner_id: str, **values: float) -> None:
+        """Apply ``values`` to a runner that has not stopped, or explain why not."""
+        statement = update(queue_runners).where(R.id == runner_id, R.stopped_at.is_(None))
+        with self._write(action) as conn:
+            moved = conn.execute(statement.values(**values)).rowcount
         if not moved:
             self._explain_runner(runner_id)
 
@@ -71,7 +62,7 @@ class Runners(Part):
 
     def runner(self, runner_id: str) -> Runner:
         """One runner with its running count, or :class:`NotFound`."""
-        with translate_errors("reading a runner"), self._engine.connect() as conn:
+        with self._read("reading a runner") as conn:
             row = conn.execute(select(queue_runners).where(R.id == runner_id)).first()
             if row is None:
                 raise NotFound(f"no runner {runner_id!r}: register first")
@@ -81,13 +72,13 @@ class Runners(Part):
 
     def runners(self, *, include_stopped: bool = False) -> list[Runner]:
         """Registered runners with how many tasks each runs."""
-        with translate_errors("listing runners"), self._engine.connect() as conn:
+        with self._read("listing runners") as conn:
             return read_runners(conn, include_stopped)
 
     def running_tasks(self) -> list[Task]:
         """Every task a runner holds now."""
         statement = select(queue_tasks).where(T.status == RUNNING).order_by(T.leased_at)
-        with translate_errors("reading running tasks"), self._engine.connect() as conn:
+        with self._read("reading running tasks") as conn:
             return [task_from_row(row) for row in conn.execute(statement)]
 
 
