@@ -9,6 +9,19 @@ from __future__ import annotations
 import sqlalchemy as sa
 from alembic import op
 
+from watchkeeper.store.migrations.columns import (
+    cascade,
+    create_indexes,
+    drop_indexes,
+    epoch,
+    integer,
+    json,
+    primary_key,
+    serial_id,
+    string,
+    unique,
+)
+
 revision = "0001"
 down_revision = None
 branch_labels = None
@@ -18,120 +31,94 @@ depends_on = None
 def upgrade() -> None:
     op.create_table(
         "api_tokens",
-        sa.Column("id", sa.Integer(), autoincrement=True, nullable=False),
-        sa.Column("name", sa.String(length=100), nullable=False),
-        sa.Column("role", sa.String(length=16), nullable=False),
-        sa.Column("token_hash", sa.String(length=64), nullable=False),
-        sa.Column("created_at", sa.Float(precision=53), nullable=False),
-        sa.Column("revoked_at", sa.Float(precision=53), nullable=True),
-        sa.PrimaryKeyConstraint("id", name=op.f("pk_api_tokens")),
-        sa.UniqueConstraint("token_hash", name=op.f("uq_api_tokens_token_hash")),
+        serial_id(),
+        string("name", 100, nullable=False),
+        string("role", 16, nullable=False),
+        string("token_hash", 64, nullable=False),
+        epoch("created_at", nullable=False),
+        epoch("revoked_at"),
+        primary_key("api_tokens", "id"),
+        unique("api_tokens", "token_hash"),
     )
     op.create_table(
         "incidents",
-        sa.Column("id", sa.Integer(), autoincrement=True, nullable=False),
-        sa.Column("kind", sa.String(length=63), nullable=False),
-        sa.Column("run_id", sa.String(length=200), nullable=False),
-        sa.Column("condition", sa.String(length=16), nullable=False),
-        sa.Column("fingerprint", sa.String(length=200), nullable=False),
-        sa.Column("status", sa.String(length=16), nullable=False),
-        sa.Column("title", sa.String(length=500), nullable=False),
-        sa.Column("reason", sa.String(length=2000), nullable=False),
-        sa.Column("since", sa.Float(precision=53), nullable=False),
-        sa.Column("opened_at", sa.Float(precision=53), nullable=False),
-        sa.Column("updated_at", sa.Float(precision=53), nullable=False),
-        sa.Column("resolved_at", sa.Float(precision=53), nullable=True),
-        sa.Column("resolution", sa.String(length=500), nullable=True),
-        sa.Column("state_token", sa.String(length=100), nullable=False),
-        sa.Column("origin", sa.JSON(), nullable=True),
-        sa.Column("effects", sa.String(length=16), nullable=False),
-        sa.Column("episodes", sa.Integer(), nullable=False),
-        sa.PrimaryKeyConstraint("id", name=op.f("pk_incidents")),
-        sa.UniqueConstraint(
-            "kind",
-            "run_id",
-            "condition",
-            "fingerprint",
-            name=op.f("uq_incidents_kind_run_id_condition_fingerprint"),
-        ),
+        serial_id(),
+        string("kind", 63, nullable=False),
+        string("run_id", 200, nullable=False),
+        string("condition", 16, nullable=False),
+        string("fingerprint", 200, nullable=False),
+        string("status", 16, nullable=False),
+        string("title", 500, nullable=False),
+        string("reason", 2000, nullable=False),
+        epoch("since", nullable=False),
+        epoch("opened_at", nullable=False),
+        epoch("updated_at", nullable=False),
+        epoch("resolved_at"),
+        string("resolution", 500),
+        string("state_token", 100, nullable=False),
+        json("origin"),
+        string("effects", 16, nullable=False),
+        integer("episodes", nullable=False),
+        primary_key("incidents", "id"),
+        unique("incidents", "kind", "run_id", "condition", "fingerprint"),
     )
-    with op.batch_alter_table("incidents", schema=None) as batch_op:
-        batch_op.create_index(batch_op.f("ix_incidents_status"), ["status"], unique=False)
+    create_indexes("incidents", ["status"])
 
     op.create_table(
         "push_runs",
-        sa.Column("run_id", sa.String(length=200), nullable=False),
-        sa.Column("kind", sa.String(length=63), nullable=False),
-        sa.Column("title", sa.String(length=500), nullable=False),
-        sa.Column("status", sa.String(length=16), nullable=False),
-        sa.Column("attempt", sa.Integer(), nullable=False),
-        sa.Column("version", sa.Integer(), nullable=False),
-        sa.Column("origin", sa.JSON(), nullable=True),
-        sa.Column("effects", sa.String(length=16), nullable=False),
+        string("run_id", 200, nullable=False),
+        string("kind", 63, nullable=False),
+        string("title", 500, nullable=False),
+        string("status", 16, nullable=False),
+        integer("attempt", nullable=False),
+        integer("version", nullable=False),
+        json("origin"),
+        string("effects", 16, nullable=False),
         sa.Column("budget_s", sa.Float(), nullable=True),
         sa.Column("expected_s", sa.Float(), nullable=True),
         sa.Column("lease_s", sa.Float(), nullable=False),
-        sa.Column("started_at", sa.Float(precision=53), nullable=False),
-        sa.Column("progress_at", sa.Float(precision=53), nullable=False),
-        sa.Column("seen_at", sa.Float(precision=53), nullable=False),
-        sa.Column("finished_at", sa.Float(precision=53), nullable=True),
-        sa.Column("updated_at", sa.Float(precision=53), nullable=False),
-        sa.Column("step", sa.String(length=2000), nullable=True),
-        sa.Column("failure_reason", sa.String(length=2000), nullable=True),
-        sa.Column("failure_fingerprint", sa.String(length=200), nullable=True),
+        epoch("started_at", nullable=False),
+        epoch("progress_at", nullable=False),
+        epoch("seen_at", nullable=False),
+        epoch("finished_at"),
+        epoch("updated_at", nullable=False),
+        string("step", 2000),
+        string("failure_reason", 2000),
+        string("failure_fingerprint", 200),
         sa.Column("detail", sa.Text(), nullable=True),
-        sa.PrimaryKeyConstraint("run_id", name=op.f("pk_push_runs")),
+        primary_key("push_runs", "run_id"),
     )
-    with op.batch_alter_table("push_runs", schema=None) as batch_op:
-        batch_op.create_index(batch_op.f("ix_push_runs_finished_at"), ["finished_at"], unique=False)
-        batch_op.create_index(
-            batch_op.f("ix_push_runs_kind_status"), ["kind", "status"], unique=False
-        )
+    create_indexes("push_runs", ["finished_at"], ["kind", "status"])
 
     op.create_table(
         "watch_heartbeats",
-        sa.Column("replica", sa.String(length=200), nullable=False),
-        sa.Column("last_sweep_at", sa.Float(precision=53), nullable=False),
-        sa.Column("last_ok_at", sa.Float(precision=53), nullable=True),
+        string("replica", 200, nullable=False),
+        epoch("last_sweep_at", nullable=False),
+        epoch("last_ok_at"),
         sa.Column("duration_s", sa.Float(), nullable=False),
-        sa.Column("runs", sa.Integer(), nullable=False),
-        sa.Column("error", sa.String(length=2000), nullable=True),
-        sa.PrimaryKeyConstraint("replica", name=op.f("pk_watch_heartbeats")),
+        integer("runs", nullable=False),
+        string("error", 2000),
+        primary_key("watch_heartbeats", "replica"),
     )
     op.create_table(
         "incident_events",
-        sa.Column("id", sa.Integer(), autoincrement=True, nullable=False),
-        sa.Column("incident_id", sa.Integer(), nullable=False),
-        sa.Column("at", sa.Float(precision=53), nullable=False),
-        sa.Column("type", sa.String(length=32), nullable=False),
-        sa.Column("detail", sa.String(length=2000), nullable=True),
-        sa.ForeignKeyConstraint(
-            ["incident_id"],
-            ["incidents.id"],
-            name=op.f("fk_incident_events_incident_id_incidents"),
-            ondelete="CASCADE",
-        ),
-        sa.PrimaryKeyConstraint("id", name=op.f("pk_incident_events")),
+        serial_id(),
+        integer("incident_id", nullable=False),
+        epoch("at", nullable=False),
+        string("type", 32, nullable=False),
+        string("detail", 2000),
+        cascade("incident_events", "incident_id", "incidents"),
+        primary_key("incident_events", "id"),
     )
-    with op.batch_alter_table("incident_events", schema=None) as batch_op:
-        batch_op.create_index(
-            batch_op.f("ix_incident_events_incident_id"), ["incident_id"], unique=False
-        )
+    create_indexes("incident_events", ["incident_id"])
 
 
 def downgrade() -> None:
-    with op.batch_alter_table("incident_events", schema=None) as batch_op:
-        batch_op.drop_index(batch_op.f("ix_incident_events_incident_id"))
-
+    drop_indexes("incident_events", ["incident_id"])
     op.drop_table("incident_events")
     op.drop_table("watch_heartbeats")
-    with op.batch_alter_table("push_runs", schema=None) as batch_op:
-        batch_op.drop_index(batch_op.f("ix_push_runs_kind_status"))
-        batch_op.drop_index(batch_op.f("ix_push_runs_finished_at"))
-
+    drop_indexes("push_runs", ["kind", "status"], ["finished_at"])
     op.drop_table("push_runs")
-    with op.batch_alter_table("incidents", schema=None) as batch_op:
-        batch_op.drop_index(batch_op.f("ix_incidents_status"))
-
+    drop_indexes("incidents", ["status"])
     op.drop_table("incidents")
     op.drop_table("api_tokens")

@@ -9,6 +9,17 @@ from __future__ import annotations
 import sqlalchemy as sa
 from alembic import op
 
+from watchkeeper.store.migrations.columns import (
+    cascade,
+    create_indexes,
+    drop_indexes,
+    epoch,
+    integer,
+    primary_key,
+    serial_id,
+    string,
+)
+
 revision = "0002"
 down_revision = "0001"
 branch_labels = None
@@ -18,68 +29,53 @@ depends_on = None
 def upgrade() -> None:
     op.create_table(
         "runbook_switches",
-        sa.Column("name", sa.String(length=64), nullable=False),
+        string("name", 64, nullable=False),
         sa.Column("enabled", sa.Boolean(), nullable=False),
-        sa.Column("updated_by", sa.String(length=200), nullable=False),
-        sa.Column("updated_at", sa.Float(precision=53), nullable=False),
-        sa.PrimaryKeyConstraint("name", name=op.f("pk_runbook_switches")),
+        string("updated_by", 200, nullable=False),
+        epoch("updated_at", nullable=False),
+        primary_key("runbook_switches", "name"),
     )
     op.create_table(
         "actions",
-        sa.Column("id", sa.Integer(), autoincrement=True, nullable=False),
-        sa.Column("incident_id", sa.Integer(), nullable=False),
-        sa.Column("kind", sa.String(length=63), nullable=False),
-        sa.Column("run_id", sa.String(length=200), nullable=False),
-        sa.Column("action", sa.String(length=32), nullable=False),
-        sa.Column("actor", sa.String(length=200), nullable=False),
-        sa.Column("via", sa.String(length=32), nullable=False),
-        sa.Column("status", sa.String(length=16), nullable=False),
-        sa.Column("started_at", sa.Float(precision=53), nullable=False),
-        sa.Column("finished_at", sa.Float(precision=53), nullable=True),
-        sa.Column("answer", sa.String(length=2000), nullable=True),
-        sa.Column("host", sa.String(length=200), nullable=False),
-        sa.Column("pid", sa.Integer(), nullable=False),
-        sa.ForeignKeyConstraint(
-            ["incident_id"],
-            ["incidents.id"],
-            name=op.f("fk_actions_incident_id_incidents"),
-            ondelete="CASCADE",
-        ),
-        sa.PrimaryKeyConstraint("id", name=op.f("pk_actions")),
+        serial_id(),
+        integer("incident_id", nullable=False),
+        string("kind", 63, nullable=False),
+        string("run_id", 200, nullable=False),
+        string("action", 32, nullable=False),
+        string("actor", 200, nullable=False),
+        string("via", 32, nullable=False),
+        string("status", 16, nullable=False),
+        epoch("started_at", nullable=False),
+        epoch("finished_at"),
+        string("answer", 2000),
+        string("host", 200, nullable=False),
+        integer("pid", nullable=False),
+        cascade("actions", "incident_id", "incidents"),
+        primary_key("actions", "id"),
     )
-    with op.batch_alter_table("actions", schema=None) as batch_op:
-        batch_op.create_index(
-            batch_op.f("ix_actions_kind_run_id"), ["kind", "run_id"], unique=False
-        )
-        batch_op.create_index(batch_op.f("ix_actions_status"), ["status"], unique=False)
+    create_indexes("actions", ["kind", "run_id"], ["status"])
 
     op.create_table(
         "presses",
-        sa.Column("id", sa.Integer(), autoincrement=True, nullable=False),
-        sa.Column("incident_id", sa.Integer(), nullable=False),
-        sa.Column("at", sa.Float(precision=53), nullable=False),
-        sa.Column("actor", sa.String(length=200), nullable=False),
-        sa.Column("via", sa.String(length=32), nullable=False),
-        sa.Column("action", sa.String(length=32), nullable=False),
-        sa.Column("state_token", sa.String(length=100), nullable=True),
-        sa.Column("outcome", sa.String(length=32), nullable=False),
-        sa.Column("detail", sa.String(length=2000), nullable=True),
-        sa.ForeignKeyConstraint(
-            ["incident_id"],
-            ["incidents.id"],
-            name=op.f("fk_presses_incident_id_incidents"),
-            ondelete="CASCADE",
-        ),
-        sa.PrimaryKeyConstraint("id", name=op.f("pk_presses")),
+        serial_id(),
+        integer("incident_id", nullable=False),
+        epoch("at", nullable=False),
+        string("actor", 200, nullable=False),
+        string("via", 32, nullable=False),
+        string("action", 32, nullable=False),
+        string("state_token", 100),
+        string("outcome", 32, nullable=False),
+        string("detail", 2000),
+        cascade("presses", "incident_id", "incidents"),
+        primary_key("presses", "id"),
     )
-    with op.batch_alter_table("presses", schema=None) as batch_op:
-        batch_op.create_index(batch_op.f("ix_presses_incident_id"), ["incident_id"], unique=False)
+    create_indexes("presses", ["incident_id"])
 
     with op.batch_alter_table("incidents", schema=None) as batch_op:
-        batch_op.add_column(sa.Column("decided_at", sa.Float(precision=53), nullable=True))
-        batch_op.add_column(sa.Column("decided_by", sa.String(length=200), nullable=True))
-        batch_op.add_column(sa.Column("decided_via", sa.String(length=32), nullable=True))
-        batch_op.add_column(sa.Column("decided_action", sa.String(length=32), nullable=True))
+        batch_op.add_column(epoch("decided_at"))
+        batch_op.add_column(string("decided_by", 200))
+        batch_op.add_column(string("decided_via", 32))
+        batch_op.add_column(string("decided_action", 32))
         batch_op.add_column(
             sa.Column("suppressed", sa.Boolean(), server_default=sa.false(), nullable=False)
         )
@@ -95,13 +91,8 @@ def downgrade() -> None:
         batch_op.drop_column("decided_by")
         batch_op.drop_column("decided_at")
 
-    with op.batch_alter_table("presses", schema=None) as batch_op:
-        batch_op.drop_index(batch_op.f("ix_presses_incident_id"))
-
+    drop_indexes("presses", ["incident_id"])
     op.drop_table("presses")
-    with op.batch_alter_table("actions", schema=None) as batch_op:
-        batch_op.drop_index(batch_op.f("ix_actions_status"))
-        batch_op.drop_index(batch_op.f("ix_actions_kind_run_id"))
-
+    drop_indexes("actions", ["status"], ["kind", "run_id"])
     op.drop_table("actions")
     op.drop_table("runbook_switches")

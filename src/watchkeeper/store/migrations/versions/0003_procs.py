@@ -9,6 +9,17 @@ from __future__ import annotations
 import sqlalchemy as sa
 from alembic import op
 
+from watchkeeper.store.migrations.columns import (
+    create_indexes,
+    drop_indexes,
+    epoch,
+    integer,
+    json,
+    primary_key,
+    serial_id,
+    string,
+)
+
 revision = "0003"
 down_revision = "0002"
 branch_labels = None
@@ -18,88 +29,76 @@ depends_on = None
 def upgrade() -> None:
     op.create_table(
         "proc_parks",
-        sa.Column("id", sa.Integer(), autoincrement=True, nullable=False),
-        sa.Column("session", sa.String(length=200), nullable=False),
-        sa.Column("reason", sa.String(length=2000), nullable=False),
-        sa.Column("until_run", sa.String(length=64), nullable=False),
-        sa.Column("wake_cmd", sa.String(length=4000), nullable=True),
-        sa.Column("state", sa.String(length=16), nullable=False),
-        sa.Column("parked_at", sa.Float(precision=53), nullable=False),
-        sa.Column("woken_at", sa.Float(precision=53), nullable=True),
-        sa.Column("note", sa.String(length=2000), nullable=True),
-        sa.PrimaryKeyConstraint("id", name=op.f("pk_proc_parks")),
+        serial_id(),
+        string("session", 200, nullable=False),
+        string("reason", 2000, nullable=False),
+        string("until_run", 64, nullable=False),
+        string("wake_cmd", 4000),
+        string("state", 16, nullable=False),
+        epoch("parked_at", nullable=False),
+        epoch("woken_at"),
+        string("note", 2000),
+        primary_key("proc_parks", "id"),
     )
-    with op.batch_alter_table("proc_parks", schema=None) as batch_op:
-        batch_op.create_index(batch_op.f("ix_proc_parks_session"), ["session"], unique=False)
-        batch_op.create_index(batch_op.f("ix_proc_parks_state"), ["state"], unique=False)
+    create_indexes("proc_parks", ["session"], ["state"])
 
     op.create_table(
         "proc_runs",
-        sa.Column("run_id", sa.String(length=64), nullable=False),
-        sa.Column("name", sa.String(length=200), nullable=False),
-        sa.Column("argv", sa.JSON(), nullable=False),
-        sa.Column("cwd", sa.String(length=4096), nullable=False),
-        sa.Column("host", sa.String(length=255), nullable=False),
-        sa.Column("username", sa.String(length=100), nullable=False),
-        sa.Column("boot_id", sa.String(length=64), nullable=True),
-        sa.Column("status", sa.String(length=16), nullable=False),
+        string("run_id", 64, nullable=False),
+        string("name", 200, nullable=False),
+        json("argv", nullable=False),
+        string("cwd", 4096, nullable=False),
+        string("host", 255, nullable=False),
+        string("username", 100, nullable=False),
+        string("boot_id", 64),
+        string("status", 16, nullable=False),
         sa.Column("detach", sa.Boolean(), server_default=sa.false(), nullable=False),
-        sa.Column("shim_pid", sa.Integer(), nullable=True),
-        sa.Column("shim_start", sa.String(length=40), nullable=True),
-        sa.Column("pid", sa.Integer(), nullable=True),
-        sa.Column("pid_start", sa.String(length=40), nullable=True),
-        sa.Column("pgid", sa.Integer(), nullable=True),
+        integer("shim_pid"),
+        string("shim_start", 40),
+        integer("pid"),
+        string("pid_start", 40),
+        integer("pgid"),
         sa.Column("budget_s", sa.Float(), nullable=True),
         sa.Column("timeout_s", sa.Float(), nullable=True),
-        sa.Column("origin", sa.JSON(), nullable=True),
-        sa.Column("session", sa.String(length=200), nullable=True),
-        sa.Column("on_done_cmd", sa.String(length=4000), nullable=True),
-        sa.Column("on_done_url", sa.String(length=2000), nullable=True),
-        sa.Column("created_at", sa.Float(precision=53), nullable=False),
-        sa.Column("started_at", sa.Float(precision=53), nullable=True),
-        sa.Column("progress_at", sa.Float(precision=53), nullable=True),
-        sa.Column("finished_at", sa.Float(precision=53), nullable=True),
-        sa.Column("updated_at", sa.Float(precision=53), nullable=False),
-        sa.Column("abort_requested_at", sa.Float(precision=53), nullable=True),
-        sa.Column("exit_code", sa.Integer(), nullable=True),
-        sa.Column("signal", sa.Integer(), nullable=True),
-        sa.Column("reason", sa.String(length=2000), nullable=True),
-        sa.Column("step", sa.String(length=2000), nullable=True),
+        json("origin"),
+        string("session", 200),
+        string("on_done_cmd", 4000),
+        string("on_done_url", 2000),
+        epoch("created_at", nullable=False),
+        epoch("started_at"),
+        epoch("progress_at"),
+        epoch("finished_at"),
+        epoch("updated_at", nullable=False),
+        epoch("abort_requested_at"),
+        integer("exit_code"),
+        integer("signal"),
+        string("reason", 2000),
+        string("step", 2000),
         sa.Column("log_size", sa.BigInteger(), nullable=False),
-        sa.Column("log_mtime", sa.Float(precision=53), nullable=True),
-        sa.Column("version", sa.Integer(), nullable=False),
-        sa.Column("hook_state", sa.String(length=16), nullable=False),
-        sa.Column("hook_error", sa.String(length=2000), nullable=True),
-        sa.Column("hook_at", sa.Float(precision=53), nullable=True),
-        sa.PrimaryKeyConstraint("run_id", name=op.f("pk_proc_runs")),
+        epoch("log_mtime"),
+        integer("version", nullable=False),
+        string("hook_state", 16, nullable=False),
+        string("hook_error", 2000),
+        epoch("hook_at"),
+        primary_key("proc_runs", "run_id"),
     )
-    with op.batch_alter_table("proc_runs", schema=None) as batch_op:
-        batch_op.create_index(batch_op.f("ix_proc_runs_finished_at"), ["finished_at"], unique=False)
-        batch_op.create_index(batch_op.f("ix_proc_runs_hook_state"), ["hook_state"], unique=False)
-        batch_op.create_index(batch_op.f("ix_proc_runs_status"), ["status"], unique=False)
+    create_indexes("proc_runs", ["finished_at"], ["hook_state"], ["status"])
 
     op.create_table(
         "proc_sessions",
-        sa.Column("session", sa.String(length=200), nullable=False),
-        sa.Column("wakes_without_progress", sa.Integer(), nullable=False),
-        sa.Column("progress_at", sa.Float(precision=53), nullable=True),
-        sa.Column("progress_note", sa.String(length=2000), nullable=True),
-        sa.Column("last_wake_at", sa.Float(precision=53), nullable=True),
-        sa.Column("updated_at", sa.Float(precision=53), nullable=False),
-        sa.PrimaryKeyConstraint("session", name=op.f("pk_proc_sessions")),
+        string("session", 200, nullable=False),
+        integer("wakes_without_progress", nullable=False),
+        epoch("progress_at"),
+        string("progress_note", 2000),
+        epoch("last_wake_at"),
+        epoch("updated_at", nullable=False),
+        primary_key("proc_sessions", "session"),
     )
 
 
 def downgrade() -> None:
     op.drop_table("proc_sessions")
-    with op.batch_alter_table("proc_runs", schema=None) as batch_op:
-        batch_op.drop_index(batch_op.f("ix_proc_runs_status"))
-        batch_op.drop_index(batch_op.f("ix_proc_runs_hook_state"))
-        batch_op.drop_index(batch_op.f("ix_proc_runs_finished_at"))
-
+    drop_indexes("proc_runs", ["status"], ["hook_state"], ["finished_at"])
     op.drop_table("proc_runs")
-    with op.batch_alter_table("proc_parks", schema=None) as batch_op:
-        batch_op.drop_index(batch_op.f("ix_proc_parks_state"))
-        batch_op.drop_index(batch_op.f("ix_proc_parks_session"))
-
+    drop_indexes("proc_parks", ["state"], ["session"])
     op.drop_table("proc_parks")

@@ -6,8 +6,20 @@ Revises: 0003
 
 from __future__ import annotations
 
-import sqlalchemy as sa
 from alembic import op
+
+from watchkeeper.store.migrations.columns import (
+    cascade,
+    create_indexes,
+    drop_indexes,
+    epoch,
+    integer,
+    json,
+    primary_key,
+    serial_id,
+    string,
+    unique,
+)
 
 revision = "0004"
 down_revision = "0003"
@@ -18,56 +30,38 @@ depends_on = None
 def upgrade() -> None:
     op.create_table(
         "inbound",
-        sa.Column("id", sa.Integer(), autoincrement=True, nullable=False),
-        sa.Column("platform", sa.String(length=32), nullable=False),
-        sa.Column("external_id", sa.String(length=300), nullable=False),
-        sa.Column("received_at", sa.Float(precision=53), nullable=False),
-        sa.PrimaryKeyConstraint("id", name=op.f("pk_inbound")),
-        sa.UniqueConstraint(
-            "platform", "external_id", name=op.f("uq_inbound_platform_external_id")
-        ),
+        serial_id(),
+        string("platform", 32, nullable=False),
+        string("external_id", 300, nullable=False),
+        epoch("received_at", nullable=False),
+        primary_key("inbound", "id"),
+        unique("inbound", "platform", "external_id"),
     )
     op.create_table(
         "deliveries",
-        sa.Column("id", sa.Integer(), autoincrement=True, nullable=False),
-        sa.Column("incident_id", sa.Integer(), nullable=True),
-        sa.Column("dedup_key", sa.String(length=300), nullable=False),
-        sa.Column("purpose", sa.String(length=32), nullable=False),
-        sa.Column("channel", sa.String(length=32), nullable=False),
-        sa.Column("target", sa.JSON(), nullable=False),
-        sa.Column("payload", sa.JSON(), nullable=False),
-        sa.Column("status", sa.String(length=16), nullable=False),
-        sa.Column("attempts", sa.Integer(), nullable=False),
-        sa.Column("next_attempt_at", sa.Float(precision=53), nullable=False),
-        sa.Column("created_at", sa.Float(precision=53), nullable=False),
-        sa.Column("updated_at", sa.Float(precision=53), nullable=False),
-        sa.Column("claimed_by", sa.String(length=200), nullable=True),
-        sa.Column("platform_message_id", sa.String(length=200), nullable=True),
-        sa.Column("error", sa.String(length=2000), nullable=True),
-        sa.ForeignKeyConstraint(
-            ["incident_id"],
-            ["incidents.id"],
-            name=op.f("fk_deliveries_incident_id_incidents"),
-            ondelete="CASCADE",
-        ),
-        sa.PrimaryKeyConstraint("id", name=op.f("pk_deliveries")),
-        sa.UniqueConstraint("dedup_key", name=op.f("uq_deliveries_dedup_key")),
+        serial_id(),
+        integer("incident_id"),
+        string("dedup_key", 300, nullable=False),
+        string("purpose", 32, nullable=False),
+        string("channel", 32, nullable=False),
+        json("target", nullable=False),
+        json("payload", nullable=False),
+        string("status", 16, nullable=False),
+        integer("attempts", nullable=False),
+        epoch("next_attempt_at", nullable=False),
+        epoch("created_at", nullable=False),
+        epoch("updated_at", nullable=False),
+        string("claimed_by", 200),
+        string("platform_message_id", 200),
+        string("error", 2000),
+        cascade("deliveries", "incident_id", "incidents"),
+        primary_key("deliveries", "id"),
+        unique("deliveries", "dedup_key"),
     )
-    with op.batch_alter_table("deliveries", schema=None) as batch_op:
-        batch_op.create_index(
-            batch_op.f("ix_deliveries_incident_id"), ["incident_id"], unique=False
-        )
-        batch_op.create_index(
-            batch_op.f("ix_deliveries_status_next_attempt_at"),
-            ["status", "next_attempt_at"],
-            unique=False,
-        )
+    create_indexes("deliveries", ["incident_id"], ["status", "next_attempt_at"])
 
 
 def downgrade() -> None:
-    with op.batch_alter_table("deliveries", schema=None) as batch_op:
-        batch_op.drop_index(batch_op.f("ix_deliveries_status_next_attempt_at"))
-        batch_op.drop_index(batch_op.f("ix_deliveries_incident_id"))
-
+    drop_indexes("deliveries", ["status", "next_attempt_at"], ["incident_id"])
     op.drop_table("deliveries")
     op.drop_table("inbound")

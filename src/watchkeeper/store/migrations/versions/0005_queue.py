@@ -9,6 +9,18 @@ from __future__ import annotations
 import sqlalchemy as sa
 from alembic import op
 
+from watchkeeper.store.migrations.columns import (
+    cascade,
+    create_indexes,
+    drop_indexes,
+    epoch,
+    integer,
+    json,
+    primary_key,
+    serial_id,
+    string,
+)
+
 revision = "0005"
 down_revision = "0004"
 branch_labels = None
@@ -18,127 +30,104 @@ depends_on = None
 def upgrade() -> None:
     op.create_table(
         "queue_jobs",
-        sa.Column("id", sa.String(length=64), nullable=False),
-        sa.Column("title", sa.String(length=500), nullable=False),
-        sa.Column("org", sa.String(length=100), nullable=False),
-        sa.Column("fleet", sa.String(length=100), nullable=False),
-        sa.Column("payload", sa.JSON(), nullable=False),
-        sa.Column("submitted_by", sa.String(length=200), nullable=False),
-        sa.Column("created_at", sa.Float(precision=53), nullable=False),
-        sa.PrimaryKeyConstraint("id", name=op.f("pk_queue_jobs")),
+        string("id", 64, nullable=False),
+        string("title", 500, nullable=False),
+        string("org", 100, nullable=False),
+        string("fleet", 100, nullable=False),
+        json("payload", nullable=False),
+        string("submitted_by", 200, nullable=False),
+        epoch("created_at", nullable=False),
+        primary_key("queue_jobs", "id"),
     )
-    op.create_index(op.f("ix_queue_jobs_created_at"), "queue_jobs", ["created_at"], unique=False)
-    op.create_index(op.f("ix_queue_jobs_fleet"), "queue_jobs", ["fleet"], unique=False)
-    op.create_index(op.f("ix_queue_jobs_org"), "queue_jobs", ["org"], unique=False)
+    create_indexes("queue_jobs", ["created_at"], ["fleet"], ["org"])
     op.create_table(
         "queue_provisions",
-        sa.Column("org", sa.String(length=100), nullable=False),
-        sa.Column("fleet", sa.String(length=100), nullable=False),
-        sa.Column("state", sa.String(length=16), nullable=False),
-        sa.Column("reason", sa.String(length=2000), nullable=True),
-        sa.Column("started_at", sa.Float(precision=53), nullable=False),
-        sa.Column("updated_at", sa.Float(precision=53), nullable=False),
-        sa.PrimaryKeyConstraint("org", "fleet", name=op.f("pk_queue_provisions")),
+        string("org", 100, nullable=False),
+        string("fleet", 100, nullable=False),
+        string("state", 16, nullable=False),
+        string("reason", 2000),
+        epoch("started_at", nullable=False),
+        epoch("updated_at", nullable=False),
+        primary_key("queue_provisions", "org", "fleet"),
     )
     op.create_table(
         "queue_runners",
-        sa.Column("id", sa.String(length=64), nullable=False),
-        sa.Column("name", sa.String(length=200), nullable=True),
-        sa.Column("fleet", sa.String(length=100), nullable=False),
-        sa.Column("org", sa.String(length=100), nullable=True),
-        sa.Column("capacity", sa.Integer(), nullable=False),
-        sa.Column("host", sa.String(length=255), nullable=False),
-        sa.Column("pid", sa.Integer(), nullable=False),
-        sa.Column("registered_at", sa.Float(precision=53), nullable=False),
-        sa.Column("heartbeat_at", sa.Float(precision=53), nullable=False),
-        sa.Column("stopped_at", sa.Float(precision=53), nullable=True),
-        sa.PrimaryKeyConstraint("id", name=op.f("pk_queue_runners")),
+        string("id", 64, nullable=False),
+        string("name", 200),
+        string("fleet", 100, nullable=False),
+        string("org", 100),
+        integer("capacity", nullable=False),
+        string("host", 255, nullable=False),
+        integer("pid", nullable=False),
+        epoch("registered_at", nullable=False),
+        epoch("heartbeat_at", nullable=False),
+        epoch("stopped_at"),
+        primary_key("queue_runners", "id"),
     )
-    op.create_index(op.f("ix_queue_runners_fleet"), "queue_runners", ["fleet"], unique=False)
+    create_indexes("queue_runners", ["fleet"])
     op.create_table(
         "queue_spend",
-        sa.Column("org", sa.String(length=100), nullable=False),
-        sa.Column("month", sa.String(length=7), nullable=False),
+        string("org", 100, nullable=False),
+        string("month", 7, nullable=False),
         sa.Column("agent_seconds", sa.Float(), nullable=False),
-        sa.PrimaryKeyConstraint("org", "month", name=op.f("pk_queue_spend")),
+        primary_key("queue_spend", "org", "month"),
     )
     op.create_table(
         "queue_events",
-        sa.Column("id", sa.Integer(), autoincrement=True, nullable=False),
-        sa.Column("task_id", sa.String(length=64), nullable=False),
-        sa.Column("job_id", sa.String(length=64), nullable=False),
-        sa.Column("at", sa.Float(precision=53), nullable=False),
-        sa.Column("type", sa.String(length=32), nullable=False),
-        sa.Column("detail", sa.String(length=2000), nullable=True),
-        sa.ForeignKeyConstraint(
-            ["job_id"],
-            ["queue_jobs.id"],
-            name=op.f("fk_queue_events_job_id_queue_jobs"),
-            ondelete="CASCADE",
-        ),
-        sa.PrimaryKeyConstraint("id", name=op.f("pk_queue_events")),
+        serial_id(),
+        string("task_id", 64, nullable=False),
+        string("job_id", 64, nullable=False),
+        epoch("at", nullable=False),
+        string("type", 32, nullable=False),
+        string("detail", 2000),
+        cascade("queue_events", "job_id", "queue_jobs"),
+        primary_key("queue_events", "id"),
     )
-    op.create_index(op.f("ix_queue_events_job_id"), "queue_events", ["job_id"], unique=False)
+    create_indexes("queue_events", ["job_id"])
     op.create_table(
         "queue_tasks",
-        sa.Column("id", sa.String(length=64), nullable=False),
-        sa.Column("job_id", sa.String(length=64), nullable=False),
-        sa.Column("seq", sa.Integer(), nullable=False),
-        sa.Column("org", sa.String(length=100), nullable=False),
-        sa.Column("fleet", sa.String(length=100), nullable=False),
-        sa.Column("payload", sa.JSON(), nullable=False),
-        sa.Column("status", sa.String(length=16), nullable=False),
+        string("id", 64, nullable=False),
+        string("job_id", 64, nullable=False),
+        integer("seq", nullable=False),
+        string("org", 100, nullable=False),
+        string("fleet", 100, nullable=False),
+        json("payload", nullable=False),
+        string("status", 16, nullable=False),
         sa.Column("rerunnable", sa.Boolean(), server_default=sa.true(), nullable=False),
-        sa.Column("attempt", sa.Integer(), nullable=False),
-        sa.Column("max_attempts", sa.Integer(), nullable=False),
-        sa.Column("version", sa.Integer(), nullable=False),
+        integer("attempt", nullable=False),
+        integer("max_attempts", nullable=False),
+        integer("version", nullable=False),
         sa.Column("lease_s", sa.Float(), nullable=False),
-        sa.Column("runner_id", sa.String(length=64), nullable=True),
-        sa.Column("lease_token", sa.String(length=64), nullable=True),
-        sa.Column("queued_at", sa.Float(precision=53), nullable=False),
-        sa.Column("leased_at", sa.Float(precision=53), nullable=True),
-        sa.Column("last_renewed_at", sa.Float(precision=53), nullable=True),
-        sa.Column("progress_at", sa.Float(precision=53), nullable=True),
-        sa.Column("finished_at", sa.Float(precision=53), nullable=True),
-        sa.Column("updated_at", sa.Float(precision=53), nullable=False),
-        sa.Column("step", sa.String(length=2000), nullable=True),
-        sa.Column("exit_code", sa.Integer(), nullable=True),
-        sa.Column("failure_reason", sa.String(length=2000), nullable=True),
-        sa.Column("failure_fingerprint", sa.String(length=200), nullable=True),
-        sa.ForeignKeyConstraint(
-            ["job_id"],
-            ["queue_jobs.id"],
-            name=op.f("fk_queue_tasks_job_id_queue_jobs"),
-            ondelete="CASCADE",
-        ),
-        sa.PrimaryKeyConstraint("id", name=op.f("pk_queue_tasks")),
+        string("runner_id", 64),
+        string("lease_token", 64),
+        epoch("queued_at", nullable=False),
+        epoch("leased_at"),
+        epoch("last_renewed_at"),
+        epoch("progress_at"),
+        epoch("finished_at"),
+        epoch("updated_at", nullable=False),
+        string("step", 2000),
+        integer("exit_code"),
+        string("failure_reason", 2000),
+        string("failure_fingerprint", 200),
+        cascade("queue_tasks", "job_id", "queue_jobs"),
+        primary_key("queue_tasks", "id"),
     )
-    op.create_index(
-        op.f("ix_queue_tasks_finished_at"), "queue_tasks", ["finished_at"], unique=False
-    )
-    op.create_index(op.f("ix_queue_tasks_job_id"), "queue_tasks", ["job_id"], unique=False)
-    op.create_index(op.f("ix_queue_tasks_runner_id"), "queue_tasks", ["runner_id"], unique=False)
-    op.create_index(
-        op.f("ix_queue_tasks_status_fleet_queued_at"),
-        "queue_tasks",
-        ["status", "fleet", "queued_at"],
-        unique=False,
+    create_indexes(
+        "queue_tasks", ["finished_at"], ["job_id"], ["runner_id"], ["status", "fleet", "queued_at"]
     )
 
 
 def downgrade() -> None:
-    op.drop_index(op.f("ix_queue_tasks_status_fleet_queued_at"), table_name="queue_tasks")
-    op.drop_index(op.f("ix_queue_tasks_runner_id"), table_name="queue_tasks")
-    op.drop_index(op.f("ix_queue_tasks_job_id"), table_name="queue_tasks")
-    op.drop_index(op.f("ix_queue_tasks_finished_at"), table_name="queue_tasks")
+    drop_indexes(
+        "queue_tasks", ["status", "fleet", "queued_at"], ["runner_id"], ["job_id"], ["finished_at"]
+    )
     op.drop_table("queue_tasks")
-    op.drop_index(op.f("ix_queue_events_job_id"), table_name="queue_events")
+    drop_indexes("queue_events", ["job_id"])
     op.drop_table("queue_events")
     op.drop_table("queue_spend")
-    op.drop_index(op.f("ix_queue_runners_fleet"), table_name="queue_runners")
+    drop_indexes("queue_runners", ["fleet"])
     op.drop_table("queue_runners")
     op.drop_table("queue_provisions")
-    op.drop_index(op.f("ix_queue_jobs_org"), table_name="queue_jobs")
-    op.drop_index(op.f("ix_queue_jobs_fleet"), table_name="queue_jobs")
-    op.drop_index(op.f("ix_queue_jobs_created_at"), table_name="queue_jobs")
+    drop_indexes("queue_jobs", ["org"], ["fleet"], ["created_at"])
     op.drop_table("queue_jobs")

@@ -6,8 +6,9 @@ Revises: 0006
 
 from __future__ import annotations
 
-import sqlalchemy as sa
 from alembic import op
+
+from watchkeeper.store.migrations.columns import json
 
 revision = "0007"
 down_revision = "0006"
@@ -17,7 +18,7 @@ depends_on = None
 
 def upgrade() -> None:
     with op.batch_alter_table("queue_tasks") as batch:
-        batch.add_column(sa.Column("metadata", sa.JSON(), nullable=True))
+        batch.add_column(json("metadata"))
 
 
 def downgrade() -> None:

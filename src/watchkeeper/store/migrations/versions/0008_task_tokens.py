@@ -6,8 +6,9 @@ Revises: 0007
 
 from __future__ import annotations
 
-import sqlalchemy as sa
 from alembic import op
+
+from watchkeeper.store.migrations.columns import string
 
 revision = "0008"
 down_revision = "0007"
@@ -17,8 +18,8 @@ depends_on = None
 
 def upgrade() -> None:
     with op.batch_alter_table("api_tokens") as batch:
-        batch.add_column(sa.Column("task_id", sa.String(length=64), nullable=True))
-        batch.add_column(sa.Column("job_id", sa.String(length=64), nullable=True))
+        batch.add_column(string("task_id", 64))
+        batch.add_column(string("job_id", 64))
         batch.create_index(batch.f("ix_api_tokens_task_id"), ["task_id"], unique=False)
 
 

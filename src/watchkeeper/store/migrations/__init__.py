@@ -1,0 +1,1 @@
+"""Alembic migrations of the store, and the column shapes they share (``columns``)."""
