@@ -2,31 +2,17 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field, replace
-from typing import TYPE_CHECKING
+from dataclasses import replace
 
 from watchkeeper.supervise.backoff import Backoff
 from watchkeeper.supervise.clock import Clock
 from watchkeeper.supervise.errors import ConfigurationError
 from watchkeeper.supervise.policy import RestartPolicy
-from watchkeeper.supervise.spec import ChildSpec
+from watchkeeper.supervise.spec import ChildSpec, SupervisorSpec
 from watchkeeper.supervise.strategies import Strategy
+from watchkeeper.supervise.supervisor import Supervisor
 
-if TYPE_CHECKING:
-    from watchkeeper.supervise.supervisor import Supervisor
-
-
-@dataclass(frozen=True)
-class SupervisorSpec:
-    """A supervisor's fixed shape: its children, strategy and restart policy."""
-
-    name: str
-    children: tuple[ChildSpec, ...]
-    strategy: Strategy = Strategy.ONE_FOR_ONE
-    policy: RestartPolicy = field(default_factory=RestartPolicy)
-    dynamic: bool = False
-    heartbeat_event_interval_s: float = 1.0
-    event_queue_size: int = 1000
+__all__ = ["SupervisorBuilder", "SupervisorSpec"]
 
 
 class SupervisorBuilder:
@@ -103,6 +89,4 @@ class SupervisorBuilder:
 
     def build(self, clock: Clock | None = None) -> Supervisor:
         """A new :class:`Supervisor` for this spec (not yet started)."""
-        from watchkeeper.supervise.supervisor import Supervisor
-
         return Supervisor(self._spec, clock=clock)

@@ -4,12 +4,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from types import TracebackType
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
 if TYPE_CHECKING:
     from watchkeeper.supervise.events import Subscription
     from watchkeeper.supervise.spec import ChildSpec
-    from watchkeeper.supervise.supervisor import Supervisor
 
 
 @dataclass(frozen=True)
@@ -36,13 +35,29 @@ class SupervisorStatistics:
     finished: bool
 
 
+class _Tree(Protocol):
+    """What the handle needs of the supervisor it holds (the supervisor imports the handle)."""
+
+    path: str
+
+    @property
+    def finished(self) -> bool: ...
+    async def stop(self) -> None: ...
+    async def wait(self) -> None: ...
+    async def add_child(self, spec: ChildSpec) -> None: ...
+    def subscribe(self, maxsize: int | None = None) -> Subscription: ...
+    def children(self) -> tuple[ChildInfo, ...]: ...
+    def last_beat(self, name: str) -> float | None: ...
+    def statistics(self) -> SupervisorStatistics: ...
+
+
 class SupervisorHandle:
     """What the code that started a supervisor holds: stop, wait, observe, extend.
 
     Usable as an async context manager that stops the tree on exit.
     """
 
-    def __init__(self, supervisor: Supervisor) -> None:
+    def __init__(self, supervisor: _Tree) -> None:
         self._sup = supervisor
 
     @property

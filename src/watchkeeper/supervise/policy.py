@@ -2,13 +2,24 @@
 
 from __future__ import annotations
 
+import enum
 from collections import deque
 from dataclasses import dataclass, field
 
 from watchkeeper.supervise.backoff import Backoff
 from watchkeeper.supervise.errors import ConfigurationError
 from watchkeeper.supervise.events import ExitReason
-from watchkeeper.supervise.spec import Restart
+
+
+class Restart(enum.StrEnum):
+    """When a child that exited is started again."""
+
+    PERMANENT = "permanent"
+    """Always restarted, whatever the exit."""
+    TRANSIENT = "transient"
+    """Restarted only after an abnormal exit (error, signal, hang)."""
+    TEMPORARY = "temporary"
+    """Never restarted."""
 
 
 @dataclass(frozen=True)

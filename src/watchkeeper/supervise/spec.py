@@ -2,26 +2,29 @@
 
 from __future__ import annotations
 
-import enum
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Protocol, Union
+from typing import Protocol, TypedDict, Union, Unpack
 
 from watchkeeper.supervise.errors import ConfigurationError
+from watchkeeper.supervise.policy import Restart, RestartPolicy
+from watchkeeper.supervise.strategies import Strategy
 
-if TYPE_CHECKING:
-    from watchkeeper.supervise.builder import SupervisorSpec
-
-
-class Restart(enum.StrEnum):
-    """When a child that exited is started again."""
-
-    PERMANENT = "permanent"
-    """Always restarted, whatever the exit."""
-    TRANSIENT = "transient"
-    """Restarted only after an abnormal exit (error, signal, hang)."""
-    TEMPORARY = "temporary"
-    """Never restarted."""
+__all__ = [
+    "ChildContext",
+    "ChildOptions",
+    "ChildSpec",
+    "CoroutineFactory",
+    "CoroutineTarget",
+    "ProcessTarget",
+    "Restart",
+    "SupervisorSpec",
+    "SupervisorTarget",
+    "Target",
+    "coroutine_child",
+    "process_child",
+    "supervisor_child",
+]
 
 
 class ChildContext(Protocol):
@@ -115,28 +118,22 @@ class ChildSpec:
             raise ConfigurationError(f"child {self.name!r}: argv must not be empty")
 
 
+class ChildOptions(TypedDict, total=False):
+    """How a child restarts and is waited for; :class:`ChildSpec` documents each."""
+
+    restart: Restart
+    shutdown_timeout_s: float
+    start_timeout_s: float
+    wait_ready: bool
+    heartbeat_timeout_s: float | None
+    title: str | None
+
+
 def coroutine_child(
-    name: str,
-    factory: CoroutineFactory,
-    *,
-    restart: Restart = Restart.PERMANENT,
-    shutdown_timeout_s: float = 5.0,
-    start_timeout_s: float = 10.0,
-    wait_ready: bool = False,
-    heartbeat_timeout_s: float | None = None,
-    title: str | None = None,
+    name: str, factory: CoroutineFactory, **options: Unpack[ChildOptions]
 ) -> ChildSpec:
     """Spec for a coroutine child: ``factory(context)`` is awaited on each start."""
-    return ChildSpec(
-        name,
-        CoroutineTarget(factory),
-        restart=restart,
-        shutdown_timeout_s=shutdown_timeout_s,
-        start_timeout_s=start_timeout_s,
-        wait_ready=wait_ready,
-        heartbeat_timeout_s=heartbeat_timeout_s,
-        title=title,
-    )
+    return ChildSpec(name, CoroutineTarget(factory), **options)
 
 
 def process_child(
@@ -146,29 +143,17 @@ def process_child(
     env: Mapping[str, str] | None = None,
     cwd: str | None = None,
     notify: bool = False,
-    restart: Restart = Restart.PERMANENT,
-    shutdown_timeout_s: float = 5.0,
-    start_timeout_s: float = 10.0,
-    wait_ready: bool = False,
-    heartbeat_timeout_s: float | None = None,
-    title: str | None = None,
+    **options: Unpack[ChildOptions],
 ) -> ChildSpec:
     """Spec for a subprocess child; ``wait_ready`` and heartbeats need ``notify=True``."""
-    if (wait_ready or heartbeat_timeout_s is not None) and not notify:
+    signals = options.get("wait_ready") or options.get("heartbeat_timeout_s") is not None
+    if signals and not notify:
         raise ConfigurationError(
             f"child {name!r}: wait_ready and heartbeat_timeout_s need notify=True "
             "so the process has a pipe to signal on"
         )
-    return ChildSpec(
-        name,
-        ProcessTarget(tuple(argv), dict(env) if env is not None else None, cwd, notify),
-        restart=restart,
-        shutdown_timeout_s=shutdown_timeout_s,
-        start_timeout_s=start_timeout_s,
-        wait_ready=wait_ready,
-        heartbeat_timeout_s=heartbeat_timeout_s,
-        title=title,
-    )
+    target = ProcessTarget(tuple(argv), dict(env) if env is not None else None, cwd, notify)
+    return ChildSpec(name, target, **options)
 
 
 def supervisor_child(
@@ -187,3 +172,16 @@ def supervisor_child(
         start_timeout_s=start_timeout_s,
         wait_ready=True,
     )
+
+
+@dataclass(frozen=True)
+class SupervisorSpec:
+    """A supervisor's fixed shape: its children, strategy and restart policy."""
+
+    name: str
+    children: tuple[ChildSpec, ...]
+    strategy: Strategy = Strategy.ONE_FOR_ONE
+    policy: RestartPolicy = field(default_factory=RestartPolicy)
+    dynamic: bool = False
+    heartbeat_event_interval_s: float = 1.0
+    event_queue_size: int = 1000

@@ -8,13 +8,10 @@ Nothing wakes the actor except a message: an idle tree costs no CPU.
 from __future__ import annotations
 
 import asyncio
-import enum
 import itertools
 import logging
 from collections.abc import Callable
-from dataclasses import dataclass, field
 
-from watchkeeper.supervise.builder import SupervisorSpec
 from watchkeeper.supervise.children import CoroutineRunner, NestedRunner, Outcome, Runner
 from watchkeeper.supervise.clock import Clock, MonotonicClock, Timer, wait_until_done
 from watchkeeper.supervise.errors import (
@@ -36,81 +33,27 @@ from watchkeeper.supervise.events import (
 from watchkeeper.supervise.handle import ChildInfo, SupervisorHandle, SupervisorStatistics
 from watchkeeper.supervise.policy import IntensityWindow, should_restart
 from watchkeeper.supervise.process import ProcessRunner
-from watchkeeper.supervise.spec import ChildSpec, CoroutineTarget, ProcessTarget, Restart
+from watchkeeper.supervise.slots import (
+    Add,
+    Exit,
+    Hung,
+    Msg,
+    RestartDue,
+    Slot,
+    SlotState,
+    Stop,
+    first_of,
+)
+from watchkeeper.supervise.spec import (
+    ChildSpec,
+    CoroutineTarget,
+    ProcessTarget,
+    Restart,
+    SupervisorSpec,
+)
 from watchkeeper.supervise.strategies import restart_group
 
 logger = logging.getLogger(__name__)
-
-
-class SlotState(enum.StrEnum):
-    """Where a child is in its life."""
-
-    IDLE = "idle"
-    STARTING = "starting"
-    RUNNING = "running"
-    RESTART_PENDING = "restart_pending"
-    DONE = "done"
-
-
-@dataclass(eq=False)
-class _Slot:
-    spec: ChildSpec
-    state: SlotState = SlotState.IDLE
-    runner: Runner | None = None
-    attempt: int = 0
-    restarts: int = 0
-    started_at: float = 0.0
-    last_beat: float | None = None
-    last_beat_event: float = float("-inf")
-    hb_timer: Timer | None = None
-    token: object | None = None
-
-
-@dataclass(frozen=True)
-class _Exit:
-    slot: _Slot
-    runner: Runner
-    outcome: Outcome
-
-
-@dataclass(frozen=True)
-class _Hung:
-    slot: _Slot
-    runner: Runner
-
-
-@dataclass(frozen=True)
-class _RestartDue:
-    token: object
-
-
-@dataclass(frozen=True)
-class _Add:
-    spec: ChildSpec
-    done: asyncio.Future[None] = field(compare=False)
-
-
-@dataclass(frozen=True)
-class _Stop:
-    done: asyncio.Future[None] = field(compare=False)
-
-
-_Msg = _Exit | _Hung | _RestartDue | _Add | _Stop
-
-
-def _first_of(
-    *futures: asyncio.Future[object] | asyncio.Future[Outcome] | asyncio.Future[None],
-) -> asyncio.Future[object]:
-    """A future that completes as soon as any of ``futures`` does."""
-    first: asyncio.Future[object] = asyncio.get_running_loop().create_future()
-
-    def settle(_: object) -> None:
-        if not first.done():
-            first.set_result(None)
-
-    for fut in futures:
-        fut.add_done_callback(settle)
-    return first
 
 
 class Supervisor:
@@ -128,11 +71,11 @@ class Supervisor:
         self.path = path or spec.name
         self.clock: Clock = clock or MonotonicClock()
         self.bus = EventBus(parent_bus)
-        self._slots = [_Slot(c) for c in spec.children]
+        self._slots = [Slot(c) for c in spec.children]
         self._window = IntensityWindow(spec.policy.max_restarts, spec.policy.period_s)
         self._restart_timers: dict[object, Timer] = {}
         self._tokens = itertools.count()
-        self._mailbox: asyncio.Queue[_Msg] | None = None
+        self._mailbox: asyncio.Queue[Msg] | None = None
         self._actor: asyncio.Task[None] | None = None
         self._finished = asyncio.Event()
         self._error: BaseException | None = None
@@ -174,7 +117,7 @@ class Supervisor:
         if self._finished.is_set() or self._mailbox is None:
             return
         done: asyncio.Future[None] = asyncio.get_running_loop().create_future()
-        self._mailbox.put_nowait(_Stop(done))
+        self._mailbox.put_nowait(Stop(done))
         await asyncio.shield(done)
 
     async def add_child(self, spec: ChildSpec) -> None:
@@ -184,7 +127,7 @@ class Supervisor:
         if self._finished.is_set() or self._mailbox is None:
             raise SupervisorStoppedError(self.path)
         done: asyncio.Future[None] = asyncio.get_running_loop().create_future()
-        self._mailbox.put_nowait(_Add(spec, done))
+        self._mailbox.put_nowait(Add(spec, done))
         await done
 
     @property
@@ -244,15 +187,15 @@ class Supervisor:
         finally:
             self._drain_mailbox()
 
-    async def _handle(self, msg: _Msg) -> None:
-        if isinstance(msg, _Exit):
+    async def _handle(self, msg: Msg) -> None:
+        if isinstance(msg, Exit):
             if msg.slot.runner is msg.runner and not msg.runner.stopping:
                 await self._child_exited(msg.slot, msg.outcome)
-        elif isinstance(msg, _Hung):
+        elif isinstance(msg, Hung):
             await self._hung(msg.slot, msg.runner)
-        elif isinstance(msg, _RestartDue):
+        elif isinstance(msg, RestartDue):
             await self._restart_due(msg.token)
-        elif isinstance(msg, _Add):
+        elif isinstance(msg, Add):
             await self._add(msg)
         else:
             await self._stop_all(reason="stop requested")
@@ -263,8 +206,8 @@ class Supervisor:
         assert self._mailbox is not None
         while not self._mailbox.empty():
             msg = self._mailbox.get_nowait()
-            if isinstance(msg, _Stop | _Add) and not msg.done.done():
-                if isinstance(msg, _Add):
+            if isinstance(msg, Stop | Add) and not msg.done.done():
+                if isinstance(msg, Add):
                     msg.done.set_exception(SupervisorStoppedError(self.path))
                 else:
                     msg.done.set_result(None)
@@ -278,7 +221,7 @@ class Supervisor:
 
     # -- starting ------------------------------------------------------------
 
-    def _make_runner(self, slot: _Slot) -> Runner:
+    def _make_runner(self, slot: Slot) -> Runner:
         spec = slot.spec
 
         def beat(step: str | None) -> None:
@@ -302,7 +245,7 @@ class Supervisor:
 
         return make
 
-    async def _start_slot(self, slot: _Slot) -> Outcome | None:
+    async def _start_slot(self, slot: Slot) -> Outcome | None:
         """Start one child and wait for its ready signal; an Outcome means it failed."""
         runner = self._make_runner(slot)
         slot.runner, slot.state = runner, SlotState.STARTING
@@ -320,13 +263,13 @@ class Supervisor:
             return Outcome(ExitReason.ERROR, f"could not start: {exc!r}")
         now = self.clock.now()
         slot.started_at = slot.last_beat = now
-        runner.exited.add_done_callback(lambda f: self._post(_Exit(slot, runner, f.result())))
+        runner.exited.add_done_callback(lambda f: self._post(Exit(slot, runner, f.result())))
         self._arm_heartbeat(slot, runner)
         self.bus.publish(
             ChildStarted(self.path, slot.spec.name, now, slot.attempt, runner.pid, slot.spec.title)
         )
         deadline = now + slot.spec.start_timeout_s
-        await wait_until_done(_first_of(runner.ready, runner.exited), self.clock, deadline)
+        await wait_until_done(first_of(runner.ready, runner.exited), self.clock, deadline)
         if runner.ready.done():
             slot.state = SlotState.RUNNING
             return None
@@ -339,13 +282,13 @@ class Supervisor:
             ExitReason.START_TIMEOUT, f"not ready within {slot.spec.start_timeout_s:g} s"
         )
 
-    def _post(self, msg: _Msg) -> None:
+    def _post(self, msg: Msg) -> None:
         if self._mailbox is not None and not self._finished.is_set():
             self._mailbox.put_nowait(msg)
 
     # -- heartbeats ----------------------------------------------------------
 
-    def _on_heartbeat(self, slot: _Slot, runner: Runner, step: str | None) -> None:
+    def _on_heartbeat(self, slot: Slot, runner: Runner, step: str | None) -> None:
         if slot.runner is not runner:
             return
         now = self.clock.now()
@@ -354,7 +297,7 @@ class Supervisor:
             slot.last_beat_event = now
             self.bus.publish(ChildHeartbeat(self.path, slot.spec.name, now, step))
 
-    def _arm_heartbeat(self, slot: _Slot, runner: Runner) -> None:
+    def _arm_heartbeat(self, slot: Slot, runner: Runner) -> None:
         timeout = slot.spec.heartbeat_timeout_s
         if timeout is None or slot.last_beat is None:
             return
@@ -363,14 +306,14 @@ class Supervisor:
             if slot.runner is not runner or slot.last_beat is None:
                 return
             if self.clock.now() >= slot.last_beat + timeout:
-                self._post(_Hung(slot, runner))
+                self._post(Hung(slot, runner))
             else:
                 # A beat arrived since arming: wait for the new deadline, one timer at a time.
                 slot.hb_timer = self.clock.call_at(slot.last_beat + timeout, check)
 
         slot.hb_timer = self.clock.call_at(slot.last_beat + timeout, check)
 
-    async def _hung(self, slot: _Slot, runner: Runner) -> None:
+    async def _hung(self, slot: Slot, runner: Runner) -> None:
         if slot.runner is not runner:
             return
         logger.warning(
@@ -386,7 +329,7 @@ class Supervisor:
 
     # -- exits and restarts --------------------------------------------------
 
-    async def _child_exited(self, slot: _Slot, outcome: Outcome) -> None:
+    async def _child_exited(self, slot: Slot, outcome: Outcome) -> None:
         now = self.clock.now()
         if slot.hb_timer is not None:
             slot.hb_timer.cancel()
@@ -415,10 +358,10 @@ class Supervisor:
                 self._retoken(member, token)
         self.bus.publish(ChildRestarting(self.path, name, now, delay, slot.attempt))
         self._restart_timers[token] = self.clock.call_at(
-            now + delay, lambda: self._post(_RestartDue(token))
+            now + delay, lambda: self._post(RestartDue(token))
         )
 
-    def _publish_exit(self, slot: _Slot, outcome: Outcome, *, will_restart: bool) -> None:
+    def _publish_exit(self, slot: Slot, outcome: Outcome, *, will_restart: bool) -> None:
         self.bus.publish(
             ChildExited(
                 self.path,
@@ -431,7 +374,7 @@ class Supervisor:
             )
         )
 
-    def _retoken(self, slot: _Slot, token: object) -> None:
+    def _retoken(self, slot: Slot, token: object) -> None:
         old = slot.token
         slot.token, slot.state = token, SlotState.RESTART_PENDING
         if old is not None and not any(s.token is old for s in self._slots):
@@ -439,7 +382,7 @@ class Supervisor:
             if timer is not None:
                 timer.cancel()
 
-    async def _stop_siblings(self, failed: _Slot, group: list[_Slot]) -> None:
+    async def _stop_siblings(self, failed: Slot, group: list[Slot]) -> None:
         for member in reversed(group):
             if member is failed or member.state is not SlotState.RUNNING:
                 continue
@@ -448,7 +391,7 @@ class Supervisor:
             member.state = SlotState.RESTART_PENDING if restart else SlotState.DONE
             self._publish_exit(member, outcome, will_restart=restart)
 
-    async def _stop_slot(self, slot: _Slot) -> Outcome:
+    async def _stop_slot(self, slot: Slot) -> Outcome:
         runner = slot.runner
         if slot.hb_timer is not None:
             slot.hb_timer.cancel()
@@ -469,7 +412,7 @@ class Supervisor:
                 await self._child_exited(slot, outcome)
                 return
 
-    async def _give_up(self, failed: _Slot, outcome: Outcome) -> None:
+    async def _give_up(self, failed: Slot, outcome: Outcome) -> None:
         """Announce the decision, then stop everything and fail upward."""
         policy = self.spec.policy
         logger.error(
@@ -505,13 +448,13 @@ class Supervisor:
             extra={"action": "stop_children"},
         )
 
-    async def _add(self, msg: _Add) -> None:
+    async def _add(self, msg: Add) -> None:
         if any(s.spec.name == msg.spec.name for s in self._slots):
             msg.done.set_exception(
                 ValueError(f"supervisor {self.path!r} already has a child {msg.spec.name!r}")
             )
             return
-        slot = _Slot(msg.spec)
+        slot = Slot(msg.spec)
         self._slots.append(slot)
         outcome = await self._start_slot(slot)
         if outcome is None:
