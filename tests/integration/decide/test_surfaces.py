@@ -2,15 +2,14 @@
 
 from __future__ import annotations
 
-import os
 import subprocess
-import sys
 
 import pytest
 
 from watchkeeper import Client
 from watchkeeper.errors import ClientError
 
+from ...support.cli import wk
 from ..helpers import reports_for, start, sweep
 from ..recorder import Recorder
 from ..server import LiveServer
@@ -103,18 +102,10 @@ def test_sdk_decides_and_switches_runbooks(api: LiveServer, service: Recorder) -
 
 def test_cli_decide_and_diagnose(api: LiveServer, service: Recorder) -> None:
     incident_id = failed_incident(api)
-    env = {
-        **os.environ,
-        "WATCHKEEPER_URL": api.url,
-        "WATCHKEEPER_TOKEN": api.tokens["admin"],
-        "COLUMNS": "200",
-    }
+    env = {"WATCHKEEPER_URL": api.url, "WATCHKEEPER_TOKEN": api.tokens["admin"]}
 
     def cli(*args: str) -> subprocess.CompletedProcess[str]:
-        return subprocess.run(
-            [sys.executable, "-m", "watchkeeper", *args], capture_output=True, text=True, env=env,
-            timeout=60, check=False,
-        )  # fmt: skip
+        return wk(*args, env=env)
 
     diagnosis = cli("diagnose", str(incident_id))
     assert diagnosis.returncode == 0, diagnosis.stderr

@@ -4,9 +4,7 @@ from __future__ import annotations
 
 import gzip
 import json
-import os
 import subprocess
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -15,6 +13,7 @@ import pytest
 
 from tests.integration.queue.conftest import make_service, submit
 from tests.integration.server import LiveServer, live_server
+from tests.support.cli import wk
 from watchkeeper.client import Client
 from watchkeeper.clock import ManualClock
 from watchkeeper.errors import ClientError
@@ -144,22 +143,10 @@ def test_spend_by_provider_and_an_unknown_grouping(reporter: Client, viewer: Cli
     assert bad.value.status == 422 and "by must be one of" in bad.value.message
 
 
-def wk(server: LiveServer, config: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    env = {
-        **os.environ,
-        "COLUMNS": "250",
-        "WATCHKEEPER_URL": server.url,
-        "WATCHKEEPER_TOKEN": server.tokens["viewer"],
-        "WATCHKEEPER_CONFIG": str(config),
-    }
-    return subprocess.run(
-        [sys.executable, "-m", "watchkeeper", *args],
-        capture_output=True,
-        text=True,
-        timeout=60,
-        env=env,
-        check=False,
-    )
+def wk_as_viewer(server: LiveServer, config: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    env = {"WATCHKEEPER_URL": server.url, "WATCHKEEPER_TOKEN": server.tokens["viewer"],
+           "WATCHKEEPER_CONFIG": str(config)}  # fmt: skip
+    return wk(*args, env=env, columns=250)
 
 
 @pytest.mark.parametrize("db_url", ["sqlite"], indirect=True)
@@ -184,19 +171,19 @@ def test_record_then_verify_it_and_a_flipped_byte_fails(
     data_dir = server.runtime.settings.data_dir
     config.write_text(f"data_dir = {json.dumps(str(data_dir))}\n", encoding="utf-8")
     out = tmp_path / "record.json"
-    written = wk(server, config, "record", job.id, "--out", str(out))
+    written = wk_as_viewer(server, config, "record", job.id, "--out", str(out))
     assert written.returncode == 0, written.stderr
-    valid = wk(server, config, "verify-record", str(out))
+    valid = wk_as_viewer(server, config, "verify-record", str(out))
     assert valid.returncode == 0, valid.stderr
     assert valid.stdout.startswith(f"valid: job {job.id}")
     data = bytearray(out.read_bytes())
     at = data.index(b"covers the edge case")
     data[at] ^= 0x01
     out.write_bytes(bytes(data))
-    invalid = wk(server, config, "verify-record", str(out))
+    invalid = wk_as_viewer(server, config, "verify-record", str(out))
     assert invalid.returncode == 1
     assert "invalid: the signature does not match" in invalid.stderr
-    spent = wk(server, config, "spend", "--by", "role")
+    spent = wk_as_viewer(server, config, "spend", "--by", "role")
     assert spent.returncode == 0 and "implementer" in spent.stdout
 
 
