@@ -2,16 +2,31 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
-if TYPE_CHECKING:
-    from watchkeeper.client import Client
+
+class Caller(Protocol):
+    """What a part asks of the client it belongs to (the client itself, in practice)."""
+
+    #: Seconds each call may take; calls that wait on the server add their wait to it.
+    timeout: float
+
+    def request(self, method: str, path: str, **kwargs: Any) -> Any:
+        """Call the API; an error answer raises ``ClientError``."""
+
+    def request_object(self, method: str, path: str, **kwargs: Any) -> dict[str, Any]:
+        """Call the API for a JSON object."""
+
+    def request_when_free(
+        self, method: str, path: str, *, deadline: float | None, **kwargs: Any
+    ) -> Any:
+        """Call the API, asking again while the server says it is busy."""
 
 
 class ApiPart:
     """One part of the API, reached through the client it belongs to."""
 
-    def __init__(self, client: Client) -> None:
+    def __init__(self, client: Caller) -> None:
         self._client = client
 
     def _post(self, path: str, body: dict[str, Any] | None = None) -> dict[str, Any]:
