@@ -7,24 +7,8 @@ from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-from watchkeeper.config.chat import (
-    AdminsConfig,
-    DiscordConfig,
-    OpsConfig,
-    SlackConfig,
-    TelegramConfig,
-)
-from watchkeeper.config.tables import (
-    DiagnoseConfig,
-    ForgeConfig,
-    KindConfig,
-    OrgConfig,
-    PriceOverride,
-    QueueConfig,
-    RecordsConfig,
-    RunbooksConfig,
-    ServerConfig,
-)
+from watchkeeper.config import chat, tables
+from watchkeeper.config.tables import KindConfig
 
 DEFAULT_DATA_DIR = ".watchkeeper"
 
@@ -57,19 +41,19 @@ class Settings(BaseModel):
     check_interval_s: float = Field(default=30.0, gt=0, le=3600)
     down_after_s: float = Field(default=300.0, gt=0)
     kinds: dict[str, KindConfig] = Field(default_factory=dict)
-    ops: OpsConfig = OpsConfig()
-    server: ServerConfig = ServerConfig()
-    admins: AdminsConfig = AdminsConfig()
-    telegram: TelegramConfig = TelegramConfig()
-    discord: DiscordConfig = DiscordConfig()
-    slack: SlackConfig = SlackConfig()
-    runbooks: RunbooksConfig = RunbooksConfig()
-    diagnose: DiagnoseConfig = DiagnoseConfig()
-    orgs: dict[str, OrgConfig] = Field(default_factory=dict)
-    queue: QueueConfig = QueueConfig()
-    prices: dict[str, PriceOverride] = Field(default_factory=dict)
-    forge: ForgeConfig = ForgeConfig()
-    records: RecordsConfig = RecordsConfig()
+    ops: chat.OpsConfig = chat.OpsConfig()
+    server: tables.ServerConfig = tables.ServerConfig()
+    admins: chat.AdminsConfig = chat.AdminsConfig()
+    telegram: chat.TelegramConfig = chat.TelegramConfig()
+    discord: chat.DiscordConfig = chat.DiscordConfig()
+    slack: chat.SlackConfig = chat.SlackConfig()
+    runbooks: tables.RunbooksConfig = tables.RunbooksConfig()
+    diagnose: tables.DiagnoseConfig = tables.DiagnoseConfig()
+    orgs: dict[str, tables.OrgConfig] = Field(default_factory=dict)
+    queue: tables.QueueConfig = tables.QueueConfig()
+    prices: dict[str, tables.PriceOverride] = Field(default_factory=dict)
+    forge: tables.ForgeConfig = tables.ForgeConfig()
+    records: tables.RecordsConfig = tables.RecordsConfig()
 
     @field_validator("kinds")
     @classmethod

@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from types import TracebackType
 from typing import TYPE_CHECKING, Protocol
+
+from watchkeeper.supervise.scope import StopsOnExit
 
 if TYPE_CHECKING:
     from watchkeeper.supervise.events import Subscription
@@ -51,7 +52,7 @@ class _Tree(Protocol):
     def statistics(self) -> SupervisorStatistics: ...
 
 
-class SupervisorHandle:
+class SupervisorHandle(StopsOnExit):
     """What the code that started a supervisor holds: stop, wait, observe, extend.
 
     Usable as an async context manager that stops the tree on exit.
@@ -97,14 +98,3 @@ class SupervisorHandle:
     def statistics(self) -> SupervisorStatistics:
         """A snapshot of the supervisor's counters."""
         return self._sup.statistics()
-
-    async def __aenter__(self) -> SupervisorHandle:
-        return self
-
-    async def __aexit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        await self.stop()

@@ -14,11 +14,11 @@ import logging
 import threading
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from types import TracebackType
 from typing import Protocol, runtime_checkable
 
 from watchkeeper.supervise.clock import Clock, MonotonicClock, wait_until_done
 from watchkeeper.supervise.errors import ConfigurationError
+from watchkeeper.supervise.scope import StopsOnExit
 
 logger = logging.getLogger(__name__)
 
@@ -126,7 +126,7 @@ class _Registered:
     checked_at: float | None = None
 
 
-class HealthMonitor:
+class HealthMonitor(StopsOnExit):
     """Runs registered checks every ``interval_s`` and keeps the latest report.
 
     A non-critical check can make the whole process at worst ``degraded``.
@@ -210,6 +210,9 @@ class HealthMonitor:
         self._task = asyncio.create_task(self._loop(), name="health monitor")
         return self
 
+    async def _enter(self) -> None:
+        await self.start()
+
     async def stop(self) -> None:
         """Stop the background task."""
         if self._task is not None:
@@ -224,17 +227,6 @@ class HealthMonitor:
             await self.clock.sleep_until(next_at)
             next_at += self.interval_s
             await self.run_once()
-
-    async def __aenter__(self) -> HealthMonitor:
-        return await self.start()
-
-    async def __aexit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        await self.stop()
 
 
 def _contribution(report: CheckReport) -> HealthStatus:

@@ -6,6 +6,7 @@ import importlib
 import os
 import threading
 from collections.abc import Callable
+from dataclasses import KW_ONLY, dataclass, field
 from types import ModuleType
 from typing import Any, Protocol
 
@@ -88,25 +89,20 @@ class HeartbeatCheck:
         return CheckResult(status, f"last heartbeat {age:.1f} s ago", {"age_s": age})
 
 
+@dataclass(eq=False, kw_only=True)
 class MemoryCheck:
     """Thresholds on this process's RSS and on the machine's available memory (bytes)."""
 
     name = "memory"
 
-    def __init__(
-        self,
-        *,
-        rss_warning_bytes: int | None = None,
-        rss_critical_bytes: int | None = None,
-        available_warning_bytes: int | None = None,
-        available_critical_bytes: int | None = None,
-        pid: int | None = None,
-    ) -> None:
-        self.rss_warning_bytes = rss_warning_bytes
-        self.rss_critical_bytes = rss_critical_bytes
-        self.available_warning_bytes = available_warning_bytes
-        self.available_critical_bytes = available_critical_bytes
-        self._process = psutil.Process(pid or os.getpid())
+    rss_warning_bytes: int | None = None
+    rss_critical_bytes: int | None = None
+    available_warning_bytes: int | None = None
+    available_critical_bytes: int | None = None
+    pid: int | None = None
+
+    def __post_init__(self) -> None:
+        self._process = psutil.Process(self.pid or os.getpid())
 
     async def run(self) -> CheckResult:
         rss = self._process.memory_info().rss
@@ -159,24 +155,18 @@ def load_nvml() -> ModuleType | None:
         return None
 
 
+@dataclass(eq=False, kw_only=True)
 class GpuCheck:
     """GPU memory use through NVML; healthy with ``present: False`` when there is no GPU."""
 
     name = "gpu"
 
-    def __init__(
-        self,
-        *,
-        memory_warning_fraction: float = 0.9,
-        memory_critical_fraction: float = 0.98,
-        loader: Callable[[], Any] = load_nvml,
-    ) -> None:
-        self.memory_warning_fraction = memory_warning_fraction
-        self.memory_critical_fraction = memory_critical_fraction
-        self._loader = loader
+    memory_warning_fraction: float = 0.9
+    memory_critical_fraction: float = 0.98
+    loader: Callable[[], Any] = load_nvml
 
     async def run(self) -> CheckResult:
-        nvml = self._loader()
+        nvml = self.loader()
         if nvml is None:
             return CheckResult(HEALTHY, "no GPU present (NVML not installed)", {"present": False})
         try:
@@ -204,36 +194,28 @@ class GpuCheck:
         )
 
 
+@dataclass(eq=False)
 class HttpCheck:
     """A dependency reached over HTTP: unhealthy when down, degraded when slow."""
 
-    def __init__(
-        self,
-        name: str,
-        url: str,
-        *,
-        timeout_s: float = 5.0,
-        degraded_latency_s: float | None = None,
-        healthy_statuses: range = range(200, 400),
-        transport: httpx.AsyncBaseTransport | None = None,
-        clock: Clock | None = None,
-    ) -> None:
-        self.name = name
-        self.url = url
-        self.timeout_s = timeout_s
-        self.degraded_latency_s = degraded_latency_s
-        self.healthy_statuses = healthy_statuses
-        self._transport = transport
-        self._clock: Clock = clock or MonotonicClock()
+    name: str
+    url: str
+    _: KW_ONLY
+    timeout_s: float = 5.0
+    degraded_latency_s: float | None = None
+    healthy_statuses: range = range(200, 400)
+    transport: httpx.AsyncBaseTransport | None = field(default=None, repr=False)
+    #: Measures the answer's latency.
+    clock: Clock = field(default_factory=MonotonicClock, repr=False)
 
     async def run(self) -> CheckResult:
-        started = self._clock.now()
+        started = self.clock.now()
         try:
-            async with httpx.AsyncClient(timeout=self.timeout_s, transport=self._transport) as c:
+            async with httpx.AsyncClient(timeout=self.timeout_s, transport=self.transport) as c:
                 response = await c.get(self.url)
         except httpx.HTTPError as exc:
             return CheckResult(UNHEALTHY, f"{self.url} unreachable: {exc!r}")
-        latency = self._clock.now() - started
+        latency = self.clock.now() - started
         data = {"status_code": response.status_code, "latency_s": latency}
         if response.status_code not in self.healthy_statuses:
             return CheckResult(UNHEALTHY, f"{self.url} answered {response.status_code}", data)
