@@ -27,6 +27,7 @@ from watchkeeper.supervise.breaker_state import (
     InMemoryStateStore,
 )
 from watchkeeper.supervise.errors import CircuitOpenError, ConfigurationError
+from watchkeeper.supervise.scope import AsyncScope
 
 logger = logging.getLogger(__name__)
 
@@ -106,7 +107,7 @@ def _read(counter: itertools.count[int]) -> int:
 Listener = Callable[[BreakerStateChange], None]
 
 
-class CircuitBreaker:
+class CircuitBreaker(AsyncScope):
     """Protects calls to one dependency; see the module docstring.
 
     Use it as a decorator (sync or async functions), with ``call``/``call_async``,
@@ -229,20 +230,18 @@ class CircuitBreaker:
         exc: BaseException | None,
         tb: TracebackType | None,
     ) -> None:
+        self._leave(exc)
+
+    async def _enter(self) -> None:
+        self.__enter__()
+
+    async def _exit(self, exc: BaseException | None) -> None:
+        self._leave(exc)
+
+    def _leave(self, exc: BaseException | None) -> None:
         *rest, permit = self._permits.get()
         self._permits.set(tuple(rest))
         self._settle(permit, exc)
-
-    async def __aenter__(self) -> CircuitBreaker:
-        return self.__enter__()
-
-    async def __aexit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        self.__exit__(exc_type, exc, tb)
 
     def statistics(self) -> BreakerStatistics:
         """An immutable snapshot of this breaker's counters and time in each state."""

@@ -18,7 +18,7 @@ import os
 import tempfile
 import threading
 from collections.abc import Iterator
-from dataclasses import dataclass, replace
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Protocol, runtime_checkable
 
@@ -48,12 +48,8 @@ class BreakerState:
     version: int = 0
 
     def to_json(self) -> dict[str, object]:
-        return {
-            "state": self.state.value,
-            "failure_count": self.failure_count,
-            "opened_at": self.opened_at,
-            "version": self.version,
-        }
+        """The state as a JSON object (what a file store keeps)."""
+        return {**asdict(self), "state": self.state.value}
 
     @classmethod
     def from_json(cls, data: dict[str, object]) -> BreakerState:
