@@ -243,12 +243,15 @@ class ManualClock:
         """Move time forward by ``seconds``, firing every timer that falls due."""
         if seconds < 0:
             raise ValueError("a clock cannot go backwards")
-        target = self._now + seconds
+        # Both views move from where they started, so each keeps its own exact arithmetic.
+        start_at, start = self._at, self._now
+        target = start + seconds
         while (deadline := self.next_deadline()) is not None and deadline <= target:
             _, _, timer = heapq.heappop(self._heap)
-            self._move(max(self._now, deadline))
+            self._now = max(self._now, deadline)
+            self._at = start_at + timedelta(seconds=self._now - start)
             timer.callback()
-        self._move(target)
+        self._at, self._now = start_at + timedelta(seconds=seconds), target
         return self._at
 
     def set(self, value: datetime) -> None:
@@ -257,11 +260,6 @@ class ManualClock:
         if seconds > 0:
             self.advance(seconds)
         self._at, self._now = value, value.timestamp()
-
-    def _move(self, now: float) -> None:
-        # Both views move by the same step, so each keeps its own exact arithmetic.
-        self._at += timedelta(seconds=now - self._now)
-        self._now = now
 
     def _drive_if_needed(self) -> None:
         if not self._autojump or (self._driver is not None and not self._driver.done()):
