@@ -9,17 +9,20 @@ why queued tasks wait.
 from __future__ import annotations
 
 import logging
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
 from watchkeeper.clock import Now, utcnow
 from watchkeeper.contract import fingerprint as failure_fingerprint
-from watchkeeper.errors import InvalidInput
+from watchkeeper.errors import InvalidInput, NotFound
 from watchkeeper.queue import control, launcher, rollup, rules
 from watchkeeper.queue.errors import LeaseLost
+from watchkeeper.queue.topology import topology
+from watchkeeper.queue.views import TaskUpdated, task_json
 from watchkeeper.records.queue import (
+    Event,
     Job,
     JobStatus,
     Lease,
@@ -54,6 +57,15 @@ def policy_of(settings: Settings) -> rules.Policy:
         provision_timeout_s=settings.queue.provision_timeout_s,
         orgs=orgs,
     )
+
+
+@dataclass(frozen=True, slots=True)
+class JobScan:
+    """Jobs a scan kept, how many it read, and whether it stopped at its limit."""
+
+    jobs: list[Job]
+    scanned: int
+    cut: bool
 
 
 @dataclass(frozen=True, slots=True)
@@ -125,6 +137,21 @@ class QueueService:
         """One job with its tasks."""
         return self.store.job(job_id)
 
+    def find_job(self, job_id: str) -> Job | None:
+        """One job with its tasks; ``None`` when there is none (a record outlives its job)."""
+        try:
+            return self.store.job(job_id)
+        except NotFound:
+            return None
+
+    def task(self, task_id: str) -> Task:
+        """One task."""
+        return self.store.task(task_id)
+
+    def job_events(self, job_id: str) -> list[Event]:
+        """The moves of a job's tasks (leased, failed, queued again, ...), oldest first."""
+        return self.store.events(job_id)
+
     def jobs(
         self,
         *,
@@ -134,19 +161,43 @@ class QueueService:
         limit: int = 200,
     ) -> list[Job]:
         """Jobs newest first, filtered by their rolled-up status."""
-        active = None
-        if status is not None:
-            active = status in (JobStatus.QUEUED, JobStatus.RUNNING)
+        found = self.scan_jobs(
+            fleet=fleet,
+            org=org,
+            active=unfinished(status),
+            keep=None if status is None else (lambda job: rollup.of_tasks(job.tasks) is status),
+            need=limit,
+            batch=max(limit, 100),
+        )
+        return found.jobs[:limit]
+
+    def scan_jobs(
+        self,
+        *,
+        fleet: str | None = None,
+        org: str | None = None,
+        active: bool | None = None,
+        keep: Callable[[Job], bool] | None = None,
+        need: int | None = None,
+        batch: int = 500,
+        most: int | None = None,
+    ) -> JobScan:
+        """Jobs newest first that ``keep`` accepts, read a batch at a time.
+
+        Reading stops once ``need`` jobs are kept (never, without it), or before
+        the batch that would start past ``most`` jobs read (then ``cut``).
+        """
         found: list[Job] = []
         offset = 0
-        page = max(limit, 100)
-        while len(found) < limit:
-            batch = self.store.jobs(fleet=fleet, org=org, active=active, limit=page, offset=offset)
-            found += [j for j in batch if status is None or rollup.of_tasks(j.tasks) is status]
-            if len(batch) < page:
+        while need is None or len(found) < need:
+            if most is not None and offset >= most:
+                return JobScan(found, offset, True)
+            page = self.store.jobs(fleet=fleet, org=org, active=active, limit=batch, offset=offset)
+            found += [job for job in page if keep is None or keep(job)]
+            offset += len(page)
+            if len(page) < batch:
                 break
-            offset += page
-        return found[:limit]
+        return JobScan(found, offset, False)
 
     # Blocked reasons -----------------------------------------------------------------
 
@@ -161,6 +212,10 @@ class QueueService:
         except Exception as exc:  # the explanation must never fail the status request
             log.exception("Could not explain why tasks wait", extra={"action": "queue_explain"})
             return {task.id: rules.unknown(exc) for task in tasks}
+
+    def waiting(self, task_ids: Sequence[str]) -> dict[str, rules.Blocked]:
+        """Why each of ``task_ids`` that is queued waits."""
+        return self.explain(self.store.queued(task_ids=list(task_ids)))
 
     def blocked(self, jobs: Sequence[Job] = ()) -> dict[str, rules.Blocked]:
         """Reasons for the queued tasks of ``jobs`` (every queued task when none are given)."""
@@ -206,10 +261,43 @@ class QueueService:
         """Alive by its own heartbeat."""
         return rules.runner_alive(runner, self.clock(), self.policy)
 
+    def running_tasks(self) -> list[Task]:
+        """Every task a runner holds now."""
+        return self.store.running_tasks()
+
+    def topology(self) -> dict[str, Any]:
+        """Fleets, runners (alive or not) and the tasks each runs now."""
+        return topology(
+            self.runners(), self.running_tasks(), self.store.queued(), self.policy, self.clock()
+        )
+
+    # Interrupted markers -------------------------------------------------------------
+
+    def marks(self, tasks: Sequence[Task]) -> dict[str, str]:
+        """``interrupted_at`` of each of ``tasks`` a restart interrupted."""
+        return self.store.interrupted([task.id for task in tasks])
+
+    def _running_again(self, tasks: Sequence[Task], on_update: TaskUpdated | None) -> None:
+        """The tasks run again: their interrupted markers go, and each removal is told."""
+        if not tasks:
+            return
+        removed = set(self.store.clear_interrupted([task.id for task in tasks], self.clock()))
+        if on_update is None:
+            return
+        for task in tasks:
+            if task.id in removed:
+                on_update(task_json(task, {}, {}))
+
     # Leases --------------------------------------------------------------------------
 
-    def lease(self, runner_id: str, limit: int = 1) -> list[Lease]:
-        """Lease up to ``limit`` tasks the lease rules allow this runner."""
+    def lease(
+        self, runner_id: str, limit: int = 1, *, on_update: TaskUpdated | None = None
+    ) -> list[Lease]:
+        """Lease up to ``limit`` tasks the lease rules allow this runner.
+
+        A leased task a restart had interrupted loses its marker; ``on_update``
+        gets its new form.
+        """
         limit = max(1, min(limit, MAX_LEASE_BATCH))
         now = self.clock()
         self.recover_due(now)
@@ -217,21 +305,34 @@ class QueueService:
         def admit(task: QueuedTask, runner: Runner, load: OrgLoad) -> bool:
             return rules.lease_block(task, runner, load, self.policy, now) is None
 
-        return self.store.lease(
+        leases = self.store.lease(
             runner_id,
             now,
             limit=limit,
             admit=admit,
             load_needed=lambda org: self.policy.org(org).capped,
         )
+        self._running_again([lease.task for lease in leases], on_update)
+        return leases
 
     def renew(
-        self, task_id: str, token: str, *, progressed: bool = False, step: str | None = None
+        self,
+        task_id: str,
+        token: str,
+        *,
+        progressed: bool = False,
+        step: str | None = None,
+        on_update: TaskUpdated | None = None,
     ) -> Task:
-        """Renew a lease; :class:`LeaseLost` tells the runner to stop."""
+        """Renew a lease; :class:`LeaseLost` tells the runner to stop.
+
+        A task a restart had interrupted loses its marker; ``on_update`` gets its
+        new form.
+        """
         task = self.store.renew(task_id, token, self.clock(), progressed=progressed, step=step)
         if task is None:
             raise LeaseLost(task_id)
+        self._running_again([task], on_update)
         return task
 
     def complete(self, task_id: str, token: str, exit_code: int | None = 0) -> Task:
@@ -318,6 +419,13 @@ class QueueService:
             for org, fleet in pairs
         )
         return QueueSweep(recovered, done)
+
+
+def unfinished(status: JobStatus | None) -> bool | None:
+    """Whether jobs of ``status`` have an unfinished task (``None``: either way)."""
+    if status is None:
+        return None
+    return status in (JobStatus.QUEUED, JobStatus.RUNNING)
 
 
 def check_payload(payload: dict[str, Any]) -> None:

@@ -25,13 +25,14 @@ from fastapi import FastAPI, HTTPException
 from fastapi.responses import StreamingResponse
 from starlette.types import Receive, Scope, Send
 
+from watchkeeper.server.deps import Services, made_once
+
 #: Held requests one token may have open at once.
 PER_TOKEN = 8
 #: Held requests the server keeps open at once, over all tokens.
 TOTAL = 64
 #: What a refused client is told to wait before asking again, in seconds.
 RETRY_AFTER_S = 5
-_CREATE = threading.Lock()
 
 
 class Hold:
@@ -119,16 +120,13 @@ def _refused(message: str) -> HTTPException:
 
 def long_waits_of(app: FastAPI) -> LongWaits:
     """The app's caps: set on ``app.state.long_waits``, else made from ``[server]`` settings."""
-    found = getattr(app.state, "long_waits", None)
-    if isinstance(found, LongWaits):
-        return found
-    with _CREATE:
-        found = getattr(app.state, "long_waits", None)
-        if not isinstance(found, LongWaits):
-            server = app.state.runtime.settings.server
-            found = LongWaits(server.long_waits_per_token, server.long_waits_total)
-            app.state.long_waits = found
-    return found
+
+    def make() -> LongWaits:
+        served: Services = app.state.services
+        server = served.settings.server
+        return LongWaits(server.long_waits_per_token, server.long_waits_total)
+
+    return made_once(app, "long_waits", LongWaits, make)
 
 
 class _HeldStream(StreamingResponse):

@@ -13,9 +13,8 @@ from typing import Any
 from fastapi import APIRouter, Request
 from starlette.concurrency import run_in_threadpool
 
-from watchkeeper.runtime import Runtime
-from watchkeeper.server.routes_queue import queue_of
-from watchkeeper.server.routes_timeline import record_key, timeline_of
+from watchkeeper.server.deps import made_once, services
+from watchkeeper.server.routes_timeline import record_key
 from watchkeeper.timeline.forge import Forge, Refused
 
 router = APIRouter(tags=["webhooks"])
@@ -23,12 +22,9 @@ router = APIRouter(tags=["webhooks"])
 
 def forge_of(request: Request) -> Forge:
     """The app's forge handler, built on first use."""
-    found = getattr(request.app.state, "forge", None)
-    if isinstance(found, Forge):
-        return found
-    runtime: Runtime = request.app.state.runtime
-    config = runtime.settings.forge
-    queue = queue_of(request)
+    served = services(request)
+    config = served.settings.forge
+    queue = served.queue
 
     def submit(title: str, payload: dict[str, Any]) -> str:
         job = queue.submit(
@@ -40,15 +36,10 @@ def forge_of(request: Request) -> Forge:
         )
         return job.id
 
-    built = Forge(
-        timeline_of(request).store,
-        config,
-        record_key(request),
-        submit=submit,
-        clock=runtime.clock,
-    )
-    request.app.state.forge = built
-    return built
+    def make() -> Forge:
+        return served.timeline.forge(config, record_key(request), submit)
+
+    return made_once(request.app, "forge", Forge, make)
 
 
 async def _handle(request: Request, source: str) -> dict[str, Any]:

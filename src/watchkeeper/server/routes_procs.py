@@ -10,21 +10,19 @@ from __future__ import annotations
 
 import asyncio
 import os
-import threading
 from typing import Annotated, Any
 
 from fastapi import APIRouter, Body, Depends, FastAPI, HTTPException, Query, Request
 from pydantic import BaseModel, ConfigDict, Field
 
+from watchkeeper.access.tokens import Role, TokenInfo
 from watchkeeper.errors import InvalidInput
-from watchkeeper.procs.engine import ProcEngine
-from watchkeeper.runtime import Runtime
 from watchkeeper.server.auth import admin, reporter, viewer
+from watchkeeper.server.deps import made_once, services
 from watchkeeper.server.fields import Line, Text
 from watchkeeper.server.longpoll import RETRY_AFTER_S, Hold, LongWaits, long_waits_of
 from watchkeeper.server.routes_runs import ERRORS
 from watchkeeper.server.schemas import STEP_MAX, OriginIn, Progress, RunId, ShortText
-from watchkeeper.store.tokens import Role, TokenInfo
 
 router = APIRouter(tags=["procs"], responses=ERRORS)
 PREFIX = "/api/v1/procs"
@@ -33,7 +31,6 @@ MAX_WAIT_S = 30.0
 #: Aborts waiting out their grace period that one token, and the server, may have at once.
 ABORTS_PER_TOKEN = 8
 ABORTS_TOTAL = 32
-_CREATE = threading.Lock()
 #: Longest single argument Linux passes to a program (``MAX_ARG_STRLEN``).
 ARG_MAX = 128 * 1024
 
@@ -81,15 +78,9 @@ class SessionProgress(_Body):
 
 def abort_caps_of(app: FastAPI) -> LongWaits:
     """The caps on aborts in their grace period: ``app.state.abort_waits``, made on first use."""
-    found = getattr(app.state, "abort_waits", None)
-    if isinstance(found, LongWaits):
-        return found
-    with _CREATE:
-        found = getattr(app.state, "abort_waits", None)
-        if not isinstance(found, LongWaits):
-            found = LongWaits(ABORTS_PER_TOKEN, ABORTS_TOTAL)
-            app.state.abort_waits = found
-    return found
+    return made_once(
+        app, "abort_waits", LongWaits, lambda: LongWaits(ABORTS_PER_TOKEN, ABORTS_TOTAL)
+    )
 
 
 def _abort_place(app: FastAPI, holder: int) -> Hold:
@@ -111,17 +102,6 @@ def _abort_place(app: FastAPI, holder: int) -> Hold:
         raise HTTPException(429, message, headers=refused.headers) from None
 
 
-def engine_of(request: Request) -> ProcEngine:
-    """The app's process engine, built on first use from its runtime."""
-    found = getattr(request.app.state, "procs_engine", None)
-    if isinstance(found, ProcEngine):
-        return found
-    runtime: Runtime = request.app.state.runtime
-    built = ProcEngine.from_settings(runtime.settings, runtime.store, runtime.clock)
-    request.app.state.procs_engine = built
-    return built
-
-
 @router.get(PREFIX, dependencies=[Depends(viewer)])
 def list_procs(
     request: Request,
@@ -129,7 +109,7 @@ def list_procs(
     limit: int = Query(500, ge=1, le=10000),
 ) -> dict[str, Any]:
     """Process runs, newest first."""
-    engine = engine_of(request)
+    engine = services(request).procs
     runs = engine.runs(include_finished=all, limit=limit)
     return {"runs": [engine.describe(run) for run in runs]}
 
@@ -144,7 +124,7 @@ def start_proc(body: StartProc, request: Request) -> dict[str, Any]:
             "the server starts detached runs only: send detach=true and wait on the run",
             "detach",
         )
-    engine = engine_of(request)
+    engine = services(request).procs
     request_ = LaunchRequest(
         argv=tuple(body.argv),
         cwd=body.cwd or os.getcwd(),
@@ -164,7 +144,7 @@ def start_proc(body: StartProc, request: Request) -> dict[str, Any]:
 @router.get(f"{PREFIX}/parks", dependencies=[Depends(viewer)])
 def list_parks(request: Request) -> dict[str, Any]:
     """Parked sessions, what each waits on, and which became wakeable."""
-    return {"parks": [view.as_dict() for view in engine_of(request).parked()]}
+    return {"parks": [view.as_dict() for view in services(request).procs.parked()]}
 
 
 @router.post(f"{PREFIX}/parks", status_code=201)
@@ -174,7 +154,7 @@ def park(body: ParkIn, request: Request, token: TokenInfo = Depends(reporter)) -
         raise HTTPException(
             403, "a wake command runs on the server's host: it needs an admin token"
         )
-    parked = engine_of(request).park(
+    parked = services(request).procs.park(
         body.session, body.reason, body.until, wake_cmd=body.wake_cmd, progress=body.progress
     )
     return {"id": parked.id, "session": parked.session, "until": parked.until_run,
@@ -186,14 +166,14 @@ def session_progress(
     session: ShortText, request: Request, body: SessionProgress | None = Body(None)
 ) -> dict[str, Any]:
     """The session moved: reset its wake breaker and release its suppressed parks."""
-    released = engine_of(request).session_progress(session, (body or SessionProgress()).note)
+    released = services(request).procs.session_progress(session, (body or SessionProgress()).note)
     return {"session": session, "released": released}
 
 
 @router.post(f"{PREFIX}/reclaim", dependencies=[Depends(admin)])
 def reclaim(request: Request) -> dict[str, Any]:
     """Settle the server host's runs now: witnesses, stale runs, timeouts."""
-    report = engine_of(request).reap()
+    report = services(request).procs.reap()
     return {
         "collected": report.collected,
         "reclaimed": report.reclaimed,
@@ -204,7 +184,7 @@ def reclaim(request: Request) -> dict[str, Any]:
 @router.get(f"{PREFIX}/{{run_id}}", dependencies=[Depends(viewer)])
 def get_proc(run_id: RunId, request: Request) -> dict[str, Any]:
     """One run, with its status as it really is."""
-    engine = engine_of(request)
+    engine = services(request).procs
     return engine.describe(engine.refresh(run_id))
 
 
@@ -218,7 +198,7 @@ def get_log(
     from watchkeeper.procs.layout import read_tail
     from watchkeeper.redact import redact
 
-    path = engine_of(request).log_path(run_id)
+    path = services(request).procs.log_path(run_id)
     size = path.stat().st_size if path.exists() else 0
     return {"id": run_id, "size": size, "text": redact(read_tail(path, tail_bytes))}
 
@@ -235,7 +215,7 @@ async def wait(
     The wait runs on the event loop and holds no worker thread; each token, and
     the server, hold only so many at once (``429`` with ``Retry-After`` past that).
     """
-    engine = engine_of(request)
+    engine = services(request).procs
     async with long_waits_of(request.app).acquire(token.id):
         run = await engine.wait_async(run_id, timeout_s=timeout_s)
     return await asyncio.to_thread(engine.describe, run)
@@ -254,7 +234,7 @@ async def abort(
     aborts have caps of their own, per token and in total (``429`` past them),
     apart from the long-polls' so a client holding its share of waits can still abort.
     """
-    engine = engine_of(request)
+    engine = services(request).procs
     async with _abort_place(request.app, token.id):
         result = await engine.abort_async(run_id, grace_s=(body or AbortProc()).grace_s)
     described = await asyncio.to_thread(engine.describe, result.run)
@@ -265,5 +245,5 @@ async def abort(
 @router.post("/api/v1/runs/process/{run_id}/progress", dependencies=[Depends(reporter)])
 def progress(run_id: RunId, request: Request, body: Progress | None = Body(None)) -> dict[str, Any]:
     """Something moved in a process run (optionally: which step)."""
-    engine = engine_of(request)
+    engine = services(request).procs
     return engine.describe(engine.progress(run_id, (body or Progress()).step))

@@ -10,25 +10,26 @@ its task. A move on a lease that is gone answers 409 with the code
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from functools import partial
 from typing import Annotated, Any
 
 from fastapi import APIRouter, Body, Depends, Query, Request
 from pydantic import BaseModel, ConfigDict, Field, StringConstraints
 
+from watchkeeper.access.tokens import TokenInfo
 from watchkeeper.clock import rfc3339
-from watchkeeper.queue import rollup
-from watchkeeper.queue.rules import Blocked
 from watchkeeper.queue.service import QueueService
-from watchkeeper.queue.topology import runner_json, topology
-from watchkeeper.records.queue import Job, JobStatus, NewRunner, Task, TaskStatus
-from watchkeeper.runtime import Runtime
+from watchkeeper.queue.topology import runner_json
+from watchkeeper.queue.views import TaskUpdated, event_json, job_json, task_json
+from watchkeeper.records.queue import JobStatus, NewRunner, Task, TaskStatus
 from watchkeeper.server.auth import admin, reporter, viewer
+from watchkeeper.server.deps import services
 from watchkeeper.server.fields import ExitCode, JsonObject, Line, Pid, Text
 from watchkeeper.server.routes_events import publish_task_updated
 from watchkeeper.server.routes_runs import ERRORS
 from watchkeeper.server.schemas import REASON_MAX, STEP_MAX, TITLE_MAX
-from watchkeeper.store.tokens import TokenInfo
+
+__all__ = ["job_json", "marks_of", "router", "task_json"]
 
 router = APIRouter(tags=["queue"], responses=ERRORS)
 NAME_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$"
@@ -101,64 +102,14 @@ class FailIn(_Body):
     exit_code: ExitCode | None = None
 
 
-def queue_of(request: Request) -> QueueService:
-    """The app's queue service, built on first use from its runtime."""
-    found = getattr(request.app.state, "queue_service", None)
-    if isinstance(found, QueueService):
-        return found
-    runtime: Runtime = request.app.state.runtime
-    built = QueueService(runtime.store, runtime.settings, clock=runtime.clock)
-    request.app.state.queue_service = built
-    return built
-
-
-def task_json(
-    task: Task, blocked: dict[str, Blocked], marks: Mapping[str, str] | None = None
-) -> dict[str, Any]:
-    """A task as the API shows it, with its blocked reason while queued.
-
-    Given ``marks`` (``interrupted_at`` per marked task id), the form says
-    ``interrupted`` and ``interrupted_at``; without them it leaves both out, and
-    a client merging it keeps the marker it had.
-    """
-    body = task.as_dict()
-    if task.status is TaskStatus.QUEUED:
-        reason = blocked.get(task.id)
-        body["blocked"] = None if reason is None else reason.as_dict()
-    if marks is not None:
-        body["interrupted"] = task.id in marks
-        body["interrupted_at"] = marks.get(task.id)
-    return body
-
-
 def marks_of(queue: QueueService, tasks: list[Task]) -> dict[str, str]:
     """The interrupted markers of ``tasks``."""
-    return queue.store.interrupted([task.id for task in tasks])
+    return queue.marks(tasks)
 
 
-def _cleared(request: Request, queue: QueueService, tasks: list[Task]) -> None:
-    """A task runs again: remove its interrupted marker, and say so when one went."""
-    removed = set(queue.store.clear_interrupted([task.id for task in tasks], queue.clock()))
-    for task in tasks:
-        if task.id in removed:
-            publish_task_updated(request.app, task_json(task, {}, {}))
-
-
-def job_json(
-    job: Job, blocked: dict[str, Blocked], marks: Mapping[str, str] | None = None
-) -> dict[str, Any]:
-    """A job with its rolled-up status and its tasks."""
-    return {
-        "id": job.id,
-        "title": job.title,
-        "org": job.org,
-        "fleet": job.fleet,
-        "payload": job.payload,
-        "submitted_by": job.submitted_by,
-        "created_at": rfc3339(job.created_at),
-        "status": rollup.of_tasks(job.tasks).value,
-        "tasks": [task_json(task, blocked, marks) for task in job.tasks],
-    }
+def _announce(request: Request) -> TaskUpdated:
+    """Publishes a task's new form as ``task.updated`` on this app's event stream."""
+    return partial(publish_task_updated, request.app)
 
 
 # Jobs ----------------------------------------------------------------------------------
@@ -167,17 +118,8 @@ def job_json(
 @router.post("/api/v1/jobs", status_code=201)
 def submit(body: SubmitJob, request: Request, token: TokenInfo = Depends(admin)) -> dict[str, Any]:
     """Queue a job; its first task waits for a runner of its fleet."""
-    queue = queue_of(request)
-    job = queue.submit(
-        body.title,
-        org=body.org,
-        fleet=body.fleet,
-        payload=body.payload,
-        submitted_by=token.name,
-        rerunnable=body.rerunnable,
-        max_attempts=body.max_attempts,
-        lease_s=body.lease_s,
-    )
+    queue = services(request).queue
+    job = queue.submit(**body.model_dump(), submitted_by=token.name)
     return job_json(job, queue.blocked([job]), {})
 
 
@@ -190,50 +132,45 @@ def list_jobs(
     limit: int = Query(200, ge=1, le=5000),
 ) -> dict[str, Any]:
     """Jobs newest first, each queued task with why it waits."""
-    queue = queue_of(request)
+    queue = services(request).queue
     jobs = queue.jobs(status=status, fleet=fleet, org=org, limit=limit)
     blocked = queue.blocked(jobs) if jobs else {}
-    marks = marks_of(queue, [task for job in jobs for task in job.tasks])
+    marks = queue.marks([task for job in jobs for task in job.tasks])
     return {"jobs": [job_json(job, blocked, marks) for job in jobs]}
 
 
 @router.get("/api/v1/jobs/{job_id}", dependencies=[Depends(viewer)])
 def get_job(job_id: Id, request: Request) -> dict[str, Any]:
     """One job with its tasks, why any waits, and its timeline."""
-    queue = queue_of(request)
+    queue = services(request).queue
     job = queue.job(job_id)
-    body = job_json(job, queue.blocked([job]), marks_of(queue, list(job.tasks)))
-    body["timeline"] = [
-        {"task_id": e.task_id, "at": rfc3339(e.at), "type": e.type, "detail": e.detail}
-        for e in queue.store.events(job_id)
-    ]
+    body = job_json(job, queue.blocked([job]), queue.marks(job.tasks))
+    body["timeline"] = [event_json(event) for event in queue.job_events(job_id)]
     return body
 
 
 @router.post("/api/v1/jobs/{job_id}/cancel", dependencies=[Depends(admin)])
 def cancel(job_id: Id, request: Request) -> dict[str, Any]:
     """Cancel the job's unfinished tasks; running ones lose their lease and are aborted."""
-    return queue_of(request).cancel(job_id).as_dict()
+    return services(request).queue.cancel(job_id).as_dict()
 
 
 @router.post("/api/v1/jobs/{job_id}/retry", dependencies=[Depends(admin)])
 def retry(job_id: Id, request: Request) -> dict[str, Any]:
     """Queue the job's failed, cancelled and stuck tasks again."""
-    return queue_of(request).retry(job_id).as_dict()
+    return services(request).queue.retry(job_id).as_dict()
 
 
 @router.post("/api/v1/jobs/{job_id}/resume", status_code=201, dependencies=[Depends(admin)])
 def resume(job_id: Id, request: Request, body: ResumeJob | None = Body(None)) -> dict[str, Any]:
     """Add a continuation task to a job whose tasks have all ended."""
-    queue = queue_of(request)
-    task = queue.resume(job_id, (body or ResumeJob()).payload)
-    return task_json(task, queue.explain(queue.store.queued(task_ids=[task.id])), {})
+    return _resumed(request, job_id, (body or ResumeJob()).payload)
 
 
 @router.delete("/api/v1/jobs/{job_id}", dependencies=[Depends(admin)])
 def delete(job_id: Id, request: Request) -> dict[str, Any]:
     """Delete a job and its tasks (refused while one runs: cancel first)."""
-    return queue_of(request).delete(job_id).as_dict()
+    return services(request).queue.delete(job_id).as_dict()
 
 
 # Tasks ---------------------------------------------------------------------------------
@@ -242,12 +179,10 @@ def delete(job_id: Id, request: Request) -> dict[str, Any]:
 @router.get("/api/v1/tasks/{task_id}", dependencies=[Depends(viewer)])
 def get_task(task_id: Id, request: Request) -> dict[str, Any]:
     """One task, with why it waits while queued."""
-    queue = queue_of(request)
-    task = queue.store.task(task_id)
-    blocked = {}
-    if task.status is TaskStatus.QUEUED:
-        blocked = queue.explain(queue.store.queued(task_ids=[task_id]))
-    return task_json(task, blocked, marks_of(queue, [task]))
+    queue = services(request).queue
+    task = queue.task(task_id)
+    blocked = queue.waiting([task_id]) if task.status is TaskStatus.QUEUED else {}
+    return task_json(task, blocked, queue.marks([task]))
 
 
 @router.post("/api/v1/tasks/{task_id}/resume", status_code=201, dependencies=[Depends(admin)])
@@ -255,19 +190,28 @@ def resume_task(
     task_id: Id, request: Request, body: ResumeJob | None = Body(None)
 ) -> dict[str, Any]:
     """Add a continuation task to the task's job (default: the task's payload)."""
-    queue = queue_of(request)
-    original = queue.store.task(task_id)
+    original = services(request).queue.task(task_id)
     payload = (body or ResumeJob()).payload
-    task = queue.resume(original.job_id, original.payload if payload is None else payload)
-    return task_json(task, queue.explain(queue.store.queued(task_ids=[task.id])), {})
+    return _resumed(request, original.job_id, original.payload if payload is None else payload)
+
+
+def _resumed(request: Request, job_id: str, payload: dict[str, Any] | None) -> dict[str, Any]:
+    """Resume ``job_id``; the new task's form, with why it waits."""
+    queue = services(request).queue
+    task = queue.resume(job_id, payload)
+    return task_json(task, queue.waiting([task.id]), {})
 
 
 @router.post("/api/v1/tasks/{task_id}/renew", dependencies=[Depends(reporter)], response_model=None)
 def renew(task_id: Id, body: RenewIn, request: Request) -> dict[str, Any]:
     """Renew the lease; ``lease_lost`` (409) means stop and abort the run."""
-    queue = queue_of(request)
-    task = queue.renew(task_id, body.lease_token, progressed=body.progressed, step=body.step)
-    _cleared(request, queue, [task])
+    task = services(request).queue.renew(
+        task_id,
+        body.lease_token,
+        progressed=body.progressed,
+        step=body.step,
+        on_update=_announce(request),
+    )
     return {"id": task.id, "lease_expires_at": rfc3339(task.lease_expires_at)}
 
 
@@ -276,13 +220,13 @@ def renew(task_id: Id, body: RenewIn, request: Request) -> dict[str, Any]:
 )
 def complete(task_id: Id, body: CompleteIn, request: Request) -> dict[str, Any]:
     """Record success under a live lease."""
-    return queue_of(request).complete(task_id, body.lease_token, body.exit_code).as_dict()
+    return services(request).queue.complete(task_id, body.lease_token, body.exit_code).as_dict()
 
 
 @router.post("/api/v1/tasks/{task_id}/fail", dependencies=[Depends(reporter)], response_model=None)
 def fail(task_id: Id, body: FailIn, request: Request) -> dict[str, Any]:
     """Record failure under a live lease."""
-    task = queue_of(request).fail(
+    task = services(request).queue.fail(
         task_id,
         body.lease_token,
         body.reason,
@@ -298,7 +242,7 @@ def fail(task_id: Id, body: FailIn, request: Request) -> dict[str, Any]:
 @router.post("/api/v1/runners", status_code=201, dependencies=[Depends(reporter)])
 def register(body: RegisterRunner, request: Request) -> dict[str, Any]:
     """Register a runner; it is alive from this first heartbeat."""
-    queue = queue_of(request)
+    queue = services(request).queue
     runner = queue.register(
         NewRunner(body.fleet, body.capacity, body.host, body.pid, body.org, body.name)
     )
@@ -308,14 +252,14 @@ def register(body: RegisterRunner, request: Request) -> dict[str, Any]:
 @router.get("/api/v1/runners", dependencies=[Depends(viewer)])
 def list_runners(request: Request) -> dict[str, Any]:
     """Registered runners, alive or not."""
-    queue = queue_of(request)
+    queue = services(request).queue
     return {"runners": [runner_json(r, queue.alive(r)) for r in queue.runners()]}
 
 
 @router.post("/api/v1/runners/{runner_id}/heartbeat", dependencies=[Depends(reporter)])
 def heartbeat(runner_id: Id, request: Request) -> dict[str, Any]:
     """The runner is alive (leasing does not count: a busy runner heartbeats)."""
-    queue = queue_of(request)
+    queue = services(request).queue
     runner = queue.heartbeat(runner_id)
     return runner_json(runner, queue.alive(runner))
 
@@ -325,10 +269,8 @@ def lease(runner_id: Id, request: Request, body: LeaseIn | None = Body(None)) ->
     """Lease up to ``max`` tasks the lease rules allow this runner; each with its lease
     token, and ``task_token``: the API token for the task's own process, which may
     only report about that task and ends with the lease."""
-    queue = queue_of(request)
-    leases = queue.lease(runner_id, (body or LeaseIn()).max)
-    if leases:
-        _cleared(request, queue, [x.task for x in leases])
+    queue = services(request).queue
+    leases = queue.lease(runner_id, (body or LeaseIn()).max, on_update=_announce(request))
     return {
         "tasks": [
             {**x.task.as_dict(), "lease_token": x.token, "task_token": x.task_token} for x in leases
@@ -339,7 +281,7 @@ def lease(runner_id: Id, request: Request, body: LeaseIn | None = Body(None)) ->
 @router.post("/api/v1/runners/{runner_id}/stop", dependencies=[Depends(reporter)])
 def stop(runner_id: Id, request: Request) -> dict[str, Any]:
     """The runner leaves; its leases are taken back at once."""
-    recovered = queue_of(request).stop_runner(runner_id)
+    recovered = services(request).queue.stop_runner(runner_id)
     return {
         "id": runner_id,
         "requeued": list(recovered.requeued),
@@ -351,8 +293,4 @@ def stop(runner_id: Id, request: Request) -> dict[str, Any]:
 @router.get("/api/v1/topology", dependencies=[Depends(viewer)])
 def get_topology(request: Request) -> dict[str, Any]:
     """Fleets, runners (alive or not) and the tasks each runs now."""
-    queue = queue_of(request)
-    store = queue.store
-    return topology(
-        store.runners(), store.running_tasks(), store.queued(), queue.policy, queue.clock()
-    )
+    return services(request).queue.topology()

@@ -29,18 +29,16 @@ from pydantic import (
 )
 from starlette.concurrency import run_in_threadpool
 
+from watchkeeper.access.tokens import TaskToken, TokenInfo
 from watchkeeper.clock import rfc3339
-from watchkeeper.errors import NotFound
 from watchkeeper.records.timeline import NewEvent, Usage
-from watchkeeper.runtime import Runtime
 from watchkeeper.server.auth import own_task_only, reporter_or_task, viewer
+from watchkeeper.server.deps import services
 from watchkeeper.server.errors import error_response
 from watchkeeper.server.fields import Count32, Line, Moment, Text
 from watchkeeper.server.routes_runs import ERRORS
-from watchkeeper.store.queue import QueueStore
-from watchkeeper.store.tokens import TaskToken, TokenInfo
-from watchkeeper.timeline import otel, record, spend
-from watchkeeper.timeline.service import MAX_BATCH, TimelineService
+from watchkeeper.timeline import record
+from watchkeeper.timeline.service import MAX_BATCH
 
 router = APIRouter(tags=["timeline"], responses=ERRORS)
 #: Decompressed bodies are capped too: a small gzip body must not expand without bound.
@@ -116,30 +114,12 @@ class Batch(BaseModel):
     events: list[EventIn] = Field(min_length=1, max_length=MAX_BATCH)
 
 
-def timeline_of(request: Request) -> TimelineService:
-    """The app's timeline service, built on first use (with OpenTelemetry export if installed)."""
-    found = getattr(request.app.state, "timeline_service", None)
-    if isinstance(found, TimelineService):
-        return found
-    runtime: Runtime = request.app.state.runtime
-    exporter = otel.exporter()
-    built = TimelineService(
-        runtime.store,
-        runtime.settings,
-        clock=runtime.clock,
-        exporters=[exporter] if exporter is not None else [],
-    )
-    request.app.state.timeline_service = built
-    return built
-
-
 def record_key(request: Request) -> bytes:
     """The server's record key, read (or made) once."""
     key = getattr(request.app.state, "record_key", None)
     if isinstance(key, bytes):
         return key
-    runtime: Runtime = request.app.state.runtime
-    key = record.load_key(runtime.settings)
+    key = record.load_key(services(request).settings)
     request.app.state.record_key = key
     return key
 
@@ -183,8 +163,7 @@ def _about_own_task(request: Request, token: TaskToken, events: list[NewEvent]) 
     """A task token's events, each held to its own task, job and org (403 otherwise)."""
     for index, event in enumerate(events):
         own_task_only(token, event.task_id, event.job_id, f"event {index}")
-    runtime: Runtime = request.app.state.runtime
-    org = QueueStore(runtime.store.engine).task(token.task_id).org
+    org = services(request).queue.task(token.task_id).org
     for index, event in enumerate(events):
         if event.org is not None and event.org != org:
             raise HTTPException(
@@ -217,7 +196,7 @@ async def ingest(
     events = [event.new() for event in batch.events]
     if isinstance(token, TaskToken):
         events = await run_in_threadpool(_about_own_task, request, token, events)
-    service = timeline_of(request)
+    service = services(request).timeline
     done = await run_in_threadpool(service.ingest, events, token.name)
     return done.as_dict()
 
@@ -232,7 +211,7 @@ def read_timeline(
     """Events of a job or task, oldest first; a task's answer says when it last progressed."""
     if job_id is None and task_id is None:
         return {"events": []}
-    service = timeline_of(request)
+    service = services(request).timeline
     body: dict[str, Any] = {
         "events": [e.as_dict() for e in service.events(job_id=job_id, task_id=task_id, limit=limit)]
     }
@@ -251,20 +230,12 @@ def read_spend(
     until: datetime | None = Query(None),
 ) -> dict[str, Any]:
     """Spend grouped by one key, costliest first, with totals and the unpriced count."""
-    store = timeline_of(request).store
-    return spend.report(store, by, org=org, job_id=job_id, since=since, until=until).as_dict()
+    report = services(request).timeline.spend(by, org=org, job_id=job_id, since=since, until=until)
+    return report.as_dict()
 
 
 @router.get("/api/v1/jobs/{job_id}/record", dependencies=[Depends(viewer)])
 def job_record(job_id: Ident, request: Request) -> dict[str, Any]:
     """The signed execution record of a finished job."""
-    service = timeline_of(request)
-    runtime: Runtime = request.app.state.runtime
-    try:
-        job = QueueStore(runtime.store.engine).job(job_id)
-    except NotFound:
-        job = None
-    body = record.assemble(
-        job_id, job, service.events(job_id=job_id), service.store.links(job_id), service.clock()
-    )
-    return record.sign(body, record_key(request))
+    found = services(request)
+    return found.timeline.record(job_id, found.queue.find_job(job_id), record_key(request))

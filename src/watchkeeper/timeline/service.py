@@ -31,16 +31,19 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable, Iterable, Sequence
 from datetime import UTC, datetime
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Unpack
 
 from watchkeeper.clock import Now, to_epoch, utcnow
 from watchkeeper.records.timeline import Fact, Ingested, NewEvent, TimelineEvent
 from watchkeeper.redact import redact
 from watchkeeper.store.timeline import TimelineStore, event_from_mapping
+from watchkeeper.timeline import record, spend
+from watchkeeper.timeline.forge import Forge, Submit
 from watchkeeper.timeline.prices import Pricer
 
 if TYPE_CHECKING:
-    from watchkeeper.config import Settings
+    from watchkeeper.config import ForgeConfig, Settings
+    from watchkeeper.records.queue import Job
     from watchkeeper.store import Store
 
 log = logging.getLogger(__name__)
@@ -189,6 +192,25 @@ class TimelineService:
     ) -> list[TimelineEvent]:
         """Events of a job or a task, oldest first."""
         return self.store.events(job_id=job_id, task_id=task_id, limit=limit)
+
+    def links(self, job_id: str) -> list[dict[str, Any]]:
+        """The signed links a forge added to a job's record (merges), oldest first."""
+        return self.store.links(job_id)
+
+    def spend(self, by: str, **where: Unpack[spend.SpendWhere]) -> spend.SpendReport:
+        """Spend grouped ``by`` one key, costliest first; ``where`` narrows the calls counted."""
+        return spend.report(self.store, by, **where)
+
+    def record(self, job_id: str, job: Job | None, key: bytes) -> dict[str, Any]:
+        """The execution record of finished ``job`` (``None``: deleted), signed with ``key``."""
+        body = record.assemble(
+            job_id, job, self.events(job_id=job_id), self.links(job_id), self.clock()
+        )
+        return record.sign(body, key)
+
+    def forge(self, config: ForgeConfig, key: bytes, submit: Submit | None = None) -> Forge:
+        """The forge webhooks' handler, linking merges into this timeline's records."""
+        return Forge(self.store, config, key, submit=submit, clock=self.clock)
 
     def last_progress_at(self, task_id: str) -> datetime | None:
         """When the task last made progress by its timeline; ``None`` without events."""

@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypedDict, Unpack
 
 from watchkeeper.errors import InvalidInput
 
@@ -18,6 +18,15 @@ if TYPE_CHECKING:
     from watchkeeper.store.timeline import SpendGroup, TimelineStore
 
 GROUPINGS = ("org", "job", "role", "model", "provider", "day")
+
+
+class SpendWhere(TypedDict, total=False):
+    """Which calls a report counts: one org's, one job's, those within a time range."""
+
+    org: str | None
+    job_id: str | None
+    since: datetime | None
+    until: datetime | None
 
 
 @dataclass(frozen=True, slots=True)
@@ -70,17 +79,9 @@ def _tokens(groups: Sequence[SpendGroup]) -> dict[str, int]:
     }
 
 
-def report(
-    store: TimelineStore,
-    by: str,
-    *,
-    org: str | None = None,
-    job_id: str | None = None,
-    since: datetime | None = None,
-    until: datetime | None = None,
-) -> SpendReport:
+def report(store: TimelineStore, by: str, **where: Unpack[SpendWhere]) -> SpendReport:
     """Spend grouped ``by`` one of :data:`GROUPINGS`, optionally for one org or job."""
     if by not in GROUPINGS:
         raise InvalidInput(f"by must be one of {', '.join(GROUPINGS)}, not {by!r}", "by")
-    groups = store.spend(by, org=org, job_id=job_id, since=since, until=until)
+    groups = store.spend(by, **where)
     return SpendReport(by, tuple(groups))

@@ -6,7 +6,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from tests.integration.queue.test_cli import wk
+from tests.e2e.test_queue_cli import wk_as_admin
 from tests.integration.server import LiveServer, live_server
 from watchkeeper.client import Client
 from watchkeeper.clock import ManualClock
@@ -98,9 +98,9 @@ def test_submit_resume_on_the_command_line(server: LiveServer, admin: Client) ->
     job = admin.jobs.submit("build", org="acme", fleet="gpu", argv=["echo", "hi"])
     task_id = job["tasks"][0]["id"]
     admin.jobs.cancel(job["id"])
-    needs_id = wk(server, "submit", "--resume")
+    needs_id = wk_as_admin(server, "submit", "--resume")
     assert needs_id.returncode == 2 and "--task-id" in needs_id.stderr
-    resumed = wk(server, "submit", "--resume", "--task-id", task_id, "--json")
+    resumed = wk_as_admin(server, "submit", "--resume", "--task-id", task_id, "--json")
     assert resumed.returncode == 0, resumed.stderr
     shown = admin.jobs.get(job["id"])
     assert shown["status"] == "queued" and len(shown["tasks"]) == 2

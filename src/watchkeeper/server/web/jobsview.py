@@ -1,6 +1,6 @@
 """The jobs list's view: filters, order, grouping and page, all carried in the URL.
 
-The store lists jobs newest first, page by page, filtered by fleet, org and
+The queue lists jobs newest first, batch by batch, filtered by fleet, org and
 whether a task is unfinished; the rolled-up status and the text filter are
 applied here, and a page stops reading as soon as it has what it shows, so
 a filtered list of 10,000 jobs reads only as far as it must. The oldest-first
@@ -17,8 +17,8 @@ from typing import Any
 from urllib.parse import urlencode
 
 from watchkeeper.queue import rollup
+from watchkeeper.queue.service import QueueService, unfinished
 from watchkeeper.records.queue import Job, JobStatus
-from watchkeeper.store.queue import QueueStore
 
 STATUSES = tuple(s.value for s in JobStatus)
 SORTS = ("newest", "oldest")
@@ -114,35 +114,21 @@ def matches(job: Job, view: JobsView) -> bool:
     return True
 
 
-def find(store: QueueStore, view: JobsView) -> JobsPage:
-    """The page ``view`` asks for, reading the store only as far as needed."""
+def find(queue: QueueService, view: JobsView) -> JobsPage:
+    """The page ``view`` asks for, reading the queue only as far as needed."""
     start = (view.page - 1) * view.per
-    need = None if view.sort == "oldest" else start + view.per + 1
-    active = None
-    if view.status:
-        active = view.status in (JobStatus.QUEUED.value, JobStatus.RUNNING.value)
-    found: list[Job] = []
-    offset = 0
-    cut = False
-    while need is None or len(found) < need:
-        if offset >= SCAN_LIMIT:
-            cut = True
-            break
-        batch = store.jobs(
-            fleet=view.fleet or None,
-            org=view.org or None,
-            active=active,
-            limit=_BATCH,
-            offset=offset,
-        )
-        found += [job for job in batch if matches(job, view)]
-        offset += len(batch)
-        if len(batch) < _BATCH:
-            break
-    if view.sort == "oldest":
-        found.reverse()
-    shown = found[start : start + view.per]
-    return JobsPage(tuple(shown), len(found) > start + view.per, offset, cut)
+    found = queue.scan_jobs(
+        fleet=view.fleet or None,
+        org=view.org or None,
+        active=unfinished(JobStatus(view.status)) if view.status else None,
+        keep=lambda job: matches(job, view),
+        need=None if view.sort == "oldest" else start + view.per + 1,
+        batch=_BATCH,
+        most=SCAN_LIMIT,
+    )
+    jobs = found.jobs[::-1] if view.sort == "oldest" else found.jobs
+    shown = jobs[start : start + view.per]
+    return JobsPage(tuple(shown), len(jobs) > start + view.per, found.scanned, found.cut)
 
 
 def by_day(jobs: tuple[Job, ...], group: bool) -> list[tuple[str, list[Job]]]:

@@ -12,14 +12,14 @@ from fastapi.responses import HTMLResponse, RedirectResponse, Response
 from watchkeeper.errors import Conflict, NotFound, WatchkeeperError
 from watchkeeper.queue import rollup
 from watchkeeper.queue.service import QueueService
-from watchkeeper.server.routes_queue import job_json, marks_of, queue_of
-from watchkeeper.server.routes_timeline import record_key, timeline_of
+from watchkeeper.queue.views import job_json
+from watchkeeper.server.deps import services
+from watchkeeper.server.routes_timeline import record_key
 from watchkeeper.server.web import charts, jobsview
 from watchkeeper.server.web.common import acting_form, answer, local_path, page
-from watchkeeper.server.web.routes_home import chrome
+from watchkeeper.server.web.routes_home import chrome, detail_page
 from watchkeeper.server.web.session import Session, session
 from watchkeeper.server.web.shared import shared_overview
-from watchkeeper.timeline import record
 
 log = logging.getLogger(__name__)
 router = APIRouter(include_in_schema=False)
@@ -27,9 +27,9 @@ JobId = Path(pattern=r"^[a-z]-[0-9a-f]{1,60}$")
 
 
 def _list_context(queue: QueueService, view: jobsview.JobsView) -> dict[str, Any]:
-    found = jobsview.find(queue.store, view)
+    found = jobsview.find(queue, view)
     blocked = queue.blocked(list(found.jobs)) if found.jobs else {}
-    marks = marks_of(queue, [task for job in found.jobs for task in job.tasks])
+    marks = queue.marks([task for job in found.jobs for task in job.tasks])
     shown = [job_json(job, blocked, marks) for job in found.jobs]
     by_id = {body["id"]: body for body in shown}
     return {
@@ -51,25 +51,18 @@ async def jobs_page(request: Request, current: Session = Depends(session)) -> Re
     asked = request.url.path + (f"?{request.url.query}" if request.url.query else "")
     if asked != view.query():  # a submitted filter form: the short, shareable form of the view
         return RedirectResponse(view.query(), 302)
-    queue = queue_of(request)
+    queue = services(request).queue
     context = await asyncio.to_thread(_list_context, queue, view)
     return page(request, "jobs.html", current, **context, **await chrome(request), title="Jobs")
 
 
 def _timeline_context(request: Request, job_id: str, status: str) -> dict[str, Any]:
-    service = timeline_of(request)
-    events = [e.as_dict() for e in service.events(job_id=job_id)]
-    links = service.store.links(job_id)
+    found = services(request)
+    events = [e.as_dict() for e in found.timeline.events(job_id=job_id)]
+    links = found.timeline.links(job_id)
     signed = None
     if status not in ("queued", "running") and (events or links):
-        body = record.assemble(
-            job_id,
-            queue_of(request).job(job_id),
-            service.events(job_id=job_id),
-            links,
-            service.clock(),
-        )
-        signed = record.sign(body, record_key(request))
+        signed = found.timeline.record(job_id, found.queue.job(job_id), record_key(request))
     return {
         "events": events,
         "rounds": charts.rounds(events),
@@ -83,11 +76,11 @@ def _timeline_context(request: Request, job_id: str, status: str) -> dict[str, A
 
 
 def _job_context(request: Request, job_id: str) -> dict[str, Any]:
-    queue = queue_of(request)
+    queue = services(request).queue
     job = queue.job(job_id)
-    body = job_json(job, queue.blocked([job]), marks_of(queue, list(job.tasks)))
+    body = job_json(job, queue.blocked([job]), queue.marks(job.tasks))
     status = rollup.of_tasks(job.tasks).value
-    context: dict[str, Any] = {"job": body, "task_events": queue.store.events(job_id)}
+    context: dict[str, Any] = {"job": body, "task_events": queue.job_events(job_id)}
     try:
         context["timeline"] = _timeline_context(request, job_id, status)
     except (ImportError, WatchkeeperError) as exc:
@@ -104,21 +97,8 @@ async def job_page(
     request: Request, job_id: str = JobId, current: Session = Depends(session)
 ) -> HTMLResponse:
     """One job: its tasks, rounds and timeline, spend per phase and role, its record."""
-    try:
-        context = await asyncio.to_thread(_job_context, request, job_id)
-    except NotFound as exc:
-        response = page(
-            request,
-            "missing.html",
-            current,
-            **await chrome(request),
-            message=str(exc),
-            title="Not found",
-        )
-        response.status_code = 404
-        return response
-    return page(
-        request, "job.html", current, **context, **await chrome(request), title=f"Job {job_id}"
+    return await detail_page(
+        request, current, "job.html", f"Job {job_id}", lambda: _job_context(request, job_id)
     )
 
 
@@ -137,7 +117,7 @@ async def control(
     back = local_path(form.get("back"), f"/web/jobs/{job_id}")
     if not current.is_admin:
         return answer(request, back, f"only admins {action} jobs: @{current.name} is not", False)
-    queue = queue_of(request)
+    queue = services(request).queue
     act = {"cancel": queue.cancel, "retry": queue.retry, "delete": queue.delete}[action]
     try:
         done = await asyncio.to_thread(act, job_id)
