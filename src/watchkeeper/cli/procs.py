@@ -7,13 +7,13 @@ store; heavy modules are imported inside the commands so start-up stays fast.
 
 from __future__ import annotations
 
-import json
 import sys
 from typing import TYPE_CHECKING, Any
 
 import typer
 
 from watchkeeper.cli.common import console, settings
+from watchkeeper.cli.options import JSON, print_json, print_table, say
 
 if TYPE_CHECKING:
     from collections.abc import Iterator
@@ -22,7 +22,6 @@ if TYPE_CHECKING:
     from watchkeeper.procs.engine import ProcEngine
 
 _RUN = typer.Argument(..., help="the run's id (see `watchkeeper ps`)")
-_JSON = typer.Option(False, "--json", help="print JSON instead of text")
 _DURATION_UNITS = {"s": 1.0, "m": 60.0, "h": 3600.0, "d": 86400.0}
 
 
@@ -45,19 +44,10 @@ def parse_duration(value: str | None, option: str) -> float | None:
 
 
 def _engine(ctx: typer.Context) -> ProcEngine:
+    """This host's engine over the configured store; close it with ``with``."""
     from watchkeeper.procs.engine import ProcEngine
-    from watchkeeper.store.procs import open_store
 
-    config = settings(ctx)
-    return ProcEngine.from_settings(config, open_store(config.resolved_database_url))
-
-
-def _close(engine: ProcEngine) -> None:
-    engine.store.close()
-
-
-def _print_json(data: Any) -> None:
-    console.print_json(json.dumps(data))
+    return ProcEngine.open(settings(ctx))
 
 
 def run(
@@ -93,15 +83,12 @@ def run(
         on_done_cmd=on_done,
         on_done_url=on_done_url,
     )
-    engine = _engine(ctx)
-    try:
+    with _engine(ctx) as engine:
         launched = engine.start(request, tee=not detach)
         if detach:
             console.print(launched.run.run_id, highlight=False)
             return
         ended = engine.finish_foreground(launched)
-    finally:
-        _close(engine)
     raise typer.Exit(exit_status(ended.exit_code, ended.signal, ended.status.value))
 
 
@@ -117,33 +104,30 @@ def exit_status(exit_code: int | None, signal: int | None, status: str) -> int:
 def ps(
     ctx: typer.Context,
     all_: bool = typer.Option(False, "--all", "-a", help="add runs that ended in the last day"),
-    as_json: bool = _JSON,
+    as_json: bool = JSON,
 ) -> None:
     """List process runs."""
-    engine = _engine(ctx)
-    try:
+    with _engine(ctx) as engine:
         rows = [engine.describe(run) for run in engine.runs(include_finished=all_)]
-    finally:
-        _close(engine)
     if as_json:
-        _print_json(rows)
+        print_json(rows)
         return
-    from rich.table import Table
+    print_table(f"Process runs ({len(rows)})", _RUN_COLUMNS, map(_run_row, rows))
 
-    table = Table(title=f"Process runs ({len(rows)})", title_justify="left")
-    for column in ("id", "name", "status", "pid", "started", "exit", "command"):
-        table.add_column(column, overflow="fold")
-    for row in rows:
-        table.add_row(
-            row["id"],
-            row["name"],
-            row["effective_status"],
-            str(row["pid"] or ""),
-            row["started_at"] or "",
-            _exit_text(row),
-            " ".join(row["argv"])[:60],
-        )
-    console.print(table)
+
+_RUN_COLUMNS = ("id", "name", "status", "pid", "started", "exit", "command")
+
+
+def _run_row(row: dict[str, Any]) -> tuple[str, ...]:
+    return (
+        row["id"],
+        row["name"],
+        row["effective_status"],
+        str(row["pid"] or ""),
+        row["started_at"] or "",
+        _exit_text(row),
+        " ".join(row["argv"])[:60],
+    )
 
 
 def _exit_text(row: dict[str, Any]) -> str:
@@ -152,15 +136,12 @@ def _exit_text(row: dict[str, Any]) -> str:
     return "" if row["exit_code"] is None else str(row["exit_code"])
 
 
-def status(ctx: typer.Context, run_id: str = _RUN, as_json: bool = _JSON) -> None:
+def status(ctx: typer.Context, run_id: str = _RUN, as_json: bool = JSON) -> None:
     """One run: its status as it really is, owner, exit, hooks."""
-    engine = _engine(ctx)
-    try:
+    with _engine(ctx) as engine:
         body = engine.describe(engine.refresh(run_id))
-    finally:
-        _close(engine)
     if as_json:
-        _print_json(body)
+        print_json(body)
         return
     for key in (
         "id", "name", "effective_status", "status", "argv", "cwd", "host", "pid", "pgid",
@@ -172,7 +153,7 @@ def status(ctx: typer.Context, run_id: str = _RUN, as_json: bool = _JSON) -> Non
             continue
         if key == "hook_state" and value == "maybe_fired":
             value = "maybe_fired (watchkeeper stopped while firing; not fired again)"
-        console.print(f"{key:>16}  {value}", highlight=False, markup=False)
+        say(f"{key:>16}  {value}")
 
 
 def logs(
@@ -183,14 +164,11 @@ def logs(
     """Print a run's output (stdout and stderr), secrets redacted as the API shows it."""
     from watchkeeper.redact import redact_lines
 
-    engine = _engine(ctx)
-    try:
+    with _engine(ctx) as engine:
         chunks = engine.follow(run_id) if follow else _read_chunks(engine.log_path(run_id))
         for cleaned in redact_lines(chunks):
             sys.stdout.buffer.write(cleaned)
             sys.stdout.buffer.flush()
-    finally:
-        _close(engine)
 
 
 def _read_chunks(path: Path, size: int = 65536) -> Iterator[bytes]:
@@ -208,11 +186,8 @@ def wait(
     timeout: str | None = typer.Option(None, "--timeout", help="give up after this long"),
 ) -> None:
     """Block until the run ends; exit with its exit status."""
-    engine = _engine(ctx)
-    try:
+    with _engine(ctx) as engine:
         run = engine.wait(run_id, timeout_s=parse_duration(timeout, "--timeout"))
-    finally:
-        _close(engine)
     if not run.status.ended:
         from watchkeeper.procs.errors import ProcsError
 
@@ -226,35 +201,29 @@ def abort(
     ctx: typer.Context,
     run_id: str = _RUN,
     grace: str | None = typer.Option(None, "--grace", help="SIGTERM, then SIGKILL after this"),
-    as_json: bool = _JSON,
+    as_json: bool = JSON,
 ) -> None:
     """Abort a run: SIGTERM its process group, SIGKILL after a grace period."""
-    engine = _engine(ctx)
-    try:
+    with _engine(ctx) as engine:
         result = engine.abort(run_id, grace_s=parse_duration(grace, "--grace"))
-    finally:
-        _close(engine)
     if as_json:
-        _print_json({"outcome": result.outcome.value, "detail": result.detail,
+        print_json({"outcome": result.outcome.value, "detail": result.detail,
                      "status": result.run.status.value})  # fmt: skip
         return
-    console.print(f"{result.outcome.value}: {result.detail}", highlight=False, markup=False)
+    say(f"{result.outcome.value}: {result.detail}")
 
 
-def reclaim(ctx: typer.Context, as_json: bool = _JSON) -> None:
+def reclaim(ctx: typer.Context, as_json: bool = JSON) -> None:
     """Settle this host's runs now: read witnesses, reclaim stale runs, enforce timeouts."""
-    engine = _engine(ctx)
-    try:
+    with _engine(ctx) as engine:
         report = engine.reap()
-    finally:
-        _close(engine)
     data = {
         "collected": report.collected,
         "reclaimed": report.reclaimed,
         "timed_out": report.timed_out,
     }
     if as_json:
-        _print_json(data)
+        print_json(data)
         return
     for key, ids in data.items():
         console.print(f"{key}: {', '.join(ids) or 'none'}", highlight=False)
@@ -273,40 +242,33 @@ def park(
     ),
 ) -> None:
     """Record that a session handed back, waiting on a run; the engine wakes it."""
-    engine = _engine(ctx)
-    try:
+    with _engine(ctx) as engine:
         parked = engine.park(session, reason, until, wake_cmd=wake, progress=progress)
-    finally:
-        _close(engine)
     console.print(
         f"parked {parked.session} until {parked.until_run} ({parked.id})", highlight=False
     )
 
 
-def parked(ctx: typer.Context, as_json: bool = _JSON) -> None:
+def parked(ctx: typer.Context, as_json: bool = JSON) -> None:
     """Parked sessions, what each waits on, and which became wakeable."""
-    engine = _engine(ctx)
-    try:
+    with _engine(ctx) as engine:
         rows = [view.as_dict() for view in engine.parked()]
-    finally:
-        _close(engine)
     if as_json:
-        _print_json(rows)
+        print_json(rows)
         return
-    from rich.table import Table
+    print_table(f"Parked sessions ({len(rows)})", _PARK_COLUMNS, map(_park_row, rows))
 
-    table = Table(title=f"Parked sessions ({len(rows)})", title_justify="left")
-    for column in ("session", "waits on", "run", "state", "wakeable", "reason", "note"):
-        table.add_column(column, overflow="fold")
-    for row in rows:
-        state = row["state"] + (" (breaker open)" if row["breaker_open"] else "")
-        table.add_row(
-            row["session"],
-            row["until"],
-            row["run_status"] or "?",
-            state,
-            "yes" if row["wakeable"] else "no",
-            row["reason"],
-            row["note"] or "",
-        )
-    console.print(table)
+
+_PARK_COLUMNS = ("session", "waits on", "run", "state", "wakeable", "reason", "note")
+
+
+def _park_row(row: dict[str, Any]) -> tuple[str, ...]:
+    return (
+        row["session"],
+        row["until"],
+        row["run_status"] or "?",
+        row["state"] + (" (breaker open)" if row["breaker_open"] else ""),
+        "yes" if row["wakeable"] else "no",
+        row["reason"],
+        row["note"] or "",
+    )

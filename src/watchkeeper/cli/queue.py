@@ -8,35 +8,16 @@ leases, their recovery and cold starts, and runners may live on other hosts.
 
 from __future__ import annotations
 
-import json
+from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import typer
 
-from watchkeeper.cli.common import console, settings
+from watchkeeper.cli.common import settings
+from watchkeeper.cli.options import JSON, SERVER, TOKEN, connect, print_json, print_table, say
 
-if TYPE_CHECKING:
-    from watchkeeper.client import Client
-
-_SERVER = typer.Option(None, "--server", envvar="WATCHKEEPER_URL", help="the server's URL")
-_TOKEN = typer.Option(None, "--token", envvar="WATCHKEEPER_TOKEN", help="API token")
-_JSON = typer.Option(False, "--json", help="print JSON instead of text")
 _JOB = typer.Argument(..., help="the job's id (see `watchkeeper jobs`)")
-
-
-def _client(server: str | None, token: str | None) -> Client:
-    from watchkeeper.client import Client
-
-    return Client(server, token)
-
-
-def _print_json(data: Any) -> None:
-    console.print_json(json.dumps(data))
-
-
-def _say(text: str) -> None:
-    console.print(text, highlight=False, markup=False)
 
 
 def submit(
@@ -53,9 +34,9 @@ def submit(
         False, "--resume", help="add a continuation task to --task-id's job instead"
     ),
     task_id: str | None = typer.Option(None, "--task-id", help="the task to resume"),
-    server: str | None = _SERVER,
-    token: str | None = _TOKEN,
-    as_json: bool = _JSON,
+    server: str | None = SERVER,
+    token: str | None = TOKEN,
+    as_json: bool = JSON,
 ) -> None:
     """Queue a job running CMD on a runner of FLEET: `submit --fleet F --org O -- CMD`.
 
@@ -68,16 +49,16 @@ def submit(
     if resume:
         if not task_id:
             raise typer.BadParameter("--resume needs --task-id", param_hint="--task-id")
-        with _client(server, token) as client:
+        with connect(server, token) as client:
             task = client.jobs.resume(task_id, payload if argv else None)
         if as_json:
-            _print_json(task)
+            print_json(task)
             return
-        _say(f"{task['id']} (job {task['job_id']}, task {task['seq']})")
+        say(f"{task['id']} (job {task['job_id']}, task {task['seq']})")
         return
     if not argv or not fleet or not org:
         raise typer.BadParameter("give --fleet, --org and the command after --")
-    with _client(server, token) as client:
+    with connect(server, token) as client:
         job = client.jobs.submit(
             title or " ".join(argv)[:200],
             org=org,
@@ -87,12 +68,12 @@ def submit(
             max_attempts=max_attempts,
         )
     if as_json:
-        _print_json(job)
+        print_json(job)
         return
-    _say(job["id"])
+    say(job["id"])
     blocked = job["tasks"][0].get("blocked")
     if blocked:
-        _say(f"queued: {blocked['code']}: {blocked['message']}")
+        say(f"queued: {blocked['code']}: {blocked['message']}")
 
 
 def jobs(
@@ -100,32 +81,32 @@ def jobs(
     fleet: str | None = typer.Option(None, "--fleet"),
     org: str | None = typer.Option(None, "--org"),
     limit: int = typer.Option(200, "--limit", min=1, max=5000),
-    server: str | None = _SERVER,
-    token: str | None = _TOKEN,
-    as_json: bool = _JSON,
+    server: str | None = SERVER,
+    token: str | None = TOKEN,
+    as_json: bool = JSON,
 ) -> None:
     """List jobs, newest first, with why each queued one has not started."""
-    with _client(server, token) as client:
+    with connect(server, token) as client:
         found = client.jobs.list(status=status, fleet=fleet, org=org, limit=limit)
     if as_json:
-        _print_json(found)
+        print_json(found)
         return
-    from rich.table import Table
+    print_table(f"Jobs ({len(found)})", _JOB_COLUMNS, map(_job_row, found))
 
-    table = Table(title=f"Jobs ({len(found)})", title_justify="left")
-    for column in ("id", "title", "org", "fleet", "status", "tasks", "why it waits"):
-        table.add_column(column, overflow="fold")
-    for job in found:
-        table.add_row(
-            job["id"],
-            job["title"][:60],
-            job["org"],
-            job["fleet"],
-            job["status"],
-            str(len(job["tasks"])),
-            _why(job["tasks"]),
-        )
-    console.print(table)
+
+_JOB_COLUMNS = ("id", "title", "org", "fleet", "status", "tasks", "why it waits")
+
+
+def _job_row(job: dict[str, Any]) -> tuple[str, ...]:
+    return (
+        job["id"],
+        job["title"][:60],
+        job["org"],
+        job["fleet"],
+        job["status"],
+        str(len(job["tasks"])),
+        _why(job["tasks"]),
+    )
 
 
 def _why(tasks: list[dict[str, Any]]) -> str:
@@ -138,19 +119,19 @@ def _why(tasks: list[dict[str, Any]]) -> str:
 
 def job(
     job_id: str = _JOB,
-    server: str | None = _SERVER,
-    token: str | None = _TOKEN,
-    as_json: bool = _JSON,
+    server: str | None = SERVER,
+    token: str | None = TOKEN,
+    as_json: bool = JSON,
 ) -> None:
     """One job: status, tasks, why a queued task waits, and its timeline."""
-    with _client(server, token) as client:
+    with connect(server, token) as client:
         body = client.jobs.get(job_id)
     if as_json:
-        _print_json(body)
+        print_json(body)
         return
     for key in ("id", "title", "status", "org", "fleet", "submitted_by", "created_at"):
-        _say(f"{key:>13}  {body[key]}")
-    _say(f"{'command':>13}  {' '.join(body['payload'].get('argv', []))}")
+        say(f"{key:>13}  {body[key]}")
+    say(f"{'command':>13}  {' '.join(body['payload'].get('argv', []))}")
     for task in body["tasks"]:
         line = f"  task {task['id']} (#{task['seq']}) {task['status']}"
         line += f", attempt {task['attempt']}/{task['max_attempts']}"
@@ -158,53 +139,44 @@ def job(
             line += f", runner {task['runner_id']}"
         if task.get("failure"):
             line += f": {task['failure']['reason']}"
-        _say(line)
+        say(line)
         if task.get("blocked"):
-            _say(f"    {task['blocked']['code']}: {task['blocked']['message']}")
+            say(f"    {task['blocked']['code']}: {task['blocked']['message']}")
     for event in body.get("timeline", []):
         detail = f" ({event['detail']})" if event["detail"] else ""
-        _say(f"  {event['at']}  {event['task_id']}  {event['type']}{detail}")
+        say(f"  {event['at']}  {event['task_id']}  {event['type']}{detail}")
 
 
-def _control(verb: str, job_id: str, server: str | None, token: str | None, as_json: bool) -> None:
-    with _client(server, token) as client:
-        done = getattr(client.jobs, verb)(job_id)
-    if as_json:
-        _print_json(done)
-        return
-    past = {"cancel": "cancelled", "retry": "queued again", "delete": "deleted"}[verb]
-    count = done["affected"]
-    _say(f"{past} {count} task{'s' if count != 1 else ''} of job {job_id}")
+_PAST = {"cancel": "cancelled", "retry": "queued again", "delete": "deleted"}
 
 
-def cancel(
-    job_id: str = _JOB,
-    server: str | None = _SERVER,
-    token: str | None = _TOKEN,
-    as_json: bool = _JSON,
-) -> None:
-    """Cancel a job: queued tasks never start, running ones are aborted by their runner."""
-    _control("cancel", job_id, server, token, as_json)
+def _control(verb: str, doc: str) -> Callable[..., None]:
+    """The command that asks the server to ``verb`` a job (one shape for all three)."""
+
+    def command(
+        job_id: str = _JOB,
+        server: str | None = SERVER,
+        token: str | None = TOKEN,
+        as_json: bool = JSON,
+    ) -> None:
+        with connect(server, token) as client:
+            done = getattr(client.jobs, verb)(job_id)
+        if as_json:
+            print_json(done)
+            return
+        count = done["affected"]
+        say(f"{_PAST[verb]} {count} task{'s' if count != 1 else ''} of job {job_id}")
+
+    command.__name__ = command.__qualname__ = verb
+    command.__doc__ = doc
+    return command
 
 
-def retry(
-    job_id: str = _JOB,
-    server: str | None = _SERVER,
-    token: str | None = _TOKEN,
-    as_json: bool = _JSON,
-) -> None:
-    """Queue a job's failed, cancelled and stuck tasks again."""
-    _control("retry", job_id, server, token, as_json)
-
-
-def delete(
-    job_id: str = _JOB,
-    server: str | None = _SERVER,
-    token: str | None = _TOKEN,
-    as_json: bool = _JSON,
-) -> None:
-    """Delete a job and its tasks (cancel it first if a task runs)."""
-    _control("delete", job_id, server, token, as_json)
+cancel = _control(
+    "cancel", "Cancel a job: queued tasks never start, running ones are aborted by their runner."
+)
+retry = _control("retry", "Queue a job's failed, cancelled and stuck tasks again.")
+delete = _control("delete", "Delete a job and its tasks (cancel it first if a task runs).")
 
 
 def runner(
@@ -228,8 +200,8 @@ def runner(
         help="an environment variable tasks get beyond PATH, HOME, LANG, LC_*, TZ, TMPDIR, "
         "USER, LOGNAME, SHELL, TERM (repeat for more); the runner's token never reaches a task",
     ),
-    server: str | None = _SERVER,
-    token: str | None = _TOKEN,
+    server: str | None = SERVER,
+    token: str | None = TOKEN,
 ) -> None:
     """Serve a fleet: lease its tasks, run each as a subprocess, report the outcome."""
     import logging
@@ -249,45 +221,45 @@ def runner(
     stop = threading.Event()
     for signum in (signal.SIGTERM, signal.SIGINT):
         signal.signal(signum, lambda *_: stop.set())
-    with _client(server, token) as client:
+    with connect(server, token) as client:
         daemon = RunnerDaemon.open(client, options)
         try:
             runner_id = daemon.register()
-            _say(f"runner {runner_id} serves fleet {fleet} (capacity {capacity})")
+            say(f"runner {runner_id} serves fleet {fleet} (capacity {capacity})")
             daemon.run(stop)
         finally:
             daemon.close()
 
 
-def runners(
-    server: str | None = _SERVER, token: str | None = _TOKEN, as_json: bool = _JSON
-) -> None:
+def runners(server: str | None = SERVER, token: str | None = TOKEN, as_json: bool = JSON) -> None:
     """Fleets and runners: which are alive, and what each runs now."""
-    with _client(server, token) as client:
+    with connect(server, token) as client:
         body = client.runners.topology()
     if as_json:
-        _print_json(body)
+        print_json(body)
         return
-    from rich.table import Table
+    fleet_columns = ("fleet", "runners", "alive", "capacity", "running", "queued")
+    print_table(
+        "Fleets",
+        fleet_columns,
+        ([str(fleet[key]) for key in fleet_columns] for fleet in body["fleets"]),
+        fold=False,
+    )
+    print_table(
+        f"Runners ({len(body['runners'])})", _RUNNER_COLUMNS, map(_runner_row, body["runners"])
+    )
 
-    fleets = Table(title="Fleets", title_justify="left")
-    for column in ("fleet", "runners", "alive", "capacity", "running", "queued"):
-        fleets.add_column(column)
-    for fleet in body["fleets"]:
-        fleets.add_row(*(str(fleet[key]) for key in ("fleet", "runners", "alive", "capacity",
-                                                      "running", "queued")))  # fmt: skip
-    console.print(fleets)
-    table = Table(title=f"Runners ({len(body['runners'])})", title_justify="left")
-    for column in ("id", "fleet", "host", "alive", "last heartbeat", "load", "tasks"):
-        table.add_column(column, overflow="fold")
-    for item in body["runners"]:
-        table.add_row(
-            item["id"],
-            item["fleet"],
-            f"{item['host']}:{item['pid']}",
-            "yes" if item["alive"] else "no",
-            f"{item['heartbeat_age_s']:.0f} s ago",
-            f"{item['running']}/{item['capacity']}",
-            ", ".join(task["id"] for task in item["tasks"]),
-        )
-    console.print(table)
+
+_RUNNER_COLUMNS = ("id", "fleet", "host", "alive", "last heartbeat", "load", "tasks")
+
+
+def _runner_row(item: dict[str, Any]) -> tuple[str, ...]:
+    return (
+        item["id"],
+        item["fleet"],
+        f"{item['host']}:{item['pid']}",
+        "yes" if item["alive"] else "no",
+        f"{item['heartbeat_age_s']:.0f} s ago",
+        f"{item['running']}/{item['capacity']}",
+        ", ".join(task["id"] for task in item["tasks"]),
+    )

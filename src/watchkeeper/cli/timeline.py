@@ -11,37 +11,22 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import typer
 
-from watchkeeper.cli.common import console, err_console, settings
-
-if TYPE_CHECKING:
-    from watchkeeper.client import Client
-
-_SERVER = typer.Option(None, "--server", envvar="WATCHKEEPER_URL", help="the server's URL")
-_TOKEN = typer.Option(None, "--token", envvar="WATCHKEEPER_TOKEN", help="API token")
-
-
-def _client(server: str | None, token: str | None) -> Client:
-    from watchkeeper.client import Client
-
-    return Client(server, token)
-
-
-def _say(text: str, *, stderr: bool = False) -> None:
-    (err_console if stderr else console).print(text, highlight=False, markup=False)
+from watchkeeper.cli.common import console, settings
+from watchkeeper.cli.options import JSON, SERVER, TOKEN, connect, print_json, print_table, say
 
 
 def record(
     job_id: str = typer.Argument(..., help="a finished job's id"),
     out: Path | None = typer.Option(None, "--out", "-o", help="write the record to this file"),
-    server: str | None = _SERVER,
-    token: str | None = _TOKEN,
+    server: str | None = SERVER,
+    token: str | None = TOKEN,
 ) -> None:
     """Fetch a finished job's signed execution record (JSON)."""
-    with _client(server, token) as client:
+    with connect(server, token) as client:
         body = client.timeline.record(job_id)
     text = json.dumps(body, indent=2, ensure_ascii=False) + "\n"
     if out is None:
@@ -49,7 +34,7 @@ def record(
         return
     out.write_text(text, encoding="utf-8")
     rounds = len(body.get("rounds", []))
-    _say(f"wrote the record of job {job_id} ({rounds} round(s)) to {out}")
+    say(f"wrote the record of job {job_id} ({rounds} round(s)) to {out}")
 
 
 def verify_record(
@@ -62,39 +47,36 @@ def verify_record(
     try:
         data = file.read_bytes()
     except OSError as exc:
-        _say(f"invalid: cannot read {file}: {exc.strerror}", stderr=True)
+        say(f"invalid: cannot read {file}: {exc.strerror}", stderr=True)
         raise typer.Exit(1) from None
     verdict = records.verify(data, records.load_key(settings(ctx)))
     if not verdict.valid:
-        _say(f"invalid: {verdict.reason}", stderr=True)
+        say(f"invalid: {verdict.reason}", stderr=True)
         raise typer.Exit(1)
-    _say(verdict.reason)
+    say(verdict.reason)
 
 
 def spend(
     by: str = typer.Option("model", "--by", help="org, job, role, model, provider or day"),
     org: str | None = typer.Option(None, "--org"),
     job_id: str | None = typer.Option(None, "--job"),
-    server: str | None = _SERVER,
-    token: str | None = _TOKEN,
-    as_json: bool = typer.Option(False, "--json", help="print JSON instead of text"),
+    server: str | None = SERVER,
+    token: str | None = TOKEN,
+    as_json: bool = JSON,
 ) -> None:
     """What model calls cost, grouped, with totals and how many calls were unpriced."""
-    with _client(server, token) as client:
+    with connect(server, token) as client:
         body = client.timeline.spend(by, org=org, job_id=job_id)
     if as_json:
-        console.print_json(json.dumps(body))
+        print_json(body)
         return
-    from rich.table import Table
-
-    table = Table(title=f"Spend by {by}", title_justify="left")
-    for column in (by, "cost (USD)", "calls", "unpriced", "input", "output"):
-        table.add_column(column, overflow="fold")
-    for group in [*body["groups"], {**body["totals"], "key": "total"}]:
-        table.add_row(*_cells(group))
-    console.print(table)
+    print_table(
+        f"Spend by {by}",
+        (by, "cost (USD)", "calls", "unpriced", "input", "output"),
+        map(_cells, [*body["groups"], {**body["totals"], "key": "total"}]),
+    )
     if body["totals"]["unpriced"]:
-        _say(f"{body['totals']['unpriced']} call(s) unpriced: the total is a floor")
+        say(f"{body['totals']['unpriced']} call(s) unpriced: the total is a floor")
 
 
 def _cells(group: dict[str, Any]) -> list[str]:

@@ -72,6 +72,27 @@ class ProcEngine:
         """The engine of a configured watchkeeper."""
         return cls(store, settings.data_dir, clock=clock, hook_secret=settings.ops.webhook_secret)
 
+    @classmethod
+    def open(cls, settings: Settings) -> ProcEngine:
+        """The engine of one command: it opens (and closes) the store itself.
+
+        Commands that start processes pay for every millisecond, so the store is
+        migrated only when it is behind the shipped schema.
+        """
+        from watchkeeper.store.procs import open_store
+
+        return cls.from_settings(settings, open_store(settings.resolved_database_url))
+
+    def close(self) -> None:
+        """Release the store's connections (for an engine made by :meth:`open`)."""
+        self.store.close()
+
+    def __enter__(self) -> ProcEngine:
+        return self
+
+    def __exit__(self, *_exc: object) -> None:
+        self.close()
+
     # Starting -------------------------------------------------------------------------
 
     def start(self, request: launch.LaunchRequest, *, tee: bool = False) -> launch.Launched:
