@@ -10,6 +10,7 @@ from datetime import UTC, datetime
 
 import pytest
 
+from watchkeeper.clock import ManualClock
 from watchkeeper.config import OpsConfig
 from watchkeeper.notify.channels.base import Channel, SendResult
 from watchkeeper.notify.channels.log import LogChannel
@@ -50,4 +51,13 @@ def test_an_ops_chat_with_no_channel_is_logged_and_skipped(
     ops = OpsNotifier(OpsConfig(channels=["telegram:-100/7"]))
     asyncio.run(ops.send(DOWN))
     assert "Ops channel telegram:-100/7 is not configured" in caplog.text
+    assert ops.sent == [DOWN]
+
+
+def test_webhook_retries_back_off_on_the_notifier_clock() -> None:
+    clock = ManualClock(autojump=True)
+    config = OpsConfig(webhook_url="http://127.0.0.1:9/hook", webhook_secret="s", channels=["log"])
+    ops = OpsNotifier(config, attempts=3, clock=clock)
+    asyncio.run(ops.send(DOWN))  # nothing listens on port 9: every attempt fails at once
+    assert clock.now() == pytest.approx(0.2 + 0.4 + 0.8)
     assert ops.sent == [DOWN]
