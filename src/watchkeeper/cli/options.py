@@ -9,7 +9,7 @@ a command that never needs them starts fast.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from typing import TYPE_CHECKING, Any
 
 import typer
@@ -53,3 +53,17 @@ def print_table(
     for row in rows:
         table.add_row(*row)
     console.print(table)
+
+
+def print_rows(
+    as_json: bool,
+    title: str,
+    columns: Sequence[str],
+    rows: Sequence[dict[str, Any]],
+    cells: Callable[[dict[str, Any]], Sequence[str]],
+) -> None:
+    """``rows`` as JSON (``--json``), or a table titled with their count, ``cells`` per row."""
+    if as_json:
+        print_json(rows)
+        return
+    print_table(f"{title} ({len(rows)})", columns, map(cells, rows))

@@ -8,12 +8,13 @@ store; heavy modules are imported inside the commands so start-up stays fast.
 from __future__ import annotations
 
 import sys
+from contextlib import closing
 from typing import TYPE_CHECKING, Any
 
 import typer
 
 from watchkeeper.cli.common import console, settings
-from watchkeeper.cli.options import JSON, print_json, print_table, say
+from watchkeeper.cli.options import JSON, print_json, print_rows, say
 
 if TYPE_CHECKING:
     from collections.abc import Iterator
@@ -43,11 +44,11 @@ def parse_duration(value: str | None, option: str) -> float | None:
     return seconds
 
 
-def _engine(ctx: typer.Context) -> ProcEngine:
-    """This host's engine over the configured store; close it with ``with``."""
+def _engine(ctx: typer.Context) -> closing[ProcEngine]:
+    """This host's engine over the configured store, closed when the ``with`` block ends."""
     from watchkeeper.procs.engine import ProcEngine
 
-    return ProcEngine.open(settings(ctx))
+    return closing(ProcEngine.open(settings(ctx)))
 
 
 def run(
@@ -109,10 +110,7 @@ def ps(
     """List process runs."""
     with _engine(ctx) as engine:
         rows = [engine.describe(run) for run in engine.runs(include_finished=all_)]
-    if as_json:
-        print_json(rows)
-        return
-    print_table(f"Process runs ({len(rows)})", _RUN_COLUMNS, map(_run_row, rows))
+    print_rows(as_json, "Process runs", _RUN_COLUMNS, rows, _run_row)
 
 
 _RUN_COLUMNS = ("id", "name", "status", "pid", "started", "exit", "command")
@@ -253,10 +251,7 @@ def parked(ctx: typer.Context, as_json: bool = JSON) -> None:
     """Parked sessions, what each waits on, and which became wakeable."""
     with _engine(ctx) as engine:
         rows = [view.as_dict() for view in engine.parked()]
-    if as_json:
-        print_json(rows)
-        return
-    print_table(f"Parked sessions ({len(rows)})", _PARK_COLUMNS, map(_park_row, rows))
+    print_rows(as_json, "Parked sessions", _PARK_COLUMNS, rows, _park_row)
 
 
 _PARK_COLUMNS = ("session", "waits on", "run", "state", "wakeable", "reason", "note")

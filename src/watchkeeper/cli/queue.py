@@ -15,7 +15,16 @@ from typing import Any
 import typer
 
 from watchkeeper.cli.common import settings
-from watchkeeper.cli.options import JSON, SERVER, TOKEN, connect, print_json, print_table, say
+from watchkeeper.cli.options import (
+    JSON,
+    SERVER,
+    TOKEN,
+    connect,
+    print_json,
+    print_rows,
+    print_table,
+    say,
+)
 
 _JOB = typer.Argument(..., help="the job's id (see `watchkeeper jobs`)")
 
@@ -88,10 +97,7 @@ def jobs(
     """List jobs, newest first, with why each queued one has not started."""
     with connect(server, token) as client:
         found = client.jobs.list(status=status, fleet=fleet, org=org, limit=limit)
-    if as_json:
-        print_json(found)
-        return
-    print_table(f"Jobs ({len(found)})", _JOB_COLUMNS, map(_job_row, found))
+    print_rows(as_json, "Jobs", _JOB_COLUMNS, found, _job_row)
 
 
 _JOB_COLUMNS = ("id", "title", "org", "fleet", "status", "tasks", "why it waits")
@@ -117,18 +123,7 @@ def _why(tasks: list[dict[str, Any]]) -> str:
     return ""
 
 
-def job(
-    job_id: str = _JOB,
-    server: str | None = SERVER,
-    token: str | None = TOKEN,
-    as_json: bool = JSON,
-) -> None:
-    """One job: status, tasks, why a queued task waits, and its timeline."""
-    with connect(server, token) as client:
-        body = client.jobs.get(job_id)
-    if as_json:
-        print_json(body)
-        return
+def _show_job(body: dict[str, Any], _job_id: str) -> None:
     for key in ("id", "title", "status", "org", "fleet", "submitted_by", "created_at"):
         say(f"{key:>13}  {body[key]}")
     say(f"{'command':>13}  {' '.join(body['payload'].get('argv', []))}")
@@ -147,11 +142,18 @@ def job(
         say(f"  {event['at']}  {event['task_id']}  {event['type']}{detail}")
 
 
-_PAST = {"cancel": "cancelled", "retry": "queued again", "delete": "deleted"}
+def _show_moved(past: str) -> Callable[[dict[str, Any], str], None]:
+    def show(done: dict[str, Any], job_id: str) -> None:
+        count = done["affected"]
+        say(f"{past} {count} task{'s' if count != 1 else ''} of job {job_id}")
+
+    return show
 
 
-def _control(verb: str, doc: str) -> Callable[..., None]:
-    """The command that asks the server to ``verb`` a job (one shape for all three)."""
+def _job_command(
+    name: str, call: str, doc: str, show: Callable[[dict[str, Any], str], None]
+) -> Callable[..., None]:
+    """Command ``name``: ``client.jobs.<call>(job_id)``, its answer as JSON or ``show``n."""
 
     def command(
         job_id: str = _JOB,
@@ -160,23 +162,38 @@ def _control(verb: str, doc: str) -> Callable[..., None]:
         as_json: bool = JSON,
     ) -> None:
         with connect(server, token) as client:
-            done = getattr(client.jobs, verb)(job_id)
+            body = getattr(client.jobs, call)(job_id)
         if as_json:
-            print_json(done)
+            print_json(body)
             return
-        count = done["affected"]
-        say(f"{_PAST[verb]} {count} task{'s' if count != 1 else ''} of job {job_id}")
+        show(body, job_id)
 
-    command.__name__ = command.__qualname__ = verb
+    command.__name__ = command.__qualname__ = name
     command.__doc__ = doc
     return command
 
 
-cancel = _control(
-    "cancel", "Cancel a job: queued tasks never start, running ones are aborted by their runner."
+job = _job_command(
+    "job", "get", "One job: status, tasks, why a queued task waits, and its timeline.", _show_job
 )
-retry = _control("retry", "Queue a job's failed, cancelled and stuck tasks again.")
-delete = _control("delete", "Delete a job and its tasks (cancel it first if a task runs).")
+cancel = _job_command(
+    "cancel",
+    "cancel",
+    "Cancel a job: queued tasks never start, running ones are aborted by their runner.",
+    _show_moved("cancelled"),
+)
+retry = _job_command(
+    "retry",
+    "retry",
+    "Queue a job's failed, cancelled and stuck tasks again.",
+    _show_moved("queued again"),
+)
+delete = _job_command(
+    "delete",
+    "delete",
+    "Delete a job and its tasks (cancel it first if a task runs).",
+    _show_moved("deleted"),
+)
 
 
 def runner(

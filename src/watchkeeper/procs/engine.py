@@ -87,12 +87,6 @@ class ProcEngine:
         """Release the store's connections (for an engine made by :meth:`open`)."""
         self.store.close()
 
-    def __enter__(self) -> ProcEngine:
-        return self
-
-    def __exit__(self, *_exc: object) -> None:
-        self.close()
-
     # Starting -------------------------------------------------------------------------
 
     def start(self, request: launch.LaunchRequest, *, tee: bool = False) -> launch.Launched:

@@ -18,18 +18,15 @@ from pydantic import BaseModel, ConfigDict, Field, StringConstraints
 
 from watchkeeper.access.tokens import TokenInfo
 from watchkeeper.clock import rfc3339
-from watchkeeper.queue.service import QueueService
 from watchkeeper.queue.topology import runner_json
 from watchkeeper.queue.views import TaskUpdated, event_json, job_json, task_json
-from watchkeeper.records.queue import JobStatus, NewRunner, Task, TaskStatus
+from watchkeeper.records.queue import JobStatus, NewRunner, TaskStatus
 from watchkeeper.server.auth import admin, reporter, viewer
 from watchkeeper.server.deps import services
 from watchkeeper.server.fields import ExitCode, JsonObject, Line, Pid, Text
 from watchkeeper.server.routes_events import publish_task_updated
 from watchkeeper.server.routes_runs import ERRORS
 from watchkeeper.server.schemas import REASON_MAX, STEP_MAX, TITLE_MAX
-
-__all__ = ["job_json", "marks_of", "router", "task_json"]
 
 router = APIRouter(tags=["queue"], responses=ERRORS)
 NAME_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$"
@@ -100,11 +97,6 @@ class FailIn(_Body):
     reason: Annotated[str, Text(REASON_MAX, min_length=1)]
     fingerprint: Annotated[str, Line(200)] | None = None
     exit_code: ExitCode | None = None
-
-
-def marks_of(queue: QueueService, tasks: list[Task]) -> dict[str, str]:
-    """The interrupted markers of ``tasks``."""
-    return queue.marks(tasks)
 
 
 def _announce(request: Request) -> TaskUpdated:
