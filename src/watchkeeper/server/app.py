@@ -86,7 +86,6 @@ def create_app(
         description="Supervises long-running work by its progress.",
         lifespan=lifespan,
     )
-    app.state.runtime = runtime
     services: Services = runtime  # the routes see the runtime only through its services
     app.state.services = services
     app.state.notifier = notifier

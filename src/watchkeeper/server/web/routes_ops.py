@@ -94,8 +94,7 @@ async def _monitor_checks(request: Request) -> list[dict[str, Any]]:
 def _topology_context(request: Request) -> dict[str, Any]:
     queue = services(request).queue
     shape = queue.topology()
-    # The queue service has no read of running tasks yet: the one store read left on a page.
-    tasks = queue.store.running_tasks()
+    tasks = queue.running_tasks()
     marks = queue.marks(tasks)
     running = {task.id: task_json(task, {}, marks) for task in tasks}
     try:
