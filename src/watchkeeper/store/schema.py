@@ -1,68 +1,47 @@
 """The tables, declared once; migrations create them and a test compares the two.
 
-Times are stored as UTC epoch seconds (double precision): exact enough, cheap
-to read in bulk, and free of the SQLite-has-no-time-zone trap. They become
-aware datetimes at the edge of each store module.
+The metadata and the column shapes live in ``schema_columns``; importing this
+module registers every aggregate's tables on that metadata.
 """
 
 from __future__ import annotations
 
-from sqlalchemy import (
-    JSON,
-    Boolean,
-    Column,
-    Float,
-    ForeignKey,
-    Index,
-    Integer,
-    MetaData,
-    String,
-    Table,
-    Text,
-    UniqueConstraint,
-    false,
+from sqlalchemy import Boolean, Column, Index, Table, Text, UniqueConstraint
+
+from watchkeeper.store import schema_columns as col
+
+# Aggregates that keep their tables in modules of their own register them on ``metadata``.
+from watchkeeper.store import (  # noqa: F401
+    schema_notify,
+    schema_procs,
+    schema_queue,
+    schema_timeline,
+    schema_web,
 )
-
-metadata = MetaData(
-    naming_convention={
-        "ix": "ix_%(table_name)s_%(column_0_N_name)s",
-        "uq": "uq_%(table_name)s_%(column_0_N_name)s",
-        "fk": "fk_%(table_name)s_%(column_0_name)s_%(referred_table_name)s",
-        "pk": "pk_%(table_name)s",
-    }
-)
-
-
-def epoch_column(name: str, nullable: bool = True) -> Column[float]:
-    """A time column: UTC epoch seconds in double precision (every aggregate's tables use it)."""
-    return Column(name, Float(precision=53), nullable=nullable)
-
-
-_time = epoch_column
-
+from watchkeeper.store.schema_columns import metadata as metadata
 
 push_runs = Table(
     "push_runs",
     metadata,
-    Column("run_id", String(200), primary_key=True),
-    Column("kind", String(63), nullable=False),
-    Column("title", String(500), nullable=False),
-    Column("status", String(16), nullable=False),
-    Column("attempt", Integer, nullable=False, default=1),
-    Column("version", Integer, nullable=False, default=1),
-    Column("origin", JSON, nullable=True),
-    Column("effects", String(16), nullable=False),
-    Column("budget_s", Float, nullable=True),
-    Column("expected_s", Float, nullable=True),
-    Column("lease_s", Float, nullable=False),
-    _time("started_at", nullable=False),
-    _time("progress_at", nullable=False),
-    _time("seen_at", nullable=False),
-    _time("finished_at"),
-    _time("updated_at", nullable=False),
-    Column("step", String(2000), nullable=True),
-    Column("failure_reason", String(2000), nullable=True),
-    Column("failure_fingerprint", String(200), nullable=True),
+    col.key("run_id", 200),
+    col.string("kind", 63, nullable=False),
+    col.string("title", 500, nullable=False),
+    col.string("status", 16, nullable=False),
+    col.integer("attempt", nullable=False, default=1),
+    col.integer("version", nullable=False, default=1),
+    col.json("origin"),
+    col.string("effects", 16, nullable=False),
+    col.number("budget_s"),
+    col.number("expected_s"),
+    col.number("lease_s", nullable=False),
+    col.epoch("started_at", nullable=False),
+    col.epoch("progress_at", nullable=False),
+    col.epoch("seen_at", nullable=False),
+    col.epoch("finished_at"),
+    col.epoch("updated_at", nullable=False),
+    col.string("step", 2000),
+    col.string("failure_reason", 2000),
+    col.string("failure_fingerprint", 200),
     Column("detail", Text, nullable=True),
     Index(None, "kind", "status"),
     Index(None, "finished_at"),
@@ -71,30 +50,30 @@ push_runs = Table(
 incidents = Table(
     "incidents",
     metadata,
-    Column("id", Integer, primary_key=True, autoincrement=True),
-    Column("kind", String(63), nullable=False),
-    Column("run_id", String(200), nullable=False),
-    Column("condition", String(16), nullable=False),
-    Column("fingerprint", String(200), nullable=False, default=""),
-    Column("status", String(16), nullable=False),
-    Column("title", String(500), nullable=False),
-    Column("reason", String(2000), nullable=False),
-    _time("since", nullable=False),
-    _time("opened_at", nullable=False),
-    _time("updated_at", nullable=False),
-    _time("resolved_at"),
-    Column("resolution", String(500), nullable=True),
-    Column("state_token", String(100), nullable=False),
-    Column("origin", JSON, nullable=True),
-    Column("effects", String(16), nullable=False),
-    Column("episodes", Integer, nullable=False, default=1),
+    col.serial_id(),
+    col.string("kind", 63, nullable=False),
+    col.string("run_id", 200, nullable=False),
+    col.string("condition", 16, nullable=False),
+    col.string("fingerprint", 200, nullable=False, default=""),
+    col.string("status", 16, nullable=False),
+    col.string("title", 500, nullable=False),
+    col.string("reason", 2000, nullable=False),
+    col.epoch("since", nullable=False),
+    col.epoch("opened_at", nullable=False),
+    col.epoch("updated_at", nullable=False),
+    col.epoch("resolved_at"),
+    col.string("resolution", 500),
+    col.string("state_token", 100, nullable=False),
+    col.json("origin"),
+    col.string("effects", 16, nullable=False),
+    col.integer("episodes", nullable=False, default=1),
     # The first decision wins: one conditional UPDATE ... WHERE decided_at IS NULL.
-    _time("decided_at"),
-    Column("decided_by", String(200), nullable=True),
-    Column("decided_via", String(32), nullable=True),
-    Column("decided_action", String(32), nullable=True),
+    col.epoch("decided_at"),
+    col.string("decided_by", 200),
+    col.string("decided_via", 32),
+    col.string("decided_action", 32),
     # Dismissed: the same failure of the same work is never reported again.
-    Column("suppressed", Boolean, nullable=False, default=False, server_default=false()),
+    col.flag("suppressed", default=False),
     UniqueConstraint("kind", "run_id", "condition", "fingerprint"),
     Index(None, "status"),
     Index(None, "suppressed"),
@@ -103,16 +82,11 @@ incidents = Table(
 incident_events = Table(
     "incident_events",
     metadata,
-    Column("id", Integer, primary_key=True, autoincrement=True),
-    Column(
-        "incident_id",
-        Integer,
-        ForeignKey("incidents.id", ondelete="CASCADE"),
-        nullable=False,
-    ),
-    _time("at", nullable=False),
-    Column("type", String(32), nullable=False),
-    Column("detail", String(2000), nullable=True),
+    col.serial_id(),
+    col.cascade("incident_id", "incidents"),
+    col.epoch("at", nullable=False),
+    col.string("type", 32, nullable=False),
+    col.string("detail", 2000),
     Index(None, "incident_id"),
 )
 
@@ -120,15 +94,15 @@ incident_events = Table(
 presses = Table(
     "presses",
     metadata,
-    Column("id", Integer, primary_key=True, autoincrement=True),
-    Column("incident_id", Integer, ForeignKey("incidents.id", ondelete="CASCADE"), nullable=False),
-    _time("at", nullable=False),
-    Column("actor", String(200), nullable=False),
-    Column("via", String(32), nullable=False),
-    Column("action", String(32), nullable=False),
-    Column("state_token", String(100), nullable=True),
-    Column("outcome", String(32), nullable=False),
-    Column("detail", String(2000), nullable=True),
+    col.serial_id(),
+    col.cascade("incident_id", "incidents"),
+    col.epoch("at", nullable=False),
+    col.string("actor", 200, nullable=False),
+    col.string("via", 32, nullable=False),
+    col.string("action", 32, nullable=False),
+    col.string("state_token", 100),
+    col.string("outcome", 32, nullable=False),
+    col.string("detail", 2000),
     Index(None, "incident_id"),
 )
 
@@ -136,19 +110,19 @@ presses = Table(
 actions = Table(
     "actions",
     metadata,
-    Column("id", Integer, primary_key=True, autoincrement=True),
-    Column("incident_id", Integer, ForeignKey("incidents.id", ondelete="CASCADE"), nullable=False),
-    Column("kind", String(63), nullable=False),
-    Column("run_id", String(200), nullable=False),
-    Column("action", String(32), nullable=False),
-    Column("actor", String(200), nullable=False),
-    Column("via", String(32), nullable=False),
-    Column("status", String(16), nullable=False),
-    _time("started_at", nullable=False),
-    _time("finished_at"),
-    Column("answer", String(2000), nullable=True),
-    Column("host", String(200), nullable=False),
-    Column("pid", Integer, nullable=False),
+    col.serial_id(),
+    col.cascade("incident_id", "incidents"),
+    col.string("kind", 63, nullable=False),
+    col.string("run_id", 200, nullable=False),
+    col.string("action", 32, nullable=False),
+    col.string("actor", 200, nullable=False),
+    col.string("via", 32, nullable=False),
+    col.string("status", 16, nullable=False),
+    col.epoch("started_at", nullable=False),
+    col.epoch("finished_at"),
+    col.string("answer", 2000),
+    col.string("host", 200, nullable=False),
+    col.integer("pid", nullable=False),
     Index(None, "status"),
     Index(None, "kind", "run_id"),
 )
@@ -156,43 +130,34 @@ actions = Table(
 runbook_switches = Table(
     "runbook_switches",
     metadata,
-    Column("name", String(64), primary_key=True),
+    col.key("name", 64),
     Column("enabled", Boolean, nullable=False),
-    Column("updated_by", String(200), nullable=False),
-    _time("updated_at", nullable=False),
+    col.string("updated_by", 200, nullable=False),
+    col.epoch("updated_at", nullable=False),
 )
 
 api_tokens = Table(
     "api_tokens",
     metadata,
-    Column("id", Integer, primary_key=True, autoincrement=True),
-    Column("name", String(100), nullable=False),
-    Column("role", String(16), nullable=False),
-    Column("token_hash", String(64), nullable=False, unique=True),
-    _time("created_at", nullable=False),
-    _time("revoked_at"),
+    col.serial_id(),
+    col.string("name", 100, nullable=False),
+    col.string("role", 16, nullable=False),
+    col.string("token_hash", 64, nullable=False, unique=True),
+    col.epoch("created_at", nullable=False),
+    col.epoch("revoked_at"),
     # A ``task`` token speaks only for this queue task; revoked when the task's lease ends.
-    Column("task_id", String(64), nullable=True),
-    Column("job_id", String(64), nullable=True),
+    col.string("task_id", 64),
+    col.string("job_id", 64),
     Index(None, "task_id"),
 )
 
 watch_heartbeats = Table(
     "watch_heartbeats",
     metadata,
-    Column("replica", String(200), primary_key=True),
-    _time("last_sweep_at", nullable=False),
-    _time("last_ok_at"),
-    Column("duration_s", Float, nullable=False),
-    Column("runs", Integer, nullable=False),
-    Column("error", String(2000), nullable=True),
-)
-
-# Aggregates that keep their tables in modules of their own register them on ``metadata``.
-from watchkeeper.store import (  # noqa: E402,F401
-    schema_notify,
-    schema_procs,
-    schema_queue,
-    schema_timeline,
-    schema_web,
+    col.key("replica", 200),
+    col.epoch("last_sweep_at", nullable=False),
+    col.epoch("last_ok_at"),
+    col.number("duration_s", nullable=False),
+    col.integer("runs", nullable=False),
+    col.string("error", 2000),
 )

@@ -3,40 +3,34 @@
 from __future__ import annotations
 
 from sqlalchemy import (
-    JSON,
-    Column,
-    ForeignKey,
     Index,
-    Integer,
-    String,
     Table,
     UniqueConstraint,
 )
 
-from watchkeeper.store.schema import epoch_column as _time
-from watchkeeper.store.schema import metadata
+from watchkeeper.store import schema_columns as col
 
 # One row per message to one place. Rows only move forward:
 # pending -> sending -> sent | failed | maybe_sent (and sending -> pending for definite non-sends).
 deliveries = Table(
     "deliveries",
-    metadata,
-    Column("id", Integer, primary_key=True, autoincrement=True),
-    Column("incident_id", Integer, ForeignKey("incidents.id", ondelete="CASCADE"), nullable=True),
+    col.metadata,
+    col.serial_id(),
+    col.cascade("incident_id", "incidents", nullable=True),
     # What happened that this message tells: makes enqueueing idempotent.
-    Column("dedup_key", String(300), nullable=False, unique=True),
-    Column("purpose", String(32), nullable=False),  # card, note, update, diagnosis, runbook
-    Column("channel", String(32), nullable=False),  # telegram, discord, slack, webhook, log, demo
-    Column("target", JSON, nullable=False),  # chat, thread, and for edits the message id
-    Column("payload", JSON, nullable=False),
-    Column("status", String(16), nullable=False),
-    Column("attempts", Integer, nullable=False, default=0),
-    _time("next_attempt_at", nullable=False),
-    _time("created_at", nullable=False),
-    _time("updated_at", nullable=False),
-    Column("claimed_by", String(200), nullable=True),
-    Column("platform_message_id", String(200), nullable=True),
-    Column("error", String(2000), nullable=True),
+    col.string("dedup_key", 300, nullable=False, unique=True),
+    col.string("purpose", 32, nullable=False),  # card, note, update, diagnosis, runbook
+    col.string("channel", 32, nullable=False),  # telegram, discord, slack, webhook, log, demo
+    col.json("target", nullable=False),  # chat, thread, and for edits the message id
+    col.json("payload", nullable=False),
+    col.string("status", 16, nullable=False),
+    col.integer("attempts", nullable=False, default=0),
+    col.epoch("next_attempt_at", nullable=False),
+    col.epoch("created_at", nullable=False),
+    col.epoch("updated_at", nullable=False),
+    col.string("claimed_by", 200),
+    col.string("platform_message_id", 200),
+    col.string("error", 2000),
     Index(None, "status", "next_attempt_at"),
     Index(None, "incident_id"),
 )
@@ -44,10 +38,10 @@ deliveries = Table(
 # Inbound requests from chat platforms, deduplicated by the platform's own id.
 inbound = Table(
     "inbound",
-    metadata,
-    Column("id", Integer, primary_key=True, autoincrement=True),
-    Column("platform", String(32), nullable=False),
-    Column("external_id", String(300), nullable=False),
-    _time("received_at", nullable=False),
+    col.metadata,
+    col.serial_id(),
+    col.string("platform", 32, nullable=False),
+    col.string("external_id", 300, nullable=False),
+    col.epoch("received_at", nullable=False),
     UniqueConstraint("platform", "external_id"),
 )
