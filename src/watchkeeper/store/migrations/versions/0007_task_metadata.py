@@ -8,17 +8,15 @@ from __future__ import annotations
 
 from alembic import op
 
-from watchkeeper.store.migrations.columns import json
+from watchkeeper.store.migrations import columns as c
 
 revision = "0007"
 down_revision = "0006"
-branch_labels = None
-depends_on = None
 
 
 def upgrade() -> None:
     with op.batch_alter_table("queue_tasks") as batch:
-        batch.add_column(json("metadata"))
+        batch.add_column(c.json("metadata"))
 
 
 def downgrade() -> None:

@@ -8,18 +8,16 @@ from __future__ import annotations
 
 from alembic import op
 
-from watchkeeper.store.migrations.columns import string
+from watchkeeper.store.migrations import columns as c
 
 revision = "0008"
 down_revision = "0007"
-branch_labels = None
-depends_on = None
 
 
 def upgrade() -> None:
     with op.batch_alter_table("api_tokens") as batch:
-        batch.add_column(string("task_id", 64))
-        batch.add_column(string("job_id", 64))
+        batch.add_column(c.string("task_id", 64))
+        batch.add_column(c.string("job_id", 64))
         batch.create_index(batch.f("ix_api_tokens_task_id"), ["task_id"], unique=False)
 
 
