@@ -41,7 +41,7 @@ from fastapi.responses import Response
 from watchkeeper.access.sessions import CACHE_S, IDLE_S, SESSION_S
 from watchkeeper.access.tokens import Role, TokenInfo
 from watchkeeper.decide.actors import Actor
-from watchkeeper.errors import WatchkeeperError
+from watchkeeper.errors import Unauthorized, WatchkeeperError
 from watchkeeper.server.deps import services
 from watchkeeper.server.routes_timeline import record_key
 
@@ -54,18 +54,12 @@ CSRF_HEADER = "x-csrf-token"
 LOGIN_FORM_S = 3600
 
 
-class LoginRequired(WatchkeeperError):
+class LoginRequired(Unauthorized):
     """No valid session: the browser is sent to the login page (a script is told 401)."""
 
-    http_status = 401
-    code = "unauthorized"
 
-
-class CsrfRejected(WatchkeeperError):
+class CsrfRejected(WatchkeeperError, http_status=403, code="forbidden"):
     """A POST without the session's CSRF token."""
-
-    http_status = 403
-    code = "forbidden"
 
 
 @dataclass(frozen=True, slots=True)
