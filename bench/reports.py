@@ -38,9 +38,9 @@ import psutil
 import _common as common
 from watchkeeper.runtime import Runtime
 from watchkeeper.server.app import reports_for
-from watchkeeper.server.reports import Reports
 from watchkeeper.store import Store
 from watchkeeper.store.runs import NewRun
+from watchkeeper.watch.reports import Reports
 
 KINDS = ("chat_turn", "swarm_task", "document_job", "research_session", "crawl")
 

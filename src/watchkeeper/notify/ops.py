@@ -14,7 +14,7 @@ from watchkeeper.clock import Clock, WallClock, rfc3339
 from watchkeeper.config import OpsConfig
 from watchkeeper.notify.channels.base import Channel
 from watchkeeper.notify.message import Message
-from watchkeeper.notify.signing import SIGNATURE_HEADER, TIMESTAMP_HEADER, sign
+from watchkeeper.notify.signing import signed_headers
 from watchkeeper.watch.selfcheck import Notice, NoticeKind
 
 log = logging.getLogger(__name__)
@@ -87,11 +87,7 @@ class OpsNotifier:
 
     async def _post(self, payload: dict[str, Any]) -> None:
         body = json.dumps(payload).encode()
-        headers = {"Content-Type": "application/json"}
-        if self.config.webhook_secret:
-            stamp = str(int(self.clock.now()))
-            headers[TIMESTAMP_HEADER] = stamp
-            headers[SIGNATURE_HEADER] = sign(self.config.webhook_secret, stamp, body)
+        headers = signed_headers(self.config.webhook_secret, body, self.clock.now())
         url = self.config.webhook_url
         assert url is not None
         async with httpx.AsyncClient(timeout=self.config.timeout_s) as http:

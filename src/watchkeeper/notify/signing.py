@@ -13,3 +13,13 @@ def sign(secret: str, timestamp: str, body: bytes) -> str:
     """HMAC-SHA256 over ``timestamp.body``, as ``sha256=<hex>``."""
     mac = hmac.new(secret.encode(), timestamp.encode() + b"." + body, hashlib.sha256)
     return "sha256=" + mac.hexdigest()
+
+
+def signed_headers(secret: str | None, body: bytes, now_s: float) -> dict[str, str]:
+    """The JSON POST's headers, signed at ``now_s`` (epoch seconds) when a secret is set."""
+    headers = {"Content-Type": "application/json"}
+    if secret:
+        stamp = str(int(now_s))
+        headers[TIMESTAMP_HEADER] = stamp
+        headers[SIGNATURE_HEADER] = sign(secret, stamp, body)
+    return headers

@@ -6,7 +6,7 @@ in its metadata; the task's API form says ``interrupted: true`` while it is
 there. Queued, stuck and finished tasks are not marked; deleted ones are gone.
 A task already marked keeps its first marker, however often the server
 restarts. The marker clears when the task is leased or renewed again
-(``routes_queue.py``), which publishes ``task.updated`` on ``/api/v1/events``.
+(``QueueService.lease`` and ``renew``), which publishes ``task.updated`` on ``/api/v1/events``.
 
 Marking is best effort: a failed write is logged and start-up goes on.
 """

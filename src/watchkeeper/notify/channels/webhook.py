@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 import json
-import time
 
 import httpx
 
+from watchkeeper.clock import Now, utcnow
 from watchkeeper.config import OpsConfig
 from watchkeeper.notify.channels.base import (
     Channel,
@@ -16,7 +16,7 @@ from watchkeeper.notify.channels.base import (
     classify_status,
 )
 from watchkeeper.notify.message import Message, Target
-from watchkeeper.notify.signing import SIGNATURE_HEADER, TIMESTAMP_HEADER, sign
+from watchkeeper.notify.signing import signed_headers
 
 
 class WebhookChannel(Channel):
@@ -25,19 +25,22 @@ class WebhookChannel(Channel):
     name = "webhook"
     per_chat_rate = 100.0
 
-    def __init__(self, config: OpsConfig, http: httpx.AsyncClient | None = None) -> None:
+    def __init__(
+        self,
+        config: OpsConfig,
+        http: httpx.AsyncClient | None = None,
+        *,
+        clock: Now = utcnow,
+    ) -> None:
         self.config = config
         self._http = http or httpx.AsyncClient(timeout=config.timeout_s)
+        self._clock = clock
 
     async def _post(self, body: dict[str, object]) -> SendResult:
         if not self.config.webhook_url:
             return SendResult(SendOutcome.FAILED, error="[ops] webhook_url is not configured")
         raw = json.dumps(body).encode()
-        headers = {"Content-Type": "application/json"}
-        if self.config.webhook_secret:
-            stamp = str(int(time.time()))
-            headers[TIMESTAMP_HEADER] = stamp
-            headers[SIGNATURE_HEADER] = sign(self.config.webhook_secret, stamp, raw)
+        headers = signed_headers(self.config.webhook_secret, raw, self._clock().timestamp())
         try:
             response = await self._http.post(self.config.webhook_url, content=raw, headers=headers)
         except httpx.HTTPError as exc:
