@@ -6,27 +6,59 @@ and watchkeeper's own errors.
 
 from __future__ import annotations
 
-from functools import cached_property
-from typing import TYPE_CHECKING
+from typing import Any, Generic, TypeVar, overload
 
 from sqlalchemy import Engine
 
+from watchkeeper.store.base import Accessor
 from watchkeeper.store.decisions import DecisionStore
 from watchkeeper.store.engine import is_sqlite, make_engine
 from watchkeeper.store.heartbeats import HeartbeatStore
 from watchkeeper.store.incidents import IncidentStore
+from watchkeeper.store.outbox import OutboxStore
 from watchkeeper.store.runs import PushRunStore
+from watchkeeper.store.sessions import WebSessionStore
 from watchkeeper.store.tokens import TokenStore
 
-if TYPE_CHECKING:
-    from watchkeeper.store.outbox import OutboxStore
-    from watchkeeper.store.sessions import WebSessionStore
-
 __all__ = ["Store"]
+
+A = TypeVar("A", bound=Accessor)
+
+
+class _Aggregate(Generic[A]):
+    """One aggregate's accessor on a :class:`Store`, built on first use and kept."""
+
+    def __init__(self, accessor: type[A], doc: str) -> None:
+        self._accessor = accessor
+        self.__doc__ = doc
+
+    def __set_name__(self, owner: type[Any], name: str) -> None:
+        self._name = name
+
+    @overload
+    def __get__(self, store: None, owner: type[Any]) -> _Aggregate[A]: ...
+    @overload
+    def __get__(self, store: Store, owner: type[Any]) -> A: ...
+    def __get__(self, store: Store | None, owner: type[Any]) -> _Aggregate[A] | A:
+        if store is None:
+            return self
+        # Kept in the instance's dict, which attribute lookup reads before this descriptor.
+        accessor = store.__dict__[self._name] = self._accessor(store.engine)
+        return accessor
 
 
 class Store:
     """One database: its engine and one accessor per aggregate."""
+
+    runs = _Aggregate(PushRunStore, "Push runs.")
+    incidents = _Aggregate(IncidentStore, "Incidents and their history.")
+    decisions = _Aggregate(
+        DecisionStore, "Decisions, presses, the action journal and runbook switches."
+    )
+    outbox = _Aggregate(OutboxStore, "Deliveries and inbound dedup.")
+    tokens = _Aggregate(TokenStore, "API tokens.")
+    web_sessions = _Aggregate(WebSessionStore, "Dashboard sessions.")
+    heartbeats = _Aggregate(HeartbeatStore, "Sweep heartbeats.")
 
     def __init__(self, url: str, *, migrate: bool = True) -> None:
         self.url = url
@@ -40,45 +72,6 @@ class Store:
     def is_sqlite(self) -> bool:
         """Whether this store is the embedded SQLite one."""
         return is_sqlite(self.engine)
-
-    @cached_property
-    def runs(self) -> PushRunStore:
-        """Push runs."""
-        return PushRunStore(self.engine)
-
-    @cached_property
-    def incidents(self) -> IncidentStore:
-        """Incidents and their history."""
-        return IncidentStore(self.engine)
-
-    @cached_property
-    def decisions(self) -> DecisionStore:
-        """Decisions, presses, the action journal and runbook switches."""
-        return DecisionStore(self.engine)
-
-    @cached_property
-    def outbox(self) -> OutboxStore:
-        """Deliveries and inbound dedup."""
-        from watchkeeper.store.outbox import OutboxStore
-
-        return OutboxStore(self.engine)
-
-    @cached_property
-    def tokens(self) -> TokenStore:
-        """API tokens."""
-        return TokenStore(self.engine)
-
-    @cached_property
-    def web_sessions(self) -> WebSessionStore:
-        """Dashboard sessions."""
-        from watchkeeper.store.sessions import WebSessionStore
-
-        return WebSessionStore(self.engine)
-
-    @cached_property
-    def heartbeats(self) -> HeartbeatStore:
-        """Sweep heartbeats."""
-        return HeartbeatStore(self.engine)
 
     def close(self) -> None:
         """Release every pooled connection."""

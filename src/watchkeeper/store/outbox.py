@@ -45,16 +45,10 @@ class NewDelivery:
 
 
 @dataclass(frozen=True, slots=True)
-class Delivery:
-    """One delivery row."""
+class Delivery(NewDelivery):
+    """One delivery row: the message as it was enqueued, and how far its sending got."""
 
     id: int
-    dedup_key: str
-    incident_id: int | None
-    purpose: str
-    channel: str
-    target: dict[str, Any]
-    payload: dict[str, Any]
     status: DeliveryStatus
     attempts: int
     next_attempt_at: datetime

@@ -12,7 +12,7 @@ import secrets
 from dataclasses import dataclass, field
 from datetime import datetime
 
-from sqlalchemy import delete, insert, or_, select, update
+from sqlalchemy import ColumnElement, delete, insert, or_, select, update
 
 from watchkeeper.clock import to_epoch
 from watchkeeper.store.base import Accessor, record_from_row
@@ -81,28 +81,28 @@ class WebSessionStore(Accessor):
     def touch(self, session_id: str, now: datetime) -> None:
         """Record that the session was used at ``now`` (it only moves forward)."""
         at = to_epoch(now)
-        with self._write("touching a dashboard session") as c:
-            c.execute(
-                update(web_sessions)
-                .where(
-                    web_sessions.c.id_hash == hash_session_id(session_id),
-                    web_sessions.c.revoked_at.is_(None),
-                    web_sessions.c.last_seen_at < at,
-                )
-                .values(last_seen_at=at)
-            )
+        seen = web_sessions.c.last_seen_at < at
+        self._move_live("touching a dashboard session", session_id, seen, last_seen_at=at)
 
     def revoke(self, session_id: str, now: datetime) -> None:
         """End the session; revoking twice is harmless."""
-        with self._write("ending a dashboard session") as c:
-            c.execute(
-                update(web_sessions)
-                .where(
-                    web_sessions.c.id_hash == hash_session_id(session_id),
-                    web_sessions.c.revoked_at.is_(None),
-                )
-                .values(revoked_at=to_epoch(now))
+        self._move_live("ending a dashboard session", session_id, revoked_at=to_epoch(now))
+
+    def _move_live(
+        self, action: str, session_id: str, *where: ColumnElement[bool], **values: float
+    ) -> None:
+        """Apply ``values`` to the session if it is not revoked (and ``where`` holds)."""
+        statement = (
+            update(web_sessions)
+            .where(
+                web_sessions.c.id_hash == hash_session_id(session_id),
+                web_sessions.c.revoked_at.is_(None),
+                *where,
             )
+            .values(**values)
+        )
+        with self._write(action) as c:
+            c.execute(statement)
 
     def prune(self, now: datetime, idle_since: datetime) -> int:
         """Delete sessions that have ended: expired, idle since before ``idle_since``,

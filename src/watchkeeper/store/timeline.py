@@ -18,7 +18,7 @@ from sqlalchemy import Connection, Engine, case, delete, func, insert, or_, sele
 from watchkeeper.clock import from_epoch, to_epoch
 from watchkeeper.errors import StoreError
 from watchkeeper.records.timeline import Fact, Price, TimelineEvent, Usage
-from watchkeeper.store.base import Accessor
+from watchkeeper.store.base import Accessor, record_from_row
 from watchkeeper.store.engine import is_sqlite
 from watchkeeper.store.schema_queue import queue_jobs
 from watchkeeper.store.schema_timeline import (
@@ -48,23 +48,10 @@ SPEND_KEYS = {
 def event_from_mapping(m: Mapping[Any, Any]) -> TimelineEvent:
     """A stored row (or the row about to be stored) as a record."""
     version = m["price_version"]
-    return TimelineEvent(
-        id=m["id"],
-        phase=m["phase"],
-        at=from_epoch(m["at"]),
-        received_at=from_epoch(m["received_at"]),
-        reporter=m["reporter"],
-        org=m["org"],
-        job_id=m["job_id"],
-        task_id=m["task_id"],
-        round=m["round"],
-        fingerprint=m["fingerprint"],
-        outcome=m["outcome"],
-        duration_s=m["duration_s"],
-        name=m["name"],
-        role=m["role"],
-        model=m["model"],
-        provider=m["provider"],
+    return record_from_row(
+        TimelineEvent,
+        m,
+        times=("at", "received_at"),
         usage=Usage(
             m["input_tokens"], m["output_tokens"], m["cache_read_tokens"], m["cache_write_tokens"]
         ),
@@ -75,8 +62,6 @@ def event_from_mapping(m: Mapping[Any, Any]) -> TimelineEvent:
             m["price_provider"] if version else m["provider"],
             version,
         ),
-        rationale=m["rationale"],
-        detail=m["detail"],
     )
 
 

@@ -32,54 +32,52 @@ class Control(Part):
         A running task's lease is revoked with it: its runner's next renewal fails.
         """
         at = to_epoch(now)
+        cancelled = {
+            "status": TaskStatus.CANCELLED.value,
+            "lease_token": None,
+            "finished_at": at,
+            "updated_at": at,
+            "version": T.version + 1,
+        }
         with self._write("cancelling") as conn:
             scope = _scope(conn, job_id, task_ids)
-            rows = self._locked(
-                conn,
-                select(T.id, T.job_id, T.org, T.status, T.leased_at).where(
-                    scope, T.status.in_(_CANCELLABLE)
-                ),
-            )
-            if not rows:
-                return []
-            ids = [row.id for row in rows]
-            conn.execute(
-                update(queue_tasks)
-                .where(T.id.in_(ids), T.status.in_(_CANCELLABLE))
-                .values(
-                    status=TaskStatus.CANCELLED.value,
-                    lease_token=None,
-                    finished_at=at,
-                    updated_at=at,
-                    version=T.version + 1,
-                )
-            )
+            rows = self._move(conn, scope, _CANCELLABLE, cancelled, "cancelled", at)
             running = [row for row in rows if row.status == RUNNING]
             revoke_task_tokens(conn, [row.id for row in running])
             for row in running:
                 if row.leased_at is not None:
                     add_spend(conn, self._sqlite, row.org, now, at - row.leased_at)
-            log_events(conn, [(row.id, row.job_id) for row in rows], at, "cancelled", None)
-        return ids
+        return [row.id for row in rows]
 
     def retry(
         self, now: datetime, *, job_id: str | None = None, task_ids: Collection[str] = ()
     ) -> list[str]:
         """Queue failed, cancelled and stuck tasks again, with fresh attempts; returns their ids."""
         at = to_epoch(now)
+        requeued = requeue_values(at) | {"attempt": 0, "queued_at": at}
         with self._write("retrying") as conn:
             scope = _scope(conn, job_id, task_ids)
-            rows = self._locked(conn, select(T.id, T.job_id).where(scope, T.status.in_(_RETRYABLE)))
-            if not rows:
-                return []
+            rows = self._move(conn, scope, _RETRYABLE, requeued, "retried", at)
+        return [row.id for row in rows]
+
+    def _move(
+        self,
+        conn: Connection,
+        scope: ColumnElement[bool],
+        statuses: list[str],
+        values: dict[str, Any],
+        event: str,
+        at: float,
+    ) -> Sequence[Row[Any]]:
+        """Lock the tasks in ``scope`` that are in ``statuses``, move them and log ``event``."""
+        found = select(T.id, T.job_id, T.org, T.status, T.leased_at)
+        rows = self._locked(conn, found.where(scope, T.status.in_(statuses)))
+        if rows:
             ids = [row.id for row in rows]
-            conn.execute(
-                update(queue_tasks)
-                .where(T.id.in_(ids), T.status.in_(_RETRYABLE))
-                .values(requeue_values(at) | {"attempt": 0, "queued_at": at})
-            )
-            log_events(conn, [(row.id, row.job_id) for row in rows], at, "retried", None)
-        return ids
+            moved = update(queue_tasks).where(T.id.in_(ids), T.status.in_(statuses))
+            conn.execute(moved.values(values))
+            log_events(conn, [(row.id, row.job_id) for row in rows], at, event, None)
+        return rows
 
     def delete(self, job_id: str) -> int:
         """Delete a job whose tasks are not running; returns how many tasks went with it."""

@@ -14,7 +14,7 @@ from watchkeeper.records.queue import Event, Job, NewJob, Task, TaskStatus
 from watchkeeper.store.base import record_from_row
 from watchkeeper.store.queue.base import Part
 from watchkeeper.store.queue.ledger import log_events
-from watchkeeper.store.queue.rows import ACTIVE, QUEUED, J, T, new_id, task_from_row
+from watchkeeper.store.queue.rows import ACTIVE, QUEUED, J, T, columns_of, new_id, task_from_row
 from watchkeeper.store.schema_queue import queue_events, queue_jobs, queue_tasks
 
 
@@ -26,17 +26,7 @@ class Jobs(Part):
         at = to_epoch(now)
         job_id = new_id("j")
         with self._write("submitting a job") as conn:
-            conn.execute(
-                insert(queue_jobs).values(
-                    id=job_id,
-                    title=new.title,
-                    org=new.org,
-                    fleet=new.fleet,
-                    payload=new.payload,
-                    submitted_by=new.submitted_by,
-                    created_at=at,
-                )
-            )
+            conn.execute(insert(queue_jobs).values(_job_values(new, job_id, at)))
             _add_task(conn, job_id, 0, new, new.payload, at)
         return self.job(job_id)
 
@@ -74,17 +64,9 @@ class Jobs(Part):
         jobs: list[dict[str, Any]] = []
         tasks: list[dict[str, Any]] = []
         for new in news:
-            job_id, task_id = new_id("j"), new_id("t")
-            jobs.append(
-                {"id": job_id, "title": new.title, "org": new.org, "fleet": new.fleet,
-                 "payload": new.payload, "submitted_by": new.submitted_by, "created_at": at}
-            )  # fmt: skip
-            tasks.append(
-                {"id": task_id, "job_id": job_id, "seq": 0, "org": new.org, "fleet": new.fleet,
-                 "payload": new.payload, "status": QUEUED, "rerunnable": new.rerunnable,
-                 "attempt": 0, "max_attempts": new.max_attempts, "version": 1,
-                 "lease_s": new.lease_s, "queued_at": at, "updated_at": at}
-            )  # fmt: skip
+            job_id = new_id("j")
+            jobs.append(_job_values(new, job_id, at))
+            tasks.append(_task_values(new, job_id, new_id("t"), 0, new.payload, at))
         with self._write("submitting jobs") as conn:
             if jobs:
                 conn.execute(insert(queue_jobs), jobs)
@@ -166,26 +148,31 @@ def _add_task(
     conn: Connection, job_id: str, seq: int, new: NewJob, payload: dict[str, Any], at: float
 ) -> str:
     task_id = new_id("t")
-    conn.execute(
-        insert(queue_tasks).values(
-            id=task_id,
-            job_id=job_id,
-            seq=seq,
-            org=new.org,
-            fleet=new.fleet,
-            payload=payload,
-            status=QUEUED,
-            rerunnable=new.rerunnable,
-            attempt=0,
-            max_attempts=new.max_attempts,
-            version=1,
-            lease_s=new.lease_s,
-            queued_at=at,
-            updated_at=at,
-        )
-    )
+    conn.execute(insert(queue_tasks).values(_task_values(new, job_id, task_id, seq, payload, at)))
     log_events(conn, [(task_id, job_id)], at, "queued", None)
     return task_id
+
+
+def _job_values(new: NewJob, job_id: str, at: float) -> dict[str, Any]:
+    """The row of a new job."""
+    return {"id": job_id, "created_at": at, **columns_of(new, queue_jobs)}
+
+
+def _task_values(
+    new: NewJob, job_id: str, task_id: str, seq: int, payload: dict[str, Any], at: float
+) -> dict[str, Any]:
+    """The row of a new task of ``job_id``, queued with fresh attempts."""
+    return columns_of(new, queue_tasks) | {
+        "id": task_id,
+        "job_id": job_id,
+        "seq": seq,
+        "payload": payload,
+        "status": QUEUED,
+        "attempt": 0,
+        "version": 1,
+        "queued_at": at,
+        "updated_at": at,
+    }
 
 
 def _jobs(conn: Connection, statement: Any) -> list[Job]:

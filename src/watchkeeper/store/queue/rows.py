@@ -2,15 +2,19 @@
 
 from __future__ import annotations
 
+import dataclasses
 import secrets
 from datetime import datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from sqlalchemy import ColumnElement, Row, and_, func
+from sqlalchemy import ColumnElement, Row, Table, and_, func
 
 from watchkeeper.records.queue import Runner, Task, TaskStatus
 from watchkeeper.store.base import record_from_row
 from watchkeeper.store.schema_queue import queue_jobs, queue_runners, queue_tasks
+
+if TYPE_CHECKING:
+    from _typeshed import DataclassInstance
 
 T = queue_tasks.c
 J = queue_jobs.c
@@ -39,16 +43,17 @@ def new_id(prefix: str) -> str:
     return f"{prefix}-{secrets.token_hex(6)}"
 
 
+def columns_of(new: DataclassInstance, table: Table) -> dict[str, Any]:
+    """The fields of ``new`` that ``table`` has columns of the same names for: a row's values."""
+    names = (field.name for field in dataclasses.fields(new))
+    return {name: getattr(new, name) for name in names if name in table.c}
+
+
 def task_from_row(row: Row[Any]) -> Task:
     """A ``queue_tasks`` row as a record."""
-    m = row._mapping
-    return record_from_row(
-        Task,
-        row,
-        times=_TASK_TIMES,
-        status=TaskStatus(m["status"]),
-        rerunnable=bool(m["rerunnable"]),
-    )
+    # Every read selects the table's typed columns, so ``rerunnable`` is a bool on both dialects.
+    status = TaskStatus(row._mapping["status"])
+    return record_from_row(Task, row, times=_TASK_TIMES, status=status)
 
 
 def runner_from_row(row: Row[Any], running: int = 0) -> Runner:

@@ -10,7 +10,15 @@ from watchkeeper.clock import to_epoch
 from watchkeeper.errors import Conflict, NotFound
 from watchkeeper.records.queue import NewRunner, Runner, Task
 from watchkeeper.store.queue.base import Part
-from watchkeeper.store.queue.rows import RUNNING, R, T, new_id, runner_from_row, task_from_row
+from watchkeeper.store.queue.rows import (
+    RUNNING,
+    R,
+    T,
+    columns_of,
+    new_id,
+    runner_from_row,
+    task_from_row,
+)
 from watchkeeper.store.schema_queue import queue_runners, queue_tasks
 
 
@@ -25,14 +33,9 @@ class Runners(Part):
             conn.execute(
                 insert(queue_runners).values(
                     id=runner_id,
-                    name=new.name,
-                    fleet=new.fleet,
-                    org=new.org,
-                    capacity=new.capacity,
-                    host=new.host,
-                    pid=new.pid,
                     registered_at=at,
                     heartbeat_at=at,
+                    **columns_of(new, queue_runners),
                 )
             )
         return self.runner(runner_id)
