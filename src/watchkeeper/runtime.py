@@ -60,7 +60,7 @@ class Runtime:
     ) -> Runtime:
         """Open the store (migrating it) and build every configured kind's adapter."""
         store = store or Store(settings.resolved_database_url)
-        adapters = registry.build(settings, AdapterContext(settings, store))
+        adapters = registry.build(settings, AdapterContext(settings, store, clock))
         ops_channels: dict[str, Channel] = {}
         sweeper = Sweeper(
             store,

@@ -51,11 +51,11 @@ def _from_store(ctx: typer.Context, all_: bool) -> dict[str, Any]:
     return overview_json(overview, limit=int(os.environ.get("WATCHKEEPER_RUNS_LIMIT", "500")))
 
 
-def render(data: dict[str, Any], all_: bool) -> None:
-    """Print the runs list as Rich tables."""
+def render(data: dict[str, Any], all_: bool, now: datetime | None = None) -> None:
+    """Print the runs list as Rich tables, with ages counted to ``now`` (default: the time now)."""
     from rich.table import Table
 
-    now = datetime.now(UTC)
+    now = now or datetime.now(UTC)
     for item in data.get("unreadable", []):
         console.print(f"[bold red]unreadable[/] {item['kind']}: {item['error']}", highlight=False)
     sections = [("Needs attention", data["attention"]), ("Running", data["running"])]

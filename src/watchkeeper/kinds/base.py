@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 from pydantic import BaseModel, ValidationError
 
+from watchkeeper.clock import Now, utcnow
 from watchkeeper.contract import Action, KindRead, KindSpec, RunView
 from watchkeeper.errors import ConfigError, WatchkeeperError
 from watchkeeper.kinds.actions import ActionFailed, ActionRequest, perform
@@ -40,6 +41,8 @@ class AdapterContext:
 
     settings: Settings
     store: Store | None
+    #: The time actions are dated with: the runtime's clock.
+    clock: Now = utcnow
 
 
 class Adapter(ABC):

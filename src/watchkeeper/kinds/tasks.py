@@ -16,7 +16,6 @@ from __future__ import annotations
 from collections.abc import Sequence
 from datetime import datetime, timedelta
 
-from watchkeeper.clock import utcnow
 from watchkeeper.contract import (
     Action,
     Effects,
@@ -87,7 +86,7 @@ class TasksAdapter(Adapter):
     def perform(self, request: ActionRequest) -> str:
         """Cancel or retry the task through the queue's control."""
         queue = self._queue()
-        now = utcnow()  # the decider's request carries no time: actions happen now
+        now = self.context.clock()  # the decider's request carries no time: actions happen now
         if request.action is Action.CANCEL:
             done = control.cancel_task(queue, request.run_id, now)
             return f"cancelled {done.affected} task(s)"
