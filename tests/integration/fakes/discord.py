@@ -17,30 +17,30 @@ same check against ``MessageData``; problems land in ``invalid``.
 
 ``press``, ``command`` and ``ping`` build interactions that pass the same
 check, sign them with a test Ed25519 key exactly as Discord does, and POST
-them to our ``/webhooks/discord``.
+them to our ``/webhooks/discord``. The server scaffolding, the rate limit
+window and the verbs the shared chat scenarios use come from
+:class:`~tests.integration.fakes.platform.FakePlatform`.
 """
 
 from __future__ import annotations
 
-import functools
 import itertools
 import json
 import re
-import ssl
-import threading
 import time
-import types
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any, Literal, NotRequired, Required, Union, get_args, get_origin
+from http.server import BaseHTTPRequestHandler
+from typing import Any, ClassVar, Literal
 
 import discord_typings
 import httpx
 from nacl.signing import SigningKey
-from typing_extensions import get_type_hints, is_typeddict
+
+from .platform import LOOPBACK_TLS, FakePlatform, serving
+from .typeddicts import problems as problems  # the shape tests check with it too
 
 TOKEN = "discord-test-bot-token.fake_1"
 APPLICATION_ID = "1100000000000000001"
@@ -48,95 +48,11 @@ GUILD_ID = "1200000000000000001"
 BOT_USER_ID = "1100000000000000001"
 NONCE_WINDOW_S = 300.0
 _snowflakes = itertools.count(1300000000000000001)
-#: One TLS context for every test client: building one per client costs ~0.1 s (the fakes
-#: speak plain HTTP, so it is never used for a handshake).
-LOOPBACK_TLS = ssl.create_default_context()
 
 
 def snowflake() -> str:
     """A fresh id, Discord style (a decimal string)."""
     return str(next(_snowflakes))
-
-
-# -- a validator for TypedDicts ---------------------------------------------------------------
-
-
-def problems(value: Any, expected: Any, path: str = "$") -> list[str]:
-    """Why ``value`` is not an instance of the type ``expected`` (empty: it is)."""
-    if expected is Any or expected is object:
-        return []
-    origin = get_origin(expected)
-    if is_typeddict(origin):
-        return problems(value, origin, path)
-    if is_typeddict(expected):
-        return _typed_dict(value, expected, path)
-    if origin is Union or origin is types.UnionType:
-        found = [problems(value, option, path) for option in get_args(expected)]
-        if any(not f for f in found):
-            return []
-        return min(found, key=len)
-    if origin is Literal:
-        if any(value == a and type(value) is type(a) for a in get_args(expected)):
-            return []
-        return [f"{path}: {value!r} is not one of {get_args(expected)}"]
-    if origin is list:
-        if not isinstance(value, list):
-            return [f"{path}: expected a list, got {type(value).__name__}"]
-        (item,) = get_args(expected) or (Any,)
-        return [p for i, v in enumerate(value) for p in problems(v, item, f"{path}[{i}]")]
-    if origin is dict:
-        if not isinstance(value, dict):
-            return [f"{path}: expected an object, got {type(value).__name__}"]
-        return []
-    return _scalar(value, expected, path)
-
-
-def _typed_dict(value: Any, expected: Any, path: str) -> list[str]:
-    if not isinstance(value, dict):
-        return [f"{path}: expected an object ({expected.__name__}), got {type(value).__name__}"]
-    hints = _hints(expected)
-    found = [f"{path}.{k}: required by {expected.__name__}" for k in
-             sorted(_required(expected)) if k not in value]  # fmt: skip
-    found += [f"{path}.{k}: not a field of {expected.__name__}" for k in value if k not in hints]
-    for key, item in value.items():
-        if key in hints:
-            found += problems(item, hints[key], f"{path}.{key}")
-    return found
-
-
-@functools.cache
-def _hints(expected: Any) -> dict[str, Any]:
-    return get_type_hints(expected)
-
-
-@functools.cache
-def _required(expected: Any) -> frozenset[str]:
-    """Required keys, read from the annotations (``__required_keys__`` misses some inherited
-    ``NotRequired`` fields when the annotations are strings)."""
-    total = getattr(expected, "__total__", True)
-    required = set()
-    for key, hint in get_type_hints(expected, include_extras=True).items():
-        marker = get_origin(hint)
-        if marker is NotRequired or (not total and marker is not Required):
-            continue
-        required.add(key)
-    return frozenset(required)
-
-
-def _scalar(value: Any, expected: Any, path: str) -> list[str]:
-    if expected is type(None) or expected is None:
-        ok = value is None
-    elif expected is bool:
-        ok = isinstance(value, bool)
-    elif expected is int:
-        ok = isinstance(value, int) and not isinstance(value, bool)
-    elif expected is float:
-        ok = isinstance(value, int | float) and not isinstance(value, bool)
-    elif isinstance(expected, type):
-        ok = isinstance(value, expected)
-    else:
-        ok = True  # a TypeVar or something this small validator does not model
-    return [] if ok else [f"{path}: {value!r} is not {getattr(expected, '__name__', expected)}"]
 
 
 # -- the fake ---------------------------------------------------------------------------------
@@ -158,6 +74,16 @@ class Stored:
     def custom_ids(self) -> list[str]:
         """Every button's ``custom_id``, row by row."""
         return [c["custom_id"] for row in self.components for c in row.get("components", [])]
+
+    @property
+    def labels(self) -> list[str]:
+        """Every button's label, row by row."""
+        return [c["label"] for row in self.components for c in row.get("components", [])]
+
+    @property
+    def shown(self) -> str:
+        """The text people read."""
+        return self.content
 
     def as_json(self) -> dict[str, Any]:
         """The message object Discord answers with."""
@@ -199,42 +125,103 @@ class Call:
     status: int = 200
 
 
+@dataclass
+class Signer:
+    """The application's Ed25519 key pair; the public half goes into the test config."""
+
+    key: SigningKey = field(default_factory=SigningKey.generate)
+
+    @property
+    def public_key(self) -> str:
+        return bytes(self.key.verify_key).hex()
+
+    def headers(self, body: bytes, timestamp: int) -> dict[str, str]:
+        """``X-Signature-Ed25519`` over ``timestamp + body``, and the timestamp."""
+        signature = self.key.sign(str(timestamp).encode() + body).signature.hex()
+        return {
+            "X-Signature-Ed25519": signature,
+            "X-Signature-Timestamp": str(timestamp),
+            "Content-Type": "application/json",
+        }
+
+
 #: Faults a test can queue for the next create calls.
 Fault = Literal["429", "429_global", "403", "404", "500", "hang"]
 
 
 @dataclass
-class FakeDiscord:
+class FakeDiscord(FakePlatform):
     """State of the fake and the knobs tests turn."""
 
-    url: str = ""
+    NAME: ClassVar[str] = "discord"
+    TITLE: ClassVar[str] = "Discord"
+    CHAT: ClassVar[str] = "1400000000000000001"
+    #: DEFERRED_UPDATE_MESSAGE: the card itself will be edited.
+    ACK: ClassVar[tuple[int, Any]] = (200, {"type": 6})
+    TEXT: ClassVar[str] = "content"
+    PRIVATE: ClassVar[dict[str, Any]] = {"flags": 64}  # EPHEMERAL
+    RUNS: ClassVar[dict[str, Any]] = {"type": 4}  # CHANNEL_MESSAGE_WITH_SOURCE
+    MAX_TEXT: ClassVar[int] = 2000
+    KEEPS_BUTTONS: ClassVar[bool] = False
+
     token: str = TOKEN
     calls: list[Call] = field(default_factory=list)
-    invalid: list[str] = field(default_factory=list)
     messages: dict[str, Stored] = field(default_factory=dict)
     followups: list[Followup] = field(default_factory=list)
     faults: list[Fault] = field(default_factory=list)
     retry_after_s: float = 1.5
-    #: Creates allowed per channel within ``window_s`` before 429s (``None``: unlimited).
-    per_channel_limit: int | None = 5
-    window_s: float = 5.0
-    released: threading.Event = field(default_factory=threading.Event)
-    changed: threading.Condition = field(default_factory=threading.Condition)
-    _posted: dict[str, list[float]] = field(default_factory=dict)
+    signer: Signer = field(default_factory=Signer)
 
-    def in_channel(self, channel_id: str) -> list[Stored]:
+    def credentials(self) -> dict[str, Any]:
+        """The bot token, application id and public key our ``[discord]`` table needs."""
+        return {"bot_token": self.token, "application_id": APPLICATION_ID,
+                "public_key": self.signer.public_key, "base_url": self.url}  # fmt: skip
+
+    def stored(self) -> list[Stored]:
+        """Every message, in every channel."""
+        return list(self.messages.values())
+
+    def message(self, message_id: str) -> Stored:
+        """The message with this snowflake."""
+        return self.messages[message_id]
+
+    def in_channel(self, channel: str) -> list[Stored]:
         """The messages of one channel, oldest first."""
-        return [m for m in self.messages.values() if m.channel_id == channel_id]
-
-    def wait_for(self, check: Callable[[], bool], timeout: float = 15.0) -> None:
-        """Block until ``check()`` holds (checked whenever a request arrives)."""
-        with self.changed:
-            if not self.changed.wait_for(check, timeout):
-                raise AssertionError("the fake Discord did not see what the test waited for")
+        return [m for m in self.messages.values() if m.channel_id == channel]
 
     def followups_for(self, token: str) -> list[Followup]:
         """Follow-ups sent for one interaction token."""
         return [f for f in self.followups if f.token == token]
+
+    def press(
+        self, server_url: str, card: Any, label: str, user_id: str, username: str, timestamp: int
+    ) -> tuple[httpx.Response, dict[str, Any]]:
+        """A signed component interaction on ``card``'s button ``label``."""
+        return press(server_url, self.signer, card, label, user_id, username, timestamp)
+
+    def repeat(self, server_url: str, payload: dict[str, Any], timestamp: int) -> httpx.Response:
+        """The same interaction, signed again."""
+        return post_interaction(server_url, self.signer, payload, timestamp)
+
+    def replies_to(self, payload: dict[str, Any]) -> list[dict[str, Any]]:
+        """The follow-ups sent with the interaction's token."""
+        return [f.body for f in self.followups_for(payload["token"])]
+
+    def runs(
+        self, server_url: str, user_id: str, username: str, everything: bool, timestamp: int
+    ) -> Any:
+        """``/runs`` as an application command interaction, answered in the response."""
+        asked = command_interaction(user_id, username, self.CHAT, all_=everything)
+        return post_interaction(server_url, self.signer, asked, timestamp).json()
+
+    def runs_text(self, answer: dict[str, Any]) -> str:
+        """The interaction response's message content."""
+        return str(answer["data"]["content"])
+
+    @staticmethod
+    def answer(response: httpx.Response) -> tuple[int, Any]:
+        """Status and JSON: an interaction response is a JSON object."""
+        return response.status_code, response.json()
 
 
 class _Error(Exception):
@@ -287,12 +274,10 @@ def _create(fake: FakeDiscord, channel_id: str, body: dict[str, Any]) -> dict[st
         for stored in fake.in_channel(channel_id):
             if stored.nonce == str(nonce) and now - stored.created < NONCE_WINDOW_S:
                 return stored.as_json()
-    recent = [t for t in fake._posted.get(channel_id, []) if now - t < fake.window_s]
-    if fake.per_channel_limit is not None and len(recent) >= fake.per_channel_limit:
-        wait = round(fake.window_s - (now - recent[0]), 3)
+    wait = fake._take_slot(channel_id)
+    if wait is not None:
         raise _Error(429, {"message": "You are being rate limited.", "retry_after": wait,
                            "global": False}, {"Retry-After": str(int(wait) + 1)})  # fmt: skip
-    fake._posted[channel_id] = [*recent, now]
     stored = Stored(snowflake(), channel_id, str(body.get("content", "")),
                     list(body.get("components") or []), None if nonce is None else str(nonce),
                     now)  # fmt: skip
@@ -333,8 +318,7 @@ def _fault(fake: FakeDiscord) -> None:
         return
     fault = fake.faults.pop(0)
     if fault == "hang":
-        fake.released.wait(30)
-        raise ConnectionAbortedError
+        fake._hang()
     if fault in {"429", "429_global"}:
         is_global = fault == "429_global"
         raise _Error(429, {"message": "You are being rate limited.",
@@ -407,41 +391,11 @@ def fake_discord() -> Iterator[FakeDiscord]:
         def log_message(self, *args: object) -> None:
             return
 
-    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    server.daemon_threads = True
-    fake.url = f"http://127.0.0.1:{server.server_address[1]}"
-    thread = threading.Thread(target=server.serve_forever, args=(0.05,), daemon=True)
-    thread.start()
-    try:
+    with serving(Handler, fake.released) as fake.url:
         yield fake
-    finally:
-        fake.released.set()
-        server.shutdown()
-        server.server_close()
-        thread.join(timeout=10)
 
 
 # -- interactions, signed as Discord signs them -----------------------------------------------
-
-
-@dataclass
-class Signer:
-    """The application's Ed25519 key pair; the public half goes into the test config."""
-
-    key: SigningKey = field(default_factory=SigningKey.generate)
-
-    @property
-    def public_key(self) -> str:
-        return bytes(self.key.verify_key).hex()
-
-    def headers(self, body: bytes, timestamp: int) -> dict[str, str]:
-        """``X-Signature-Ed25519`` over ``timestamp + body``, and the timestamp."""
-        signature = self.key.sign(str(timestamp).encode() + body).signature.hex()
-        return {
-            "X-Signature-Ed25519": signature,
-            "X-Signature-Timestamp": str(timestamp),
-            "Content-Type": "application/json",
-        }
 
 
 def _user(user_id: str, username: str) -> dict[str, Any]:
@@ -533,65 +487,3 @@ def press(
         custom_id, user_id, username, stored.channel_id, stored.as_json()
     )
     return post_interaction(server_url, signer, interaction, timestamp), interaction
-
-
-# -- the work's own service, whose actions can be held open -----------------------------------
-
-
-@dataclass
-class ActionService:
-    """The kind's own action endpoint (shared by the chat platform tests).
-
-    With ``hold`` set, every call waits until ``release`` is set, so a test can
-    show that a press is answered while the action it started is still running.
-    """
-
-    url: str = ""
-    paths: list[str] = field(default_factory=list)
-    hold: bool = False
-    entered: threading.Event = field(default_factory=threading.Event)
-    release: threading.Event = field(default_factory=threading.Event)
-    changed: threading.Condition = field(default_factory=threading.Condition)
-
-    def wait_for(self, check: Callable[[], bool], timeout: float = 15.0) -> None:
-        """Block until ``check()`` holds (checked whenever a call ends)."""
-        with self.changed:
-            if not self.changed.wait_for(check, timeout):
-                raise AssertionError("the action service did not see what the test waited for")
-
-
-@contextmanager
-def action_service() -> Iterator[ActionService]:
-    """Start the service on a free port; release anything held and stop it on exit."""
-    service = ActionService()
-
-    class Handler(BaseHTTPRequestHandler):
-        def do_POST(self) -> None:
-            self.rfile.read(int(self.headers.get("Content-Length") or 0))
-            if service.hold:
-                service.entered.set()
-                service.release.wait(30)
-            with service.changed:
-                service.paths.append(self.path)
-                service.changed.notify_all()
-            self.send_response(200)
-            self.send_header("Content-Type", "application/json")
-            self.send_header("Content-Length", "2")
-            self.end_headers()
-            self.wfile.write(b"{}")
-
-        def log_message(self, *args: object) -> None:
-            return
-
-    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    server.daemon_threads = True
-    service.url = f"http://127.0.0.1:{server.server_address[1]}"
-    thread = threading.Thread(target=server.serve_forever, args=(0.05,), daemon=True)
-    thread.start()
-    try:
-        yield service
-    finally:
-        service.release.set()
-        server.shutdown()
-        server.server_close()
-        thread.join(timeout=10)

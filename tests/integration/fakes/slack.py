@@ -18,7 +18,9 @@ Slack's limits); anything that does not survive is refused with
 ``press`` builds a real ``block_actions`` payload, signs it exactly as Slack
 does (``v0=`` + HMAC-SHA256 of ``v0:{timestamp}:{body}``) and POSTs it
 form-encoded to our ``/webhooks/slack``; ``command`` does the same for a
-slash command.
+slash command. The server scaffolding, the rate limit window and the verbs the
+shared chat scenarios use come from
+:class:`~tests.integration.fakes.platform.FakePlatform`.
 """
 
 from __future__ import annotations
@@ -27,28 +29,25 @@ import hashlib
 import hmac
 import itertools
 import json
-import ssl
-import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any, Literal
+from http.server import BaseHTTPRequestHandler
+from typing import Any, ClassVar, Literal
 from urllib.parse import urlencode
 
 import httpx
 from slack_sdk.errors import SlackObjectFormationError
 from slack_sdk.models.blocks import Block
 
+from .platform import LOOPBACK_TLS, FakePlatform, serving
+
 TOKEN = "xoxb-0000-test-token"
 SIGNING_SECRET = "8f742231b10e8888abcd99aaabbb85a5"  # Slack signing secrets are hex
 TEAM_ID = "T0001"
 BOT_USER = "U0BOT"
 _counter = itertools.count(1)
-#: One TLS context for every test client: building one per client costs ~0.1 s (the fakes
-#: speak plain HTTP, so it is never used for a handshake).
-LOOPBACK_TLS = ssl.create_default_context()
 
 
 def next_ts() -> str:
@@ -97,6 +96,11 @@ class Posted:
         """The section text people read."""
         return "\n".join(b["text"]["text"] for b in self.blocks if b.get("type") == "section")
 
+    @property
+    def labels(self) -> list[str]:
+        """Every button's label, in order."""
+        return [b["text"]["text"] for b in self.buttons]
+
     def as_json(self) -> dict[str, Any]:
         """The message object Slack answers with."""
         body: dict[str, Any] = {
@@ -123,31 +127,40 @@ Fault = Literal["channel_not_found", "429", "ratelimited", "hang", "500"]
 
 
 @dataclass
-class FakeSlack:
+class FakeSlack(FakePlatform):
     """State of the fake and the knobs tests turn."""
 
-    url: str = ""
+    NAME: ClassVar[str] = "slack"
+    TITLE: ClassVar[str] = "Slack"
+    CHAT: ClassVar[str] = "C0ALERTS"
+    #: An empty 200: the card is edited through the Web API, nothing replaces it here.
+    ACK: ClassVar[tuple[int, Any]] = (200, b"")
+    TEXT: ClassVar[str] = "text"
+    PRIVATE: ClassVar[dict[str, Any]] = {"response_type": "ephemeral", "replace_original": False}
+    RUNS: ClassVar[dict[str, Any]] = {"response_type": "ephemeral"}
+    MAX_TEXT: ClassVar[int] = 40000
+    KEEPS_BUTTONS: ClassVar[bool] = True
+
     token: str = TOKEN
     calls: list[Call] = field(default_factory=list)
-    invalid: list[str] = field(default_factory=list)
     messages: list[Posted] = field(default_factory=list)
     responses: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
     faults: list[Fault] = field(default_factory=list)
     missing: set[str] = field(default_factory=set)
     retry_after_s: int = 3
-    #: Posts allowed per channel within ``window_s`` before 429s (``None``: unlimited).
-    per_channel_limit: int | None = 5
-    window_s: float = 5.0
-    released: threading.Event = field(default_factory=threading.Event)
-    changed: threading.Condition = field(default_factory=threading.Condition)
-    _posted: dict[str, list[float]] = field(default_factory=dict)
     _urls: Iterator[int] = field(default_factory=lambda: itertools.count(1))
 
-    def wait_for(self, check: Callable[[], bool], timeout: float = 15.0) -> None:
-        """Block until ``check()`` holds (checked whenever a request arrives)."""
-        with self.changed:
-            if not self.changed.wait_for(check, timeout):
-                raise AssertionError("the fake Slack did not see what the test waited for")
+    def credentials(self) -> dict[str, Any]:
+        """The bot token and signing secret our ``[slack]`` table needs."""
+        return {"bot_token": self.token, "signing_secret": SIGNING_SECRET, "base_url": self.url}
+
+    def stored(self) -> list[Posted]:
+        """Every message, in every conversation."""
+        return list(self.messages)
+
+    def message(self, message_id: str) -> Posted:
+        """The message with this ``ts``."""
+        return next(m for m in self.messages if m.ts == message_id)
 
     def in_channel(self, channel: str) -> list[Posted]:
         """The messages of one conversation, oldest first."""
@@ -156,6 +169,37 @@ class FakeSlack:
     def response_url(self) -> str:
         """A fresh ``response_url`` for one press."""
         return f"{self.url}/actions/{TEAM_ID}/{next(self._urls)}/r3sp0nse"
+
+    def press(
+        self, server_url: str, card: Any, label: str, user_id: str, username: str, timestamp: int
+    ) -> tuple[httpx.Response, dict[str, Any]]:
+        """A signed ``block_actions`` payload for ``card``'s button ``label``."""
+        return press(server_url, self, card, label, user_id, username, timestamp)
+
+    def repeat(self, server_url: str, payload: dict[str, Any], timestamp: int) -> httpx.Response:
+        """The same payload, signed again."""
+        return post_form(server_url, "/webhooks/slack", {"payload": json.dumps(payload)},
+                         timestamp)  # fmt: skip
+
+    def replies_to(self, payload: dict[str, Any]) -> list[dict[str, Any]]:
+        """What was posted to the press's ``response_url``."""
+        return self.responses.get(payload["response_url"].removeprefix(self.url), [])
+
+    def runs(
+        self, server_url: str, user_id: str, username: str, everything: bool, timestamp: int
+    ) -> Any:
+        """``/runs`` as a slash command, answered in the HTTP response."""
+        return command(server_url, "all" if everything else "", user_id, timestamp,
+                       username).json()  # fmt: skip
+
+    def runs_text(self, answer: dict[str, Any]) -> str:
+        """The response's text."""
+        return str(answer["text"])
+
+    @staticmethod
+    def answer(response: httpx.Response) -> tuple[int, Any]:
+        """Status and raw body: Slack wants nothing in it."""
+        return response.status_code, response.content
 
 
 class _Refusal(Exception):
@@ -181,11 +225,9 @@ def _post(fake: FakeSlack, body: dict[str, Any]) -> dict[str, Any]:
     channel = str(body.get("channel") or "")
     if not channel or channel in fake.missing:
         raise _Refusal("channel_not_found")
-    now = time.monotonic()
-    recent = [t for t in fake._posted.get(channel, []) if now - t < fake.window_s]
-    if fake.per_channel_limit is not None and len(recent) >= fake.per_channel_limit:
+    if fake._take_slot(channel) is not None:
+        # Slack's Retry-After is a whole number of seconds of its own choosing.
         raise _Refusal("ratelimited", 429, {"Retry-After": str(fake.retry_after_s)})
-    fake._posted[channel] = [*recent, now]
     posted = Posted(channel, next_ts(), body["text"], list(body.get("blocks", [])),
                     body.get("thread_ts"))  # fmt: skip
     fake.messages.append(posted)
@@ -223,8 +265,7 @@ def _fault(fake: FakeSlack) -> None:
         return
     fault = fake.faults.pop(0)
     if fault == "hang":
-        fake.released.wait(30)
-        raise ConnectionAbortedError
+        fake._hang()
     if fault == "429":
         raise _Refusal("ratelimited", 429, {"Retry-After": str(fake.retry_after_s)})
     if fault == "500":
@@ -290,18 +331,8 @@ def fake_slack() -> Iterator[FakeSlack]:
         def log_message(self, *args: object) -> None:
             return
 
-    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    server.daemon_threads = True
-    fake.url = f"http://127.0.0.1:{server.server_address[1]}"
-    thread = threading.Thread(target=server.serve_forever, args=(0.05,), daemon=True)
-    thread.start()
-    try:
+    with serving(Handler, fake.released) as fake.url:
         yield fake
-    finally:
-        fake.released.set()
-        server.shutdown()
-        server.server_close()
-        thread.join(timeout=10)
 
 
 # -- requests from Slack, signed as Slack signs them ------------------------------------------
@@ -381,12 +412,14 @@ def press(
     return post_form(server_url, "/webhooks/slack", fields, timestamp), payload
 
 
-def command(server_url: str, text: str, user_id: str, timestamp: int) -> httpx.Response:
+def command(
+    server_url: str, text: str, user_id: str, timestamp: int, username: str = "someone"
+) -> httpx.Response:
     """The ``/runs`` slash command as Slack sends it."""
     fields = {
         "token": "legacy-verification-token", "team_id": TEAM_ID, "team_domain": "ops",
         "channel_id": "C0ALERTS", "channel_name": "alerts", "user_id": user_id,
-        "user_name": "someone", "command": "/runs", "text": text, "api_app_id": "A0APP",
+        "user_name": username, "command": "/runs", "text": text, "api_app_id": "A0APP",
         "response_url": "https://hooks.slack.invalid/commands/1/2/3",
         "trigger_id": "1.2.3",
     }  # fmt: skip
