@@ -9,11 +9,11 @@ from typing import Any
 from sqlalchemy import ColumnElement, Connection, Row, delete, select, update
 
 from watchkeeper.clock import to_epoch
-from watchkeeper.errors import Conflict, NotFound
+from watchkeeper.errors import Conflict
 from watchkeeper.records.queue import CANCELLABLE, RETRYABLE, TaskStatus
 from watchkeeper.store.queue.base import Part
 from watchkeeper.store.queue.ledger import add_spend, log_events
-from watchkeeper.store.queue.rows import RUNNING, J, T, requeue_values
+from watchkeeper.store.queue.rows import RUNNING, J, T, found, requeue_values
 from watchkeeper.store.schema_queue import queue_events, queue_jobs, queue_tasks
 from watchkeeper.store.tokens import revoke_task_tokens
 
@@ -105,6 +105,5 @@ class Control(Part):
 def _scope(conn: Connection, job_id: str | None, task_ids: Collection[str]) -> ColumnElement[bool]:
     if job_id is None:
         return T.id.in_(list(task_ids))
-    if conn.execute(select(J.id).where(J.id == job_id)).first() is None:
-        raise NotFound(f"no job {job_id!r}: see `watchkeeper jobs`")
+    found(conn, select(J.id).where(J.id == job_id), f"no job {job_id!r}: see `watchkeeper jobs`")
     return T.job_id == job_id

@@ -14,7 +14,16 @@ from watchkeeper.records.queue import Event, Job, NewJob, Task, TaskStatus
 from watchkeeper.store.base import record_from_row
 from watchkeeper.store.queue.base import Part
 from watchkeeper.store.queue.ledger import log_events
-from watchkeeper.store.queue.rows import ACTIVE, QUEUED, J, T, columns_of, new_id, task_from_row
+from watchkeeper.store.queue.rows import (
+    ACTIVE,
+    QUEUED,
+    J,
+    T,
+    columns_of,
+    found,
+    new_id,
+    task_from_row,
+)
 from watchkeeper.store.schema_queue import queue_events, queue_jobs, queue_tasks
 
 
@@ -34,9 +43,7 @@ class Jobs(Part):
         """Add a continuation task to a job whose tasks have all ended."""
         at = to_epoch(now)
         with self._write("resuming a job") as conn:
-            job = conn.execute(select(queue_jobs).where(J.id == job_id)).first()
-            if job is None:
-                raise NotFound(f"no job {job_id!r}")
+            job = found(conn, select(queue_jobs).where(J.id == job_id), f"no job {job_id!r}")
             last = conn.execute(
                 select(queue_tasks).where(T.job_id == job_id).order_by(T.seq.desc()).limit(1)
             ).one()
@@ -106,19 +113,14 @@ class Jobs(Part):
     def task(self, task_id: str) -> Task:
         """One task, or :class:`NotFound`."""
         with self._read("reading a task") as conn:
-            row = conn.execute(select(queue_tasks).where(T.id == task_id)).first()
-        if row is None:
-            raise NotFound(f"no task {task_id!r}")
+            row = found(conn, select(queue_tasks).where(T.id == task_id), f"no task {task_id!r}")
         return task_from_row(row)
 
     def title_of(self, task_id: str) -> str:
         """The title of a task's job."""
         statement = select(J.title).join(queue_tasks, T.job_id == J.id).where(T.id == task_id)
         with self._read("reading a task") as conn:
-            title = conn.execute(statement).scalar()
-        if title is None:
-            raise NotFound(f"no task {task_id!r}")
-        return str(title)
+            return str(found(conn, statement, f"no task {task_id!r}").title)
 
     def events(self, job_id: str) -> list[Event]:
         """A job's timeline, oldest first."""

@@ -18,12 +18,20 @@ from typing import Any
 from sqlalchemy import Connection, select, update
 
 from watchkeeper.clock import to_epoch
-from watchkeeper.errors import Conflict, NotFound
+from watchkeeper.errors import Conflict
 from watchkeeper.records.queue import Lease, OrgLoad, QueuedTask, Runner, Task, TaskStatus
 from watchkeeper.store.queue.base import Part
 from watchkeeper.store.queue.facts import org_loads
 from watchkeeper.store.queue.ledger import add_spend, log_events
-from watchkeeper.store.queue.rows import RUNNING, T, held, month_of, runner_from_row, task_from_row
+from watchkeeper.store.queue.rows import (
+    RUNNING,
+    T,
+    found,
+    held,
+    month_of,
+    runner_from_row,
+    task_from_row,
+)
 from watchkeeper.store.queue.statements import (
     RUNNER_WITH_LOAD,
     candidates_statement,
@@ -162,9 +170,8 @@ class Leases(Part):
 
 
 def _serving_runner(conn: Connection, runner_id: str) -> Runner:
-    row = conn.execute(RUNNER_WITH_LOAD, {"p_runner": runner_id}).first()
-    if row is None:
-        raise NotFound(f"no runner {runner_id!r}: register first")
+    missing = f"no runner {runner_id!r}: register first"
+    row = found(conn, RUNNER_WITH_LOAD, missing, {"p_runner": runner_id})
     if row.stopped_at is not None:
         raise Conflict(f"runner {runner_id} has stopped: register again to serve")
     return runner_from_row(row, int(row.running))

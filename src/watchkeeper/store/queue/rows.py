@@ -7,8 +7,9 @@ import secrets
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
-from sqlalchemy import ColumnElement, Row, Table, and_, func
+from sqlalchemy import ColumnElement, Connection, Executable, Row, Table, and_, func
 
+from watchkeeper.errors import NotFound
 from watchkeeper.records.queue import Runner, Task, TaskStatus
 from watchkeeper.store.base import record_from_row
 from watchkeeper.store.schema_queue import queue_jobs, queue_runners, queue_tasks
@@ -41,6 +42,16 @@ def month_of(now: datetime) -> str:
 def new_id(prefix: str) -> str:
     """A fresh id: short, unguessable, safe in paths and URLs."""
     return f"{prefix}-{secrets.token_hex(6)}"
+
+
+def found(
+    conn: Connection, statement: Executable, missing: str, params: dict[str, Any] | None = None
+) -> Row[Any]:
+    """The first row ``statement`` reads, or :class:`NotFound` saying ``missing``."""
+    row = conn.execute(statement, params).first()
+    if row is None:
+        raise NotFound(missing)
+    return row
 
 
 def columns_of(new: DataclassInstance, table: Table) -> dict[str, Any]:

@@ -7,7 +7,7 @@ from datetime import datetime
 from sqlalchemy import Connection, func, insert, select, update
 
 from watchkeeper.clock import to_epoch
-from watchkeeper.errors import Conflict, NotFound
+from watchkeeper.errors import Conflict
 from watchkeeper.records.queue import NewRunner, Runner, Task
 from watchkeeper.store.queue.base import Part
 from watchkeeper.store.queue.rows import (
@@ -15,6 +15,7 @@ from watchkeeper.store.queue.rows import (
     R,
     T,
     columns_of,
+    found,
     new_id,
     runner_from_row,
     task_from_row,
@@ -66,9 +67,8 @@ class Runners(Part):
     def runner(self, runner_id: str) -> Runner:
         """One runner with its running count, or :class:`NotFound`."""
         with self._read("reading a runner") as conn:
-            row = conn.execute(select(queue_runners).where(R.id == runner_id)).first()
-            if row is None:
-                raise NotFound(f"no runner {runner_id!r}: register first")
+            missing = f"no runner {runner_id!r}: register first"
+            row = found(conn, select(queue_runners).where(R.id == runner_id), missing)
             statement = select(func.count()).where(T.runner_id == runner_id, T.status == RUNNING)
             running = int(conn.execute(statement).scalar_one())
         return runner_from_row(row, running)
