@@ -1,14 +1,12 @@
 """The tables, declared once; migrations create them and a test compares the two.
 
-The metadata and the column shapes live in ``schema_columns``; importing this
-module registers every aggregate's tables on that metadata.
+The metadata and the time column live in ``schema_columns``, a leaf every
+schema module imports; importing this module registers all their tables.
 """
 
 from __future__ import annotations
 
-from sqlalchemy import Boolean, Column, Index, Table, Text, UniqueConstraint
-
-from watchkeeper.store import schema_columns as col
+import sqlalchemy as sa
 
 # Aggregates that keep their tables in modules of their own register them on ``metadata``.
 from watchkeeper.store import (  # noqa: F401
@@ -18,146 +16,156 @@ from watchkeeper.store import (  # noqa: F401
     schema_timeline,
     schema_web,
 )
+from watchkeeper.store.schema_columns import epoch
 from watchkeeper.store.schema_columns import metadata as metadata
 
-push_runs = Table(
+push_runs = sa.Table(
     "push_runs",
     metadata,
-    col.key("run_id", 200),
-    col.string("kind", 63, nullable=False),
-    col.string("title", 500, nullable=False),
-    col.string("status", 16, nullable=False),
-    col.integer("attempt", nullable=False, default=1),
-    col.integer("version", nullable=False, default=1),
-    col.json("origin"),
-    col.string("effects", 16, nullable=False),
-    col.number("budget_s"),
-    col.number("expected_s"),
-    col.number("lease_s", nullable=False),
-    col.epoch("started_at", nullable=False),
-    col.epoch("progress_at", nullable=False),
-    col.epoch("seen_at", nullable=False),
-    col.epoch("finished_at"),
-    col.epoch("updated_at", nullable=False),
-    col.string("step", 2000),
-    col.string("failure_reason", 2000),
-    col.string("failure_fingerprint", 200),
-    Column("detail", Text, nullable=True),
-    Index(None, "kind", "status"),
-    Index(None, "finished_at"),
+    sa.Column("run_id", sa.String(200), primary_key=True),
+    sa.Column("kind", sa.String(63), nullable=False),
+    sa.Column("title", sa.String(500), nullable=False),
+    sa.Column("status", sa.String(16), nullable=False),
+    sa.Column("attempt", sa.Integer, nullable=False, default=1),
+    sa.Column("version", sa.Integer, nullable=False, default=1),
+    sa.Column("origin", sa.JSON, nullable=True),
+    sa.Column("effects", sa.String(16), nullable=False),
+    sa.Column("budget_s", sa.Float, nullable=True),
+    sa.Column("expected_s", sa.Float, nullable=True),
+    sa.Column("lease_s", sa.Float, nullable=False),
+    epoch("started_at", nullable=False),
+    epoch("progress_at", nullable=False),
+    epoch("seen_at", nullable=False),
+    epoch("finished_at"),
+    epoch("updated_at", nullable=False),
+    sa.Column("step", sa.String(2000), nullable=True),
+    sa.Column("failure_reason", sa.String(2000), nullable=True),
+    sa.Column("failure_fingerprint", sa.String(200), nullable=True),
+    sa.Column("detail", sa.Text, nullable=True),
+    sa.Index(None, "kind", "status"),
+    sa.Index(None, "finished_at"),
 )
 
-incidents = Table(
+incidents = sa.Table(
     "incidents",
     metadata,
-    col.serial_id(),
-    col.string("kind", 63, nullable=False),
-    col.string("run_id", 200, nullable=False),
-    col.string("condition", 16, nullable=False),
-    col.string("fingerprint", 200, nullable=False, default=""),
-    col.string("status", 16, nullable=False),
-    col.string("title", 500, nullable=False),
-    col.string("reason", 2000, nullable=False),
-    col.epoch("since", nullable=False),
-    col.epoch("opened_at", nullable=False),
-    col.epoch("updated_at", nullable=False),
-    col.epoch("resolved_at"),
-    col.string("resolution", 500),
-    col.string("state_token", 100, nullable=False),
-    col.json("origin"),
-    col.string("effects", 16, nullable=False),
-    col.integer("episodes", nullable=False, default=1),
+    sa.Column("id", sa.Integer, primary_key=True, autoincrement=True),
+    sa.Column("kind", sa.String(63), nullable=False),
+    sa.Column("run_id", sa.String(200), nullable=False),
+    sa.Column("condition", sa.String(16), nullable=False),
+    sa.Column("fingerprint", sa.String(200), nullable=False, default=""),
+    sa.Column("status", sa.String(16), nullable=False),
+    sa.Column("title", sa.String(500), nullable=False),
+    sa.Column("reason", sa.String(2000), nullable=False),
+    epoch("since", nullable=False),
+    epoch("opened_at", nullable=False),
+    epoch("updated_at", nullable=False),
+    epoch("resolved_at"),
+    sa.Column("resolution", sa.String(500), nullable=True),
+    sa.Column("state_token", sa.String(100), nullable=False),
+    sa.Column("origin", sa.JSON, nullable=True),
+    sa.Column("effects", sa.String(16), nullable=False),
+    sa.Column("episodes", sa.Integer, nullable=False, default=1),
     # The first decision wins: one conditional UPDATE ... WHERE decided_at IS NULL.
-    col.epoch("decided_at"),
-    col.string("decided_by", 200),
-    col.string("decided_via", 32),
-    col.string("decided_action", 32),
+    epoch("decided_at"),
+    sa.Column("decided_by", sa.String(200), nullable=True),
+    sa.Column("decided_via", sa.String(32), nullable=True),
+    sa.Column("decided_action", sa.String(32), nullable=True),
     # Dismissed: the same failure of the same work is never reported again.
-    col.flag("suppressed", default=False),
-    UniqueConstraint("kind", "run_id", "condition", "fingerprint"),
-    Index(None, "status"),
-    Index(None, "suppressed"),
+    sa.Column("suppressed", sa.Boolean, nullable=False, default=False, server_default=sa.false()),
+    sa.UniqueConstraint("kind", "run_id", "condition", "fingerprint"),
+    sa.Index(None, "status"),
+    sa.Index(None, "suppressed"),
 )
 
-incident_events = Table(
+incident_events = sa.Table(
     "incident_events",
     metadata,
-    col.serial_id(),
-    col.cascade("incident_id", "incidents"),
-    col.epoch("at", nullable=False),
-    col.string("type", 32, nullable=False),
-    col.string("detail", 2000),
-    Index(None, "incident_id"),
+    sa.Column("id", sa.Integer, primary_key=True, autoincrement=True),
+    sa.Column(
+        "incident_id",
+        sa.Integer,
+        sa.ForeignKey("incidents.id", ondelete="CASCADE"),
+        nullable=False,
+    ),
+    epoch("at", nullable=False),
+    sa.Column("type", sa.String(32), nullable=False),
+    sa.Column("detail", sa.String(2000), nullable=True),
+    sa.Index(None, "incident_id"),
 )
 
 # Every press on every channel, winners and losers alike: append-only.
-presses = Table(
+presses = sa.Table(
     "presses",
     metadata,
-    col.serial_id(),
-    col.cascade("incident_id", "incidents"),
-    col.epoch("at", nullable=False),
-    col.string("actor", 200, nullable=False),
-    col.string("via", 32, nullable=False),
-    col.string("action", 32, nullable=False),
-    col.string("state_token", 100),
-    col.string("outcome", 32, nullable=False),
-    col.string("detail", 2000),
-    Index(None, "incident_id"),
+    sa.Column("id", sa.Integer, primary_key=True, autoincrement=True),
+    sa.Column(
+        "incident_id", sa.Integer, sa.ForeignKey("incidents.id", ondelete="CASCADE"), nullable=False
+    ),
+    epoch("at", nullable=False),
+    sa.Column("actor", sa.String(200), nullable=False),
+    sa.Column("via", sa.String(32), nullable=False),
+    sa.Column("action", sa.String(32), nullable=False),
+    sa.Column("state_token", sa.String(100), nullable=True),
+    sa.Column("outcome", sa.String(32), nullable=False),
+    sa.Column("detail", sa.String(2000), nullable=True),
+    sa.Index(None, "incident_id"),
 )
 
 # The action journal: a row is committed as started before the kind's function runs.
-actions = Table(
+actions = sa.Table(
     "actions",
     metadata,
-    col.serial_id(),
-    col.cascade("incident_id", "incidents"),
-    col.string("kind", 63, nullable=False),
-    col.string("run_id", 200, nullable=False),
-    col.string("action", 32, nullable=False),
-    col.string("actor", 200, nullable=False),
-    col.string("via", 32, nullable=False),
-    col.string("status", 16, nullable=False),
-    col.epoch("started_at", nullable=False),
-    col.epoch("finished_at"),
-    col.string("answer", 2000),
-    col.string("host", 200, nullable=False),
-    col.integer("pid", nullable=False),
-    Index(None, "status"),
-    Index(None, "kind", "run_id"),
+    sa.Column("id", sa.Integer, primary_key=True, autoincrement=True),
+    sa.Column(
+        "incident_id", sa.Integer, sa.ForeignKey("incidents.id", ondelete="CASCADE"), nullable=False
+    ),
+    sa.Column("kind", sa.String(63), nullable=False),
+    sa.Column("run_id", sa.String(200), nullable=False),
+    sa.Column("action", sa.String(32), nullable=False),
+    sa.Column("actor", sa.String(200), nullable=False),
+    sa.Column("via", sa.String(32), nullable=False),
+    sa.Column("status", sa.String(16), nullable=False),
+    epoch("started_at", nullable=False),
+    epoch("finished_at"),
+    sa.Column("answer", sa.String(2000), nullable=True),
+    sa.Column("host", sa.String(200), nullable=False),
+    sa.Column("pid", sa.Integer, nullable=False),
+    sa.Index(None, "status"),
+    sa.Index(None, "kind", "run_id"),
 )
 
-runbook_switches = Table(
+runbook_switches = sa.Table(
     "runbook_switches",
     metadata,
-    col.key("name", 64),
-    Column("enabled", Boolean, nullable=False),
-    col.string("updated_by", 200, nullable=False),
-    col.epoch("updated_at", nullable=False),
+    sa.Column("name", sa.String(64), primary_key=True),
+    sa.Column("enabled", sa.Boolean, nullable=False),
+    sa.Column("updated_by", sa.String(200), nullable=False),
+    epoch("updated_at", nullable=False),
 )
 
-api_tokens = Table(
+api_tokens = sa.Table(
     "api_tokens",
     metadata,
-    col.serial_id(),
-    col.string("name", 100, nullable=False),
-    col.string("role", 16, nullable=False),
-    col.string("token_hash", 64, nullable=False, unique=True),
-    col.epoch("created_at", nullable=False),
-    col.epoch("revoked_at"),
+    sa.Column("id", sa.Integer, primary_key=True, autoincrement=True),
+    sa.Column("name", sa.String(100), nullable=False),
+    sa.Column("role", sa.String(16), nullable=False),
+    sa.Column("token_hash", sa.String(64), nullable=False, unique=True),
+    epoch("created_at", nullable=False),
+    epoch("revoked_at"),
     # A ``task`` token speaks only for this queue task; revoked when the task's lease ends.
-    col.string("task_id", 64),
-    col.string("job_id", 64),
-    Index(None, "task_id"),
+    sa.Column("task_id", sa.String(64), nullable=True),
+    sa.Column("job_id", sa.String(64), nullable=True),
+    sa.Index(None, "task_id"),
 )
 
-watch_heartbeats = Table(
+watch_heartbeats = sa.Table(
     "watch_heartbeats",
     metadata,
-    col.key("replica", 200),
-    col.epoch("last_sweep_at", nullable=False),
-    col.epoch("last_ok_at"),
-    col.number("duration_s", nullable=False),
-    col.integer("runs", nullable=False),
-    col.string("error", 2000),
+    sa.Column("replica", sa.String(200), primary_key=True),
+    epoch("last_sweep_at", nullable=False),
+    epoch("last_ok_at"),
+    sa.Column("duration_s", sa.Float, nullable=False),
+    sa.Column("runs", sa.Integer, nullable=False),
+    sa.Column("error", sa.String(2000), nullable=True),
 )

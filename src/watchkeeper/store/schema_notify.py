@@ -2,46 +2,46 @@
 
 from __future__ import annotations
 
-from sqlalchemy import (
-    Index,
-    Table,
-    UniqueConstraint,
-)
+import sqlalchemy as sa
 
-from watchkeeper.store import schema_columns as col
+from watchkeeper.store.schema_columns import epoch, metadata
 
 # One row per message to one place. Rows only move forward:
 # pending -> sending -> sent | failed | maybe_sent (and sending -> pending for definite non-sends).
-deliveries = Table(
+deliveries = sa.Table(
     "deliveries",
-    col.metadata,
-    col.serial_id(),
-    col.cascade("incident_id", "incidents", nullable=True),
+    metadata,
+    sa.Column("id", sa.Integer, primary_key=True, autoincrement=True),
+    sa.Column(
+        "incident_id", sa.Integer, sa.ForeignKey("incidents.id", ondelete="CASCADE"), nullable=True
+    ),
     # What happened that this message tells: makes enqueueing idempotent.
-    col.string("dedup_key", 300, nullable=False, unique=True),
-    col.string("purpose", 32, nullable=False),  # card, note, update, diagnosis, runbook
-    col.string("channel", 32, nullable=False),  # telegram, discord, slack, webhook, log, demo
-    col.json("target", nullable=False),  # chat, thread, and for edits the message id
-    col.json("payload", nullable=False),
-    col.string("status", 16, nullable=False),
-    col.integer("attempts", nullable=False, default=0),
-    col.epoch("next_attempt_at", nullable=False),
-    col.epoch("created_at", nullable=False),
-    col.epoch("updated_at", nullable=False),
-    col.string("claimed_by", 200),
-    col.string("platform_message_id", 200),
-    col.string("error", 2000),
-    Index(None, "status", "next_attempt_at"),
-    Index(None, "incident_id"),
+    sa.Column("dedup_key", sa.String(300), nullable=False, unique=True),
+    sa.Column("purpose", sa.String(32), nullable=False),  # card, note, update, diagnosis, runbook
+    sa.Column(
+        "channel", sa.String(32), nullable=False
+    ),  # telegram, discord, slack, webhook, log, demo
+    sa.Column("target", sa.JSON, nullable=False),  # chat, thread, and for edits the message id
+    sa.Column("payload", sa.JSON, nullable=False),
+    sa.Column("status", sa.String(16), nullable=False),
+    sa.Column("attempts", sa.Integer, nullable=False, default=0),
+    epoch("next_attempt_at", nullable=False),
+    epoch("created_at", nullable=False),
+    epoch("updated_at", nullable=False),
+    sa.Column("claimed_by", sa.String(200), nullable=True),
+    sa.Column("platform_message_id", sa.String(200), nullable=True),
+    sa.Column("error", sa.String(2000), nullable=True),
+    sa.Index(None, "status", "next_attempt_at"),
+    sa.Index(None, "incident_id"),
 )
 
 # Inbound requests from chat platforms, deduplicated by the platform's own id.
-inbound = Table(
+inbound = sa.Table(
     "inbound",
-    col.metadata,
-    col.serial_id(),
-    col.string("platform", 32, nullable=False),
-    col.string("external_id", 300, nullable=False),
-    col.epoch("received_at", nullable=False),
-    UniqueConstraint("platform", "external_id"),
+    metadata,
+    sa.Column("id", sa.Integer, primary_key=True, autoincrement=True),
+    sa.Column("platform", sa.String(32), nullable=False),
+    sa.Column("external_id", sa.String(300), nullable=False),
+    epoch("received_at", nullable=False),
+    sa.UniqueConstraint("platform", "external_id"),
 )

@@ -9,111 +9,109 @@ gives its minutes back.
 
 from __future__ import annotations
 
-from sqlalchemy import (
-    Column,
-    Float,
-    Index,
-    String,
-    Table,
-)
+import sqlalchemy as sa
 
-from watchkeeper.store import schema_columns as col
+from watchkeeper.store.schema_columns import epoch, metadata
 
-queue_jobs = Table(
+queue_jobs = sa.Table(
     "queue_jobs",
-    col.metadata,
-    col.key("id", 64),
-    col.string("title", 500, nullable=False),
-    col.string("org", 100, nullable=False),
-    col.string("fleet", 100, nullable=False),
-    col.json("payload", nullable=False),
-    col.string("submitted_by", 200, nullable=False),
-    col.epoch("created_at", nullable=False),
-    Index(None, "org"),
-    Index(None, "fleet"),
-    Index(None, "created_at"),
+    metadata,
+    sa.Column("id", sa.String(64), primary_key=True),
+    sa.Column("title", sa.String(500), nullable=False),
+    sa.Column("org", sa.String(100), nullable=False),
+    sa.Column("fleet", sa.String(100), nullable=False),
+    sa.Column("payload", sa.JSON, nullable=False),
+    sa.Column("submitted_by", sa.String(200), nullable=False),
+    epoch("created_at", nullable=False),
+    sa.Index(None, "org"),
+    sa.Index(None, "fleet"),
+    sa.Index(None, "created_at"),
 )
 
-queue_tasks = Table(
+queue_tasks = sa.Table(
     "queue_tasks",
-    col.metadata,
-    col.key("id", 64),
-    col.cascade("job_id", "queue_jobs", String(64)),
-    col.integer("seq", nullable=False),
+    metadata,
+    sa.Column("id", sa.String(64), primary_key=True),
+    sa.Column(
+        "job_id", sa.String(64), sa.ForeignKey("queue_jobs.id", ondelete="CASCADE"), nullable=False
+    ),
+    sa.Column("seq", sa.Integer, nullable=False),
     # Copied from the job: leasing filters on them without a join.
-    col.string("org", 100, nullable=False),
-    col.string("fleet", 100, nullable=False),
-    col.json("payload", nullable=False),
-    col.string("status", 16, nullable=False),
-    col.flag("rerunnable", default=True),
-    col.integer("attempt", nullable=False, default=0),
-    col.integer("max_attempts", nullable=False),
-    col.integer("version", nullable=False, default=1),
-    col.number("lease_s", nullable=False),
-    col.string("runner_id", 64),
-    col.string("lease_token", 64),
-    col.epoch("queued_at", nullable=False),
-    col.epoch("leased_at"),
-    col.epoch("last_renewed_at"),
-    col.epoch("progress_at"),
-    col.epoch("finished_at"),
-    col.epoch("updated_at", nullable=False),
-    col.string("step", 2000),
-    col.integer("exit_code"),
-    col.string("failure_reason", 2000),
-    col.string("failure_fingerprint", 200),
+    sa.Column("org", sa.String(100), nullable=False),
+    sa.Column("fleet", sa.String(100), nullable=False),
+    sa.Column("payload", sa.JSON, nullable=False),
+    sa.Column("status", sa.String(16), nullable=False),
+    sa.Column("rerunnable", sa.Boolean, nullable=False, default=True, server_default=sa.true()),
+    sa.Column("attempt", sa.Integer, nullable=False, default=0),
+    sa.Column("max_attempts", sa.Integer, nullable=False),
+    sa.Column("version", sa.Integer, nullable=False, default=1),
+    sa.Column("lease_s", sa.Float, nullable=False),
+    sa.Column("runner_id", sa.String(64), nullable=True),
+    sa.Column("lease_token", sa.String(64), nullable=True),
+    epoch("queued_at", nullable=False),
+    epoch("leased_at"),
+    epoch("last_renewed_at"),
+    epoch("progress_at"),
+    epoch("finished_at"),
+    epoch("updated_at", nullable=False),
+    sa.Column("step", sa.String(2000), nullable=True),
+    sa.Column("exit_code", sa.Integer, nullable=True),
+    sa.Column("failure_reason", sa.String(2000), nullable=True),
+    sa.Column("failure_fingerprint", sa.String(200), nullable=True),
     # Free-form marks on the task, e.g. ``interrupted_at`` (``queue/reconcile.py``).
-    col.json("metadata"),
-    Index(None, "status", "fleet", "queued_at"),
-    Index(None, "job_id"),
-    Index(None, "runner_id"),
-    Index(None, "finished_at"),
+    sa.Column("metadata", sa.JSON, nullable=True),
+    sa.Index(None, "status", "fleet", "queued_at"),
+    sa.Index(None, "job_id"),
+    sa.Index(None, "runner_id"),
+    sa.Index(None, "finished_at"),
 )
 
-queue_runners = Table(
+queue_runners = sa.Table(
     "queue_runners",
-    col.metadata,
-    col.key("id", 64),
-    col.string("name", 200),
-    col.string("fleet", 100, nullable=False),
-    col.string("org", 100),
-    col.integer("capacity", nullable=False),
-    col.string("host", 255, nullable=False),
-    col.integer("pid", nullable=False),
-    col.epoch("registered_at", nullable=False),
-    col.epoch("heartbeat_at", nullable=False),
-    col.epoch("stopped_at"),
-    Index(None, "fleet"),
+    metadata,
+    sa.Column("id", sa.String(64), primary_key=True),
+    sa.Column("name", sa.String(200), nullable=True),
+    sa.Column("fleet", sa.String(100), nullable=False),
+    sa.Column("org", sa.String(100), nullable=True),
+    sa.Column("capacity", sa.Integer, nullable=False),
+    sa.Column("host", sa.String(255), nullable=False),
+    sa.Column("pid", sa.Integer, nullable=False),
+    epoch("registered_at", nullable=False),
+    epoch("heartbeat_at", nullable=False),
+    epoch("stopped_at"),
+    sa.Index(None, "fleet"),
 )
 
 # The last cold start of a runner per (org, fleet): provisioning, or failed with its reason.
-queue_provisions = Table(
+queue_provisions = sa.Table(
     "queue_provisions",
-    col.metadata,
-    col.key("org", 100),
-    col.key("fleet", 100),
-    col.string("state", 16, nullable=False),
-    col.string("reason", 2000),
-    col.epoch("started_at", nullable=False),
-    col.epoch("updated_at", nullable=False),
+    metadata,
+    sa.Column("org", sa.String(100), primary_key=True),
+    sa.Column("fleet", sa.String(100), primary_key=True),
+    sa.Column("state", sa.String(16), nullable=False),
+    sa.Column("reason", sa.String(2000), nullable=True),
+    epoch("started_at", nullable=False),
+    epoch("updated_at", nullable=False),
 )
 
-queue_spend = Table(
+queue_spend = sa.Table(
     "queue_spend",
-    col.metadata,
-    col.key("org", 100),
-    col.key("month", 7),
-    Column("agent_seconds", Float, nullable=False, default=0.0),
+    metadata,
+    sa.Column("org", sa.String(100), primary_key=True),
+    sa.Column("month", sa.String(7), primary_key=True),
+    sa.Column("agent_seconds", sa.Float, nullable=False, default=0.0),
 )
 
-queue_events = Table(
+queue_events = sa.Table(
     "queue_events",
-    col.metadata,
-    col.serial_id(),
-    col.string("task_id", 64, nullable=False),
-    col.cascade("job_id", "queue_jobs", String(64)),
-    col.epoch("at", nullable=False),
-    col.string("type", 32, nullable=False),
-    col.string("detail", 2000),
-    Index(None, "job_id"),
+    metadata,
+    sa.Column("id", sa.Integer, primary_key=True, autoincrement=True),
+    sa.Column("task_id", sa.String(64), nullable=False),
+    sa.Column(
+        "job_id", sa.String(64), sa.ForeignKey("queue_jobs.id", ondelete="CASCADE"), nullable=False
+    ),
+    epoch("at", nullable=False),
+    sa.Column("type", sa.String(32), nullable=False),
+    sa.Column("detail", sa.String(2000), nullable=True),
+    sa.Index(None, "job_id"),
 )

@@ -9,95 +9,89 @@ the price data kept beside it (``unpriced`` when no price was known).
 
 from __future__ import annotations
 
-from sqlalchemy import (
-    Column,
-    Float,
-    Index,
-    Integer,
-    Table,
-)
+import sqlalchemy as sa
 
-from watchkeeper.store import schema_columns as col
+from watchkeeper.store.schema_columns import epoch, metadata
 
 TEXT_MAX = 1000
 
 
-def _tokens(name: str) -> Column[int]:
-    return Column(name, Integer, nullable=False, default=0, server_default="0")
+def _tokens(name: str) -> sa.Column[int]:
+    return sa.Column(name, sa.Integer, nullable=False, default=0, server_default="0")
 
 
-timeline_events = Table(
+timeline_events = sa.Table(
     "timeline_events",
-    col.metadata,
-    col.serial_id(),
-    col.string("org", 100),
-    col.string("job_id", 64),
-    col.string("task_id", 64),
-    col.epoch("at", nullable=False),
-    col.string("day", 10, nullable=False),
-    col.epoch("received_at", nullable=False),
-    col.string("phase", 32, nullable=False),
-    col.integer("round"),
-    col.string("fingerprint", 128),
-    col.string("outcome", 32),
-    col.number("duration_s"),
-    col.string("name", 200),
-    col.string("role", 64),
-    col.string("model", 200),
-    col.string("provider", 100),
+    metadata,
+    sa.Column("id", sa.Integer, primary_key=True, autoincrement=True),
+    sa.Column("org", sa.String(100), nullable=True),
+    sa.Column("job_id", sa.String(64), nullable=True),
+    sa.Column("task_id", sa.String(64), nullable=True),
+    epoch("at", nullable=False),
+    sa.Column("day", sa.String(10), nullable=False),
+    epoch("received_at", nullable=False),
+    sa.Column("phase", sa.String(32), nullable=False),
+    sa.Column("round", sa.Integer, nullable=True),
+    sa.Column("fingerprint", sa.String(128), nullable=True),
+    sa.Column("outcome", sa.String(32), nullable=True),
+    sa.Column("duration_s", sa.Float, nullable=True),
+    sa.Column("name", sa.String(200), nullable=True),
+    sa.Column("role", sa.String(64), nullable=True),
+    sa.Column("model", sa.String(200), nullable=True),
+    sa.Column("provider", sa.String(100), nullable=True),
     _tokens("input_tokens"),
     _tokens("output_tokens"),
     _tokens("cache_read_tokens"),
     _tokens("cache_write_tokens"),
-    Column("cost", Float(precision=53), nullable=True),
-    col.flag("unpriced", default=False),
-    col.string("price_model", 200),
-    col.string("price_provider", 100),
-    col.string("price_version", 64),
-    col.string("rationale", TEXT_MAX),
-    col.string("detail", TEXT_MAX),
-    col.string("reporter", 200, nullable=False),
-    Index(None, "job_id"),
-    Index(None, "task_id"),
-    Index(None, "at"),
+    sa.Column("cost", sa.Float(precision=53), nullable=True),
+    sa.Column("unpriced", sa.Boolean, nullable=False, default=False, server_default=sa.false()),
+    sa.Column("price_model", sa.String(200), nullable=True),
+    sa.Column("price_provider", sa.String(100), nullable=True),
+    sa.Column("price_version", sa.String(64), nullable=True),
+    sa.Column("rationale", sa.String(TEXT_MAX), nullable=True),
+    sa.Column("detail", sa.String(TEXT_MAX), nullable=True),
+    sa.Column("reporter", sa.String(200), nullable=False),
+    sa.Index(None, "job_id"),
+    sa.Index(None, "task_id"),
+    sa.Index(None, "at"),
 )
 
 # Links appended to a job's execution record (a merged pull request), each signed.
-timeline_links = Table(
+timeline_links = sa.Table(
     "timeline_links",
-    col.metadata,
-    col.serial_id(),
-    col.string("job_id", 64, nullable=False),
-    col.string("kind", 32, nullable=False),
-    col.string("url", 2000, nullable=False),
-    col.string("title", 500),
-    col.string("actor", 200),
-    col.epoch("at", nullable=False),
-    col.json("detail", nullable=False),
-    col.string("signature", 64, nullable=False),
-    Index(None, "job_id"),
+    metadata,
+    sa.Column("id", sa.Integer, primary_key=True, autoincrement=True),
+    sa.Column("job_id", sa.String(64), nullable=False),
+    sa.Column("kind", sa.String(32), nullable=False),
+    sa.Column("url", sa.String(2000), nullable=False),
+    sa.Column("title", sa.String(500), nullable=True),
+    sa.Column("actor", sa.String(200), nullable=True),
+    epoch("at", nullable=False),
+    sa.Column("detail", sa.JSON, nullable=False),
+    sa.Column("signature", sa.String(64), nullable=False),
+    sa.Index(None, "job_id"),
 )
 
 # Webhook deliveries already handled, so a redelivery changes nothing.
-forge_deliveries = Table(
+forge_deliveries = sa.Table(
     "forge_deliveries",
-    col.metadata,
-    col.key("source", 16),
-    col.key("delivery_id", 200),
-    col.epoch("received_at", nullable=False),
+    metadata,
+    sa.Column("source", sa.String(16), primary_key=True),
+    sa.Column("delivery_id", sa.String(200), primary_key=True),
+    epoch("received_at", nullable=False),
 )
 
 # One job request per forge item (a Linear issue): submitted with its job, or pending.
-forge_requests = Table(
+forge_requests = sa.Table(
     "forge_requests",
-    col.metadata,
-    col.key("source", 16),
-    col.key("external_id", 200),
-    col.string("title", 500, nullable=False),
-    col.string("status", 16, nullable=False),
-    col.string("job_id", 64),
-    col.string("reason", 2000),
-    col.json("detail", nullable=False),
-    col.epoch("created_at", nullable=False),
-    col.epoch("updated_at", nullable=False),
+    metadata,
+    sa.Column("source", sa.String(16), primary_key=True),
+    sa.Column("external_id", sa.String(200), primary_key=True),
+    sa.Column("title", sa.String(500), nullable=False),
+    sa.Column("status", sa.String(16), nullable=False),
+    sa.Column("job_id", sa.String(64), nullable=True),
+    sa.Column("reason", sa.String(2000), nullable=True),
+    sa.Column("detail", sa.JSON, nullable=False),
+    epoch("created_at", nullable=False),
+    epoch("updated_at", nullable=False),
 )

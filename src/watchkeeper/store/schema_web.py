@@ -2,23 +2,25 @@
 
 from __future__ import annotations
 
-from sqlalchemy import Index, Table
+import sqlalchemy as sa
 
-from watchkeeper.store import schema_columns as col
+from watchkeeper.store.schema_columns import epoch, metadata
 
 # One row per login. The session id itself lives only in the browser's cookie:
 # the row keeps its SHA-256, so a copy of the table opens no session.
-web_sessions = Table(
+web_sessions = sa.Table(
     "web_sessions",
-    col.metadata,
-    col.key("id_hash", 64),
-    col.cascade("token_id", "api_tokens"),
+    metadata,
+    sa.Column("id_hash", sa.String(64), primary_key=True),
+    sa.Column(
+        "token_id", sa.Integer, sa.ForeignKey("api_tokens.id", ondelete="CASCADE"), nullable=False
+    ),
     # Rendered into every page the session sees, so kept as it is (useless without the cookie).
-    col.string("csrf", 64, nullable=False),
-    col.epoch("created_at", nullable=False),
-    col.epoch("last_seen_at", nullable=False),
-    col.epoch("expires_at", nullable=False),
-    col.epoch("revoked_at"),
-    Index(None, "token_id"),
-    Index(None, "expires_at"),
+    sa.Column("csrf", sa.String(64), nullable=False),
+    epoch("created_at", nullable=False),
+    epoch("last_seen_at", nullable=False),
+    epoch("expires_at", nullable=False),
+    epoch("revoked_at"),
+    sa.Index(None, "token_id"),
+    sa.Index(None, "expires_at"),
 )
