@@ -1,8 +1,4 @@
-"""core tables: push runs, incidents, tokens, sweep heartbeats
-
-Revision ID: 0001
-Revises:
-"""
+"""core tables: push runs, incidents, tokens, sweep heartbeats"""
 
 from __future__ import annotations
 

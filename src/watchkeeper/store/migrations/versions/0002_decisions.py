@@ -1,8 +1,4 @@
-"""decisions: presses, action journal, runbook switches
-
-Revision ID: 0002
-Revises: 0001
-"""
+"""decisions: presses, action journal, runbook switches"""
 
 from __future__ import annotations
 

@@ -1,8 +1,4 @@
-"""procs: process runs, parks, session wake breakers
-
-Revision ID: 0003
-Revises: 0002
-"""
+"""procs: process runs, parks, session wake breakers"""
 
 from __future__ import annotations
 

@@ -1,8 +1,4 @@
-"""outbox: deliveries and inbound dedup
-
-Revision ID: 0004
-Revises: 0003
-"""
+"""outbox: deliveries and inbound dedup"""
 
 from __future__ import annotations
 

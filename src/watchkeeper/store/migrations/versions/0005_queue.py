@@ -1,8 +1,4 @@
-"""queue: jobs, tasks, runners, provisions, spend, events
-
-Revision ID: 0005
-Revises: 0004
-"""
+"""queue: jobs, tasks, runners, provisions, spend, events"""
 
 from __future__ import annotations
 

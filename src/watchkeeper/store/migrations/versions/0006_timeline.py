@@ -1,8 +1,4 @@
-"""timeline: events with spend, record links, forge deliveries and requests
-
-Revision ID: 0006
-Revises: 0005
-"""
+"""timeline: events with spend, record links, forge deliveries and requests"""
 
 from __future__ import annotations
 

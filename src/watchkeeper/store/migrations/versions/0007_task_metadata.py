@@ -1,8 +1,4 @@
-"""task metadata: free-form marks on a queue task (the interrupted marker)
-
-Revision ID: 0007
-Revises: 0006
-"""
+"""task metadata: free-form marks on a queue task (the interrupted marker)"""
 
 from __future__ import annotations
 

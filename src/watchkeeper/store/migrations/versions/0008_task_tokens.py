@@ -1,8 +1,4 @@
-"""task tokens: an api token may be bound to one queue task (role ``task``)
-
-Revision ID: 0008
-Revises: 0007
-"""
+"""task tokens: an api token may be bound to one queue task (role ``task``)"""
 
 from __future__ import annotations
 

@@ -1,8 +1,4 @@
-"""web sessions: dashboard sessions kept on the server, so logging out ends them
-
-Revision ID: 0009
-Revises: 0008
-"""
+"""web sessions: dashboard sessions kept on the server, so logging out ends them"""
 
 from __future__ import annotations
 
