@@ -48,32 +48,22 @@ def _empty() -> dict[str, int]:
 
 
 def _runner(runner: Runner, alive: bool, tasks: list[Task], now: datetime) -> dict[str, Any]:
-    return {
-        "id": runner.id,
-        "name": runner.name,
-        "fleet": runner.fleet,
-        "org": runner.org,
-        "host": runner.host,
-        "pid": runner.pid,
-        "capacity": runner.capacity,
-        "running": runner.running,
-        "alive": alive,
-        "last_heartbeat_at": rfc3339(runner.heartbeat_at),
-        "heartbeat_age_s": round((now - runner.heartbeat_at).total_seconds(), 3),
-        "registered_at": rfc3339(runner.registered_at),
-        "tasks": [
-            {
-                "id": task.id,
-                "job_id": task.job_id,
-                "attempt": task.attempt,
-                "leased_at": rfc3339(task.leased_at),
-                "lease_expires_at": rfc3339(task.lease_expires_at),
-                "progress_at": rfc3339(task.progress_at),
-                "step": task.step,
-            }
-            for task in tasks
-        ],
-    }
+    body = runner_json(runner, alive)
+    del body["stopped_at"]  # the topology form has never carried it: clients pin its keys
+    body["heartbeat_age_s"] = round((now - runner.heartbeat_at).total_seconds(), 3)
+    body["tasks"] = [
+        {
+            "id": task.id,
+            "job_id": task.job_id,
+            "attempt": task.attempt,
+            "leased_at": rfc3339(task.leased_at),
+            "lease_expires_at": rfc3339(task.lease_expires_at),
+            "progress_at": rfc3339(task.progress_at),
+            "step": task.step,
+        }
+        for task in tasks
+    ]
+    return body
 
 
 def runner_json(runner: Runner, alive: bool) -> dict[str, Any]:
