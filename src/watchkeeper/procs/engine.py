@@ -63,6 +63,8 @@ class ProcEngine:
         self.store = store
         self.procs: ProcStore = ProcStore(store.engine)
         self.data_dir = data_dir
+        # Which runs are this engine's to settle: this host's, of this data folder.
+        self.engine_key = identity.engine_key(data_dir)
         self.clock = clock
         self.grace_s = grace_s
         self._configured_secret = hook_secret
@@ -247,8 +249,8 @@ class ProcEngine:
     # The engine's sweep ---------------------------------------------------------------
 
     def reconcile_startup(self) -> int:
-        """At start-up: hooks left ``firing`` may have fired; mark them ``maybe_fired``."""
-        count = self.procs.reconcile_hooks(identity.host(), self._firing_cutoff(self.clock()))
+        """At start-up: this engine's hooks left ``firing`` may have fired: ``maybe_fired``."""
+        count = self.procs.reconcile_hooks(self.engine_key, self._firing_cutoff(self.clock()))
         if count:
             log.warning(
                 "%d completion hook(s) were interrupted while firing: marked maybe_fired",
@@ -263,7 +265,7 @@ class ProcEngine:
         return cutoff
 
     def reap(self) -> reaper.ReapReport:
-        """Settle this host's runs now (``watchkeeper reclaim``)."""
+        """Settle this engine's runs now (``watchkeeper reclaim``)."""
         now = self.clock()
         report = reaper.reap(self.procs, self.data_dir, now, grace_s=self.grace_s)
         self._fire_hooks(now)
@@ -271,14 +273,14 @@ class ProcEngine:
 
     def _fire_hooks(self, now: datetime) -> list[tuple[str, HookState]]:
         secret = hooks.hook_secret(self.data_dir, self._configured_secret)
-        return hooks.fire_due(self.procs, self.data_dir, secret, identity.host(), now)
+        return hooks.fire_due(self.procs, self.data_dir, secret, self.engine_key, now)
 
     def sweep(self, now: datetime) -> SweepReport:
         """The sweep hook: reap, fire due hooks, wake parked sessions."""
-        if not self.procs.has_work(identity.host()):
+        if not self.procs.has_work(self.engine_key):
             return SweepReport(reaper.ReapReport(), [], [])
         reaped = reaper.reap(self.procs, self.data_dir, now, grace_s=self.grace_s)
-        self.procs.reconcile_hooks(identity.host(), self._firing_cutoff(now))
+        self.procs.reconcile_hooks(self.engine_key, self._firing_cutoff(now))
         fired = self._fire_hooks(now)
         wakes = parking.wake_due(self.procs, self.data_dir, now)
         return SweepReport(reaped, fired, wakes)

@@ -1,5 +1,8 @@
 """Who owns a process: host, boot id, pid and the process's start time.
 
+Which engine settles a run is another question: the one on the run's host
+whose data folder holds the run's files (:func:`engine_key`).
+
 A pid alone is not an identity: the kernel recycles pids. A pid is ours only
 when the process that has it now started at the recorded time, on this host,
 since the recorded boot. Start times are opaque strings: ``t<ticks>`` from
@@ -31,6 +34,17 @@ def host() -> str:
     import socket  # imported here: the shim never needs it and must start fast
 
     return socket.gethostname()
+
+
+def engine_key(data_dir: str | os.PathLike[str]) -> str:
+    """The engine of ``data_dir`` on this host, as its runs record it: ``<host>:<folder>``.
+
+    Two engines on one host with different data folders must never settle each
+    other's runs: a run's witness and owner file are only in the folder of the
+    engine that started it. The folder is resolved, so two spellings of one
+    folder are one engine.
+    """
+    return f"{host()}:{os.path.realpath(data_dir)}"
 
 
 @cache

@@ -118,7 +118,7 @@ def launch(
         on_done_url=request.on_done_url,
     )
     try:
-        procs.register(new, clock())
+        procs.register(new, clock(), engine_key=identity.engine_key(data_dir))
     except BaseException:
         shutil.rmtree(folder, ignore_errors=True)  # nothing recorded: leave nothing behind
         raise

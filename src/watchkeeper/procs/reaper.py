@@ -1,10 +1,12 @@
 """Reaping: the engine settles what it started, on every sweep and on demand.
 
-For each active run of this host: a witness ends it as the witness says; an
-owner (the shim) that is genuinely gone without a witness makes it stale, and
-stale runs are reclaimed (failed with the reason, leftovers of its group
-killed); a live run past its ``--timeout`` is aborted; a growing log is
-recorded as progress. Runs of other hosts are left to their own engines.
+For each active run of this engine (this host, this data folder): a witness
+ends it as the witness says; an owner (the shim) that is genuinely gone
+without a witness makes it stale, and stale runs are reclaimed (failed with
+the reason, leftovers of its group killed); a live run past its ``--timeout``
+is aborted; a growing log is recorded as progress. Runs of other hosts, or of
+another data folder on this host, are left to their own engines: their files
+are not in this folder, so their absence here says nothing.
 """
 
 from __future__ import annotations
@@ -69,9 +71,12 @@ def _never_started(run: ProcRun) -> bool:
 def reap(
     procs: ProcStore, data_dir: Path, now: datetime, *, grace_s: float = abort.DEFAULT_GRACE_S
 ) -> ReapReport:
-    """One pass over this host's active runs. One run's failure never stops the others."""
+    """One pass over the active runs of the engine of ``data_dir``.
+
+    One run's failure never stops the others.
+    """
     report = ReapReport()
-    for run in procs.active_on(identity.host()):
+    for run in procs.active_on(identity.engine_key(data_dir)):
         try:
             _reap_one(procs, data_dir, run, now, grace_s, report)
         except (WatchkeeperError, OSError) as exc:

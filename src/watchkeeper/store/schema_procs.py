@@ -1,9 +1,10 @@
 """Tables of the processes watchkeeper starts (``procs/``), on the shared ``metadata``.
 
 A run row is written before its command starts; its owner columns (host, boot
-id, pids and their start times) are filled once the shim reports them. Hook
-and wake columns are journals: they only move forward, one conditional update
-per move.
+id, pids and their start times) are filled once the shim reports them. Its
+engine key says which engine settles it: the one on that host with that data
+folder. Hook and wake columns are journals: they only move forward, one
+conditional update per move.
 """
 
 from __future__ import annotations
@@ -20,6 +21,9 @@ proc_runs = sa.Table(
     sa.Column("argv", sa.JSON, nullable=False),
     sa.Column("cwd", sa.String(4096), nullable=False),
     sa.Column("host", sa.String(255), nullable=False),
+    # The engine that settles the run: ``<host>:<data folder>``, where its witness lives.
+    # Rows from before data folders were recorded hold the bare host (see migration 0010).
+    sa.Column("engine_key", sa.String(4352), nullable=False),
     sa.Column("username", sa.String(100), nullable=False),
     sa.Column("boot_id", sa.String(64), nullable=True),
     sa.Column("status", sa.String(16), nullable=False),

@@ -11,17 +11,17 @@ from watchkeeper.clock import to_epoch
 from watchkeeper.records.procs import HookState, ProcRun
 from watchkeeper.store.base import Accessor
 from watchkeeper.store.procs.rows import R as _R
-from watchkeeper.store.procs.rows import run_from_row
+from watchkeeper.store.procs.rows import kept_by, run_from_row
 from watchkeeper.store.schema_procs import proc_runs
 
 
 class Hooks(Accessor):
     """Moves the hook journal forward, one conditional update per move."""
 
-    def due_hooks(self, host: str) -> list[ProcRun]:
-        """Ended runs of ``host`` whose hooks have not been fired."""
+    def due_hooks(self, engine_key: str) -> list[ProcRun]:
+        """Ended runs the engine of ``engine_key`` settles whose hooks have not been fired."""
         statement = select(proc_runs).where(
-            _R.hook_state == HookState.PENDING.value, _R.host == host
+            _R.hook_state == HookState.PENDING.value, kept_by(engine_key)
         )
         with self._read("reading due hooks") as conn:
             return [run_from_row(row) for row in conn.execute(statement)]
@@ -48,15 +48,17 @@ class Hooks(Accessor):
             hook_at=to_epoch(now),
         )
 
-    def reconcile_hooks(self, host: str, claimed_before: float) -> int:
+    def reconcile_hooks(self, engine_key: str, claimed_before: float) -> int:
         """Hooks caught ``firing`` since before ``claimed_before`` may have fired: never refire.
 
-        The cut-off keeps a second watchkeeper process on the same host (a CLI
-        command, say) from marking a hook another one is firing right now.
+        Only the runs of ``engine_key``: an engine of another data folder may be
+        firing its own right now. The cut-off keeps a second watchkeeper process
+        of the same data folder (a CLI command, say) from marking a hook another
+        one is firing right now.
         """
         return self._move_hooks(
             "reconciling completion hooks",
-            (_R.host == host) & (_R.hook_at < claimed_before),
+            kept_by(engine_key) & (_R.hook_at < claimed_before),
             HookState.FIRING,
             hook_state=HookState.MAYBE_FIRED.value,
             hook_error="watchkeeper stopped while firing: it may or may not have run",

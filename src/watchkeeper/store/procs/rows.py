@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from sqlalchemy import Row
+from sqlalchemy import ColumnElement, Row
 
 from watchkeeper.records.procs import ACTIVE, HookState, Park, ParkState, ProcRun, ProcStatus
 from watchkeeper.store.base import record_from_row
@@ -20,6 +20,17 @@ _RUN_TIMES = (
     "updated_at",
     "abort_requested_at",
 )
+
+
+def kept_by(engine_key: str) -> ColumnElement[bool]:
+    """The runs the engine of ``engine_key`` (``<host>:<data folder>``) settles.
+
+    Its own, and those recorded before runs named their data folder: their key
+    is the bare host (the key up to its first colon), and every engine of that
+    host settles them, as it did then.
+    """
+    bare_host = engine_key.split(":", 1)[0]
+    return R.engine_key.in_([engine_key, bare_host])
 
 
 def run_from_row(row: Row[Any]) -> ProcRun:

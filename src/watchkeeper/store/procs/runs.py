@@ -13,15 +13,19 @@ from watchkeeper.records.procs import HookState, NewProc, ParkState, ProcRun, Pr
 from watchkeeper.store.base import Accessor
 from watchkeeper.store.procs.rows import ACTIVE_STATUSES as _ACTIVE
 from watchkeeper.store.procs.rows import R as _R
-from watchkeeper.store.procs.rows import run_from_row
+from watchkeeper.store.procs.rows import kept_by, run_from_row
 from watchkeeper.store.schema_procs import proc_parks, proc_runs
 
 
 class Runs(Accessor):
     """Moves a run through its life, one conditional statement each."""
 
-    def register(self, new: NewProc, now: datetime) -> ProcRun:
-        """Commit a run in ``starting`` before its command exists."""
+    def register(self, new: NewProc, now: datetime, *, engine_key: str | None = None) -> ProcRun:
+        """Commit a run in ``starting`` before its command exists.
+
+        ``engine_key`` names the engine that settles it; without one, the run is
+        keyed on its bare host and any engine of that host settles it.
+        """
         at = to_epoch(now)
         hooks = HookState.WAITING if (new.on_done_cmd or new.on_done_url) else HookState.NONE
         values = {
@@ -30,6 +34,7 @@ class Runs(Accessor):
             "argv": list(new.argv),
             "cwd": new.cwd,
             "host": new.host,
+            "engine_key": engine_key or new.host,
             "username": new.user,
             "boot_id": new.boot_id,
             "status": ProcStatus.STARTING.value,
@@ -176,18 +181,18 @@ class Runs(Accessor):
         with self._read("listing process runs") as conn:
             return [run_from_row(row) for row in conn.execute(statement)]
 
-    def active_on(self, host: str) -> list[ProcRun]:
-        """Active runs recorded on ``host``: the ones this engine can check."""
-        statement = select(proc_runs).where(_R.status.in_(_ACTIVE), _R.host == host)
+    def active_on(self, engine_key: str) -> list[ProcRun]:
+        """Active runs the engine of ``engine_key`` settles: the ones it can check."""
+        statement = select(proc_runs).where(_R.status.in_(_ACTIVE), kept_by(engine_key))
         with self._read("reading active process runs") as conn:
             return [run_from_row(row) for row in conn.execute(statement)]
 
-    def has_work(self, host: str) -> bool:
+    def has_work(self, engine_key: str) -> bool:
         """Whether a sweep has anything to do here: cheap, so an idle sweep stays idle."""
         busy = [*_ACTIVE, HookState.PENDING.value, HookState.FIRING.value]
         runs = (
             select(_R.run_id)
-            .where(_R.host == host, _R.status.in_(busy) | _R.hook_state.in_(busy))
+            .where(kept_by(engine_key), _R.status.in_(busy) | _R.hook_state.in_(busy))
             .limit(1)
         )
         parks = select(proc_parks.c.id).where(proc_parks.c.state == ParkState.WAITING.value)
