@@ -60,7 +60,9 @@ def create_app(
     async def lifespan(_app: FastAPI) -> AsyncIterator[None]:
         stop = asyncio.Event()
         tasks = []
-        await asyncio.to_thread(mark_interrupted, runtime.store, runtime.clock())
+        await asyncio.to_thread(
+            mark_interrupted, runtime.store, runtime.clock(), runtime.queue.policy
+        )
         runtime.share_channels(notifier.channels)
         if deliver:
             await asyncio.to_thread(notifier.recover, runtime.clock())

@@ -1,4 +1,4 @@
-"""The interrupted marker: set at start-up on running tasks, cleared when they run again."""
+"""The interrupted marker: set at start-up on tasks of gone runners, cleared when they run again."""
 
 from __future__ import annotations
 
@@ -38,6 +38,10 @@ def _running(queue: QueueService, fleet: str = "cpu") -> Lease:
     [lease] = queue.lease(found.id)
     assert lease.task.job_id == job.id
     return lease
+
+
+#: Past the offline window (30 s): a runner that never heartbeats again is gone.
+SILENT_S = 31
 
 
 def _task(server: LiveServer, task_id: str) -> dict[str, Any]:
@@ -98,11 +102,11 @@ def test_only_running_tasks_are_marked_at_start_up(
     deleted = submit(queue, fleet="gpu")
     queue.cancel(deleted.id)
     queue.delete(deleted.id)
-    clock.advance(1)
+    clock.advance(SILENT_S)
     with live_server(runtime) as server:
         marked = _task(server, running.task.id)
         assert marked["interrupted"] is True and marked["status"] == "running"
-        assert marked["interrupted_at"] == "2026-01-05T12:00:01Z"
+        assert marked["interrupted_at"] == "2026-01-05T12:00:31Z"
         for other in (queued.id, finished.task.id):
             shown = _task(server, other)
             assert shown["interrupted"] is False and shown["interrupted_at"] is None
@@ -111,7 +115,7 @@ def test_only_running_tasks_are_marked_at_start_up(
         assert job["tasks"][0]["interrupted"] is True
     assert QueueStore(runtime.store.engine).interrupted(
         [running.task.id, queued.id, finished.task.id, deleted.tasks[0].id]
-    ) == {running.task.id: "2026-01-05T12:00:01Z"}
+    ) == {running.task.id: "2026-01-05T12:00:31Z"}
 
 
 def test_the_marker_survives_restarts_until_the_task_runs_again(
@@ -120,6 +124,7 @@ def test_the_marker_survives_restarts_until_the_task_runs_again(
     monkeypatch.setattr(routes_events, "KEEP_ALIVE_S", 0.1)
     marked = _running(queue)
     plain = _running(queue, fleet="gpu")
+    clock.advance(SILENT_S)
     with live_server(runtime):
         pass
     clock.advance(5)
@@ -128,7 +133,7 @@ def test_the_marker_survives_restarts_until_the_task_runs_again(
     clock.advance(5)
     with live_server(runtime) as server:
         # Marked at the first start, kept (not re-stamped) by the next two.
-        assert _task(server, marked.task.id)["interrupted_at"] == "2026-01-05T12:00:00Z"
+        assert _task(server, marked.task.id)["interrupted_at"] == "2026-01-05T12:00:31Z"
         with (
             Client(server.url, server.tokens["reporter"]) as reporter,
             _Stream(server).open() as stream,
@@ -165,6 +170,7 @@ def test_a_requeued_marked_task_is_cleared_when_leased_again(
 ) -> None:
     monkeypatch.setattr(routes_events, "KEEP_ALIVE_S", 0.1)
     lease = _running(queue)
+    clock.advance(SILENT_S)
     with live_server(runtime) as server:
         clock.advance(120)  # the runner never came back: its lease lapses
         queue.recover()
@@ -190,7 +196,7 @@ def test_a_failed_marker_write_is_logged_and_start_up_goes_on(
 ) -> None:
     lease = _running(queue)
 
-    def broken(self: QueueStore, now: datetime) -> list[str]:
+    def broken(self: QueueStore, now: datetime, gone_runners: object) -> list[str]:
         raise RuntimeError("the disk is full")
 
     monkeypatch.setattr(QueueStore, "mark_interrupted", broken)

@@ -5,11 +5,12 @@ from __future__ import annotations
 from collections.abc import Collection
 from datetime import datetime
 
-from sqlalchemy import select, update
+from sqlalchemy import ColumnElement, exists, or_, select, update
 
 from watchkeeper.clock import rfc3339, to_epoch
 from watchkeeper.store.queue.base import Part
-from watchkeeper.store.queue.rows import META, RUNNING, T
+from watchkeeper.store.queue.recovery import lease_lapsed
+from watchkeeper.store.queue.rows import META, RUNNING, R, T
 from watchkeeper.store.schema_queue import queue_tasks
 
 #: The metadata key a start-up reconciliation sets on a task a restart interrupted.
@@ -19,26 +20,33 @@ INTERRUPTED = "interrupted_at"
 class Markers(Part):
     """Sets, reads and clears ``interrupted_at`` in a task's metadata."""
 
-    def mark_interrupted(self, now: datetime) -> list[str]:
-        """Mark every running task ``interrupted_at`` (RFC 3339 UTC) in its metadata.
+    def mark_interrupted(self, now: datetime, gone_runners: Collection[str]) -> list[str]:
+        """Mark the running tasks whose runner is gone ``interrupted_at`` (RFC 3339 UTC).
 
-        A task already marked keeps its first marker. Returns the ids newly marked.
+        A running task's runner is gone when its lease lapsed by ``now``, when
+        its runner is one of ``gone_runners`` (the queue's liveness rule says
+        which), or when no registered runner holds it. A task a live runner
+        holds is never marked, so a restart leaves another replica's runners
+        alone. A task already marked keeps its first marker. Returns the ids
+        newly marked.
         """
         stamp = rfc3339(now)
+        # The UPDATE repeats the whole condition: a task leased again by a
+        # live runner since the read is no longer a task of a runner that is gone.
+        scope = (T.status == RUNNING) & _gone(to_epoch(now), gone_runners)
         marked: list[str] = []
         with self._write("marking interrupted tasks") as conn:
-            rows = conn.execute(select(T.id, META).where(T.status == RUNNING)).all()
+            rows = conn.execute(select(T.id, META).where(scope)).all()
             for row in rows:
                 meta = dict(row._mapping["metadata"] or {})
                 if meta.get(INTERRUPTED):
                     continue
                 meta[INTERRUPTED] = stamp
-                conn.execute(
-                    update(queue_tasks)
-                    .where(T.id == row.id, T.status == RUNNING)
-                    .values({META: meta})
+                done = conn.execute(
+                    update(queue_tasks).where(T.id == row.id, scope).values({META: meta})
                 )
-                marked.append(row.id)
+                if done.rowcount:
+                    marked.append(row.id)
         return marked
 
     def interrupted(self, task_ids: Collection[str]) -> dict[str, str]:
@@ -79,3 +87,13 @@ class Markers(Part):
                 )
                 removed.append(row.id)
         return removed
+
+
+def _gone(at: float, gone_runners: Collection[str]) -> ColumnElement[bool]:
+    """The task's holder is gone: its lease lapsed, its runner is gone, or it has none."""
+    return or_(
+        lease_lapsed(at),
+        T.runner_id.in_(list(gone_runners)),
+        T.runner_id.is_(None),
+        ~exists().where(R.id == T.runner_id),
+    )

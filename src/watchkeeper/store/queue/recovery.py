@@ -85,10 +85,15 @@ class Recoveries(Part):
             add_spend(conn, self._sqlite, row.org, now, ended - row.leased_at)
 
 
+def lease_lapsed(at: float) -> ColumnElement[bool]:
+    """A task's lease ran out by ``at`` (epoch seconds): neither leased nor renewed within it."""
+    return func.coalesce(T.last_renewed_at, T.leased_at) + T.lease_s <= at
+
+
 def _lapsed(at: float, runner_id: str | None) -> ColumnElement[bool]:
     if runner_id is not None:
         return T.runner_id == runner_id
-    return func.coalesce(T.last_renewed_at, T.leased_at) + T.lease_s <= at
+    return lease_lapsed(at)
 
 
 def _mark_stuck(conn: Connection, rows: Sequence[Any], at: float) -> None:
