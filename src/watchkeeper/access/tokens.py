@@ -52,10 +52,13 @@ class TokenService:
         self._kept.clear()
 
     def first_admin(self) -> str | None:
-        """The secret of a new admin token when no live one exists yet, else ``None``."""
-        if self._tokens.count_live():
-            return None
-        return self.create(Role.ADMIN, "first admin")[1]
+        """The secret of a new admin token when no live one exists yet, else ``None``.
+
+        Replicas starting together on one database make one token between them:
+        the check and the insert are one conditional write.
+        """
+        made = self._tokens.create_first(Role.ADMIN, "first admin", self._clock())
+        return None if made is None else made[1]
 
     def login(self, secret: str) -> TokenInfo | None:
         """The live operator token for ``secret`` (a dashboard login; never cached)."""

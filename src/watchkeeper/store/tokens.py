@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from enum import StrEnum
 
-from sqlalchemy import Connection, delete, func, insert, select, update
+from sqlalchemy import Connection, delete, exists, func, insert, literal, select, text, update
 
 from watchkeeper.clock import from_epoch, to_epoch
 from watchkeeper.errors import InvalidInput, NotFound
@@ -27,6 +27,8 @@ TOKEN_PREFIX = "wk_"  # noqa: S105 - a prefix that makes tokens recognisable in 
 #: The stored role of a token bound to one queue task; never a :class:`Role`.
 TASK_ROLE = "task"
 _OPERATOR = api_tokens.c.role != TASK_ROLE
+#: Held (PostgreSQL, per transaction) while the first admin is made, so replicas take turns.
+_FIRST_ADMIN_LOCK = "wk-first-admin"
 
 
 class Role(StrEnum):
@@ -100,6 +102,43 @@ class TokenStore(Accessor):
                 )
                 .returning(api_tokens.c.id)
             ).scalar_one()
+        return TokenInfo(int(token_id), name[:100], role, now, None), secret
+
+    def create_first(self, role: Role, name: str, now: datetime) -> tuple[TokenInfo, str] | None:
+        """Create a token only while no live operator token exists; ``None`` when one does.
+
+        One conditional insert decides, so replicas starting together make one
+        token between them. Under PostgreSQL's read committed, two such inserts
+        could both see an empty table, so they queue on an advisory lock: the
+        second one's snapshot is taken after the first committed. On SQLite the
+        write transaction (``BEGIN IMMEDIATE``) already queues them.
+        """
+        secret = TOKEN_PREFIX + secrets.token_urlsafe(32)
+        created = {
+            api_tokens.c.name: name[:100],
+            api_tokens.c.role: role.value,
+            api_tokens.c.token_hash: hash_token(secret),
+            api_tokens.c.created_at: to_epoch(now),
+        }
+        live = select(api_tokens.c.id).where(api_tokens.c.revoked_at.is_(None), _OPERATOR)
+        statement = (
+            insert(api_tokens)
+            .from_select(
+                [column.name for column in created],
+                select(*(literal(value, column.type) for column, value in created.items())).where(
+                    ~exists(live)
+                ),
+            )
+            .returning(api_tokens.c.id)
+        )
+        with self._write("creating the first token") as conn:
+            if not self._sqlite:
+                conn.execute(
+                    text("SELECT pg_advisory_xact_lock(hashtext(:key))"), {"key": _FIRST_ADMIN_LOCK}
+                )
+            token_id = conn.execute(statement).scalar_one_or_none()
+        if token_id is None:
+            return None
         return TokenInfo(int(token_id), name[:100], role, now, None), secret
 
     def authenticate(self, secret: str) -> TokenInfo | None:
