@@ -8,7 +8,7 @@ from datetime import datetime
 from enum import StrEnum
 from typing import Any
 
-from sqlalchemy import Connection, Row, func, insert, select, update
+from sqlalchemy import ColumnElement, Connection, Row, func, insert, select, update
 
 from watchkeeper.clock import from_epoch, to_epoch
 from watchkeeper.errors import NotFound
@@ -25,6 +25,12 @@ class IncidentStatus(StrEnum):
 
 
 LIVE_STATUSES = (IncidentStatus.OPEN.value, IncidentStatus.RECOVERED.value)
+#: A renewal needs the episode still open and decided: a second replica renewing the same
+#: episode finds the decision already cleared and changes nothing.
+_RENEWABLE = (
+    incidents.c.status == IncidentStatus.OPEN.value,
+    incidents.c.decided_at.is_not(None),
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -164,8 +170,11 @@ class IncidentStore(Accessor):
             renewed = self._existing(conn, [o.key for o in changes.renewals])
             for opening in changes.renewals:
                 found = renewed.get(opening.key)
-                if found is not None and not found.suppressed:
-                    self._reopen(conn, found.id, opening, at)
+                if (
+                    found is not None
+                    and not found.suppressed
+                    and self._reopen(conn, found.id, opening, at, _RENEWABLE)
+                ):
                     reopened.append(found.id)
             recovered = self._move(
                 conn, changes.recoveries, at, IncidentStatus.RECOVERED, "moved_again"
@@ -192,8 +201,9 @@ class IncidentStore(Accessor):
             found = existing.get(opening.key)
             if found is None or found.suppressed:
                 continue  # new (inserted above), or dismissed: never reported again
-            if found.status != IncidentStatus.OPEN.value:
-                self._reopen(conn, found.id, opening, at)
+            if found.status != IncidentStatus.OPEN.value and self._reopen(
+                conn, found.id, opening, at, (incidents.c.status == found.status,)
+            ):
                 reopened.append(found.id)
         return opened, reopened
 
@@ -253,10 +263,23 @@ class IncidentStore(Accessor):
         )
         return ids
 
-    def _reopen(self, conn: Connection, incident_id: int, opening: Opening, at: float) -> None:
-        conn.execute(
+    def _reopen(
+        self,
+        conn: Connection,
+        incident_id: int,
+        opening: Opening,
+        at: float,
+        guard: Sequence[ColumnElement[bool]],
+    ) -> bool:
+        """Start a new episode if the row still holds the state ``guard`` names; whether it did.
+
+        The guard is the state the caller read: under PostgreSQL's read committed
+        another replica may reopen the same row between that read and this write,
+        and then this UPDATE finds its row changed and does nothing.
+        """
+        changed = conn.execute(
             update(incidents)
-            .where(incidents.c.id == incident_id)
+            .where(incidents.c.id == incident_id, *guard)
             .values(
                 status=IncidentStatus.OPEN.value,
                 reason=opening.reason,
@@ -272,8 +295,10 @@ class IncidentStore(Accessor):
                 decided_via=None,
                 decided_action=None,
             )
-        )
-        _event(conn, incident_id, at, "reopened", opening.reason)
+        ).rowcount
+        if changed:
+            _event(conn, incident_id, at, "reopened", opening.reason)
+        return bool(changed)
 
     def _move(
         self,
