@@ -95,11 +95,14 @@ def sign(secret: bytes, body: bytes) -> str:
 
 
 def fire_due(
-    procs: ProcStore, data_dir: Path, secret: bytes, host: str, now: datetime
+    procs: ProcStore, data_dir: Path, secret: bytes, engine_key: str, now: datetime
 ) -> list[tuple[str, HookState]]:
-    """Fire every due hook of ``host`` once; returns (run id, final state) for each fired."""
+    """Fire once every due hook of the runs ``engine_key`` (host and data folder) settles.
+
+    Returns (run id, final state) for each hook fired.
+    """
     fired = []
-    for run in procs.due_hooks(host):
+    for run in procs.due_hooks(engine_key):
         if not procs.claim_hook(run.run_id, now):
             continue  # another engine claimed it first
         errors = _fire(run, result_of(run, data_dir, now), data_dir, secret)
