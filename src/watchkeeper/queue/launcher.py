@@ -8,6 +8,9 @@ should start the runner and return; the cold start counts as ``provisioning``
 until a runner of that fleet registers, and as failed after
 ``provision_timeout_s``. The state is committed before the command runs, so
 a crash mid-launch is seen as a cold start in flight, never launched twice at once.
+Replicas sweeping together may each decide a fleet needs a runner; the
+provision row is written conditionally on what the sweep read, and only the
+replica whose write wins runs the launcher.
 """
 
 from __future__ import annotations
@@ -23,7 +26,7 @@ from typing import Protocol
 
 from watchkeeper.errors import WatchkeeperError
 from watchkeeper.queue import rules
-from watchkeeper.records.queue import QueuedTask, Snapshot
+from watchkeeper.records.queue import Provision, QueuedTask, Snapshot
 from watchkeeper.store.queue import QueueStore
 
 log = logging.getLogger(__name__)
@@ -105,10 +108,28 @@ def wanted(
 
 
 def provision(
-    store: QueueStore, launcher: Launcher, org: str, fleet: str, now: datetime
-) -> str | None:
-    """Record the cold start, run the launcher, record its failure; returns the reason or None."""
-    store.record_provision(org, fleet, rules.PROVISIONING, None, now)
+    store: QueueStore,
+    launcher: Launcher,
+    org: str,
+    fleet: str,
+    now: datetime,
+    seen: Provision | None = None,
+) -> tuple[str, str, str | None] | None:
+    """Claim the cold start, run the launcher, record its failure.
+
+    ``seen`` is the provision row the decision was made on (``None``: there
+    was none). Returns ``(org, fleet, reason)`` (``reason`` ``None`` when the
+    launch began), or ``None`` when another replica claimed the cold start
+    first and launches it instead.
+    """
+    if not store.claim_provision(org, fleet, seen, now):
+        log.info(
+            "Cold start of a runner for org %s in fleet %s is another replica's",
+            org,
+            fleet,
+            extra={"action": "queue_provision"},
+        )
+        return None
     try:
         launcher.launch(org, fleet)
     except LaunchRefused as exc:
@@ -121,11 +142,11 @@ def provision(
             reason,
             extra={"action": "queue_provision"},
         )
-        return reason
+        return org, fleet, reason
     log.info(
         "Cold start of a runner for org %s in fleet %s began",
         org,
         fleet,
         extra={"action": "queue_provision"},
     )
-    return None
+    return org, fleet, None

@@ -414,11 +414,15 @@ class QueueService:
         pairs = launcher.wanted(
             queued, snapshot, self.policy, self.launchers, self.config.provision_retry_s
         )
-        done = tuple(
-            (org, fleet, launcher.provision(self.store, self.launchers[org], org, fleet, now))
-            for org, fleet in pairs
-        )
-        return QueueSweep(recovered, done)
+        # Each cold start is claimed on the row this sweep read; a pair another
+        # replica claimed since is left out, so each fleet is launched once.
+        done = []
+        for org, fleet in pairs:
+            seen = snapshot.provisions.get((org, fleet))
+            began = launcher.provision(self.store, self.launchers[org], org, fleet, now, seen)
+            if began is not None:
+                done.append(began)
+        return QueueSweep(recovered, tuple(done))
 
 
 def unfinished(status: JobStatus | None) -> bool | None:

@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 from datetime import datetime
+from typing import Any
 
-from sqlalchemy import Connection, delete, insert, select, update
+from sqlalchemy import ColumnElement, Connection, Table, delete, insert, select, update
 
 from watchkeeper.clock import from_epoch, to_epoch
 from watchkeeper.records.queue import Provision
@@ -12,6 +13,9 @@ from watchkeeper.store.queue.base import Part
 from watchkeeper.store.schema_queue import queue_provisions
 
 _P = queue_provisions.c
+# Stored times are microsecond datetimes as float seconds; a stored value
+# matches the one read back within half a microsecond, whatever the rounding.
+_SAME_TIME_S = 5e-7
 
 
 class Provisions(Part):
@@ -32,6 +36,34 @@ class Provisions(Part):
             else:
                 conn.execute(update(queue_provisions).where(key).values(**values))
         return Provision(org, fleet, state, reason, from_epoch(started), now)
+
+    def claim_provision(self, org: str, fleet: str, seen: Provision | None, now: datetime) -> bool:
+        """Begin a cold start if the row is still as ``seen`` (absent when ``None``).
+
+        The sweep decides on what it read; between its read and this write
+        another replica may have decided the same. One conditional write
+        settles it: only one caller gets ``True``, and only that one launches.
+        """
+        at = to_epoch(now)
+        values = {"state": "provisioning", "reason": None, "started_at": at, "updated_at": at}
+        with self._write("claiming a provision") as conn:
+            if seen is None:
+                statement = (
+                    _insert_ignoring_duplicates(self._sqlite, queue_provisions)
+                    .values(org=org, fleet=fleet, **values)
+                    .on_conflict_do_nothing()
+                    .returning(_P.org)
+                )
+                return conn.execute(statement).first() is not None
+            unchanged = (
+                (_P.org == org)
+                & (_P.fleet == fleet)
+                & (_P.state == seen.state)
+                & _same_time(_P.started_at, seen.started_at)
+                & _same_time(_P.updated_at, seen.updated_at)
+            )
+            done = conn.execute(update(queue_provisions).where(unchanged).values(**values))
+            return int(done.rowcount) == 1
 
     def clear_provisions(self, fleet: str, org: str | None) -> int:
         """Forget the cold starts a new runner of ``fleet`` (tied to ``org``, if any) answers."""
@@ -60,3 +92,16 @@ def read_provisions(conn: Connection) -> list[Provision]:
         )
         for row in conn.execute(select(queue_provisions))
     ]
+
+
+def _same_time(column: ColumnElement[float], value: datetime) -> ColumnElement[bool]:
+    at = to_epoch(value)
+    return column.between(at - _SAME_TIME_S, at + _SAME_TIME_S)
+
+
+def _insert_ignoring_duplicates(sqlite: bool, table: Table) -> Any:
+    if sqlite:
+        from sqlalchemy.dialects.sqlite import insert as dialect_insert
+    else:
+        from sqlalchemy.dialects.postgresql import insert as dialect_insert  # type: ignore[assignment]
+    return dialect_insert(table)
