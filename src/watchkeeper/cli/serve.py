@@ -4,6 +4,10 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import signal
+import threading
+from collections.abc import Iterator
+from types import FrameType
 from typing import TYPE_CHECKING
 
 import typer
@@ -23,8 +27,6 @@ def serve(
     access_log: bool = typer.Option(False, "--access-log", help="log every request"),
 ) -> None:
     """Start the server with the sweep loop."""
-    import uvicorn
-
     from watchkeeper.server.app import create_app
 
     logsafety.install(logging.INFO)
@@ -41,24 +43,44 @@ def serve(
         f"(store: {_safe_url(loaded.resolved_database_url)}, "
         f"{len(runtime.sweeper.adapters)} kinds, sweep every {loaded.check_interval_s:g} s)"
     )
-    from watchkeeper.server.http import server_config
+    from watchkeeper.server.http import Server, server_config
+    from watchkeeper.server.routes_events import stop_streams
 
     try:
-        server = uvicorn.Server(
-            server_config(
-                create_app(runtime),
-                bind_host,
-                bind_port,
-                log_level="info",
-                access_log=access_log,
-            )
+        app = create_app(runtime)
+        server = Server(
+            server_config(app, bind_host, bind_port, log_level="info", access_log=access_log),
+            on_stop=[lambda: stop_streams(app)],
         )
-        with contextlib.suppress(KeyboardInterrupt):  # a second Ctrl-C while stopping
+        # uvicorn stops gracefully on SIGTERM, then raises the signal again with the handler it
+        # found: by default that kills the process before the runtime below is closed.
+        with _terminated_raises(), contextlib.suppress(KeyboardInterrupt, _Terminated):
             server.run()
         if not server.started:
             raise typer.Exit(3)  # uvicorn said why (e.g. the port is in use)
     finally:
         runtime.close()
+
+
+class _Terminated(Exception):
+    """SIGTERM arrived after the server stopped (uvicorn passes it on)."""
+
+
+def _raise_terminated(_signal: int, _frame: FrameType | None) -> None:
+    raise _Terminated
+
+
+@contextlib.contextmanager
+def _terminated_raises() -> Iterator[None]:
+    """SIGTERM raises :class:`_Terminated` here (the main thread only: elsewhere it cannot)."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    previous = signal.signal(signal.SIGTERM, _raise_terminated)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
 
 
 def announce_first_token(runtime: Runtime) -> None:

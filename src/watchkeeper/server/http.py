@@ -14,6 +14,11 @@ takes: a client that sends a whole head and then trickles (or withholds) its
 body would hold the connection, and the handler's task, forever. A second
 timer runs from the head to the body's last byte; past
 :data:`BODY_TIMEOUT_S` the client is answered ``408`` and the connection closed.
+
+On SIGTERM (or Ctrl-C) uvicorn stops accepting, lets requests in flight
+finish and waits for every connection to close before the app's lifespan
+ends: an open event stream would hold it for as long as the stream lasts.
+:class:`Server` runs its ``on_stop`` callbacks first, so streams end at once.
 """
 
 from __future__ import annotations
@@ -21,6 +26,8 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
+import socket
+from collections.abc import Callable, Sequence
 from typing import Any, Protocol
 
 import uvicorn
@@ -262,3 +269,21 @@ def server_config(
         h11_max_incomplete_event_size=MAX_HEAD_BYTES,
         **options,
     )
+
+
+class Server(uvicorn.Server):
+    """uvicorn's server that calls ``on_stop`` (on the event loop) as soon as it stops,
+    before it waits for open connections: the hook that ends held streams."""
+
+    def __init__(self, config: uvicorn.Config, on_stop: Sequence[Callable[[], None]] = ()) -> None:
+        super().__init__(config)
+        self._on_stop = list(on_stop)
+
+    async def shutdown(self, sockets: list[socket.socket] | None = None) -> None:
+        """Run the ``on_stop`` callbacks, then uvicorn's graceful shutdown."""
+        for callback in self._on_stop:
+            try:
+                callback()
+            except Exception:  # one failed hook must not keep the server from stopping
+                log.exception("A shutdown hook failed")
+        await super().shutdown(sockets)

@@ -8,6 +8,10 @@ task's interrupted marker; only ``interrupted: false`` clears it.
 
 The broadcaster lives in this process: a second server process has its own.
 Publishing never blocks; a subscriber whose inbox is full loses the event.
+
+A stopping server ends every stream at once (:func:`stop_streams`): the
+server waits for open responses before it exits, and a client reconnects
+(to another replica, or to this one once it is back).
 """
 
 from __future__ import annotations
@@ -31,7 +35,7 @@ from watchkeeper.server.routes_runs import ERRORS
 router = APIRouter(tags=["events"], responses=ERRORS)
 #: How often an idle stream sends a keep-alive comment, in seconds.
 KEEP_ALIVE_S = 15.0
-#: How long one stream lasts before the client reconnects (so shutdown never waits long).
+#: How long one stream lasts before the client reconnects.
 STREAM_S = 300.0
 INBOX_SIZE = 1000
 #: How a stream of server-sent events is answered: never cached, never buffered by a proxy.
@@ -91,20 +95,48 @@ def broadcaster_of(app: FastAPI) -> Broadcaster:
     return made_once(app, "events", Broadcaster, Broadcaster)
 
 
+def stopping_of(app: FastAPI) -> asyncio.Event:
+    """Set once the server serving ``app`` stops: every stream of the app ends then."""
+    return made_once(app, "stopping", asyncio.Event, asyncio.Event)
+
+
+def stop_streams(app: FastAPI) -> None:
+    """End every open stream of ``app`` (call it on the event loop, as the server stops)."""
+    stopping_of(app).set()
+
+
 async def relay(
     request: Request, inbox: asyncio.Queue[T], lasts_s: float, quiet_s: float
 ) -> AsyncIterator[T | None]:
-    """What arrives in ``inbox`` until the client leaves or ``lasts_s`` has passed.
+    """What arrives in ``inbox`` until the client leaves, the server stops
+    (:func:`stop_streams`) or ``lasts_s`` has passed.
 
     ``None`` after every ``quiet_s`` without an arrival: the stream's cue for a keep-alive.
     """
     loop = asyncio.get_running_loop()
     ends_at = loop.time() + lasts_s
-    while loop.time() < ends_at and not await request.is_disconnected():
-        try:
-            yield await asyncio.wait_for(inbox.get(), timeout=quiet_s)
-        except TimeoutError:
-            yield None
+    stopping = asyncio.ensure_future(stopping_of(request.app).wait())
+    # One pending get at a time, kept across keep-alives, so an arrival is never dropped.
+    arrival: asyncio.Future[T] | None = None
+    try:
+        while not stopping.done() and loop.time() < ends_at:
+            if await request.is_disconnected():
+                return
+            if arrival is None:
+                arrival = asyncio.ensure_future(inbox.get())
+            racing: set[asyncio.Future[Any]] = {arrival, stopping}
+            done, _ = await asyncio.wait(
+                racing, timeout=quiet_s, return_when=asyncio.FIRST_COMPLETED
+            )
+            if arrival in done:
+                item, arrival = arrival.result(), None
+                yield item
+            elif not done:
+                yield None
+    finally:
+        stopping.cancel()
+        if arrival is not None:
+            arrival.cancel()
 
 
 def publish_task_updated(app: FastAPI, task: dict[str, Any]) -> None:

@@ -11,9 +11,10 @@ and emits:
 - ``topology`` when a runner comes, goes, or takes or drops a task.
 
 Every event carries an id; a browser that reconnects (a stream lasts at most
-:data:`STREAM_S`, so a stopping server is never held up by an open page) sends
+:data:`STREAM_S`, and ends at once when the server stops) sends
 ``Last-Event-ID`` and is replayed what it missed, or told ``resync`` when
-those events are gone (or came from a server that has restarted since).
+those events are gone (or came from a server that has restarted since). The
+watcher stops with the server too.
 """
 
 from __future__ import annotations
@@ -37,7 +38,7 @@ from watchkeeper.queue.views import task_json
 from watchkeeper.records.queue import TaskStatus
 from watchkeeper.server.deps import Services, made_once, services
 from watchkeeper.server.longpoll import held_stream
-from watchkeeper.server.routes_events import KEEP_ALIVE, SSE_HEADERS, relay
+from watchkeeper.server.routes_events import KEEP_ALIVE, SSE_HEADERS, relay, stopping_of
 from watchkeeper.server.web.session import Session, session
 from watchkeeper.server.web.shared import SharedOverview, shared_overview
 
@@ -81,6 +82,8 @@ class Watcher:
     #: Names this watcher's event ids: an id from another (a restarted server) means resync.
     epoch: str = field(default_factory=lambda: secrets.token_hex(4))
     task: asyncio.Task[None] | None = None
+    #: Set when the server stops: the watcher looks no more.
+    stopping: asyncio.Event = field(default_factory=asyncio.Event)
 
     def listen(self) -> asyncio.Queue[tuple[int, str, str]]:
         """A new listener's queue; starts looking if nobody was."""
@@ -122,7 +125,7 @@ class Watcher:
     async def _watch(self) -> None:
         idle_since: float | None = None
         loop = asyncio.get_running_loop()
-        while True:
+        while not self.stopping.is_set():
             if self.listeners:
                 idle_since = None
             elif idle_since is None:
@@ -139,7 +142,8 @@ class Watcher:
             else:
                 self._compare(look)
                 self.shared.watched = True
-            await asyncio.sleep(LOOK_EVERY_S)
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self.stopping.wait(), timeout=LOOK_EVERY_S)
 
     def _emit(self, event: str, data: dict[str, Any]) -> None:
         self.seq += 1
@@ -226,7 +230,9 @@ def watcher_of(request: Request) -> Watcher:
         request.app,
         "web_watcher",
         Watcher,
-        lambda: Watcher(services(request), shared_overview(request)),
+        lambda: Watcher(
+            services(request), shared_overview(request), stopping=stopping_of(request.app)
+        ),
     )
 
 

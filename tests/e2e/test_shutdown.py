@@ -1,0 +1,122 @@
+"""``watchkeeper serve`` stops promptly on SIGTERM, even with event streams open."""
+
+from __future__ import annotations
+
+import re
+import signal
+import subprocess
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+
+import httpx
+import pytest
+
+from ..integration.server import free_port
+from ..support.cli import WK, cli_env
+from ..support.waiting import wait_for
+from .test_cli import config_file  # noqa: F401  (fixture)
+
+#: Far below the five minutes a stream used to hold a stopping server, far above a prompt stop.
+EXITS_WITHIN_S = 20.0
+
+
+def _healthy(url: str) -> bool:
+    try:
+        return httpx.get(url + "/healthz", timeout=1).status_code == 200
+    except httpx.HTTPError:
+        return False
+
+
+@pytest.fixture
+def server(config_file: Path) -> Iterator[tuple[subprocess.Popen[str], str, str]]:  # noqa: F811
+    port = free_port()
+    process = subprocess.Popen(
+        [*WK, "--config", str(config_file), "serve", "--port", str(port)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        env=cli_env(),
+    )
+    assert process.stdout is not None
+    token = None
+    for line in process.stdout:
+        if line.strip().startswith("wk_"):
+            token = line.strip()
+        if "watchkeeper serving on" in line:
+            break
+    assert token is not None, "a new data folder prints its first admin token"
+    drain = threading.Thread(target=lambda: [None for _ in process.stdout or []], daemon=True)
+    drain.start()
+    url = f"http://127.0.0.1:{port}"
+    try:
+        wait_for(lambda: _healthy(url), what="the server answering /healthz", timeout=10)
+        yield process, url, token
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.wait(timeout=20)
+        drain.join(timeout=5)
+        process.stdout.close()
+
+
+class _Reader:
+    """Reads an open event stream to its end in a thread; says what it saw."""
+
+    def __init__(self, response: httpx.Response) -> None:
+        self.lines = response.iter_lines()
+        self.ended = threading.Event()
+        self.error: BaseException | None = None
+        self.thread = threading.Thread(target=self._read, daemon=True)
+
+    def first(self, prefix: str) -> None:
+        """Read in this thread until a line starting with ``prefix``, then read on in the other."""
+        for line in self.lines:
+            if line.startswith(prefix):
+                self.thread.start()
+                return
+        raise AssertionError(f"the stream ended before a line starting {prefix!r}")
+
+    def _read(self) -> None:
+        try:
+            for _ in self.lines:
+                pass
+        except httpx.HTTPError as error:  # a cut connection, not an ended stream
+            self.error = error
+        self.ended.set()
+
+
+def _login(web: httpx.Client, token: str) -> None:
+    form = web.get("/web/login")
+    nonce = re.search(r'name="nonce" value="([^"]+)"', form.text)
+    assert nonce is not None
+    answer = web.post("/web/login", data={"token": token, "nonce": nonce.group(1)})
+    assert answer.status_code in (200, 303), answer.text
+
+
+def test_sigterm_ends_open_streams_and_the_server_exits(
+    server: tuple[subprocess.Popen[str], str, str],
+) -> None:
+    process, url, token = server
+    auth = {"Authorization": f"Bearer {token}"}
+    # No read timeout: a stream that is never ended would hold the reader, not fail it.
+    timeout = httpx.Timeout(10, read=None)
+    with (
+        httpx.Client(base_url=url, headers=auth, timeout=timeout) as api,
+        httpx.Client(base_url=url, timeout=timeout) as web,
+    ):
+        _login(web, token)
+        with (
+            api.stream("GET", "/api/v1/events") as events,
+            web.stream("GET", "/web/stream") as page,
+        ):
+            assert events.status_code == 200 and page.status_code == 200
+            readers = [_Reader(events), _Reader(page)]
+            readers[0].first(": subscribed")
+            readers[1].first("event: hello")
+            process.send_signal(signal.SIGTERM)
+            # The old server held the streams (and so its exit) for minutes: this times out.
+            assert process.wait(timeout=EXITS_WITHIN_S) == 0
+            for reader in readers:
+                assert reader.ended.wait(timeout=EXITS_WITHIN_S), "a stream never ended"
+                assert reader.error is None, f"a stream was cut, not ended: {reader.error!r}"
