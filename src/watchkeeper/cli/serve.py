@@ -54,7 +54,7 @@ def serve(
         )
         # uvicorn stops gracefully on SIGTERM, then raises the signal again with the handler it
         # found: by default that kills the process before the runtime below is closed.
-        with _terminated_raises(), contextlib.suppress(KeyboardInterrupt, _Terminated):
+        with _terminated_exits(), contextlib.suppress(KeyboardInterrupt):
             server.run()
         if not server.started:
             raise typer.Exit(3)  # uvicorn said why (e.g. the port is in use)
@@ -62,21 +62,18 @@ def serve(
         runtime.close()
 
 
-class _Terminated(Exception):
-    """SIGTERM arrived after the server stopped (uvicorn passes it on)."""
-
-
-def _raise_terminated(_signal: int, _frame: FrameType | None) -> None:
-    raise _Terminated
+def _exit_cleanly(_signal: int, _frame: FrameType | None) -> None:
+    # A normal exit unwinds through the ``finally`` that closes the runtime.
+    raise SystemExit(0)
 
 
 @contextlib.contextmanager
-def _terminated_raises() -> Iterator[None]:
-    """SIGTERM raises :class:`_Terminated` here (the main thread only: elsewhere it cannot)."""
+def _terminated_exits() -> Iterator[None]:
+    """SIGTERM here is a clean exit 0 (the main thread only: elsewhere it cannot be set)."""
     if threading.current_thread() is not threading.main_thread():
         yield
         return
-    previous = signal.signal(signal.SIGTERM, _raise_terminated)
+    previous = signal.signal(signal.SIGTERM, _exit_cleanly)
     try:
         yield
     finally:
