@@ -4,17 +4,14 @@ from __future__ import annotations
 
 import json
 import signal
-import subprocess
-import threading
 from collections.abc import Iterator
 from pathlib import Path
 
 import httpx
 import pytest
 
-from ..integration.server import free_port
-from ..support.cli import WK, cli_env, wk
-from ..support.waiting import wait_for
+from ..support.cli import wk
+from ..support.serving import serving
 
 
 @pytest.fixture
@@ -56,39 +53,10 @@ def test_tokens_and_local_runs(config_file: Path) -> None:
 
 @pytest.fixture
 def served(config_file: Path) -> Iterator[tuple[str, str]]:
-    port = free_port()
-    process = subprocess.Popen(
-        [*WK, "--config", str(config_file), "serve", "--port", str(port)],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-        text=True,
-        env=cli_env(),
-    )
-    token = None
-    assert process.stdout is not None
-    for line in process.stdout:
-        if line.strip().startswith("wk_"):
-            token = line.strip()
-        if "watchkeeper serving on" in line:
-            break
-    assert token is not None, "a new data folder prints its first admin token"
-    # Keep draining the server's log so a full pipe never blocks it.
-    drain = threading.Thread(target=lambda: [None for _ in process.stdout or []], daemon=True)
-    drain.start()
-    url = f"http://127.0.0.1:{port}"
-    wait_for(lambda: _healthy(url), what="the server answering /healthz", timeout=10)
-    yield url, token
-    process.send_signal(signal.SIGINT)
-    process.wait(timeout=20)
-    drain.join(timeout=5)
-    process.stdout.close()
-
-
-def _healthy(url: str) -> bool:
-    try:
-        return httpx.get(url + "/healthz", timeout=1).status_code == 200
-    except httpx.HTTPError:
-        return False
+    with serving(config_file) as (process, url, token):
+        yield url, token
+        process.send_signal(signal.SIGINT)
+        process.wait(timeout=20)
 
 
 def test_serve_report_and_runs_end_to_end(served: tuple[str, str], config_file: Path) -> None:

@@ -12,52 +12,17 @@ from pathlib import Path
 import httpx
 import pytest
 
-from ..integration.server import free_port
-from ..support.cli import WK, cli_env
-from ..support.waiting import wait_for
+from ..support.serving import serving
 from .test_cli import config_file  # noqa: F401  (fixture)
 
 #: Far below the five minutes a stream used to hold a stopping server, far above a prompt stop.
 EXITS_WITHIN_S = 20.0
 
 
-def _healthy(url: str) -> bool:
-    try:
-        return httpx.get(url + "/healthz", timeout=1).status_code == 200
-    except httpx.HTTPError:
-        return False
-
-
 @pytest.fixture
 def server(config_file: Path) -> Iterator[tuple[subprocess.Popen[str], str, str]]:  # noqa: F811
-    port = free_port()
-    process = subprocess.Popen(
-        [*WK, "--config", str(config_file), "serve", "--port", str(port)],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-        text=True,
-        env=cli_env(),
-    )
-    assert process.stdout is not None
-    token = None
-    for line in process.stdout:
-        if line.strip().startswith("wk_"):
-            token = line.strip()
-        if "watchkeeper serving on" in line:
-            break
-    assert token is not None, "a new data folder prints its first admin token"
-    drain = threading.Thread(target=lambda: [None for _ in process.stdout or []], daemon=True)
-    drain.start()
-    url = f"http://127.0.0.1:{port}"
-    try:
-        wait_for(lambda: _healthy(url), what="the server answering /healthz", timeout=10)
-        yield process, url, token
-    finally:
-        if process.poll() is None:
-            process.kill()
-            process.wait(timeout=20)
-        drain.join(timeout=5)
-        process.stdout.close()
+    with serving(config_file) as started:
+        yield started
 
 
 class _Reader:

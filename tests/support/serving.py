@@ -1,0 +1,60 @@
+"""A real ``watchkeeper serve`` on a free port, for the end-to-end tests."""
+
+from __future__ import annotations
+
+import subprocess
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+import httpx
+
+from ..integration.server import free_port
+from .cli import WK, cli_env
+from .waiting import wait_for
+
+
+def healthy(url: str) -> bool:
+    """Whether the server at ``url`` answers ``/healthz`` with 200."""
+    try:
+        return httpx.get(url + "/healthz", timeout=1).status_code == 200
+    except httpx.HTTPError:
+        return False
+
+
+@contextmanager
+def serving(config_file: Path) -> Iterator[tuple[subprocess.Popen[str], str, str]]:
+    """Start ``serve`` on a fresh data folder; yields the process, its URL and first admin token.
+
+    A server still running at the end is killed; stop it first to test a graceful stop.
+    """
+    port = free_port()
+    process = subprocess.Popen(
+        [*WK, "--config", str(config_file), "serve", "--port", str(port)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        env=cli_env(),
+    )
+    assert process.stdout is not None
+    token = None
+    for line in process.stdout:
+        if line.strip().startswith("wk_"):
+            token = line.strip()
+        if "watchkeeper serving on" in line:
+            break
+    assert token is not None, "a new data folder prints its first admin token"
+    # Keep draining the server's log so a full pipe never blocks it.
+    drain = threading.Thread(target=lambda: [None for _ in process.stdout or []], daemon=True)
+    drain.start()
+    url = f"http://127.0.0.1:{port}"
+    try:
+        wait_for(lambda: healthy(url), what="the server answering /healthz", timeout=10)
+        yield process, url, token
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.wait(timeout=20)
+        drain.join(timeout=5)
+        process.stdout.close()
