@@ -18,6 +18,7 @@ subclasses (``procs.errors``, ``queue.errors``, ``supervise.errors``...).
     ├── Unauthorized         a request whose signature or secret does not check out
     ├── InvalidInput         a value the caller must change
     ├── KindUnreadable       an adapter could not read its kind's store
+    ├── LeadershipLost       a singleton loop's write after its replica stopped leading
     └── ClientError          the HTTP API answered with an error
 """
 
@@ -81,6 +82,10 @@ class InvalidInput(WatchkeeperError, http_status=422, code="invalid"):
 
 class ValueRefused(StoreError, InvalidInput, http_status=422, code="invalid"):
     """The database cannot hold a value (too large a number, NUL in text): the caller's to fix."""
+
+
+class LeadershipLost(WatchkeeperError, http_status=503, code="not_leader"):
+    """This replica's leader lease moved on: the write was refused, the new leader makes it."""
 
 
 class KindUnreadable(WatchkeeperError):

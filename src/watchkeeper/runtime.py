@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from typing import TYPE_CHECKING
 
+from watchkeeper import __version__
 from watchkeeper.access.sessions import SessionService
 from watchkeeper.access.tokens import TokenService
 from watchkeeper.clock import Now, utcnow
@@ -27,6 +28,7 @@ from watchkeeper.notify.ops import OpsNotifier
 from watchkeeper.notify.service import Notifier
 from watchkeeper.store import Store
 from watchkeeper.watch.incidents import IncidentService
+from watchkeeper.watch.leader import Leadership
 from watchkeeper.watch.overview import Overview
 from watchkeeper.watch.reports import Reports
 from watchkeeper.watch.selfcheck import NoticeSink
@@ -62,6 +64,13 @@ class Runtime:
         store = store or Store(settings.resolved_database_url)
         adapters = registry.build(settings, AdapterContext(settings, store, clock))
         ops_channels: dict[str, Channel] = {}
+        leadership = Leadership(
+            store,
+            check_interval_s=settings.check_interval_s,
+            clock=clock,
+            sole=store.is_sqlite,
+            version=__version__,
+        )
         sweeper = Sweeper(
             store,
             adapters,
@@ -69,11 +78,12 @@ class Runtime:
             down_after_s=settings.down_after_s,
             notifier=notifier or OpsNotifier(settings.ops, channels=ops_channels),
             clock=clock,
+            leadership=leadership,
         )
         runtime = cls(settings, store, sweeper, clock, ops_channels)
         runtime.start_decisions()
         runtime.procs.reconcile_startup()  # hooks left firing become maybe_fired, never refired
-        sweeper.sweep_hooks.append(runtime.procs.sweep)
+        sweeper.local_hooks.append(runtime.procs.sweep)  # each replica reaps its own host's runs
         sweeper.sweep_hooks.append(runtime.queue.sweep)
         return runtime
 
@@ -81,6 +91,12 @@ class Runtime:
         """Reconcile the action journal after a crash and switch runbooks into the loop."""
         recover_interrupted(self.store, self.clock())
         self.sweeper.after_sweep.append(self.runbooks.after_sweep)
+
+    @property
+    def leadership(self) -> Leadership:
+        """This replica's hold on the leader lease (the sweeper's)."""
+        assert self.sweeper.leadership is not None
+        return self.sweeper.leadership
 
     @cached_property
     def decider(self) -> Decider:
@@ -151,6 +167,7 @@ class Runtime:
             ops=self.settings.ops,
             kinds=self.settings.kind_configs(),
             clock=self.clock,
+            leadership=self.leadership,
         )
 
     def share_channels(self, channels: Mapping[str, Channel]) -> None:

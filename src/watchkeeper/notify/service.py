@@ -10,11 +10,13 @@ from datetime import datetime
 from watchkeeper.clock import Now
 from watchkeeper.config import KindConfig, OpsConfig
 from watchkeeper.decide.decider import Decider
-from watchkeeper.errors import StoreError
+from watchkeeper.errors import LeadershipLost, StoreError
 from watchkeeper.notify.channels.base import Channel
 from watchkeeper.notify.deliverer import Deliverer
 from watchkeeper.notify.router import Router
 from watchkeeper.store import Store
+from watchkeeper.store.fencing import fenced
+from watchkeeper.watch.leader import Leadership
 
 log = logging.getLogger(__name__)
 #: How often the outbox is looked at when nothing pokes it.
@@ -33,9 +35,12 @@ class Notifier:
         ops: OpsConfig,
         kinds: Mapping[str, KindConfig],
         clock: Now,
+        leadership: Leadership | None = None,
     ) -> None:
         self.store = store
         self.clock = clock
+        #: Routing is a singleton loop: only the lease holder routes, fenced by its epoch.
+        self.leadership = leadership
         self.channels = dict(channels)
         self.router = Router(store, decider, ops, kinds, list(self.channels))
         self.deliverer = Deliverer(store, self.channels, clock)
@@ -74,7 +79,7 @@ class Notifier:
         self._loop = asyncio.get_running_loop()
         while not stop.is_set():
             try:
-                await asyncio.to_thread(self.route, self.clock())
+                await self._route_if_leading()
                 await self.deliver_due()
             except StoreError as exc:
                 log.warning("Notifier pass failed: %s", exc, extra={"action": "notify"})
@@ -87,6 +92,21 @@ class Notifier:
             )
             for waiter in pending:
                 waiter.cancel()
+
+    async def _route_if_leading(self) -> None:
+        leadership = self.leadership
+        if leadership is None:
+            await asyncio.to_thread(self.route, self.clock())
+            return
+        fence = leadership.fence
+        if fence is None:
+            return
+        try:
+            with fenced(fence):
+                await asyncio.to_thread(self.route, self.clock())
+        except LeadershipLost as exc:
+            log.info("Routing stopped: %s", exc, extra={"action": "notify"})
+            leadership.refused(fence)
 
     async def aclose(self) -> None:
         """Close every channel's connections."""

@@ -10,6 +10,7 @@ from collections.abc import AsyncIterator, Awaitable, Callable
 from fastapi import FastAPI
 
 from watchkeeper import __version__
+from watchkeeper.errors import StoreError
 from watchkeeper.notify.channels.registry import build_channels
 from watchkeeper.notify.service import Notifier
 from watchkeeper.queue.reconcile import mark_interrupted
@@ -60,6 +61,11 @@ def create_app(
     async def lifespan(_app: FastAPI) -> AsyncIterator[None]:
         stop = asyncio.Event()
         tasks = []
+        leadership = runtime.leadership
+        if run_sweeper:
+            # Know who leads before the loops start, so a lone replica sweeps at once.
+            with contextlib.suppress(StoreError):
+                await asyncio.to_thread(leadership.tick)
         await asyncio.to_thread(
             mark_interrupted, runtime.store, runtime.clock(), runtime.queue.policy
         )
@@ -70,6 +76,7 @@ def create_app(
             tasks.append(asyncio.create_task(notifier.run(stop), name="notifier"))
         if run_sweeper:
             tasks.append(asyncio.create_task(runtime.sweeper.run(stop), name="sweeper"))
+            tasks.append(asyncio.create_task(leadership.run(stop), name="leader-lease"))
         if on_start is not None:
             await on_start()
         try:

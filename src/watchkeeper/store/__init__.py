@@ -11,6 +11,7 @@ from typing import Any, Generic, TypeVar, overload
 from sqlalchemy import Engine
 
 from watchkeeper.store.base import Accessor
+from watchkeeper.store.cluster import ClusterStore
 from watchkeeper.store.decisions import DecisionStore
 from watchkeeper.store.engine import is_sqlite, make_engine
 from watchkeeper.store.heartbeats import HeartbeatStore
@@ -59,6 +60,7 @@ class Store:
     tokens = _Aggregate(TokenStore, "API tokens.")
     web_sessions = _Aggregate(WebSessionStore, "Dashboard sessions.")
     heartbeats = _Aggregate(HeartbeatStore, "Sweep heartbeats.")
+    cluster = _Aggregate(ClusterStore, "The leader lease and replica heartbeats.")
 
     def __init__(self, url: str, *, migrate: bool = True) -> None:
         self.url = url

@@ -21,6 +21,7 @@ from sqlalchemy.exc import DataError, DBAPIError, OperationalError, SQLAlchemyEr
 from sqlalchemy.pool import ConnectionPoolEntry
 
 from watchkeeper.errors import StoreError, StoreUnavailable, ValueRefused
+from watchkeeper.store.fencing import check_fence
 
 # Generous on purpose: with many processes on one file, SQLite's busy handler is not fair,
 # and a write that waits is better than a press or report that fails.
@@ -115,6 +116,7 @@ def write_transaction(engine: Engine) -> Iterator[Connection]:
         if is_sqlite(engine):
             connection = connection.execution_options(sqlite_begin="IMMEDIATE")
         with connection.begin():
+            check_fence(connection)
             yield connection
 
 

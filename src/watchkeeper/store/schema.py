@@ -10,6 +10,7 @@ import sqlalchemy as sa
 
 # Aggregates that keep their tables in modules of their own register them on ``metadata``.
 from watchkeeper.store import (  # noqa: F401
+    schema_cluster,
     schema_notify,
     schema_procs,
     schema_queue,
@@ -91,7 +92,16 @@ incident_events = sa.Table(
     epoch("at", nullable=False),
     sa.Column("type", sa.String(32), nullable=False),
     sa.Column("detail", sa.String(2000), nullable=True),
+    # Set in the transaction that enqueues the event's messages: routing reads what is unset,
+    # so an event committed after a higher id is routed on the next pass, never skipped.
+    epoch("routed_at"),
     sa.Index(None, "incident_id"),
+    sa.Index(
+        "ix_incident_events_unrouted",
+        "id",
+        sqlite_where=sa.text("routed_at IS NULL"),
+        postgresql_where=sa.text("routed_at IS NULL"),
+    ),
 )
 
 # Every press on every channel, winners and losers alike: append-only.
@@ -131,6 +141,8 @@ actions = sa.Table(
     sa.Column("answer", sa.String(2000), nullable=True),
     sa.Column("host", sa.String(200), nullable=False),
     sa.Column("pid", sa.Integer, nullable=False),
+    # The replica that ran it: once that replica is gone, any other marks the action interrupted.
+    sa.Column("replica", sa.String(200), nullable=True),
     sa.Index(None, "status"),
     sa.Index(None, "kind", "run_id"),
 )

@@ -29,6 +29,8 @@ deliveries = sa.Table(
     epoch("created_at", nullable=False),
     epoch("updated_at", nullable=False),
     sa.Column("claimed_by", sa.String(200), nullable=True),
+    # A claim outlives its call by a margin; after it, only a gone claimer's row is recovered.
+    epoch("claim_until"),
     sa.Column("platform_message_id", sa.String(200), nullable=True),
     sa.Column("error", sa.String(2000), nullable=True),
     sa.Index(None, "status", "next_attempt_at"),

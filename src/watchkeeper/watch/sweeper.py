@@ -12,12 +12,14 @@ from typing import Any
 
 from watchkeeper.clock import Now, utcnow
 from watchkeeper.contract import KindRead, KindSpec
-from watchkeeper.errors import StoreError
+from watchkeeper.errors import LeadershipLost, StoreError
 from watchkeeper.judge import next_deadline
 from watchkeeper.kinds.base import Adapter
 from watchkeeper.store import Store
+from watchkeeper.store.fencing import fenced
 from watchkeeper.store.heartbeats import SweepBeat
 from watchkeeper.store.incidents import Applied, Incident
+from watchkeeper.watch.leader import Leadership
 from watchkeeper.watch.lifecycle import Judged, judge_reads, plan
 from watchkeeper.watch.metrics import SweepMetrics
 from watchkeeper.watch.overview import Overview, build
@@ -45,6 +47,7 @@ class Sweeper:
         clock: Now = utcnow,
         metrics: SweepMetrics | None = None,
         replica: str | None = None,
+        leadership: Leadership | None = None,
     ) -> None:
         self.store = store
         self.adapters = dict(adapters)
@@ -54,13 +57,19 @@ class Sweeper:
         self.notifier = notifier
         self.clock = clock
         self.metrics = metrics or SweepMetrics()
-        self.replica = replica or f"{socket.gethostname()}:{id(self):x}"
+        #: The lease that decides whether this replica sweeps; ``None``: always (a lone process).
+        self.leadership = leadership
+        self.replica = replica or (
+            leadership.replica if leadership else f"{socket.gethostname()}:{id(self):x}"
+        )
         self.latest: SweepResult | None = None
         self._wake_at: datetime | None = None
         self._changed: asyncio.Event | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
-        #: Work the engine does on every sweep before reading (reaping processes, say).
+        #: Work the leader does on every sweep before reading (cold starts, say).
         self.sweep_hooks: list[Callable[[datetime], object]] = []
+        #: Work every replica does on every tick, leader or not (reaping its own processes).
+        self.local_hooks: list[Callable[[datetime], object]] = []
         #: Work done after incidents are recorded (runbooks, say); gets the sweep's result.
         self.after_sweep: list[Callable[[SweepResult], object]] = []
 
@@ -91,7 +100,7 @@ class Sweeper:
         """One sweep. Never raises for a store outage: it is recorded and announced."""
         started = time.perf_counter()
         now = self.clock()
-        await self._run_hooks(self.sweep_hooks, now)
+        await self._run_hooks([*self.local_hooks, *self.sweep_hooks], now)
         reads: tuple[KindRead, ...] = ()
         try:
             live = await asyncio.to_thread(self.store.incidents.live, list(self.adapters))
@@ -190,16 +199,45 @@ class Sweeper:
         """Sweep until ``stop`` is set; a failing sweep is logged and retried next tick."""
         self._loop = asyncio.get_running_loop()
         self._changed = asyncio.Event()
+        if self.leadership is not None:
+            self.leadership.on_change.append(self._leadership_changed)
         while not stop.is_set():
             self._wake_at = None  # a report poked during the sweep leaves its deadline here
-            try:
-                result = await self.sweep()
-            except Exception:
-                log.exception("Unexpected failure in a sweep", extra={"action": "sweep"})
-                result = SweepResult(self.clock(), (), {}, error="unexpected failure")
+            result = await self._pass()
             scheduled, poked = self.next_wake(result), self._wake_at
             self._wake_at = scheduled if poked is None else min(scheduled, poked)
             await self._sleep_until_wake(stop)
+
+    async def _pass(self) -> SweepResult:
+        """A sweep when this replica leads, fenced by its lease; else only this host's own work."""
+        leadership = self.leadership
+        fence = None if leadership is None else leadership.fence
+        if leadership is not None and fence is None:
+            return await self._follow()
+        try:
+            with fenced(fence):
+                return await self.sweep()
+        except LeadershipLost as exc:
+            log.info("Sweep stopped: %s", exc, extra={"action": "sweep"})
+            if leadership is not None and fence is not None:
+                leadership.refused(fence)
+        except Exception:
+            log.exception("Unexpected failure in a sweep", extra={"action": "sweep"})
+        return SweepResult(self.clock(), (), {}, error="unexpected failure")
+
+    async def _follow(self) -> SweepResult:
+        now = self.clock()
+        await self._run_hooks(self.local_hooks, now)
+        reached = self.leadership.reached_at if self.leadership else None
+        if self.health.down_announced and reached is not None:
+            # The database answers again and another replica sweeps: this replica told people
+            # supervision was down, so it is the one to tell them it works again.
+            await self._announce(self.health.succeeded(now))
+        return SweepResult(now, (), {}, error="not the leader")
+
+    def _leadership_changed(self, _leading: bool) -> None:
+        # Sweep (or stop sweeping) now rather than at the end of the current wait.
+        self.poke(self.clock())
 
     async def _sleep_until_wake(self, stop: asyncio.Event) -> None:
         assert self._changed is not None
