@@ -27,6 +27,7 @@ from watchkeeper.notify.channels.base import Channel
 from watchkeeper.notify.ops import OpsNotifier
 from watchkeeper.notify.service import Notifier
 from watchkeeper.store import Store
+from watchkeeper.watch.cluster_view import ClusterView
 from watchkeeper.watch.incidents import IncidentService
 from watchkeeper.watch.leader import Leadership
 from watchkeeper.watch.overview import Overview
@@ -97,6 +98,11 @@ class Runtime:
         """This replica's hold on the leader lease (the sweeper's)."""
         assert self.sweeper.leadership is not None
         return self.sweeper.leadership
+
+    @cached_property
+    def cluster(self) -> ClusterView:
+        """Who leads, which replicas are alive, and whether supervision runs somewhere."""
+        return ClusterView(self.store, self.leadership, self.sweeper.health, self.clock)
 
     @cached_property
     def decider(self) -> Decider:

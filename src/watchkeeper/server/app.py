@@ -18,6 +18,7 @@ from watchkeeper.runtime import Runtime
 from watchkeeper.server import errors
 from watchkeeper.server.deps import Services
 from watchkeeper.server.limits import BodyLimit
+from watchkeeper.server.routes_cluster import router as cluster_router
 from watchkeeper.server.routes_decide import router as decide_router
 from watchkeeper.server.routes_discord import router as discord_router
 from watchkeeper.server.routes_events import router as events_router
@@ -108,6 +109,7 @@ def create_app(
     app.include_router(incidents_router)
     app.include_router(decide_router)
     app.include_router(system_router)
+    app.include_router(cluster_router)
     app.include_router(telegram_router)
     app.include_router(discord_router)
     app.include_router(slack_router)

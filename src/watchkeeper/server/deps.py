@@ -23,6 +23,7 @@ if TYPE_CHECKING:
     from watchkeeper.procs.engine import ProcEngine
     from watchkeeper.queue.service import QueueService
     from watchkeeper.timeline.service import TimelineService
+    from watchkeeper.watch.cluster_view import ClusterView
     from watchkeeper.watch.incidents import IncidentService
     from watchkeeper.watch.overview import Overview
     from watchkeeper.watch.reports import Reports
@@ -42,7 +43,8 @@ class Services(Protocol):
     first steps; ``incidents`` reads incidents, ``reports`` writes push runs;
     ``tokens`` and ``sessions`` are API tokens and dashboard sessions; ``procs``
     the processes this host started; ``queue`` jobs, tasks, leases and
-    runners; ``timeline`` run events and spend.
+    runners; ``timeline`` run events and spend; ``cluster`` the replicas
+    sharing the database and who leads them.
     """
 
     # Read-only members: the runtime holds them as fields and cached properties.
@@ -70,6 +72,8 @@ class Services(Protocol):
     def queue(self) -> QueueService: ...
     @property
     def timeline(self) -> TimelineService: ...
+    @property
+    def cluster(self) -> ClusterView: ...
 
     @property
     def push_kinds(self) -> set[str]:

@@ -19,23 +19,32 @@ router = APIRouter(tags=["system"])
 
 @router.get("/healthz")
 def healthz(request: Request) -> JSONResponse:
-    """200 while sweeps succeed, 503 while they keep failing."""
-    sweeper = services(request).sweeper
-    health = sweeper.health
-    latest = sweeper.latest
+    """200 while supervision runs somewhere; 503 when this replica should not get traffic.
+
+    A follower sweeps nothing, so it is healthy while the database answers and
+    some replica holds a live lease (or lost it less than a lease ago: a
+    failover). The leader is unhealthy while its own sweeps keep failing.
+    """
+    found = services(request)
+    health = found.sweeper.health
+    latest = found.sweeper.latest
+    cluster = found.cluster.health()
     body: dict[str, Any] = {
-        "status": "ok" if health.working else "unhealthy",
+        "status": "ok" if cluster.problem is None else "unhealthy",
         "supervision": {
             "working": health.working,
             "last_ok_at": rfc3339(health.last_ok_at),
             "failing_since": rfc3339(health.failing_since),
             "error": health.last_error,
         },
+        "cluster": cluster.json(),
         "unreadable_kinds": []
         if latest is None
         else [{"kind": r.kind, "error": r.error} for r in latest.reads if not r.readable],
     }
-    return JSONResponse(body, status_code=200 if health.working else 503)
+    if cluster.problem is not None:
+        body["error"] = cluster.problem
+    return JSONResponse(body, status_code=200 if cluster.problem is None else 503)
 
 
 @router.get("/metrics")
