@@ -15,11 +15,12 @@ does, however it ends).
 
 from __future__ import annotations
 
+import asyncio
 import threading
 from collections import Counter
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator, Awaitable, Iterator
 from contextlib import contextmanager
-from typing import Any
+from typing import Any, TypeVar
 
 from fastapi import FastAPI, HTTPException
 from fastapi.responses import StreamingResponse
@@ -33,6 +34,27 @@ PER_TOKEN = 8
 TOTAL = 64
 #: What a refused client is told to wait before asking again, in seconds.
 RETRY_AFTER_S = 5
+
+T = TypeVar("T")
+
+
+async def unless_set(stopping: asyncio.Event, waiting: Awaitable[T]) -> T | None:
+    """``waiting``'s result, or ``None`` at once when ``stopping`` is set first (it is cancelled).
+
+    A held request races the server's stop with this, so a stopping server
+    answers it now (the client asks again, of another replica) instead of
+    holding its exit for the whole wait.
+    """
+    work = asyncio.ensure_future(waiting)
+    stop = asyncio.ensure_future(stopping.wait())
+    try:
+        done, _ = await asyncio.wait({work, stop}, return_when=asyncio.FIRST_COMPLETED)
+    finally:
+        stop.cancel()
+    if work in done:
+        return work.result()
+    work.cancel()
+    return None
 
 
 class Hold:

@@ -20,7 +20,14 @@ from watchkeeper.errors import InvalidInput
 from watchkeeper.server.auth import admin, reporter, viewer
 from watchkeeper.server.deps import made_once, services
 from watchkeeper.server.fields import Line, Text
-from watchkeeper.server.longpoll import RETRY_AFTER_S, Hold, LongWaits, long_waits_of
+from watchkeeper.server.longpoll import (
+    RETRY_AFTER_S,
+    Hold,
+    LongWaits,
+    long_waits_of,
+    unless_set,
+)
+from watchkeeper.server.routes_events import stopping_of
 from watchkeeper.server.routes_runs import ERRORS
 from watchkeeper.server.schemas import STEP_MAX, OriginIn, Progress, RunId, ShortText
 
@@ -217,7 +224,10 @@ async def wait(
     """
     engine = services(request).procs
     async with long_waits_of(request.app).acquire(token.id):
-        run = await engine.wait_async(run_id, timeout_s=timeout_s)
+        waited = engine.wait_async(run_id, timeout_s=timeout_s)
+        run = await unless_set(stopping_of(request.app), waited)
+    if run is None:  # the server is stopping: answer with the run as it is now
+        run = await asyncio.to_thread(engine.refresh, run_id)
     return await asyncio.to_thread(engine.describe, run)
 
 

@@ -16,7 +16,8 @@ from watchkeeper.queue.views import task_json
 from watchkeeper.redact import redact, redact_bytes, whole_lines
 from watchkeeper.server.deps import services
 from watchkeeper.server.fields import INT64_MAX
-from watchkeeper.server.longpoll import held_stream
+from watchkeeper.server.longpoll import held_stream, unless_set
+from watchkeeper.server.routes_events import stopping_of
 from watchkeeper.server.schemas import RunId
 from watchkeeper.server.web import charts
 from watchkeeper.server.web.common import acting_form, answer, local_path, page
@@ -255,8 +256,11 @@ async def follow_log(
         at = start
         loop = asyncio.get_running_loop()
         ends_at = loop.time() + STREAM_S
+        stopping = stopping_of(request.app)
         yield "retry: 1000\n\n"
-        while loop.time() < ends_at and not await request.is_disconnected():
+        while (
+            loop.time() < ends_at and not stopping.is_set() and not await request.is_disconnected()
+        ):
             try:
                 chunk, ended, status = await asyncio.to_thread(_read_from, request, run_id, at)
             except NotFound:
@@ -274,7 +278,8 @@ async def follow_log(
             if ended:
                 yield _sse("end", status)
                 return
-            await asyncio.sleep(LOG_POLL_S)
+            # A stopping server ends the stream now; the page resumes it from the event id.
+            await unless_set(stopping, asyncio.sleep(LOG_POLL_S))
 
     # A held request: it counts against the token's and the server's caps.
     return held_stream(
