@@ -83,7 +83,8 @@ class Decider:
     """Decides incidents for every channel through one function.
 
     ``adapters`` is read at every press, so a kind added to the mapping later
-    is acted on too; ``admins`` says which chat users may act.
+    is acted on too; ``admins`` says which chat users may act; ``replica``
+    names this replica in the action journal.
     """
 
     def __init__(
@@ -93,6 +94,8 @@ class Decider:
         admins: AdminsConfig,
         clock: Now,
         diagnoser: Diagnoser,
+        *,
+        replica: str | None = None,
     ) -> None:
         self.store = store
         self.adapters = adapters
@@ -100,6 +103,8 @@ class Decider:
         self.clock = clock
         self.diagnoser = diagnoser
         self.host = socket.gethostname()
+        #: Journalled with each action, so other replicas recover it once this one is gone.
+        self.replica = replica
 
     def offered(self, incident: Incident, run: RunView | None = None) -> list[Action]:
         """The buttons ``incident`` shows now."""
@@ -187,6 +192,7 @@ class Decider:
             host=self.host,
             pid=os.getpid(),
             resolution=f"dismissed by {actor.name}" if action is Action.DISMISS else None,
+            replica=self.replica,
         )
         result = self.store.decisions.claim(claim, incident.key.kind, incident.key.run_id, now)
         if not result.won:

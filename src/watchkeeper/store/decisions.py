@@ -72,6 +72,8 @@ class ActionRecord:
     answer: str | None
     host: str
     pid: int
+    #: The replica that ran it; ``None`` on rows written before replicas were named.
+    replica: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -88,6 +90,7 @@ class Claim:
     host: str
     pid: int
     resolution: str | None = None
+    replica: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -164,6 +167,7 @@ class DecisionStore(Accessor):
                             started_at=at,
                             host=claim.host,
                             pid=claim.pid,
+                            replica=claim.replica[:200] if claim.replica else None,
                         )
                         .returning(actions.c.id)
                     ).scalar_one()
