@@ -7,6 +7,7 @@ only the entry points (``server/``, ``cli/``) import this module.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from functools import cached_property
@@ -19,7 +20,7 @@ from watchkeeper.clock import Now, utcnow
 from watchkeeper.config import Settings
 from watchkeeper.decide.decider import Decider
 from watchkeeper.decide.diagnose import Diagnoser
-from watchkeeper.decide.journal import recover_interrupted
+from watchkeeper.decide.journal import recover_abandoned, recover_interrupted
 from watchkeeper.decide.runbooks import Runbooks
 from watchkeeper.kinds import registry
 from watchkeeper.kinds.base import AdapterContext
@@ -86,6 +87,12 @@ class Runtime:
         runtime.procs.reconcile_startup()  # hooks left firing become maybe_fired, never refired
         sweeper.local_hooks.append(runtime.procs.sweep)  # each replica reaps its own host's runs
         sweeper.sweep_hooks.append(runtime.queue.sweep)
+        # The leader marks actions of replicas that are gone, without waiting for a restart.
+        sweeper.sweep_hooks.append(
+            functools.partial(
+                recover_abandoned, store, within=leadership.live_within, replica=leadership.replica
+            )
+        )
         return runtime
 
     def start_decisions(self) -> None:
@@ -109,7 +116,14 @@ class Runtime:
         """Decides incidents for every channel."""
         adapters = self.sweeper.adapters
         diagnoser = Diagnoser(adapters, self.settings.diagnose, self.clock)
-        return Decider(self.store, adapters, self.settings.admins, self.clock, diagnoser)
+        return Decider(
+            self.store,
+            adapters,
+            self.settings.admins,
+            self.clock,
+            diagnoser,
+            replica=self.leadership.replica,
+        )
 
     @cached_property
     def runbooks(self) -> Runbooks:
