@@ -174,6 +174,10 @@ class Client:
         """One push run."""
         return self.request_object("GET", f"/api/v1/runs/{kind}/{run_id}")
 
+    def replicas(self) -> dict[str, Any]:
+        """The replicas sharing the server's database: each one's heartbeat, and who leads."""
+        return self.request_object("GET", "/api/v1/replicas")
+
     def close(self) -> None:
         """Close the connection pool."""
         self._http.close()

@@ -15,8 +15,8 @@ from watchkeeper import Client
 PACKAGE = ["Client", "__version__"]
 
 CLIENT = [
-    "close", "fail", "finish", "get_run", "heartbeat", "progress", "request", "request_object",
-    "request_when_free", "run", "runs", "start", "waiting",
+    "close", "fail", "finish", "get_run", "heartbeat", "progress", "replicas", "request",
+    "request_object", "request_when_free", "run", "runs", "start", "waiting",
 ]  # fmt: skip
 CLIENT_ATTRIBUTES = [
     "incidents",

@@ -7,7 +7,7 @@ import traceback
 
 import typer
 
-from watchkeeper.cli import db, demo, incidents, report, runs, serve, token
+from watchkeeper.cli import db, demo, incidents, replicas, report, runs, serve, token
 from watchkeeper.cli import procs as procs_cli
 from watchkeeper.cli import queue as queue_cli
 from watchkeeper.cli import timeline as timeline_cli
@@ -37,6 +37,7 @@ def _global(
 app.command("serve")(serve.serve)
 app.command("demo")(demo.demo)
 app.command("runs")(runs.runs)
+app.command("replicas")(replicas.replicas)
 app.add_typer(report.app, name="report")
 app.add_typer(token.app, name="token")
 app.add_typer(db.app, name="db")
