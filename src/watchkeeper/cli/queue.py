@@ -217,7 +217,14 @@ def runner(
         help="an environment variable tasks get beyond PATH, HOME, LANG, LC_*, TZ, TMPDIR, "
         "USER, LOGNAME, SHELL, TERM (repeat for more); the runner's token never reaches a task",
     ),
-    server: str | None = SERVER,
+    servers: list[str] = typer.Option(
+        [],
+        "--server",
+        envvar="WATCHKEEPER_URL",
+        metavar="URL",
+        help="a server's URL; repeat it or separate URLs with commas to name several replicas "
+        "of one server: the runner uses one and moves to the next when it is down",
+    ),
     token: str | None = TOKEN,
 ) -> None:
     """Serve a fleet: lease its tasks, run each as a subprocess, report the outcome."""
@@ -226,6 +233,7 @@ def runner(
     import threading
 
     from watchkeeper import logsafety
+    from watchkeeper.client_failover import FailoverClient, split_urls
     from watchkeeper.queue.runner import RunnerDaemon, RunnerOptions
     from watchkeeper.queue.task_env import check_pass_env
 
@@ -238,7 +246,11 @@ def runner(
     stop = threading.Event()
     for signum in (signal.SIGTERM, signal.SIGINT):
         signal.signal(signum, lambda *_: stop.set())
-    with connect(server, token) as client:
+    urls = split_urls(servers)
+    client = (
+        FailoverClient(urls, token) if len(urls) > 1 else connect(next(iter(urls), None), token)
+    )
+    with client:
         daemon = RunnerDaemon.open(client, options)
         try:
             runner_id = daemon.register()

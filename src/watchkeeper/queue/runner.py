@@ -21,6 +21,10 @@ A task's outcome is reported under its lease token; a report the server
 cannot take (the lease is gone) is logged and dropped, never retried as if
 it were ours. On stop, running subprocesses are aborted and the server takes
 the leases back.
+
+Given several replicas' URLs, the client is a
+:class:`~watchkeeper.client_failover.FailoverClient`: a replica that dies
+takes no lease with it, since the next renewal goes to another replica.
 """
 
 from __future__ import annotations
@@ -43,6 +47,7 @@ if TYPE_CHECKING:
     import subprocess
 
     from watchkeeper.client import Client
+    from watchkeeper.client_failover import FailoverClient
     from watchkeeper.procs.engine import ProcEngine
 
 log = logging.getLogger(__name__)
@@ -90,7 +95,7 @@ class RunnerDaemon:
 
     def __init__(
         self,
-        client: Client,
+        client: Client | FailoverClient,
         options: RunnerOptions,
         engine: ProcEngine,
         clock: Clock | None = None,
@@ -105,7 +110,7 @@ class RunnerDaemon:
 
     @classmethod
     def open(
-        cls, client: Client, options: RunnerOptions, clock: Clock | None = None
+        cls, client: Client | FailoverClient, options: RunnerOptions, clock: Clock | None = None
     ) -> RunnerDaemon:
         """A daemon with its own process store in ``options.data_dir``."""
         from watchkeeper.procs.engine import ProcEngine
