@@ -10,12 +10,15 @@
 - Every delivery's dedup key is the event, the place and the purpose, so
   routing the same event twice (after a crash, or on two replicas) enqueues
   nothing new.
+- An event is routed once its deliveries are queued: both happen in one
+  transaction, and routing reads the events not yet marked, whatever order
+  their transactions committed in.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from datetime import datetime, timedelta
+from datetime import datetime
 
 from watchkeeper.config import KindConfig, OpsConfig
 from watchkeeper.contract import Action
@@ -30,8 +33,6 @@ from watchkeeper.store.outbox import DeliveryStatus, NewDelivery
 CHAT_PLATFORMS = frozenset({"telegram", "discord", "slack"})
 #: Platforms whose cards keep their buttons once decided; a later press is told who won.
 KEEPS_BUTTONS = frozenset({"slack"})
-#: On start, events this recent are routed again (dedup keys make it safe).
-CATCH_UP = timedelta(days=1)
 _NOTES = {"runbook", "action_failed", "action_interrupted"}
 
 
@@ -45,7 +46,7 @@ def parse_place(entry: str) -> Target:
 
 
 class Router:
-    """Turns new incident events into deliveries; keeps its place in the event stream.
+    """Turns incident events not yet routed into deliveries, and marks them routed.
 
     ``decider`` says which buttons a card offers; ``ops`` where work with no
     chat is reported; ``kinds`` which kinds report their own alerts.
@@ -64,7 +65,6 @@ class Router:
         self.ops = ops
         self.kinds = kinds
         self.channels = frozenset(channels)
-        self.cursor: int | None = None
 
     def targets(self, incident: Incident) -> list[Target]:
         """Where this incident's messages go."""
@@ -75,25 +75,23 @@ class Router:
         return [parse_place(entry) for entry in self.ops.channels]
 
     def route(self, now: datetime, limit: int = 500) -> int:
-        """Route every event not yet routed; returns how many deliveries were enqueued."""
-        since = now - CATCH_UP if self.cursor is None else None
-        events = self.store.incidents.events_after(self.cursor or 0, limit, since)
+        """Route up to ``limit`` events not yet routed, oldest first; returns how many
+        deliveries were enqueued."""
+        events = self.store.incidents.unrouted(limit)
+        if not events:
+            return 0
         incidents: dict[int, Incident] = {}
         items = []
         for event_id, incident_id, event in events:
             incident = incidents.get(incident_id) or self._incident(incident_id)
             if incident is None:
-                continue
+                continue  # deleted since: marked routed below, with nothing to say
             incidents[incident_id] = incident
             items.extend(self._deliveries(event_id, incident, event))
-        # One transaction for the whole pass: enqueueing is idempotent, so a crash here only
-        # means the next pass (or the next start's catch-up) enqueues the same keys.
-        created = len(self.store.outbox.enqueue(items, now))
-        if events:
-            self.cursor = events[-1][0]
-        elif self.cursor is None:
-            self.cursor = 0
-        return created
+        # Queue and mark in one transaction: a crash before it leaves the events unrouted for
+        # the next pass, and dedup keys make a second routing (another replica) enqueue nothing.
+        ids = [event_id for event_id, _, _ in events]
+        return self.store.incidents.mark_routed(ids, items, now)
 
     def _incident(self, incident_id: int) -> Incident | None:
         try:

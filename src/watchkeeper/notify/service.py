@@ -61,8 +61,7 @@ class Notifier:
                 return total
 
     def _more_events(self) -> bool:
-        cursor = self.router.cursor or 0
-        return bool(self.store.incidents.events_after(cursor, 1))
+        return bool(self.store.incidents.unrouted(1))
 
     async def deliver_due(self, limit: int = 200) -> int:
         """Send due deliveries (at most ``limit``); returns how many calls were made."""

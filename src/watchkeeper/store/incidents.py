@@ -6,14 +6,37 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from enum import StrEnum
-from typing import Any
+from typing import Any, Protocol
 
 from sqlalchemy import ColumnElement, Connection, Row, func, insert, select, update
+from sqlalchemy.dialects import postgresql, sqlite
 
 from watchkeeper.clock import from_epoch, to_epoch
 from watchkeeper.errors import NotFound
 from watchkeeper.store.base import Accessor, record_from_row
+from watchkeeper.store.listen import announce
 from watchkeeper.store.schema import incident_events, incidents
+from watchkeeper.store.schema_notify import deliveries
+
+#: A new delivery's first status (the outbox's ``pending``).
+_PENDING = "pending"
+
+
+class Queued(Protocol):
+    """A delivery to enqueue, as the outbox's ``NewDelivery`` holds it."""
+
+    @property
+    def dedup_key(self) -> str: ...
+    @property
+    def incident_id(self) -> int | None: ...
+    @property
+    def purpose(self) -> str: ...
+    @property
+    def channel(self) -> str: ...
+    @property
+    def target(self) -> dict[str, Any]: ...
+    @property
+    def payload(self) -> dict[str, Any]: ...
 
 
 class IncidentStatus(StrEnum):
@@ -261,6 +284,7 @@ class IncidentStore(Accessor):
                 for i, o in zip(ids, openings, strict=True)
             ],
         )
+        announce(conn)
         return ids
 
     def _reopen(
@@ -374,6 +398,47 @@ class IncidentStore(Accessor):
             (r.id, r.incident_id, IncidentEvent(from_epoch(r.at), r.type, r.detail)) for r in rows
         ]
 
+    def unrouted(self, limit: int = 500) -> Sequence[tuple[int, int, IncidentEvent]]:
+        """History lines not yet routed, oldest first: ``(event id, incident id, event)``.
+
+        Read by the durable mark, not by an id cursor: an event whose transaction
+        commits after a higher id's is still unrouted, and is read on the next pass.
+        """
+        statement = (
+            select(incident_events)
+            .where(incident_events.c.routed_at.is_(None))
+            .order_by(incident_events.c.id)
+            .limit(limit)
+        )
+        with self._read("reading unrouted incident events") as conn:
+            rows = conn.execute(statement).all()
+        return [
+            (r.id, r.incident_id, IncidentEvent(from_epoch(r.at), r.type, r.detail)) for r in rows
+        ]
+
+    def mark_routed(self, event_ids: Sequence[int], items: Sequence[Queued], now: datetime) -> int:
+        """Enqueue ``items`` and mark ``event_ids`` routed, in one transaction; how many
+        deliveries were new.
+
+        A delivery whose dedup key is already queued is skipped, so routing an
+        event again (another replica, or a crash before the mark) sends nothing twice.
+        """
+        at = to_epoch(now)
+        created = 0
+        with self._write("routing incident events") as conn:
+            if items:
+                created = _enqueue(conn, items, at)
+            for chunk in range(0, len(event_ids), 500):
+                conn.execute(
+                    update(incident_events)
+                    .where(
+                        incident_events.c.id.in_(event_ids[chunk : chunk + 500]),
+                        incident_events.c.routed_at.is_(None),
+                    )
+                    .values(routed_at=at)
+                )
+        return created
+
     def count_by_status(self) -> dict[str, int]:
         """How many incidents there are in each status."""
         statement = select(incidents.c.status, func.count()).group_by(incidents.c.status)
@@ -387,3 +452,24 @@ def _event(conn: Connection, incident_id: int, at: float, event_type: str, detai
             incident_id=incident_id, at=at, type=event_type, detail=detail[:2000]
         )
     )
+    announce(conn)
+
+
+def _enqueue(conn: Connection, items: Sequence[Queued], at: float | None) -> int:
+    """Insert the deliveries whose dedup key is new; how many were."""
+    dialect = postgresql if conn.dialect.name == "postgresql" else sqlite
+    rows = [
+        {
+            "dedup_key": item.dedup_key[:300], "incident_id": item.incident_id,
+            "purpose": item.purpose, "channel": item.channel, "target": item.target,
+            "payload": item.payload, "status": _PENDING, "attempts": 0,
+            "next_attempt_at": at, "created_at": at, "updated_at": at,
+        }
+        for item in items
+    ]  # fmt: skip
+    statement = (
+        dialect.insert(deliveries)
+        .on_conflict_do_nothing(index_elements=[deliveries.c.dedup_key])
+        .returning(deliveries.c.id)
+    )
+    return len(conn.execute(statement, rows).scalars().all())

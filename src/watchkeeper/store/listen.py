@@ -1,0 +1,175 @@
+"""Wake-ups across replicas: PostgreSQL's LISTEN/NOTIFY on one channel.
+
+A transaction that writes an incident event also notifies
+:data:`CHANNEL` (PostgreSQL delivers it at commit, and only then). A
+:class:`Listener` holds one connection of its own that listens, and calls
+its callbacks on every notification, so a loop or a stream on any replica
+wakes at once instead of at its next poll. Polling stays: a notification
+is a hint, never the only way a change is found. On SQLite there is one
+process per file and nothing to listen to; the listener does nothing.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import select
+import socket
+import threading
+from collections.abc import Callable
+from typing import Any
+
+import psycopg
+from psycopg.pq import ConnStatus
+from sqlalchemy import Connection, Engine, text
+
+from watchkeeper.backoff import EQUAL_JITTER, backoff_delay
+from watchkeeper.store.engine import is_sqlite
+
+log = logging.getLogger(__name__)
+#: The one channel incident events are announced on.
+CHANNEL = "watchkeeper_events"
+#: Reconnecting after a lost connection waits from this long ...
+RETRY_INITIAL_S = 0.5
+#: ... up to this long.
+RETRY_CAP_S = 30.0
+#: How long stop() waits for the thread.
+STOP_TIMEOUT_S = 5.0
+_ANNOUNCED = "watchkeeper_announced_in"
+
+
+def announce(conn: Connection) -> None:
+    """Notify :data:`CHANNEL` when the transaction on ``conn`` commits (PostgreSQL only).
+
+    Once per transaction: PostgreSQL folds equal notifications of one
+    transaction into one anyway, so a second call would only cost a round trip.
+    """
+    if conn.dialect.name != "postgresql":
+        return
+    transaction = conn.get_transaction()
+    if transaction is not None and conn.info.get(_ANNOUNCED) is transaction:
+        return
+    conn.info[_ANNOUNCED] = transaction
+    conn.execute(text("SELECT pg_notify(:channel, '')"), {"channel": CHANNEL})
+
+
+class Listener:
+    """Calls its callbacks whenever :data:`CHANNEL` is notified, from a daemon thread.
+
+    The thread keeps one connection of its own; when it drops, the thread
+    reconnects with backoff and calls the callbacks once it listens again
+    (anything written meanwhile went unannounced). Callbacks run on the
+    listener's thread: they must be quick and thread-safe (set an event,
+    schedule work on a loop).
+    """
+
+    def __init__(self, engine: Engine, *, channel: str = CHANNEL) -> None:
+        self._engine = engine
+        self._channel = channel
+        self._callbacks: list[Callable[[], None]] = []
+        self._lock = threading.Lock()
+        self._stopping = threading.Event()
+        self._thread: threading.Thread | None = None
+        self._backend_pid: int | None = None
+        self._wake_r, self._wake_w = socket.socketpair()
+        self._wake_r.setblocking(False)
+
+    def add(self, callback: Callable[[], None]) -> None:
+        """Call ``callback`` (with no arguments) on every notification."""
+        with self._lock:
+            self._callbacks.append(callback)
+
+    @property
+    def backend_pid(self) -> int | None:
+        """The server process of the listening connection, while it listens."""
+        return self._backend_pid
+
+    @property
+    def listening(self) -> bool:
+        """Whether a connection is listening now."""
+        return self._backend_pid is not None
+
+    def start(self) -> None:
+        """Start listening (on SQLite: nothing to do)."""
+        if is_sqlite(self._engine) or self._thread is not None:
+            return
+        self._thread = threading.Thread(target=self._run, name="watchkeeper-listener", daemon=True)
+        self._thread.start()
+
+    def stop(self) -> None:
+        """Stop listening and close the connection; returns once the thread has ended."""
+        self._stopping.set()
+        with contextlib.suppress(OSError):  # already closed: a second stop
+            self._wake_w.send(b"x")
+        thread = self._thread
+        if thread is not None:
+            thread.join(STOP_TIMEOUT_S)
+            if thread.is_alive():  # still connecting: it ends on its own, and needs its socket
+                return
+        self._wake_r.close()
+        self._wake_w.close()
+
+    def _run(self) -> None:
+        attempt = 0
+        while not self._stopping.is_set():
+            try:
+                with self._connect() as conn:
+                    conn.execute(f'LISTEN "{self._channel}"')
+                    attempt = 0
+                    self._fire()
+                    self._backend_pid = conn.info.backend_pid
+                    self._serve(conn)
+            except psycopg.Error as exc:
+                if not self._stopping.is_set():
+                    log.warning(
+                        "Listening for database notifications failed: %s; retrying",
+                        str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc),
+                        extra={"action": "listen"},
+                    )
+            finally:
+                self._backend_pid = None
+            delay = backoff_delay(
+                attempt, initial=RETRY_INITIAL_S, cap=RETRY_CAP_S, jitter=EQUAL_JITTER
+            )
+            attempt += 1
+            self._stopping.wait(delay)
+
+    def _connect(self) -> psycopg.Connection[Any]:
+        _, params = self._engine.dialect.create_connect_args(self._engine.url)
+        params.pop("context", None)
+        # Keepalives make a silently dropped network path end the wait with an error.
+        return psycopg.connect(
+            **params,
+            autocommit=True,
+            application_name="watchkeeper-listener",
+            connect_timeout=10,
+            keepalives=1,
+            keepalives_idle=30,
+            keepalives_interval=10,
+            keepalives_count=3,
+        )
+
+    def _serve(self, conn: psycopg.Connection[Any]) -> None:
+        pgconn = conn.pgconn
+        while not self._stopping.is_set():
+            wake = self._wake_r.fileno()
+            ready, _, _ = select.select([pgconn.socket, wake], [], [])
+            if wake in ready:
+                return
+            pgconn.consume_input()
+            heard = False
+            while pgconn.notifies() is not None:
+                heard = True
+            if pgconn.status != ConnStatus.OK:
+                raise psycopg.OperationalError("the listening connection was closed")
+            if heard:
+                self._fire()
+
+    def _fire(self) -> None:
+        with self._lock:
+            callbacks = list(self._callbacks)
+        for callback in callbacks:
+            try:
+                callback()
+            except Exception:  # one callback's bug must not silence the others
+                log.exception("A notification callback failed", extra={"action": "listen"})
