@@ -1,0 +1,493 @@
+"""Several ``watchkeeper serve`` replicas on one PostgreSQL: stalls to cards per second, and
+the time a new leader takes over after the old one is killed.
+
+What it measures, with real ``watchkeeper serve`` processes (each its own data
+folder and port, one PostgreSQL schema of the benchmark's own, created and
+dropped by it, ``check_interval_s`` from ``--check-interval``), all on this
+machine's cores:
+
+1. **Stalls to cards**, with 1, 2 and 3 replicas (``--replicas``): ``--stalls``
+   push runs are started over the API, spread over the replicas, each from its
+   own Telegram chat, all with the same ``started_at`` and ``--budget``, so they
+   all stall at one instant. The leader sweeps and routes; every replica
+   delivers. Cards go to a bare Telegram-shaped platform in a process of its own
+   (``sendMessage`` answered at once), which notes when each card arrived and in
+   which chat. Figures: cards/s from the stall instant to the last card, cards/s
+   from the first card to the last, stall-to-card latency, cards per stall (must
+   be exactly 1; duplicates and missing cards are printed), and which replica
+   sent how many.
+2. **Failover**, with 3 replicas: ``--kills`` times, the lease holder (read from
+   ``cluster_lease``; the pid is in the replica's name ``host:pid:hex``) is killed
+   with SIGKILL, ``cluster_lease`` is polled every 20 ms until another replica
+   holds it with a higher epoch, and the killed replica is started again.
+   Figures: p50/p99/max of kill to new holder, against the bound 2 x
+   ``check_interval_s``.
+
+Run::
+
+    .venv/bin/python bench/scaleout.py --kills 20 --json scaleout.json
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import itertools
+import json
+import multiprocessing
+import os
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from collections import Counter
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import httpx
+from sqlalchemy import Engine, create_engine, text
+
+import _common as common
+
+BOT_TOKEN = "123456:bench-token"
+POLL_S = 0.02
+KIND = "crawl"
+
+
+# -- the platform -----------------------------------------------------------------------------
+
+
+def serve_telegram(conn: Any) -> None:
+    """A bare Telegram Bot API answer from raw asyncio streams; notes each ``sendMessage``.
+
+    It runs in a process of its own so that its work does not share an interpreter with
+    the benchmark's polling. Wall-clock times are noted so they compare with ``started_at``.
+    """
+    counter = itertools.count(1)
+    sent: list[tuple[float, str]] = []
+
+    async def handle(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        try:
+            while True:
+                head = await reader.readuntil(b"\r\n\r\n")
+                length = 0
+                for line in head.split(b"\r\n"):
+                    if line.lower().startswith(b"content-length:"):
+                        length = int(line.split(b":")[1])
+                raw = await reader.readexactly(length)
+                path = head.split(b" ", 2)[1].decode()
+                result: dict[str, Any]
+                if path.endswith("/sendMessage"):
+                    chat = str(json.loads(raw)["chat_id"])
+                    sent.append((time.time(), chat))
+                    result = {"message_id": next(counter), "chat": {"id": int(chat)}}
+                elif path.endswith("/getMe"):
+                    result = {"id": 1, "is_bot": True, "username": "bench_bot"}
+                else:
+                    result = {}
+                body = json.dumps({"ok": True, "result": result}).encode()
+                writer.write(
+                    b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n"
+                    + f"Content-Length: {len(body)}\r\n\r\n".encode()
+                    + body
+                )
+                await writer.drain()
+        except (asyncio.IncompleteReadError, ConnectionError):
+            writer.close()
+
+    async def main() -> None:
+        server = await asyncio.start_server(handle, "127.0.0.1", 0, backlog=512)
+        conn.send(f"http://127.0.0.1:{server.sockets[0].getsockname()[1]}")
+        await asyncio.to_thread(conn.recv)
+        conn.send(sent)
+        server.close()
+
+    asyncio.run(main())
+
+
+# -- replicas ---------------------------------------------------------------------------------
+
+
+class Replica:
+    """One ``watchkeeper serve`` process with its own data folder; started again on demand."""
+
+    def __init__(self, folder: Path, db_url: str, check_interval_s: float, platform: str) -> None:
+        folder.mkdir()
+        self.folder = folder
+        self.config = folder / "watchkeeper.toml"
+        telegram = f'[telegram]\nbot_token = "{BOT_TOKEN}"\nbase_url = "{platform}"\n'
+        self.config.write_text(
+            f'data_dir = "{folder / "data"}"\n'
+            f'database_url = "{db_url}"\n'
+            f"check_interval_s = {check_interval_s}\n" + (telegram if platform else ""),
+            encoding="utf-8",
+        )
+        self.starts = 0
+        self.process: subprocess.Popen[bytes] | None = None
+        self.url = ""
+
+    def start(self) -> None:
+        """Start ``watchkeeper serve`` on a free port, logging to a file of this start's own."""
+        port = common.free_port()
+        self.url = f"http://127.0.0.1:{port}"
+        self.starts += 1
+        self.log = self.folder / f"serve-{self.starts}.log"
+        with self.log.open("wb") as out:
+            self.process = subprocess.Popen(
+                [*cli(self.config), "serve", "--port", str(port)],
+                stdout=out,
+                stderr=subprocess.STDOUT,
+                env=clean_env(),
+            )
+
+    @property
+    def pid(self) -> int:
+        """The process id of the running start."""
+        assert self.process is not None
+        return self.process.pid
+
+    def healthy(self) -> bool:
+        """Whether ``/healthz`` answers 200; a replica that exited is an error."""
+        assert self.process is not None
+        if self.process.poll() is not None:
+            raise RuntimeError(f"a replica exited early:\n{self.log.read_text(errors='replace')}")
+        try:
+            return httpx.get(self.url + "/healthz", timeout=2).status_code == 200
+        except httpx.HTTPError:
+            return False
+
+    def kill(self) -> None:
+        """SIGKILL: no goodbye, the lease is left to lapse."""
+        assert self.process is not None
+        self.process.send_signal(signal.SIGKILL)
+        self.process.wait()
+
+    def stop(self) -> None:
+        """SIGINT, then SIGKILL if it does not end within 20 s."""
+        if self.process is None or self.process.poll() is not None:
+            return
+        self.process.send_signal(signal.SIGINT)
+        try:
+            self.process.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            self.kill()
+
+
+def cli(config: Path) -> list[str]:
+    """The ``watchkeeper`` command line with this configuration."""
+    return [sys.executable, "-m", "watchkeeper", "--config", str(config)]
+
+
+def clean_env() -> dict[str, str]:
+    """This environment without settings that would override the configuration file."""
+    env = dict(os.environ)
+    env.pop("WATCHKEEPER_DATABASE_URL", None)
+    env.pop("WATCHKEEPER_CONFIG", None)
+    return env
+
+
+def until(what: str, check: Any, timeout: float) -> Any:
+    """Poll ``check`` every 20 ms until it returns something true; fail after ``timeout``."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        result = check()
+        if result:
+            return result
+        time.sleep(POLL_S)
+    raise RuntimeError(f"timed out after {timeout:.0f} s waiting for {what}")
+
+
+def lease(engine: Engine) -> tuple[str | None, int]:
+    """The leader lease: holder and epoch (no holder before the first replica takes it)."""
+    with engine.connect() as conn:
+        row = conn.execute(
+            text("SELECT holder, epoch FROM cluster_lease WHERE name = 'leader'")
+        ).first()
+    return (None, 0) if row is None else (row.holder, int(row.epoch))
+
+
+def pid_of(holder: str) -> int:
+    """The process id in a replica's name ``host:pid:hex``."""
+    return int(holder.rsplit(":", 2)[1])
+
+
+def start_all(replicas: list[Replica], engine: Engine) -> None:
+    """Start the replicas and wait until all answer and one of them leads."""
+    for replica in replicas:
+        replica.start()
+    for replica in replicas:
+        until("a replica to answer /healthz", replica.healthy, 60)
+    pids = {replica.pid for replica in replicas}
+    until(
+        "a replica of this run to hold the lease",
+        lambda: (holder := lease(engine)[0]) is not None and pid_of(holder) in pids,
+        60,
+    )
+
+
+# -- 1. stalls to cards -----------------------------------------------------------------------
+
+
+def throughput(count: int, args: argparse.Namespace) -> common.Figures:
+    """``args.stalls`` runs stall at one instant with ``count`` replicas; their cards arrive."""
+    ours, theirs = multiprocessing.get_context("fork").Pipe()
+    receiver = multiprocessing.get_context("fork").Process(target=serve_telegram, args=(theirs,))
+    receiver.start()
+    platform = ours.recv()
+    try:
+        with (
+            tempfile.TemporaryDirectory(prefix="wk-scaleout-") as folder,
+            common.database("postgresql", Path(folder)) as url,
+        ):
+            replicas = [
+                Replica(Path(folder) / f"r{i}", url, args.check_interval, platform)
+                for i in range(count)
+            ]
+            token = common.create_token(replicas[0].config)
+            engine = create_engine(url)
+            try:
+                start_all(replicas, engine)
+                figures = _stall_and_deliver(replicas, engine, token, args)
+            finally:
+                for replica in replicas:
+                    replica.stop()
+                engine.dispose()
+    finally:
+        ours.send("stop")
+        sent: list[tuple[float, str]] = ours.recv()
+        receiver.join(timeout=30)
+    return _card_figures(figures, sent, args.stalls)
+
+
+def _stall_and_deliver(
+    replicas: list[Replica], engine: Engine, token: str, args: argparse.Namespace
+) -> common.Figures:
+    started_at = datetime.now(UTC)
+    headers = {"Authorization": f"Bearer {token}"}
+    clients = [httpx.Client(base_url=r.url, headers=headers, timeout=30) for r in replicas]
+    try:
+        for i in range(args.stalls):
+            response = clients[i % len(clients)].post(
+                "/api/v1/runs",
+                json={
+                    "kind": KIND,
+                    "run_id": f"stall-{i}",
+                    "title": f"stall {i}",
+                    "origin": {"platform": "telegram", "chat_id": str(100_000 + i)},
+                    "effects": "none",
+                    "budget_s": args.budget,
+                    # the owner stays alive all along: the verdict is stalled, never lost
+                    "lease_s": 3600,
+                    "started_at": started_at.isoformat(),
+                },
+            )
+            response.raise_for_status()
+    finally:
+        for client in clients:
+            client.close()
+    posted_s = (datetime.now(UTC) - started_at).total_seconds()
+    stall_at = started_at.timestamp() + args.budget
+
+    def settled() -> list[Any] | None:
+        with engine.connect() as conn:
+            rows = conn.execute(
+                text("SELECT status, claimed_by FROM deliveries WHERE purpose = 'card'")
+            ).all()
+        busy = any(row.status in ("pending", "sending") for row in rows)
+        return rows if len(rows) >= args.stalls and not busy else None
+
+    rows = until("every card to be settled", settled, args.budget + 120 + args.stalls / 5)
+    return {
+        "replicas": len(replicas),
+        "posting_s": posted_s,
+        "stalled_while_posting": posted_s > args.budget,
+        "stall_at": stall_at,
+        "delivery_rows": dict(Counter(row.status for row in rows)),
+        "sent_by_replica": sorted(
+            Counter(row.claimed_by for row in rows if row.status == "sent").values(),
+            reverse=True,
+        ),
+    }
+
+
+def _card_figures(
+    figures: common.Figures, sent: list[tuple[float, str]], stalls: int
+) -> common.Figures:
+    stall_at = figures.pop("stall_at")
+    per_chat = Counter(chat for _, chat in sent)
+    expected = {str(100_000 + i) for i in range(stalls)}
+    times = sorted(at for at, _ in sent)
+    figures.update(
+        {
+            "stalls": stalls,
+            "cards_received": len(sent),
+            "stalls_with_a_card": len(expected & set(per_chat)),
+            "missing": len(expected - set(per_chat)),
+            "duplicates": sum(n - 1 for n in per_chat.values() if n > 1),
+            "strangers": len(set(per_chat) - expected),
+            "cards_per_stall_max": max(per_chat.values(), default=0),
+        }
+    )
+    if times:
+        figures["cards_per_s_from_stall"] = len(times) / (times[-1] - stall_at)
+        figures["cards_per_s_first_to_last"] = (
+            (len(times) - 1) / (times[-1] - times[0]) if len(times) > 1 else float("nan")
+        )
+        latencies = [at - stall_at for at in times]
+        figures["stall_to_first_card_s"] = latencies[0]
+        figures["stall_to_card_p50_s"] = common.percentile(latencies, 50)
+        figures["stall_to_card_p99_s"] = common.percentile(latencies, 99)
+        figures["stall_to_last_card_s"] = latencies[-1]
+    return figures
+
+
+# -- 2. failover ------------------------------------------------------------------------------
+
+
+def failover(args: argparse.Namespace) -> common.Figures:
+    """Kill the lease holder ``args.kills`` times among 3 replicas; time each takeover."""
+    with (
+        tempfile.TemporaryDirectory(prefix="wk-failover-") as folder,
+        common.database("postgresql", Path(folder)) as url,
+    ):
+        replicas = [Replica(Path(folder) / f"r{i}", url, args.check_interval, "") for i in range(3)]
+        engine = create_engine(url)
+        try:
+            start_all(replicas, engine)
+            takeovers = [_one_kill(replicas, engine) for _ in range(args.kills)]
+        finally:
+            for replica in replicas:
+                replica.stop()
+            engine.dispose()
+    seconds = [t["seconds"] for t in takeovers]
+    bound = 2 * args.check_interval
+    return {
+        "kills": len(takeovers),
+        "check_interval_s": args.check_interval,
+        "lease_ttl_s": 1.5 * args.check_interval,
+        "bound_s": bound,
+        "p50_s": common.percentile(seconds, 50),
+        "p99_s": common.percentile(seconds, 99),
+        "max_s": max(seconds),
+        "min_s": min(seconds),
+        "over_bound": sum(1 for s in seconds if s > bound),
+        "epoch_steps": sorted(Counter(t["epoch_step"] for t in takeovers).items()),
+        "takeovers": takeovers,
+    }
+
+
+def _one_kill(replicas: list[Replica], engine: Engine) -> dict[str, Any]:
+    holder, epoch = until("a leader", lambda: (held := lease(engine))[0] and held, 30)
+    by_pid = {replica.pid: replica for replica in replicas}
+    victim = by_pid.get(pid_of(holder))
+    if victim is None:
+        raise RuntimeError(f"the lease holder {holder} is none of this run's replicas")
+    victim.kill()
+    killed = time.monotonic()
+
+    def moved() -> tuple[str, int] | None:
+        now_holder, now_epoch = lease(engine)
+        return (now_holder, now_epoch) if now_holder != holder and now_epoch > epoch else None
+
+    new_holder, new_epoch = until("another replica to take the lease", moved, 60)
+    seconds = time.monotonic() - killed
+    victim.start()
+    until("the restarted replica to answer /healthz", victim.healthy, 60)
+    return {"seconds": seconds, "epoch_step": new_epoch - epoch, "new_holder": new_holder}
+
+
+# -- the benchmark ----------------------------------------------------------------------------
+
+
+def show(figures: common.Figures) -> None:
+    """Print the figures."""
+    for f in figures["throughput"]:
+        common.print_table(
+            f"{f['stalls']} stalls -> cards, {f['replicas']} replica(s) (PostgreSQL)",
+            [
+                ("cards/s, stall instant -> last card", f.get("cards_per_s_from_stall", "-")),
+                ("cards/s, first card -> last card", f.get("cards_per_s_first_to_last", "-")),
+                (
+                    "stall -> card first / p50 / p99 / last (s)",
+                    " / ".join(
+                        f"{f.get(k, float('nan')):.2f}"
+                        for k in (
+                            "stall_to_first_card_s",
+                            "stall_to_card_p50_s",
+                            "stall_to_card_p99_s",
+                            "stall_to_last_card_s",
+                        )
+                    ),
+                ),
+                (
+                    "cards received / stalls with a card",
+                    f"{f['cards_received']} / {f['stalls_with_a_card']}",
+                ),
+                ("cards per stall, max (must be 1)", f["cards_per_stall_max"]),
+                (
+                    "duplicates / missing / strangers",
+                    f"{f['duplicates']} / {f['missing']} / {f['strangers']}",
+                ),
+                ("delivery rows by status", f["delivery_rows"]),
+                ("cards sent by each replica", f["sent_by_replica"]),
+                ("posting the runs took (s)", f["posting_s"]),
+            ],
+        )
+        if f["stalled_while_posting"]:
+            print("  warning: posting outlasted the budget; raise --budget")
+    f = figures.get("failover")
+    if f:
+        common.print_table(
+            f"failover over {f['kills']} SIGKILLs of the leader, 3 replicas (PostgreSQL)",
+            [
+                (
+                    "check_interval_s / lease TTL (s)",
+                    f"{f['check_interval_s']} / {f['lease_ttl_s']}",
+                ),
+                (
+                    "kill -> new holder p50 / p99 / max (s)",
+                    f"{f['p50_s']:.3f} / {f['p99_s']:.3f} / {f['max_s']:.3f}",
+                ),
+                ("min (s)", f["min_s"]),
+                ("bound: 2 x check_interval_s (s)", f["bound_s"]),
+                ("takeovers over the bound", f["over_bound"]),
+                ("epoch step: count", f["epoch_steps"]),
+            ],
+        )
+
+
+def main() -> None:
+    """Parse the options and run."""
+    parser = argparse.ArgumentParser(
+        description=(__doc__ or "").strip().splitlines()[0],
+        formatter_class=argparse.ArgumentDefaultsHelpFormatter,
+    )
+    parser.add_argument("--json", metavar="PATH", help="also write the figures as JSON here")
+    parser.add_argument("--replicas", default="1,2,3", help="replica counts for the cards part")
+    parser.add_argument("--stalls", type=int, default=300, help="runs that stall at one instant")
+    parser.add_argument("--budget", type=float, default=20.0, help="their budget_s")
+    parser.add_argument("--check-interval", type=float, default=1.0, help="check_interval_s")
+    parser.add_argument("--kills", type=int, default=20, help="SIGKILLs of the leader; 0 skips")
+    args = parser.parse_args()
+    figures: common.Figures = {
+        "throughput": [throughput(int(n), args) for n in args.replicas.split(",") if n],
+    }
+    if args.kills:
+        figures["failover"] = failover(args)
+    show(figures)
+    payload = {
+        "benchmark": "scaleout",
+        "command": common.command_line(),
+        "machine": common.machine(common.PG_ADMIN_URL),
+        "load_average": os.getloadavg(),
+        "results": figures,
+    }
+    common.write_json(args.json, payload)
+    print(f"\ncommand: {payload['command']}")
+    print(f"load average at the end: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
+
+
+if __name__ == "__main__":
+    main()
