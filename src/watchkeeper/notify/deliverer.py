@@ -1,7 +1,8 @@
 """Sends due deliveries: claimed before the call, settled after it, never sent twice.
 
 Conversations are served concurrently and each at its platform's pace, so a
-dead or slow channel (or one busy chat) never holds up the others.
+dead or slow channel (or one busy chat) never holds up the others. The pace
+of a conversation is kept in the store, so every replica keeps to it together.
 """
 
 from __future__ import annotations
@@ -11,11 +12,11 @@ import logging
 import os
 import socket
 from collections import defaultdict
-from collections.abc import Mapping
-from datetime import timedelta
+from collections.abc import Collection, Mapping
+from datetime import datetime, timedelta
 
 from watchkeeper.backoff import backoff_delay
-from watchkeeper.clock import Clock, MonotonicClock, Now
+from watchkeeper.clock import Clock, Now, WallClock
 from watchkeeper.notify.channels.base import Channel, SendOutcome, SendResult
 from watchkeeper.notify.message import Message, Target
 from watchkeeper.store import Store
@@ -30,6 +31,10 @@ MAX_SAFE_RESENDS = 3
 CALL_TIMEOUT_S = 30.0
 #: Longest pause for a conversation's pace inside one pass; longer waits go to the next pass.
 MAX_PACE_WAIT_S = 2.0
+#: How long a claim lasts: the longest call, the pace wait before it, and room to settle.
+CLAIM_FOR = timedelta(seconds=CALL_TIMEOUT_S + MAX_PACE_WAIT_S + 30.0)
+#: A live replica's send whose claim ran out this long ago is stuck, not in flight.
+ORPHANED_AFTER = timedelta(seconds=10 * CALL_TIMEOUT_S)
 
 
 def backoff_s(attempts: int) -> float:
@@ -40,9 +45,10 @@ def backoff_s(attempts: int) -> float:
 class Deliverer:
     """Claims due deliveries and sends them through their channels.
 
-    ``clock`` dates claims and retries; ``pace`` (monotonic unless given) spaces
-    the calls to one conversation, since platform limits are about seconds,
-    not judged time.
+    ``clock`` dates claims and retries; ``pace`` (the wall clock unless given)
+    spaces the calls to one conversation. Its slots are shared through the
+    store by every replica, so its seconds must be epoch seconds alike on all.
+    ``claimer`` names this replica on its claims.
     """
 
     def __init__(
@@ -51,13 +57,14 @@ class Deliverer:
         channels: Mapping[str, Channel],
         clock: Now,
         pace: Clock | None = None,
+        *,
+        claimer: str | None = None,
     ) -> None:
         self.store = store
         self.channels = dict(channels)
         self.clock = clock
-        self.pace: Clock = pace or MonotonicClock()
-        self.claimer = f"{socket.gethostname()}:{os.getpid()}"
-        self._next_slot: dict[str, float] = {}
+        self.pace: Clock = pace or WallClock()
+        self.claimer = claimer or f"{socket.gethostname()}:{os.getpid()}"
 
     async def deliver_due(self, limit: int = 200) -> int:
         """Send what is due now; returns how many calls were made."""
@@ -71,34 +78,36 @@ class Deliverer:
         )
         return sum(done)
 
+    def recover_orphaned(self, now: datetime, live: Collection[str]) -> list[int]:
+        """Sends in flight whose replica is gone (not in ``live``) become ``maybe_sent``."""
+        return self.store.outbox.recover_orphaned(now, live, overdue=ORPHANED_AFTER)
+
     async def _serve(self, place: str, items: list[Delivery]) -> int:
         calls = 0
+        outbox = self.store.outbox
         for delivery in items:
             channel = self.channels.get(delivery.channel)
-            wait = self._wait_for_slot(place, channel)
-            while 0 < wait <= MAX_PACE_WAIT_S:
-                # Only this conversation waits; the others go on.
-                await self.pace.sleep_until(self.pace.now() + wait)
-                wait = self._wait_for_slot(place, channel)
-            if wait > 0:
-                break  # the rest of this conversation waits for the next pass
+            # Claimed before a slot is taken: a slot is spent only on a message this replica
+            # will send, however many replicas look at the same due rows.
             if not await asyncio.to_thread(
-                self.store.outbox.claim, delivery.id, self.claimer, self.clock()
+                outbox.claim, delivery.id, self.claimer, self.clock(), CLAIM_FOR
             ):
                 continue  # another deliverer has it
+            now_s = self.pace.now()
+            rate = channel.per_chat_rate if channel is not None else 1.0
+            wait = await asyncio.to_thread(
+                self.store.pacing.reserve, place, now_s, 1 / rate, MAX_PACE_WAIT_S
+            )
+            if wait is None:
+                # The rest of this conversation waits for the next pass, unsent and unclaimed.
+                await asyncio.to_thread(outbox.release, delivery.id, self.claimer, self.clock())
+                break
+            if wait > 0:
+                await self.pace.sleep_until(now_s + wait)  # only this conversation waits
             result = await self._call(channel, delivery)
             await asyncio.to_thread(self._settle, delivery, channel, result)
             calls += 1
         return calls
-
-    def _wait_for_slot(self, place: str, channel: Channel | None) -> float:
-        now = self.pace.now()
-        slot = self._next_slot.get(place, 0.0)
-        if slot > now:
-            return slot - now
-        rate = channel.per_chat_rate if channel is not None else 1.0
-        self._next_slot[place] = now + 1 / rate
-        return 0.0
 
     async def _call(self, channel: Channel | None, delivery: Delivery) -> SendResult:
         if channel is None:

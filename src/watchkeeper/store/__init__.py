@@ -17,6 +17,7 @@ from watchkeeper.store.engine import is_sqlite, make_engine
 from watchkeeper.store.heartbeats import HeartbeatStore
 from watchkeeper.store.incidents import IncidentStore
 from watchkeeper.store.outbox import OutboxStore
+from watchkeeper.store.pacing import PacingStore
 from watchkeeper.store.runs import PushRunStore
 from watchkeeper.store.sessions import WebSessionStore
 from watchkeeper.store.tokens import TokenStore
@@ -61,6 +62,7 @@ class Store:
     web_sessions = _Aggregate(WebSessionStore, "Dashboard sessions.")
     heartbeats = _Aggregate(HeartbeatStore, "Sweep heartbeats.")
     cluster = _Aggregate(ClusterStore, "The leader lease and replica heartbeats.")
+    pacing = _Aggregate(PacingStore, "Per-conversation send slots shared by every replica.")
 
     def __init__(self, url: str, *, migrate: bool = True) -> None:
         self.url = url

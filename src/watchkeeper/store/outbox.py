@@ -3,13 +3,15 @@ at a time; the rules of what to send live in ``notify/``."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import datetime, timedelta
 from enum import StrEnum
 from typing import Any
 
 from sqlalchemy import func, insert, select, update
+from sqlalchemy.dialects.postgresql import insert as postgresql_insert
+from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 from sqlalchemy.exc import IntegrityError
 
 from watchkeeper.clock import to_epoch
@@ -30,6 +32,10 @@ class DeliveryStatus(StrEnum):
 
 
 MAYBE_SENT_NOTE = "the message may not have arrived"
+#: How long a claim lasts when its claimer does not say (the Deliverer always does).
+DEFAULT_CLAIM = timedelta(minutes=1)
+#: How long after its claim ran out a live replica's send in flight counts as orphaned.
+DEFAULT_OVERDUE = timedelta(minutes=5)
 
 
 @dataclass(frozen=True, slots=True)
@@ -66,36 +72,32 @@ class OutboxStore(Accessor):
     """Enqueue, claim and settle deliveries; deduplicate inbound requests."""
 
     def enqueue(self, items: Sequence[NewDelivery], now: datetime) -> list[int]:
-        """Insert the deliveries whose dedup key is new; returns the new ids."""
+        """Insert the deliveries whose dedup key is new; returns the new ids.
+
+        Each row is one insert that skips a known key, so two replicas routing
+        the same event at once both succeed and only one of them adds the row.
+        """
         if not items:
             return []
         at = to_epoch(now)
+        dialect_insert = sqlite_insert if self._sqlite else postgresql_insert
         created: list[int] = []
         with self._write("enqueueing messages") as conn:
-            keys = [item.dedup_key for item in items]
-            known = set(
-                conn.execute(
-                    select(deliveries.c.dedup_key).where(deliveries.c.dedup_key.in_(keys))
-                ).scalars()
-            )
             for item in items:
-                if item.dedup_key in known:
-                    continue
-                known.add(item.dedup_key)
-                created.append(
-                    int(
-                        conn.execute(
-                            insert(deliveries)
-                            .values(
-                                dedup_key=item.dedup_key[:300], incident_id=item.incident_id,
-                                purpose=item.purpose, channel=item.channel, target=item.target,
-                                payload=item.payload, status=DeliveryStatus.PENDING.value,
-                                attempts=0, next_attempt_at=at, created_at=at, updated_at=at,
-                            )
-                            .returning(deliveries.c.id)
-                        ).scalar_one()
+                statement = (
+                    dialect_insert(deliveries)
+                    .values(
+                        dedup_key=item.dedup_key[:300], incident_id=item.incident_id,
+                        purpose=item.purpose, channel=item.channel, target=item.target,
+                        payload=item.payload, status=DeliveryStatus.PENDING.value,
+                        attempts=0, next_attempt_at=at, created_at=at, updated_at=at,
                     )
+                    .on_conflict_do_nothing(index_elements=[deliveries.c.dedup_key])
+                    .returning(deliveries.c.id)
                 )  # fmt: skip
+                new_id = conn.execute(statement).scalar_one_or_none()
+                if new_id is not None:
+                    created.append(int(new_id))
         return created
 
     def due(self, now: datetime, limit: int = 100) -> list[Delivery]:
@@ -112,8 +114,18 @@ class OutboxStore(Accessor):
         with self._read("reading due messages") as conn:
             return [Delivery.from_row(row) for row in conn.execute(statement)]
 
-    def claim(self, delivery_id: int, claimer: str, now: datetime) -> bool:
-        """pending -> sending, committed before the call; only the claimer may call the platform."""
+    def claim(
+        self,
+        delivery_id: int,
+        claimer: str,
+        now: datetime,
+        claim_for: timedelta = DEFAULT_CLAIM,
+    ) -> bool:
+        """pending -> sending, committed before the call; only the claimer may call the platform.
+
+        The claim names its replica and lasts ``claim_for`` (the longest call
+        and a margin), so other replicas know whose send is in flight.
+        """
         statement = (
             update(deliveries)
             .where(
@@ -123,11 +135,35 @@ class OutboxStore(Accessor):
             .values(
                 status=DeliveryStatus.SENDING.value,
                 claimed_by=claimer[:200],
+                claim_until=to_epoch(now + claim_for),
                 attempts=deliveries.c.attempts + 1,
                 updated_at=to_epoch(now),
             )
         )
         with self._write("claiming a message") as conn:
+            return conn.execute(statement).rowcount == 1
+
+    def release(self, delivery_id: int, claimer: str, now: datetime) -> bool:
+        """sending -> pending before any call was made: the claim is undone, attempts too.
+
+        Only ``claimer`` may release its claim; False when the row is no longer its own.
+        """
+        statement = (
+            update(deliveries)
+            .where(
+                deliveries.c.id == delivery_id,
+                deliveries.c.status == DeliveryStatus.SENDING.value,
+                deliveries.c.claimed_by == claimer[:200],
+            )
+            .values(
+                status=DeliveryStatus.PENDING.value,
+                claimed_by=None,
+                claim_until=None,
+                attempts=deliveries.c.attempts - 1,
+                updated_at=to_epoch(now),
+            )
+        )
+        with self._write("releasing a message") as conn:
             return conn.execute(statement).rowcount == 1
 
     def settle(
@@ -141,6 +177,22 @@ class OutboxStore(Accessor):
         next_attempt_at: datetime | None = None,
     ) -> bool:
         """sending -> sent / failed / maybe_sent / pending; False if it was no longer sending."""
+        return self._settle(
+            delivery_id, status, now,
+            message_id=message_id, error=error, next_attempt_at=next_attempt_at,
+        )  # fmt: skip
+
+    def _settle(
+        self,
+        delivery_id: int,
+        status: DeliveryStatus,
+        now: datetime,
+        *,
+        message_id: str | None = None,
+        error: str | None = None,
+        next_attempt_at: datetime | None = None,
+        claimed_by: str | None = None,
+    ) -> bool:
         values: dict[str, Any] = {
             "status": status.value,
             "updated_at": to_epoch(now),
@@ -155,6 +207,7 @@ class OutboxStore(Accessor):
             .where(
                 deliveries.c.id == delivery_id,
                 deliveries.c.status == DeliveryStatus.SENDING.value,
+                *([] if claimed_by is None else [deliveries.c.claimed_by == claimed_by]),
             )
             .values(**values)
             .returning(deliveries.c.incident_id, deliveries.c.channel)
@@ -169,20 +222,41 @@ class OutboxStore(Accessor):
         return row is not None
 
     def recover_interrupted(self, now: datetime) -> list[int]:
-        """At start-up: every row still ``sending`` becomes ``maybe_sent`` (never resent)."""
+        """At start-up of a lone process: every row still ``sending`` becomes ``maybe_sent``."""
+        return self.recover_orphaned(now, set())
+
+    def recover_orphaned(
+        self, now: datetime, live: Collection[str], *, overdue: timedelta = DEFAULT_OVERDUE
+    ) -> list[int]:
+        """``sending`` rows whose claimer is gone become ``maybe_sent`` (never resent).
+
+        ``live`` names the replicas with a fresh heartbeat: their sends in
+        flight are theirs to settle, unless the claim ran out more than
+        ``overdue`` ago (an owner stuck that long will not settle it).
+        """
+        stale_before = to_epoch(now - overdue)
         with self._read("reading interrupted messages") as conn:
-            ids = list(
-                conn.execute(
-                    select(deliveries.c.id).where(
-                        deliveries.c.status == DeliveryStatus.SENDING.value
-                    )
-                ).scalars()
-            )
-        return [
-            i
-            for i in ids
-            if self.settle(i, DeliveryStatus.MAYBE_SENT, now, error="interrupted by a restart")
+            rows = conn.execute(
+                select(deliveries.c.id, deliveries.c.claimed_by, deliveries.c.claim_until)
+                .where(deliveries.c.status == DeliveryStatus.SENDING.value)
+                .order_by(deliveries.c.id)
+            ).all()
+        orphans = [
+            (row.id, row.claimed_by)
+            for row in rows
+            if row.claimed_by not in live
+            or row.claim_until is None
+            or row.claim_until < stale_before
         ]
+        # Settled only while still held by the same claimer: the owner may have moved it on.
+        return [
+            delivery_id
+            for delivery_id, claimer in orphans
+            if self._settle(
+                delivery_id, DeliveryStatus.MAYBE_SENT, now,
+                error="interrupted: the process sending it stopped", claimed_by=claimer,
+            )
+        ]  # fmt: skip
 
     def for_incident(self, incident_id: int) -> list[Delivery]:
         """Every delivery of an incident, oldest first."""
