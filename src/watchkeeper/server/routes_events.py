@@ -6,6 +6,11 @@ task it holds: keys the event carries replace the old ones, keys it leaves out
 keep their old values. In particular an event without ``interrupted`` keeps the
 task's interrupted marker; only ``interrupted: false`` clears it.
 
+``incidents.changed`` (data ``{"type": "incidents.changed"}``) says an
+incident or its history changed, on this replica or another (PostgreSQL's
+notifications reach every replica: :func:`wake_streams`); a client reads the
+incidents again. Clients that know only ``task.updated`` ignore it.
+
 The broadcaster lives in this process: a second server process has its own.
 Publishing never blocks; a subscriber whose inbox is full loses the event.
 
@@ -146,7 +151,8 @@ def publish_task_updated(app: FastAPI, task: dict[str, Any]) -> None:
 
 @router.get("/api/v1/events")
 async def events(request: Request, token: TokenInfo = Depends(viewer)) -> StreamingResponse:
-    """Server-sent events: ``task.updated`` (a task's API form; merge by key).
+    """Server-sent events: ``task.updated`` (a task's API form; merge by key) and
+    ``incidents.changed`` (read the incidents again).
 
     A stream counts against the token's and the server's caps on held requests.
     """
@@ -163,3 +169,11 @@ async def events(request: Request, token: TokenInfo = Depends(viewer)) -> Stream
             broadcaster.leave(subscriber)
 
     return held_stream(request.app, token.id, stream(), headers=SSE_HEADERS)
+
+
+def wake_streams(app: FastAPI) -> None:
+    """Tell every open stream of ``app`` that incidents changed, here or on another replica.
+
+    Safe from any thread: the database's notification listener calls it.
+    """
+    broadcaster_of(app).publish("incidents.changed", {"type": "incidents.changed"})

@@ -2,19 +2,24 @@
 
 from __future__ import annotations
 
+import json
 import threading
 from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any
 
 import pytest
 from sqlalchemy import text
 
 from watchkeeper.clock import ManualClock
 from watchkeeper.runtime import Runtime
+from watchkeeper.server import routes_events
 from watchkeeper.store import Store
 from watchkeeper.store.listen import Listener
 
 from ...support.waiting import wait_for
 from ..helpers import start, sweep
+from ..server import LiveServer, live_server
 
 
 class Calls:
@@ -93,3 +98,63 @@ def test_on_sqlite_the_listener_does_nothing(store: Store) -> None:
     listener.start()
     assert not listener.listening
     listener.stop()
+
+
+def test_an_event_stream_is_told_when_another_replica_writes_an_incident_event(
+    runtime: Runtime, pg_store: Store, clock: ManualClock, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Frequent keep-alives let the reader see that it is done.
+    monkeypatch.setattr(routes_events, "KEEP_ALIVE_S", 0.1)
+    start(runtime, "r1", budget_s=60, lease_s=3600)
+    clock.advance(61)
+    incident_id = sweep(runtime).applied.opened[0]
+    other = Store(pg_store.url, migrate=False)
+    listener = Listener(other.engine)
+    with live_server(runtime) as server:
+        assert server.server is not None
+        app = server.server.config.app
+        listener.add(lambda: routes_events.wake_streams(app))
+        listener.start()
+        # Listening first: the call it makes on connecting is over before the stream opens.
+        wait_for(lambda: listener.listening, what="the listener listening")
+        with stream_of(server) as seen:
+            pg_store.incidents.add_event(incident_id, clock(), "runbook", "step 1")
+            wait_for(
+                lambda: ("incidents.changed", {"type": "incidents.changed"}) in seen,
+                what="incidents.changed on the stream",
+            )
+        listener.stop()
+    other.close()
+
+
+@contextmanager
+def stream_of(server: LiveServer) -> Iterator[list[tuple[str, Any]]]:
+    """``GET /api/v1/events`` read in a thread, once subscribed: the events seen so far."""
+    seen: list[tuple[str, Any]] = []
+    subscribed = threading.Event()
+    done = threading.Event()
+
+    def read() -> None:
+        with (
+            server.client("viewer") as http,
+            http.stream("GET", "/api/v1/events") as response,
+        ):
+            event = ""
+            for line in response.iter_lines():
+                if line == ": subscribed":
+                    subscribed.set()
+                elif line.startswith("event: "):
+                    event = line.removeprefix("event: ")
+                elif line.startswith("data: "):
+                    seen.append((event, json.loads(line.removeprefix("data: "))))
+                if done.is_set():
+                    return
+
+    reader = threading.Thread(target=read, daemon=True)
+    reader.start()
+    wait_for(subscribed.is_set, what="the event stream subscribed")
+    try:
+        yield seen
+    finally:
+        done.set()
+        reader.join(timeout=10)
