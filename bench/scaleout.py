@@ -2,25 +2,20 @@
 the time a new leader takes over after the old one is killed.
 
 What it measures, with real ``watchkeeper serve`` processes (each its own data
-folder and port, one PostgreSQL schema of the benchmark's own, created and
-dropped by it, ``check_interval_s`` from ``--check-interval``), all on this
-machine's cores:
+folder and port; one PostgreSQL schema of the benchmark's own, created and
+dropped by it; ``check_interval_s`` from ``--check-interval``) on this machine:
 
 1. **Stalls to cards**, with 1, 2 and 3 replicas (``--replicas``): ``--stalls``
-   push runs are started over the API, spread over the replicas, each from its
-   own Telegram chat, all with the same ``started_at`` and ``--budget``, so they
-   all stall at one instant. The leader sweeps and routes; every replica
-   delivers. Cards go to a bare Telegram-shaped platform in a process of its own
-   (``sendMessage`` answered at once), which notes when each card arrived and in
-   which chat. Figures: cards/s from the stall instant to the last card, cards/s
-   from the first card to the last, stall-to-card latency, cards per stall (must
-   be exactly 1; duplicates and missing cards are printed), and which replica
-   sent how many.
-2. **Failover**, with 3 replicas: ``--kills`` times, the lease holder (read from
-   ``cluster_lease``; the pid is in the replica's name ``host:pid:hex``) is killed
-   with SIGKILL, ``cluster_lease`` is polled every 20 ms until another replica
-   holds it with a higher epoch, and the killed replica is started again.
-   Figures: p50/p99/max of kill to new holder, against the bound 2 x
+   push runs, started over the API across the replicas, each from its own
+   Telegram chat, all with one ``started_at`` and ``--budget``, stall at one
+   instant. The leader sweeps and routes; every replica delivers, to a bare
+   Telegram-shaped platform in a process of its own that notes when each card
+   arrived and in which chat. Figures: cards/s, stall-to-card latency, cards
+   per stall (must be exactly 1), which replica sent how many.
+2. **Failover**, 3 replicas: ``--kills`` times, SIGKILL the lease holder (its
+   pid is in its name ``host:pid:hex`` in ``cluster_lease``), poll the table
+   every 20 ms until another replica holds it with a higher epoch, start the
+   killed one again. Figures: p50/p99/max against the bound 2 x
    ``check_interval_s``.
 
 Run::
@@ -54,6 +49,8 @@ import _common as common
 BOT_TOKEN = "123456:bench-token"
 POLL_S = 0.02
 KIND = "crawl"
+WK = (sys.executable, "-m", "watchkeeper")
+ENV_OVERRIDES = ("WATCHKEEPER_DATABASE_URL", "WATCHKEEPER_CONFIG")
 
 
 # -- the platform -----------------------------------------------------------------------------
@@ -136,10 +133,11 @@ class Replica:
         self.log = self.folder / f"serve-{self.starts}.log"
         with self.log.open("wb") as out:
             self.process = subprocess.Popen(
-                [*cli(self.config), "serve", "--port", str(port)],
+                [*WK, "--config", str(self.config), "serve", "--port", str(port)],
                 stdout=out,
                 stderr=subprocess.STDOUT,
-                env=clean_env(),
+                # a database or configuration from the environment would override the file's
+                env={k: v for k, v in os.environ.items() if k not in ENV_OVERRIDES},
             )
 
     @property
@@ -175,17 +173,15 @@ class Replica:
             self.kill()
 
 
-def cli(config: Path) -> list[str]:
-    """The ``watchkeeper`` command line with this configuration."""
-    return [sys.executable, "-m", "watchkeeper", "--config", str(config)]
-
-
-def clean_env() -> dict[str, str]:
-    """This environment without settings that would override the configuration file."""
-    env = dict(os.environ)
-    env.pop("WATCHKEEPER_DATABASE_URL", None)
-    env.pop("WATCHKEEPER_CONFIG", None)
-    return env
+def log_problems(replicas: list[Replica]) -> list[str]:
+    """Warnings, errors and tracebacks the replicas logged, in every start, once each."""
+    seen: dict[str, None] = {}
+    for replica in replicas:
+        for log in sorted(replica.folder.glob("serve-*.log")):
+            for line in log.read_text(errors="replace").splitlines():
+                if any(word in line for word in ("WARNING", "ERROR", "Traceback", "CRITICAL")):
+                    seen.setdefault(line.strip()[:240], None)
+    return list(seen)
 
 
 def until(what: str, check: Any, timeout: float) -> Any:
@@ -254,6 +250,7 @@ def throughput(count: int, args: argparse.Namespace) -> common.Figures:
                 for replica in replicas:
                     replica.stop()
                 engine.dispose()
+            figures["log_problems"] = log_problems(replicas)
     finally:
         ours.send("stop")
         sent: list[tuple[float, str]] = ours.recv()
@@ -361,6 +358,7 @@ def failover(args: argparse.Namespace) -> common.Figures:
             for replica in replicas:
                 replica.stop()
             engine.dispose()
+        problems = log_problems(replicas)
     seconds = [t["seconds"] for t in takeovers]
     bound = 2 * args.check_interval
     return {
@@ -375,6 +373,7 @@ def failover(args: argparse.Namespace) -> common.Figures:
         "over_bound": sum(1 for s in seconds if s > bound),
         "epoch_steps": sorted(Counter(t["epoch_step"] for t in takeovers).items()),
         "takeovers": takeovers,
+        "log_problems": problems,
     }
 
 
@@ -401,6 +400,9 @@ def _one_kill(replicas: list[Replica], engine: Engine) -> dict[str, Any]:
 # -- the benchmark ----------------------------------------------------------------------------
 
 
+LATENCIES = tuple(f"stall_to_{x}_s" for x in ("first_card", "card_p50", "card_p99", "last_card"))
+
+
 def show(figures: common.Figures) -> None:
     """Print the figures."""
     for f in figures["throughput"]:
@@ -411,24 +413,13 @@ def show(figures: common.Figures) -> None:
                 ("cards/s, first card -> last card", f.get("cards_per_s_first_to_last", "-")),
                 (
                     "stall -> card first / p50 / p99 / last (s)",
-                    " / ".join(
-                        f"{f.get(k, float('nan')):.2f}"
-                        for k in (
-                            "stall_to_first_card_s",
-                            "stall_to_card_p50_s",
-                            "stall_to_card_p99_s",
-                            "stall_to_last_card_s",
-                        )
-                    ),
+                    slash(f, *LATENCIES),
                 ),
-                (
-                    "cards received / stalls with a card",
-                    f"{f['cards_received']} / {f['stalls_with_a_card']}",
-                ),
+                ("received / stalls with a card", slash(f, "cards_received", "stalls_with_a_card")),
                 ("cards per stall, max (must be 1)", f["cards_per_stall_max"]),
                 (
                     "duplicates / missing / strangers",
-                    f"{f['duplicates']} / {f['missing']} / {f['strangers']}",
+                    slash(f, "duplicates", "missing", "strangers"),
                 ),
                 ("delivery rows by status", f["delivery_rows"]),
                 ("cards sent by each replica", f["sent_by_replica"]),
@@ -437,25 +428,36 @@ def show(figures: common.Figures) -> None:
         )
         if f["stalled_while_posting"]:
             print("  warning: posting outlasted the budget; raise --budget")
+        _print_problems(f["log_problems"])
     f = figures.get("failover")
     if f:
         common.print_table(
             f"failover over {f['kills']} SIGKILLs of the leader, 3 replicas (PostgreSQL)",
             [
+                ("check_interval_s / lease TTL (s)", slash(f, "check_interval_s", "lease_ttl_s")),
                 (
-                    "check_interval_s / lease TTL (s)",
-                    f"{f['check_interval_s']} / {f['lease_ttl_s']}",
+                    "kill -> new holder min / p50 / p99 / max (s)",
+                    slash(f, "min_s", "p50_s", "p99_s", "max_s", digits=3),
                 ),
-                (
-                    "kill -> new holder p50 / p99 / max (s)",
-                    f"{f['p50_s']:.3f} / {f['p99_s']:.3f} / {f['max_s']:.3f}",
-                ),
-                ("min (s)", f["min_s"]),
                 ("bound: 2 x check_interval_s (s)", f["bound_s"]),
                 ("takeovers over the bound", f["over_bound"]),
                 ("epoch step: count", f["epoch_steps"]),
             ],
         )
+        _print_problems(f["log_problems"])
+
+
+def slash(f: common.Figures, *keys: str, digits: int = 2) -> str:
+    """Several figures as ``a / b / c``, floats to ``digits`` decimals."""
+    return " / ".join(
+        f"{f[k]:.{digits}f}" if isinstance(f.get(k), float) else str(f.get(k, "-")) for k in keys
+    )
+
+
+def _print_problems(lines: list[str]) -> None:
+    print(f"  distinct warning/error lines in the replicas' logs: {len(lines)}")
+    for line in lines[:8]:
+        print(f"    {line}")
 
 
 def main() -> None:
