@@ -428,6 +428,8 @@ class IncidentStore(Accessor):
         with self._write("routing incident events") as conn:
             if items:
                 created = _enqueue(conn, items, at)
+            if created:
+                announce(conn)  # every replica delivers: wake their deliverers too
             for chunk in range(0, len(event_ids), 500):
                 conn.execute(
                     update(incident_events)

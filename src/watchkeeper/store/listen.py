@@ -1,10 +1,10 @@
-"""Wake-ups across replicas: PostgreSQL's LISTEN/NOTIFY on one channel.
+"""Wake-ups across replicas: PostgreSQL's LISTEN/NOTIFY, one channel per schema.
 
-A transaction that writes an incident event also notifies
-:data:`CHANNEL` (PostgreSQL delivers it at commit, and only then). A
-:class:`Listener` holds one connection of its own that listens, and calls
-its callbacks on every notification, so a loop or a stream on any replica
-wakes at once instead of at its next poll. Polling stays: a notification
+A transaction that writes an incident event, or queues deliveries, also
+notifies the channel of its schema (PostgreSQL delivers it at commit, and
+only then). A :class:`Listener` holds one connection of its own that
+listens, and calls its callbacks on every notification, so a loop or a
+stream on any replica wakes at once instead of at its next poll. Polling stays: a notification
 is a hint, never the only way a change is found. On SQLite there is one
 process per file and nothing to listen to; the listener does nothing.
 """
@@ -27,8 +27,10 @@ from watchkeeper.backoff import EQUAL_JITTER, backoff_delay
 from watchkeeper.store.engine import is_sqlite
 
 log = logging.getLogger(__name__)
-#: The one channel incident events are announced on.
-CHANNEL = "watchkeeper_events"
+#: The channel incident events are announced on, one per schema: channels span the whole
+#: database, and deployments that share one in schemas of their own must not wake each other.
+#: Hashed, because a channel name is at most 63 bytes and a schema name may be that long.
+CHANNEL_SQL = "'watchkeeper_events_' || md5(coalesce(current_schema(), ''))"
 #: Reconnecting after a lost connection waits from this long ...
 RETRY_INITIAL_S = 0.5
 #: ... up to this long.
@@ -39,7 +41,7 @@ _ANNOUNCED = "watchkeeper_announced_in"
 
 
 def announce(conn: Connection) -> None:
-    """Notify :data:`CHANNEL` when the transaction on ``conn`` commits (PostgreSQL only).
+    """Notify this schema's channel when the transaction on ``conn`` commits (PostgreSQL only).
 
     Once per transaction: PostgreSQL folds equal notifications of one
     transaction into one anyway, so a second call would only cost a round trip.
@@ -50,11 +52,11 @@ def announce(conn: Connection) -> None:
     if transaction is not None and conn.info.get(_ANNOUNCED) is transaction:
         return
     conn.info[_ANNOUNCED] = transaction
-    conn.execute(text("SELECT pg_notify(:channel, '')"), {"channel": CHANNEL})
+    conn.execute(text(f"SELECT pg_notify({CHANNEL_SQL}, '')"))
 
 
 class Listener:
-    """Calls its callbacks whenever :data:`CHANNEL` is notified, from a daemon thread.
+    """Calls its callbacks whenever its schema's channel is notified, from a daemon thread.
 
     The thread keeps one connection of its own; when it drops, the thread
     reconnects with backoff and calls the callbacks once it listens again
@@ -63,9 +65,8 @@ class Listener:
     schedule work on a loop).
     """
 
-    def __init__(self, engine: Engine, *, channel: str = CHANNEL) -> None:
+    def __init__(self, engine: Engine) -> None:
         self._engine = engine
-        self._channel = channel
         self._callbacks: list[Callable[[], None]] = []
         self._lock = threading.Lock()
         self._stopping = threading.Event()
@@ -114,7 +115,9 @@ class Listener:
         while not self._stopping.is_set():
             try:
                 with self._connect() as conn:
-                    conn.execute(f'LISTEN "{self._channel}"')
+                    row = conn.execute(f"SELECT {CHANNEL_SQL}").fetchone()
+                    channel = str(row[0]) if row else ""
+                    conn.execute(f'LISTEN "{channel}"')
                     attempt = 0
                     self._fire()
                     self._backend_pid = conn.info.backend_pid

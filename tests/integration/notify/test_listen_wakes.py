@@ -90,6 +90,20 @@ def test_a_dropped_connection_is_listened_on_again(
     wait_for(lambda: calls.after(seen), what="a call after reconnecting", changed=calls.changed)
 
 
+def test_queueing_deliveries_wakes_every_replica_to_deliver(
+    listening: tuple[Listener, Calls], runtime: Runtime, pg_store: Store, clock: ManualClock
+) -> None:
+    _, calls = listening
+    seen = calls.count
+    start(runtime, "r1", budget_s=60, lease_s=3600)
+    clock.advance(61)
+    sweep(runtime)
+    wait_for(lambda: calls.after(seen), what="a call for the opening", changed=calls.changed)
+    seen = calls.count
+    assert runtime.build_notifier({}).route(clock()) == 1
+    wait_for(lambda: calls.after(seen), what="a call for the queued card", changed=calls.changed)
+
+
 def test_on_sqlite_the_listener_does_nothing(store: Store) -> None:
     if not store.is_sqlite:
         pytest.skip("the SQLite case")
