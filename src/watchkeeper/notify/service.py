@@ -43,13 +43,22 @@ class Notifier:
         self.leadership = leadership
         self.channels = dict(channels)
         self.router = Router(store, decider, ops, kinds, list(self.channels))
-        self.deliverer = Deliverer(store, self.channels, clock)
+        claimer = leadership.replica if leadership is not None else None
+        self.deliverer = Deliverer(store, self.channels, clock, claimer=claimer)
         self._wake = asyncio.Event()
         self._loop: asyncio.AbstractEventLoop | None = None
 
     def recover(self, now: datetime) -> list[int]:
-        """At start-up: sends cut off by a crash become ``maybe_sent``, never resent."""
-        return self.store.outbox.recover_interrupted(now)
+        """Sends cut off by a crash become ``maybe_sent``, never resent.
+
+        Only sends whose replica is gone (its heartbeat lapsed) are taken: a
+        replica restarting never touches a live replica's sends in flight.
+        """
+        leadership = self.leadership
+        if leadership is None:
+            return self.store.outbox.recover_interrupted(now)
+        live = self.store.cluster.live(now, leadership.live_within) | {leadership.replica}
+        return self.deliverer.recover_orphaned(now, live)
 
     def route(self, now: datetime) -> int:
         """Turn every new incident event into deliveries; returns how many."""
@@ -103,6 +112,9 @@ class Notifier:
         try:
             with fenced(fence):
                 await asyncio.to_thread(self.route, self.clock())
+                now = self.clock()
+                if leadership.settled(now):  # every live replica has beaten since the db answered
+                    await asyncio.to_thread(self.recover, now)
         except LeadershipLost as exc:
             log.info("Routing stopped: %s", exc, extra={"action": "notify"})
             leadership.refused(fence)

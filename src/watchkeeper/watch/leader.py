@@ -73,6 +73,8 @@ class Leadership:
         self.epoch: int | None = None
         #: When a tick last reached the database; ``None`` before the first.
         self.reached_at: datetime | None = None
+        #: The first tick that reached the database after it was away (or at start).
+        self.reachable_since: datetime | None = None
         #: Called with the new state whenever this replica starts or stops leading.
         self.on_change: list[Callable[[bool], object]] = []
         self._ticks = 0
@@ -92,6 +94,15 @@ class Leadership:
         """A replica whose heartbeat is older than this is gone."""
         return self.ttl
 
+    def settled(self, now: datetime) -> bool:
+        """Whether the database has answered this replica for two ticks in a row by ``now``.
+
+        By then every live replica has beaten again, so a stale heartbeat means
+        a replica that is gone, not one that could not reach the database.
+        """
+        since = self.reachable_since
+        return since is not None and (now - since).total_seconds() >= 2 * self.tick_every_s
+
     def tick(self) -> bool:
         """Beat, then renew the lease or try to take it; whether this replica leads now."""
         now = self.clock()
@@ -107,6 +118,8 @@ class Leadership:
             force = self.sole and self._ticks == 0
             self.epoch = cluster.take(self.replica, now, self.ttl, force=force)
         self._ticks += 1
+        if self.reachable_since is None:
+            self.reachable_since = now
         self.reached_at = now
         if self._ticks % 50 == 1:
             cluster.forget_gone(now, self.ttl * FORGET_AFTER_LEASES)
@@ -139,6 +152,7 @@ class Leadership:
             try:
                 await asyncio.to_thread(self.tick)
             except StoreError as exc:
+                self.reachable_since = None
                 log.warning("Leader lease tick failed: %s", exc, extra={"action": "leader"})
             except Exception:  # the lease loop must outlive any one tick's bug
                 log.exception("Unexpected failure in a lease tick", extra={"action": "leader"})
