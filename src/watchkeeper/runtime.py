@@ -28,6 +28,7 @@ from watchkeeper.notify.channels.base import Channel
 from watchkeeper.notify.ops import OpsNotifier
 from watchkeeper.notify.service import Notifier
 from watchkeeper.store import Store
+from watchkeeper.store.listen import Listener
 from watchkeeper.watch.cluster_view import ClusterView
 from watchkeeper.watch.incidents import IncidentService
 from watchkeeper.watch.leader import Leadership
@@ -110,6 +111,11 @@ class Runtime:
     def cluster(self) -> ClusterView:
         """Who leads, which replicas are alive, and whether supervision runs somewhere."""
         return ClusterView(self.store, self.leadership, self.sweeper.health, self.clock)
+
+    @cached_property
+    def listener(self) -> Listener:
+        """Wakes this process when another one writes an incident event (PostgreSQL only)."""
+        return Listener(self.store.engine)
 
     @cached_property
     def decider(self) -> Decider:
@@ -206,6 +212,8 @@ class Runtime:
 
     def close(self) -> None:
         """Release adapters and pooled connections."""
+        if "listener" in self.__dict__:
+            self.listener.stop()
         self.sweeper.close()
         self.store.close()
 

@@ -28,7 +28,8 @@ from watchkeeper.notify import cards
 from watchkeeper.notify.message import Message, Target
 from watchkeeper.store import Store
 from watchkeeper.store.incidents import Incident, IncidentEvent
-from watchkeeper.store.outbox import DeliveryStatus, NewDelivery
+from watchkeeper.store.outbox import DeliveryStatus
+from watchkeeper.store.queueing import NewDelivery
 
 CHAT_PLATFORMS = frozenset({"telegram", "discord", "slack"})
 #: Platforms whose cards keep their buttons once decided; a later press is told who won.

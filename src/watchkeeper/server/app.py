@@ -22,6 +22,7 @@ from watchkeeper.server.routes_cluster import router as cluster_router
 from watchkeeper.server.routes_decide import router as decide_router
 from watchkeeper.server.routes_discord import router as discord_router
 from watchkeeper.server.routes_events import router as events_router
+from watchkeeper.server.routes_events import wake_streams
 from watchkeeper.server.routes_forge import router as forge_router
 from watchkeeper.server.routes_incidents import router as incidents_router
 from watchkeeper.server.routes_procs import router as procs_router
@@ -78,6 +79,13 @@ def create_app(
         if run_sweeper:
             tasks.append(asyncio.create_task(runtime.sweeper.run(stop), name="sweeper"))
             tasks.append(asyncio.create_task(leadership.run(stop), name="leader-lease"))
+        # Another replica's incident event or queued message wakes this one's notifier and
+        # streams at once; the notifier's one-second pass stays the fallback.
+        listener = runtime.listener
+        if deliver:
+            listener.add(notifier.poke)
+        listener.add(lambda: wake_streams(app))
+        listener.start()
         if on_start is not None:
             await on_start()
         try:
@@ -87,6 +95,7 @@ def create_app(
             for task in tasks:
                 with contextlib.suppress(asyncio.CancelledError):
                     await asyncio.wait_for(task, timeout=10)
+            await asyncio.to_thread(listener.stop)
             runtime.share_channels({})
             await notifier.aclose()
 

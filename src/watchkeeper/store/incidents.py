@@ -6,37 +6,16 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from enum import StrEnum
-from typing import Any, Protocol
+from typing import Any
 
 from sqlalchemy import ColumnElement, Connection, Row, func, insert, select, update
-from sqlalchemy.dialects import postgresql, sqlite
 
 from watchkeeper.clock import from_epoch, to_epoch
 from watchkeeper.errors import NotFound
 from watchkeeper.store.base import Accessor, record_from_row
 from watchkeeper.store.listen import announce
+from watchkeeper.store.queueing import NewDelivery, insert_deliveries
 from watchkeeper.store.schema import incident_events, incidents
-from watchkeeper.store.schema_notify import deliveries
-
-#: A new delivery's first status (the outbox's ``pending``).
-_PENDING = "pending"
-
-
-class Queued(Protocol):
-    """A delivery to enqueue, as the outbox's ``NewDelivery`` holds it."""
-
-    @property
-    def dedup_key(self) -> str: ...
-    @property
-    def incident_id(self) -> int | None: ...
-    @property
-    def purpose(self) -> str: ...
-    @property
-    def channel(self) -> str: ...
-    @property
-    def target(self) -> dict[str, Any]: ...
-    @property
-    def payload(self) -> dict[str, Any]: ...
 
 
 class IncidentStatus(StrEnum):
@@ -416,7 +395,9 @@ class IncidentStore(Accessor):
             (r.id, r.incident_id, IncidentEvent(from_epoch(r.at), r.type, r.detail)) for r in rows
         ]
 
-    def mark_routed(self, event_ids: Sequence[int], items: Sequence[Queued], now: datetime) -> int:
+    def mark_routed(
+        self, event_ids: Sequence[int], items: Sequence[NewDelivery], now: datetime
+    ) -> int:
         """Enqueue ``items`` and mark ``event_ids`` routed, in one transaction; how many
         deliveries were new.
 
@@ -427,7 +408,7 @@ class IncidentStore(Accessor):
         created = 0
         with self._write("routing incident events") as conn:
             if items:
-                created = _enqueue(conn, items, at)
+                created = len(insert_deliveries(conn, items, at))
             if created:
                 announce(conn)  # every replica delivers: wake their deliverers too
             for chunk in range(0, len(event_ids), 500):
@@ -455,23 +436,3 @@ def _event(conn: Connection, incident_id: int, at: float, event_type: str, detai
         )
     )
     announce(conn)
-
-
-def _enqueue(conn: Connection, items: Sequence[Queued], at: float | None) -> int:
-    """Insert the deliveries whose dedup key is new; how many were."""
-    dialect = postgresql if conn.dialect.name == "postgresql" else sqlite
-    rows = [
-        {
-            "dedup_key": item.dedup_key[:300], "incident_id": item.incident_id,
-            "purpose": item.purpose, "channel": item.channel, "target": item.target,
-            "payload": item.payload, "status": _PENDING, "attempts": 0,
-            "next_attempt_at": at, "created_at": at, "updated_at": at,
-        }
-        for item in items
-    ]  # fmt: skip
-    statement = (
-        dialect.insert(deliveries)
-        .on_conflict_do_nothing(index_elements=[deliveries.c.dedup_key])
-        .returning(deliveries.c.id)
-    )
-    return len(conn.execute(statement, rows).scalars().all())

@@ -10,14 +10,13 @@ from enum import StrEnum
 from typing import Any
 
 from sqlalchemy import func, insert, select, update
-from sqlalchemy.dialects.postgresql import insert as postgresql_insert
-from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 from sqlalchemy.exc import IntegrityError
 
 from watchkeeper.clock import to_epoch
 from watchkeeper.store.base import Accessor, record_from_row
 from watchkeeper.store.engine import write_transaction
 from watchkeeper.store.incidents import _event
+from watchkeeper.store.queueing import NewDelivery, insert_deliveries
 from watchkeeper.store.schema_notify import deliveries, inbound
 
 
@@ -36,18 +35,6 @@ MAYBE_SENT_NOTE = "the message may not have arrived"
 DEFAULT_CLAIM = timedelta(minutes=1)
 #: How long after its claim ran out a live replica's send in flight counts as orphaned.
 DEFAULT_OVERDUE = timedelta(minutes=5)
-
-
-@dataclass(frozen=True, slots=True)
-class NewDelivery:
-    """A message to enqueue; ``dedup_key`` makes enqueueing it twice a no-op."""
-
-    dedup_key: str
-    incident_id: int | None
-    purpose: str
-    channel: str
-    target: dict[str, Any]
-    payload: dict[str, Any]
 
 
 @dataclass(frozen=True, slots=True)
@@ -79,26 +66,8 @@ class OutboxStore(Accessor):
         """
         if not items:
             return []
-        at = to_epoch(now)
-        dialect_insert = sqlite_insert if self._sqlite else postgresql_insert
-        created: list[int] = []
         with self._write("enqueueing messages") as conn:
-            for item in items:
-                statement = (
-                    dialect_insert(deliveries)
-                    .values(
-                        dedup_key=item.dedup_key[:300], incident_id=item.incident_id,
-                        purpose=item.purpose, channel=item.channel, target=item.target,
-                        payload=item.payload, status=DeliveryStatus.PENDING.value,
-                        attempts=0, next_attempt_at=at, created_at=at, updated_at=at,
-                    )
-                    .on_conflict_do_nothing(index_elements=[deliveries.c.dedup_key])
-                    .returning(deliveries.c.id)
-                )  # fmt: skip
-                new_id = conn.execute(statement).scalar_one_or_none()
-                if new_id is not None:
-                    created.append(int(new_id))
-        return created
+            return insert_deliveries(conn, items, to_epoch(now))
 
     def due(self, now: datetime, limit: int = 100) -> list[Delivery]:
         """Pending deliveries whose time has come, oldest first."""

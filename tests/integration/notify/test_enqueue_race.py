@@ -10,7 +10,7 @@ import pytest
 from watchkeeper.clock import ManualClock
 from watchkeeper.notify.message import Message, Target
 from watchkeeper.store import Store
-from watchkeeper.store.outbox import NewDelivery
+from watchkeeper.store.queueing import NewDelivery
 
 ROUNDS = 8
 KEYS = 12

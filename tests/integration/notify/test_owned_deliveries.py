@@ -19,7 +19,8 @@ from watchkeeper.notify.deliverer import CLAIM_FOR, Deliverer
 from watchkeeper.notify.message import Message, Target
 from watchkeeper.store import Store
 from watchkeeper.store.incidents import Changes, IncidentKey, Opening
-from watchkeeper.store.outbox import DeliveryStatus, NewDelivery
+from watchkeeper.store.outbox import DeliveryStatus
+from watchkeeper.store.queueing import NewDelivery
 from watchkeeper.store.schema_notify import deliveries
 
 LIVE = "host-a:101:aaaaaa"

@@ -13,7 +13,8 @@ from watchkeeper.notify.channels.base import Channel, SendOutcome, SendResult
 from watchkeeper.notify.deliverer import Deliverer
 from watchkeeper.notify.message import Message, Target
 from watchkeeper.store import Store
-from watchkeeper.store.outbox import DeliveryStatus, NewDelivery
+from watchkeeper.store.outbox import DeliveryStatus
+from watchkeeper.store.queueing import NewDelivery
 
 from ...support.waiting import wait_for_async
 
