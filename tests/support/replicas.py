@@ -264,6 +264,11 @@ class Cluster:
         with self.engine.connect() as conn:
             return conn.execute(text(sql), params).scalar()
 
+    def execute(self, sql: str, **params: Any) -> None:
+        """One write on the shared schema, committed."""
+        with self.engine.begin() as conn:
+            conn.execute(text(sql), params)
+
     def lease(self) -> Lease | None:
         """The leader lease, or ``None`` before any replica took it."""
         found = self.rows("SELECT holder, epoch, expires_at FROM cluster_lease")
