@@ -44,7 +44,21 @@ def test_random_kills_lose_no_card_and_send_none_twice(
         cluster.restart(victim)
 
     chats = {str(chat_for(n)) for n in stalls}
-    wait_for(lambda: set(cluster.cards()) >= chats, what="a card for every stall", timeout=60)
+
+    def unsure() -> set[str]:
+        # A kill between a card's claim and its call leaves it maybe_sent: never sent twice,
+        # and the incident says the card may not have arrived. Told, not lost.
+        rows = cluster.rows(
+            "SELECT i.run_id FROM deliveries d JOIN incidents i ON i.id = d.incident_id "
+            "WHERE d.purpose = 'card' AND d.status = 'maybe_sent'"
+        )
+        return {str(chat_for(int(str(run)[1:]))) for (run,) in rows}
+
+    wait_for(
+        lambda: set(cluster.cards()) | unsure() >= chats,
+        what="a card (or an honest maybe_sent) for every stall",
+        timeout=60,
+    )
     wait_for(
         lambda: cluster.scalar(
             "SELECT count(*) FROM deliveries WHERE status IN ('pending', 'sending')"
@@ -59,8 +73,10 @@ def test_random_kills_lose_no_card_and_send_none_twice(
 
     sends = cluster.sends()
     assert [chat for chat, count in sends.items() if count > 1] == [], "a card went twice"
-    assert sorted(chats - set(cluster.cards())) == [], "a stall got no card"
-    assert cluster.cards() == dict.fromkeys(chats, 1), cluster.logs()
+    cut_off = unsure() - set(cluster.cards())
+    assert len(cut_off) <= 2, f"more kills than chance would land mid-call: {cut_off}"
+    assert sorted(chats - set(cluster.cards()) - cut_off) == [], "a stall got no card"
+    assert cluster.cards() == dict.fromkeys(chats - cut_off, 1), cluster.logs()
     assert cluster.opened_events() == {f"s{n}": 1 for n in stalls}
     assert len(pressed) >= KILLS // 2 - 2  # the presses really happened
     assert Counter(actions.paths) == {f"/cancel/s{n}": 1 for n in pressed}
