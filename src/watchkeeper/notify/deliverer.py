@@ -12,11 +12,12 @@ import logging
 import os
 import socket
 from collections import defaultdict
-from collections.abc import Collection, Mapping
+from collections.abc import Callable, Collection, Mapping
 from datetime import datetime, timedelta
 
 from watchkeeper.backoff import backoff_delay
 from watchkeeper.clock import Clock, Now, WallClock
+from watchkeeper.errors import StoreUnavailable
 from watchkeeper.notify.channels.base import Channel, SendOutcome, SendResult
 from watchkeeper.notify.message import Message, Target
 from watchkeeper.store import Store
@@ -35,6 +36,8 @@ MAX_PACE_WAIT_S = 2.0
 CLAIM_FOR = timedelta(seconds=CALL_TIMEOUT_S + MAX_PACE_WAIT_S + 30.0)
 #: A live replica's send whose claim ran out this long ago is stuck, not in flight.
 ORPHANED_AFTER = timedelta(seconds=10 * CALL_TIMEOUT_S)
+#: Tries of a write recording a call's outcome, over about a minute of database trouble.
+KEEP_TRIES = 15
 
 
 def backoff_s(attempts: int) -> float:
@@ -100,14 +103,29 @@ class Deliverer:
             )
             if wait is None:
                 # The rest of this conversation waits for the next pass, unsent and unclaimed.
-                await asyncio.to_thread(outbox.release, delivery.id, self.claimer, self.clock())
+                await self._keep(outbox.release, delivery.id, self.claimer, self.clock())
                 break
             if wait > 0:
                 await self.pace.sleep_until(now_s + wait)  # only this conversation waits
             result = await self._call(channel, delivery)
-            await asyncio.to_thread(self._settle, delivery, channel, result)
+            await self._keep(self._settle, delivery, channel, result)
             calls += 1
         return calls
+
+    async def _keep(self, write: Callable[..., object], *args: object) -> None:
+        """A write that records what a call did: tried again while the database is away for a
+        moment, since a row left ``sending`` would be marked "maybe sent" although it went."""
+        for attempt in range(KEEP_TRIES):
+            try:
+                await asyncio.to_thread(write, *args)
+                return
+            except StoreUnavailable as exc:
+                if attempt == KEEP_TRIES - 1:
+                    raise
+                delay = backoff_delay(attempt, initial=0.2, factor=2.0, cap=5.0)
+                log.warning("Recording a delivery failed (%s); trying again in %.1f s", exc,
+                            delay, extra={"action": "deliver"})  # fmt: skip
+                await asyncio.sleep(delay)
 
     async def _call(self, channel: Channel | None, delivery: Delivery) -> SendResult:
         if channel is None:

@@ -223,7 +223,7 @@ class OutboxStore(Accessor):
             for delivery_id, claimer in orphans
             if self._settle(
                 delivery_id, DeliveryStatus.MAYBE_SENT, now,
-                error="interrupted: the process sending it stopped", claimed_by=claimer,
+                error="interrupted: the replica sending it stopped answering", claimed_by=claimer,
             )
         ]  # fmt: skip
 
