@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING
 from watchkeeper import __version__
 from watchkeeper.access.sessions import SessionService
 from watchkeeper.access.tokens import TokenService
-from watchkeeper.clock import Now, utcnow
+from watchkeeper.clock import Now, to_epoch, utcnow
 from watchkeeper.config import Settings
 from watchkeeper.decide.decider import Decider
 from watchkeeper.decide.diagnose import Diagnoser
@@ -28,7 +28,7 @@ from watchkeeper.notify.channels.base import Channel
 from watchkeeper.notify.ops import OpsNotifier
 from watchkeeper.notify.service import Notifier
 from watchkeeper.store import Store
-from watchkeeper.store.listen import Listener
+from watchkeeper.store.listen import Listener, announce_deadline
 from watchkeeper.watch.cluster_view import ClusterView
 from watchkeeper.watch.incidents import IncidentService
 from watchkeeper.watch.leader import Leadership
@@ -83,6 +83,8 @@ class Runtime:
             clock=clock,
             leadership=leadership,
         )
+        if not store.is_sqlite:
+            sweeper.relay_deadline = lambda at: announce_deadline(store.engine, to_epoch(at))
         runtime = cls(settings, store, sweeper, clock, ops_channels)
         runtime.start_decisions()
         runtime.procs.reconcile_startup()  # hooks left firing become maybe_fired, never refired

@@ -10,6 +10,7 @@ from collections.abc import AsyncIterator, Awaitable, Callable
 from fastapi import FastAPI
 
 from watchkeeper import __version__
+from watchkeeper.clock import from_epoch
 from watchkeeper.errors import StoreError
 from watchkeeper.notify.channels.registry import build_channels
 from watchkeeper.notify.service import Notifier
@@ -85,6 +86,8 @@ def create_app(
         if deliver:
             listener.add(notifier.poke)
         listener.add(lambda: wake_streams(app))
+        # A follower's report relays its run's deadline: the leader sweeps for it in time.
+        listener.add_deadline(lambda at: runtime.sweeper.wake_for(from_epoch(at)))
         listener.start()
         if on_start is not None:
             await on_start()

@@ -12,6 +12,7 @@ process per file and nothing to listen to; the listener does nothing.
 from __future__ import annotations
 
 import contextlib
+import functools
 import logging
 import select
 import socket
@@ -38,6 +39,8 @@ RETRY_CAP_S = 30.0
 #: How long stop() waits for the thread.
 STOP_TIMEOUT_S = 5.0
 _ANNOUNCED = "watchkeeper_announced_in"
+#: A notification whose payload starts so carries a deadline (epoch seconds), not a change.
+DEADLINE = "deadline:"
 
 
 def announce(conn: Connection) -> None:
@@ -55,6 +58,21 @@ def announce(conn: Connection) -> None:
     conn.execute(text(f"SELECT pg_notify({CHANNEL_SQL}, '')"))
 
 
+def announce_deadline(engine: Engine, at: float) -> None:
+    """Tell every replica's listener about a deadline at ``at`` (epoch seconds; PostgreSQL only).
+
+    A report that lands on a follower calls this, so the leader's sweep loop
+    wakes for a deadline it would otherwise learn only at its next tick.
+    """
+    if is_sqlite(engine):
+        return
+    with engine.connect() as conn:
+        conn.execute(
+            text(f"SELECT pg_notify({CHANNEL_SQL}, :payload)"), {"payload": f"{DEADLINE}{at!r}"}
+        )
+        conn.commit()
+
+
 class Listener:
     """Calls its callbacks whenever its schema's channel is notified, from a daemon thread.
 
@@ -68,6 +86,7 @@ class Listener:
     def __init__(self, engine: Engine) -> None:
         self._engine = engine
         self._callbacks: list[Callable[[], None]] = []
+        self._deadline_callbacks: list[Callable[[float], None]] = []
         self._lock = threading.Lock()
         self._stopping = threading.Event()
         self._thread: threading.Thread | None = None
@@ -79,6 +98,11 @@ class Listener:
         """Call ``callback`` (with no arguments) on every notification."""
         with self._lock:
             self._callbacks.append(callback)
+
+    def add_deadline(self, callback: Callable[[float], None]) -> None:
+        """Call ``callback`` with the earliest deadline (epoch seconds) a notification carries."""
+        with self._lock:
+            self._deadline_callbacks.append(callback)
 
     @property
     def backend_pid(self) -> int | None:
@@ -122,7 +146,7 @@ class Listener:
                     self._fire()
                     self._backend_pid = conn.info.backend_pid
                     self._serve(conn)
-            except psycopg.Error as exc:
+            except Exception as exc:  # noqa: BLE001 - the thread outlives any failure: it retries
                 if not self._stopping.is_set():
                     log.warning(
                         "Listening for database notifications failed: %s; retrying",
@@ -140,17 +164,17 @@ class Listener:
     def _connect(self) -> psycopg.Connection[Any]:
         _, params = self._engine.dialect.create_connect_args(self._engine.url)
         params.pop("context", None)
-        # Keepalives make a silently dropped network path end the wait with an error.
-        return psycopg.connect(
-            **params,
-            autocommit=True,
-            application_name="watchkeeper-listener",
-            connect_timeout=10,
-            keepalives=1,
-            keepalives_idle=30,
-            keepalives_interval=10,
-            keepalives_count=3,
-        )
+        # Keepalives make a silently dropped network path end the wait with an error. What the
+        # database URL sets itself (an application name, a timeout) wins over these defaults.
+        defaults = {
+            "application_name": "watchkeeper-listener",
+            "connect_timeout": 10,
+            "keepalives": 1,
+            "keepalives_idle": 30,
+            "keepalives_interval": 10,
+            "keepalives_count": 3,
+        }
+        return psycopg.connect(**{**defaults, **params}, autocommit=True)
 
     def _serve(self, conn: psycopg.Connection[Any]) -> None:
         pgconn = conn.pgconn
@@ -160,19 +184,36 @@ class Listener:
             if wake in ready:
                 return
             pgconn.consume_input()
-            heard = False
-            while pgconn.notifies() is not None:
-                heard = True
+            payloads: list[str] = []
+            while (notice := pgconn.notifies()) is not None:
+                payloads.append(notice.extra.decode(errors="replace"))
             if pgconn.status != ConnStatus.OK:
                 raise psycopg.OperationalError("the listening connection was closed")
-            if heard:
-                self._fire()
+            if payloads:
+                self._fire(payloads)
 
-    def _fire(self) -> None:
+    def _fire(self, payloads: list[str] | None = None) -> None:
+        """Changes wake the plain callbacks (``None``: anything may have changed, call them
+        all); deadlines go to the deadline callbacks only."""
+        deadlines = [_deadline(p) for p in payloads or () if p.startswith(DEADLINE)]
+        changed = payloads is None or len(deadlines) < len(payloads)
         with self._lock:
-            callbacks = list(self._callbacks)
-        for callback in callbacks:
+            callbacks = list(self._callbacks) if changed else []
+            on_deadline = list(self._deadline_callbacks)
+        calls: list[Callable[[], object]] = list(callbacks)
+        known = [at for at in deadlines if at is not None]
+        if known:
+            earliest = min(known)
+            calls.extend(functools.partial(callback, earliest) for callback in on_deadline)
+        for call in calls:
             try:
-                callback()
+                call()
             except Exception:  # one callback's bug must not silence the others
                 log.exception("A notification callback failed", extra={"action": "listen"})
+
+
+def _deadline(payload: str) -> float | None:
+    try:
+        return float(payload[len(DEADLINE) :])
+    except ValueError:  # not one of ours: a deadline is only a hint
+        return None

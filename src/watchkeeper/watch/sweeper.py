@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import socket
+import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
 from datetime import datetime, timedelta
@@ -70,6 +71,10 @@ class Sweeper:
         self.sweep_hooks: list[Callable[[datetime], object]] = []
         #: Work every replica does on every tick, leader or not (reaping its own processes).
         self.local_hooks: list[Callable[[datetime], object]] = []
+        #: Tells the leader about a deadline a report brought to this follower (``None``: alone).
+        self.relay_deadline: Callable[[datetime], object] | None = None
+        self._relayed: datetime | None = None
+        self._relay_lock = threading.Lock()
         #: Work done after incidents are recorded (runbooks, say); gets the sweep's result.
         self.after_sweep: list[Callable[[SweepResult], object]] = []
 
@@ -173,7 +178,32 @@ class Sweeper:
             await self.notifier.send(notice)
 
     def poke(self, deadline: datetime) -> None:
-        """Tell the loop about a new deadline (a run just started); safe from any thread."""
+        """Tell the loop about a new deadline (a run just started); safe from any thread.
+
+        On a follower the deadline is also relayed (``relay_deadline``) to the
+        leader, which is the one that sweeps; a deadline later than one already
+        relayed and still ahead is not sent again.
+        """
+        leadership = self.leadership
+        if self.relay_deadline is not None and leadership is not None and not leadership.is_leader:
+            self._relay(deadline)
+        self.wake_for(deadline)
+
+    def _relay(self, deadline: datetime) -> None:
+        assert self.relay_deadline is not None
+        with self._relay_lock:
+            pending = self._relayed
+            if pending is not None and self.clock() < pending <= deadline:
+                return
+            self._relayed = deadline
+        try:
+            self.relay_deadline(deadline)
+        except StoreError as exc:  # a hint only: the leader's own tick still comes
+            log.warning("Could not relay a deadline to the leader: %s", exc,
+                        extra={"action": "sweep"})  # fmt: skip
+
+    def wake_for(self, deadline: datetime) -> None:
+        """Sweep by ``deadline`` if this replica sweeps; safe from any thread."""
         loop = self._loop
         if loop is None or loop.is_closed():
             return
@@ -237,7 +267,7 @@ class Sweeper:
 
     def _leadership_changed(self, _leading: bool) -> None:
         # Sweep (or stop sweeping) now rather than at the end of the current wait.
-        self.poke(self.clock())
+        self.wake_for(self.clock())
 
     async def _sleep_until_wake(self, stop: asyncio.Event) -> None:
         assert self._changed is not None
