@@ -356,3 +356,43 @@ def start_runs(
         response.raise_for_status()
         started.append(response.json())
     return started
+
+
+def serve_json_answers(
+    conn: Any, answer: Callable[[str, bytes], dict[str, Any]], finish: Callable[[], object]
+) -> None:
+    """A bare JSON HTTP server from raw asyncio streams, for a child process of a benchmark.
+
+    It measures our side, not a fake's: each request is answered with
+    ``answer(path, body)``. Its URL goes out on ``conn``; once ``conn`` says
+    stop, ``finish()`` goes back on it.
+    """
+    import asyncio  # the child's own loop; the benchmarks themselves are synchronous
+
+    async def handle(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        try:
+            while True:
+                head = await reader.readuntil(b"\r\n\r\n")
+                length = 0
+                for line in head.split(b"\r\n"):
+                    if line.lower().startswith(b"content-length:"):
+                        length = int(line.split(b":")[1])
+                raw = await reader.readexactly(length)
+                body = json.dumps(answer(head.split(b" ", 2)[1].decode(), raw)).encode()
+                writer.write(
+                    b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n"
+                    + f"Content-Length: {len(body)}\r\n\r\n".encode()
+                    + body
+                )
+                await writer.drain()
+        except (asyncio.IncompleteReadError, ConnectionError):
+            writer.close()
+
+    async def main() -> None:
+        server = await asyncio.start_server(handle, "127.0.0.1", 0, backlog=512)
+        conn.send(f"http://127.0.0.1:{server.sockets[0].getsockname()[1]}")
+        await asyncio.to_thread(conn.recv)
+        conn.send(finish())
+        server.close()
+
+    asyncio.run(main())

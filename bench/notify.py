@@ -62,39 +62,13 @@ def serve_fake(paced: bool, conn: Any) -> None:
 def serve_bare(paced: bool, conn: Any) -> None:
     """A bare Slack-shaped answer from raw asyncio streams: measures our side, not the fake's."""
     import itertools
-    import json
 
     counter = itertools.count(1)
-
-    async def handle(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        try:
-            while True:
-                head = await reader.readuntil(b"\r\n\r\n")
-                length = 0
-                for line in head.split(b"\r\n"):
-                    if line.lower().startswith(b"content-length:"):
-                        length = int(line.split(b":")[1])
-                await reader.readexactly(length)
-                body = json.dumps(
-                    {"ok": True, "channel": "C", "ts": f"1700000000.{next(counter):06d}"}
-                ).encode()
-                writer.write(
-                    b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n"
-                    + f"Content-Length: {len(body)}\r\n\r\n".encode()
-                    + body
-                )
-                await writer.drain()
-        except (asyncio.IncompleteReadError, ConnectionError):
-            writer.close()
-
-    async def main() -> None:
-        server = await asyncio.start_server(handle, "127.0.0.1", 0, backlog=512)
-        conn.send(f"http://127.0.0.1:{server.sockets[0].getsockname()[1]}")
-        await asyncio.to_thread(conn.recv)
-        conn.send(0)
-        server.close()
-
-    asyncio.run(main())
+    common.serve_json_answers(
+        conn,
+        lambda _path, _body: {"ok": True, "channel": "C", "ts": f"1700000000.{next(counter):06d}"},
+        lambda: 0,
+    )
 
 
 def one_run(

@@ -26,7 +26,6 @@ Run::
 from __future__ import annotations
 
 import argparse
-import asyncio
 import itertools
 import json
 import multiprocessing
@@ -65,43 +64,17 @@ def serve_telegram(conn: Any) -> None:
     counter = itertools.count(1)
     sent: list[tuple[float, str]] = []
 
-    async def handle(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        try:
-            while True:
-                head = await reader.readuntil(b"\r\n\r\n")
-                length = 0
-                for line in head.split(b"\r\n"):
-                    if line.lower().startswith(b"content-length:"):
-                        length = int(line.split(b":")[1])
-                raw = await reader.readexactly(length)
-                path = head.split(b" ", 2)[1].decode()
-                result: dict[str, Any]
-                if path.endswith("/sendMessage"):
-                    chat = str(json.loads(raw)["chat_id"])
-                    sent.append((time.time(), chat))
-                    result = {"message_id": next(counter), "chat": {"id": int(chat)}}
-                elif path.endswith("/getMe"):
-                    result = {"id": 1, "is_bot": True, "username": "bench_bot"}
-                else:
-                    result = {}
-                body = json.dumps({"ok": True, "result": result}).encode()
-                writer.write(
-                    b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n"
-                    + f"Content-Length: {len(body)}\r\n\r\n".encode()
-                    + body
-                )
-                await writer.drain()
-        except (asyncio.IncompleteReadError, ConnectionError):
-            writer.close()
+    def answer(path: str, raw: bytes) -> dict[str, Any]:
+        result: dict[str, Any] = {}
+        if path.endswith("/sendMessage"):
+            chat = str(json.loads(raw)["chat_id"])
+            sent.append((time.time(), chat))
+            result = {"message_id": next(counter), "chat": {"id": int(chat)}}
+        elif path.endswith("/getMe"):
+            result = {"id": 1, "is_bot": True, "username": "bench_bot"}
+        return {"ok": True, "result": result}
 
-    async def main() -> None:
-        server = await asyncio.start_server(handle, "127.0.0.1", 0, backlog=512)
-        conn.send(f"http://127.0.0.1:{server.sockets[0].getsockname()[1]}")
-        await asyncio.to_thread(conn.recv)
-        conn.send(sent)
-        server.close()
-
-    asyncio.run(main())
+    common.serve_json_answers(conn, answer, lambda: sent)
 
 
 # -- replicas ---------------------------------------------------------------------------------
