@@ -13,7 +13,7 @@ import signal
 import subprocess
 import uuid
 from collections import Counter
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -314,23 +314,11 @@ class Cluster:
 
     def wait_sweeps(self, name: str, count: int) -> None:
         """Block until the replica named ``name`` recorded ``count`` more sweeps."""
-        for step in range(count):
-            before = self.last_sweep_at(name)
-            wait_for(
-                lambda b=before: (self.last_sweep_at(name) or 0) > (b or 0),  # type: ignore[misc]
-                what=f"sweep {step + 1} of {count} by {name}",
-                timeout=30,
-            )
+        _wait_moves(lambda: self.last_sweep_at(name), count, f"sweep by {name}")
 
     def wait_ticks(self, name: str, count: int) -> None:
         """Block until the replica named ``name`` beat ``count`` more lease ticks."""
-        for step in range(count):
-            before = self.beat_at(name)
-            wait_for(
-                lambda b=before: (self.beat_at(name) or 0) > (b or 0),  # type: ignore[misc]
-                what=f"lease tick {step + 1} of {count} by {name}",
-                timeout=30,
-            )
+        _wait_moves(lambda: self.beat_at(name), count, f"lease tick by {name}")
 
     def opened_events(self) -> Counter[str]:
         """How many ``opened`` events each run's incidents have."""
@@ -423,6 +411,17 @@ class Cluster:
     def logs(self) -> str:
         """Every replica's log tail, for a failure message."""
         return "\n".join(f"== {r}\n{r.log_tail()}" for r in self.replicas)
+
+
+def _wait_moves(read: Callable[[], float | None], count: int, what: str) -> None:
+    """Block until the time ``read`` gives has moved forward ``count`` times."""
+    for step in range(count):
+        before = read() or 0.0
+        wait_for(
+            lambda b=before: (read() or 0.0) > b,  # type: ignore[misc]
+            what=f"{what} ({step + 1} of {count})",
+            timeout=30,
+        )
 
 
 def chat_for(number: int) -> int:

@@ -144,24 +144,10 @@ class OutboxStore(Accessor):
         message_id: str | None = None,
         error: str | None = None,
         next_attempt_at: datetime | None = None,
-    ) -> bool:
-        """sending -> sent / failed / maybe_sent / pending; False if it was no longer sending."""
-        return self._settle(
-            delivery_id, status, now,
-            message_id=message_id, error=error, next_attempt_at=next_attempt_at,
-        )  # fmt: skip
-
-    def _settle(
-        self,
-        delivery_id: int,
-        status: DeliveryStatus,
-        now: datetime,
-        *,
-        message_id: str | None = None,
-        error: str | None = None,
-        next_attempt_at: datetime | None = None,
         claimed_by: str | None = None,
     ) -> bool:
+        """sending -> sent / failed / maybe_sent / pending; False if it was no longer sending
+        (or, with ``claimed_by``, no longer held by that claimer)."""
         values: dict[str, Any] = {
             "status": status.value,
             "updated_at": to_epoch(now),
@@ -221,7 +207,7 @@ class OutboxStore(Accessor):
         return [
             delivery_id
             for delivery_id, claimer in orphans
-            if self._settle(
+            if self.settle(
                 delivery_id, DeliveryStatus.MAYBE_SENT, now,
                 error="interrupted: the replica sending it stopped answering", claimed_by=claimer,
             )
