@@ -14,7 +14,11 @@ server restarts. The marker clears when the task is leased or renewed again
 (``QueueService.lease`` and ``renew``), which publishes ``task.updated`` on
 ``/api/v1/events``.
 
-Marking is best effort: a failed write is logged and start-up goes on.
+Start-up also forgets the runners gone (stopped, or silent) longer than
+:data:`watchkeeper.store.queue.runners.RUNNER_RETENTION`, as registering a
+runner does; a runner a task still names running is kept.
+
+Marking and pruning are best effort: a failed write is logged and start-up goes on.
 """
 
 from __future__ import annotations
@@ -36,8 +40,9 @@ def mark_interrupted(store: Store, now: datetime, policy: Policy | None = None) 
     configured one; the default window without it).
     """
     policy = policy or Policy()
+    queue = QueueStore(store.engine)
+    _prune(queue, now)
     try:
-        queue = QueueStore(store.engine)
         gone = [
             runner.id
             for runner in queue.runners(include_stopped=True)
@@ -58,3 +63,21 @@ def mark_interrupted(store: Store, now: datetime, policy: Policy | None = None) 
             extra={"action": "queue_mark_interrupted"},
         )
     return marked
+
+
+def _prune(queue: QueueStore, now: datetime) -> None:
+    try:
+        pruned = queue.prune_runners(now)
+    except Exception as exc:  # noqa: BLE001 - start-up must go on whatever the store says
+        log.warning(
+            "Could not forget runners long gone at start-up: %s",
+            exc,
+            extra={"action": "queue_prune_runners"},
+        )
+        return
+    if pruned:
+        log.info(
+            "Forgot %d runner(s) gone longer than the retention",
+            pruned,
+            extra={"action": "queue_prune_runners"},
+        )
