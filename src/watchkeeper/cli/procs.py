@@ -135,9 +135,9 @@ def _exit_text(row: dict[str, Any]) -> str:
 
 
 def status(ctx: typer.Context, run_id: str = _RUN, as_json: bool = JSON) -> None:
-    """One run: its status as it really is, owner, exit, hooks."""
+    """One run: its status as it really is, owner, exit, hooks (it settles nothing)."""
     with _engine(ctx) as engine:
-        body = engine.describe(engine.refresh(run_id))
+        body = engine.status(run_id)
     if as_json:
         print_json(body)
         return

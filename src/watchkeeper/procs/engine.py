@@ -136,6 +136,14 @@ class ProcEngine:
         body["log_path"] = str(layout.log_path(self.data_dir, run.run_id))
         return body
 
+    def status(self, run_id: str) -> dict[str, Any]:
+        """One run as ``status`` shows it: a read, which settles, kills and fires nothing.
+
+        A stale run is shown ``stale`` and left for the sweep or ``reclaim``:
+        settling is theirs, so what a look shows is what the record holds.
+        """
+        return self.describe(self.procs.get(run_id))
+
     def log_path(self, run_id: str) -> Path:
         """The run's log file (it exists once the shim started)."""
         self.procs.get(run_id)
@@ -183,7 +191,12 @@ class ProcEngine:
         return result
 
     def refresh(self, run_id: str) -> ProcRun:
-        """Settle one run now if its witness is there or its owner is gone."""
+        """Settle this engine's runs now if this one's witness is there or its owner is gone.
+
+        For those that wait on a run (``wait``, ``logs -f``, a runner holding it),
+        which must see it end even with no sweep running; never for a look at it
+        (:meth:`status`).
+        """
         run = self.procs.get(run_id)
         if not run.status.ended and run.host == identity.host():
             self.reap()

@@ -191,8 +191,7 @@ def reclaim(request: Request) -> dict[str, Any]:
 @router.get(f"{PREFIX}/{{run_id}}", dependencies=[Depends(viewer)])
 def get_proc(run_id: RunId, request: Request) -> dict[str, Any]:
     """One run, with its status as it really is."""
-    engine = services(request).procs
-    return engine.describe(engine.refresh(run_id))
+    return services(request).procs.status(run_id)
 
 
 @router.get(f"{PREFIX}/{{run_id}}/log", dependencies=[Depends(viewer)])
