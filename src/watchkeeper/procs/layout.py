@@ -10,8 +10,12 @@ HOOKS_LOG_NAME = "hooks.log"
 
 
 def procs_dir(data_dir: Path) -> Path:
-    """The folder of every run."""
-    return data_dir / "procs"
+    """The folder of every run, absolute.
+
+    A run's shim starts in the command's own folder and is handed these paths,
+    so a relative data folder would name a folder that is not there.
+    """
+    return data_dir.absolute() / "procs"
 
 
 def run_dir(data_dir: Path, run_id: str) -> Path:

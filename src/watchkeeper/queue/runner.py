@@ -11,6 +11,13 @@ own clock:
   told), saying whether its output grew; a renewal answered ``lease_lost``
   (cancelled, lapsed, taken back) aborts the subprocess at once, so a cancel
   reaches the process within one renewal interval;
+- stop each task's subprocess before the lease it could not renew lapses: the
+  lease is counted, on the runner's own monotonic clock, from the moment the
+  last renewal that went through was *sent* (the server counts from a later
+  moment, never an earlier one), and the subprocess is aborted a margin before
+  that end, from a thread of its own so a request hanging on a dead link cannot
+  hold it back. So a task the server hands to another runner is never running
+  here as well;
 - lease up to its free capacity every ``poll_s`` while it has room.
 
 Each task runs in a scrubbed environment (``queue/task_env.py``): never the
@@ -32,7 +39,7 @@ from __future__ import annotations
 import logging
 import os
 import threading
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -53,6 +60,11 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 #: How often the loop looks at its subprocesses; their exit is noticed within this.
 TICK_S = 0.05
+#: The share of a lease kept in hand: a subprocess whose lease could not be renewed is
+#: aborted this long before the lease lapses, with half of it as the abort's grace.
+EXPIRY_MARGIN = 0.25
+#: How much of a failed start's run log the task's outcome carries.
+START_LOG_TAIL = 600
 
 
 @dataclass(frozen=True, slots=True)
@@ -81,10 +93,20 @@ class _Held:
     token: str
     renew_every: float
     next_renew: float
+    lease_s: float
+    #: When (on the runner's clock) the subprocess must start stopping, unless renewed.
+    stop_by: float
     run_id: str | None = None
     shim: subprocess.Popen[bytes] | None = None
     log_size: int = 0
     outcome: dict[str, Any] | None = field(default=None)
+    #: Set once (under the daemon's lock) by whoever stops the subprocess for a lapsing lease.
+    expiring: bool = False
+
+    @property
+    def margin(self) -> float:
+        """How long before its lease lapses the subprocess starts stopping."""
+        return self.lease_s * EXPIRY_MARGIN
 
 
 class RunnerDaemon:
@@ -107,15 +129,21 @@ class RunnerDaemon:
         self.runner_id: str | None = None
         self.held: dict[str, _Held] = {}
         self._next_poll = 0.0
+        self._expiry = threading.Lock()
 
     @classmethod
     def open(
         cls, client: Client | FailoverClient, options: RunnerOptions, clock: Clock | None = None
     ) -> RunnerDaemon:
-        """A daemon with its own process store in ``options.data_dir``."""
+        """A daemon with its own process store in ``options.data_dir``.
+
+        The folder is made absolute first: a task runs in another folder, and its
+        shim must still find the run's files there.
+        """
         from watchkeeper.procs.engine import ProcEngine
         from watchkeeper.store.procs import open_store
 
+        options = replace(options, data_dir=options.data_dir.expanduser().resolve())
         options.data_dir.mkdir(parents=True, exist_ok=True)
         store = open_store(f"sqlite:///{options.data_dir / 'runner.db'}")
         engine = ProcEngine(store, options.data_dir, grace_s=options.grace_s)
@@ -152,7 +180,9 @@ class RunnerDaemon:
         if self.runner_id is None:
             self.register()
         beats = threading.Thread(target=self._heartbeats, args=(stop,), name="heartbeat")
+        guard = threading.Thread(target=self._guard, args=(stop,), name="lease-guard")
         beats.start()
+        guard.start()
         try:
             while not stop.is_set():
                 self.step()
@@ -160,6 +190,7 @@ class RunnerDaemon:
         finally:
             stop.set()
             beats.join()
+            guard.join()
             self._leave()
 
     def step(self) -> None:
@@ -194,6 +225,7 @@ class RunnerDaemon:
         if free <= 0 or self.clock.now() < self._next_poll:
             return
         assert self.runner_id is not None
+        asked = self.clock.now()
         try:
             tasks = self.client.runners.lease(self.runner_id, free)
         except ClientError as exc:
@@ -202,12 +234,20 @@ class RunnerDaemon:
         if len(tasks) < free:
             self._next_poll = self.clock.now() + self.options.poll_s
         for task in tasks:
-            self._start(task)
+            self._start(task, asked)
 
-    def _start(self, task: dict[str, Any]) -> None:
+    def _start(self, task: dict[str, Any], asked: float) -> None:
         lease_s = float(task["lease_s"])
-        every = self.options.renew_s or lease_s / 3
-        held = _Held(str(task["id"]), str(task["lease_token"]), every, self.clock.now() + every)
+        # Never later than a third of the lease: two renewals may fail before the margin.
+        every = min(self.options.renew_s or lease_s / 3, lease_s / 3)
+        held = _Held(
+            str(task["id"]),
+            str(task["lease_token"]),
+            every,
+            self.clock.now() + every,
+            lease_s=lease_s,
+            stop_by=asked + lease_s * (1 - EXPIRY_MARGIN),
+        )
         self.held[held.task_id] = held
         payload = task["payload"]
         request = LaunchRequest(
@@ -215,11 +255,16 @@ class RunnerDaemon:
             cwd=str(payload.get("cwd") or self.options.data_dir),
             name=f"task {held.task_id}",
             env=task_env(os.environ, self.options.pass_env, url=self.client.url, task=task),
+            die_with_parent=True,
         )
         try:
             launched = self.engine.start(request)
         except WatchkeeperError as exc:
-            held.outcome = {"failed": f"could not start: {exc}", "exit_code": None}
+            why = self._start_failure(exc)
+            log.warning(
+                "Task %s could not start: %s", held.task_id, why, extra={"action": "runner_start"}
+            )
+            held.outcome = {"failed": f"could not start: {why}", "exit_code": None}
             return
         held.run_id, held.shim = launched.run.run_id, launched.shim
         log.info(
@@ -229,16 +274,30 @@ class RunnerDaemon:
             extra={"action": "runner_start"},
         )
 
+    def _start_failure(self, exc: WatchkeeperError) -> str:
+        # The shim writes why it stopped into the run's log, which no one else reads.
+        run_id = getattr(exc, "run_id", None)
+        if not isinstance(run_id, str):
+            return str(exc)
+        tail = layout.read_tail(layout.log_path(self.engine.data_dir, run_id), START_LOG_TAIL)
+        tail = " ".join(tail.split())
+        return f"{exc}: {tail}" if tail else str(exc)
+
     # Renewing ------------------------------------------------------------------------
 
     def _renew_due(self) -> None:
-        now = self.clock.now()
         for held in list(self.held.values()):
-            if held.outcome is None and now >= held.next_renew:
+            if held.outcome is not None:
+                continue
+            now = self.clock.now()
+            if now >= held.stop_by:
+                self._expire(held)
+            elif now >= held.next_renew:
                 self._renew(held, now)
 
     def _renew(self, held: _Held, now: float) -> None:
         size = self._log_size(held)
+        sent = self.clock.now()
         try:
             self.client.runners.renew(held.task_id, held.token, progressed=size > held.log_size)
         except ClientError as exc:
@@ -255,6 +314,42 @@ class RunnerDaemon:
             return
         held.log_size = size
         held.next_renew = now + held.renew_every
+        held.stop_by = sent + held.lease_s - held.margin
+
+    # Lapsing leases ------------------------------------------------------------------
+
+    def _guard(self, stop: threading.Event) -> None:
+        # The main loop may sit in a request to a server that does not answer.
+        while not stop.wait(TICK_S):
+            now = self.clock.now()
+            for held in list(self.held.values()):
+                if held.outcome is None and now >= held.stop_by and self._claim_expiry(held):
+                    self._stop_command(held)
+
+    def _claim_expiry(self, held: _Held) -> bool:
+        with self._expiry:
+            if held.expiring:
+                return False
+            held.expiring = True
+            return True
+
+    def _stop_command(self, held: _Held) -> None:
+        log.warning(
+            "Could not renew the lease on task %s: stopping its command before its lease "
+            "lapses, so the server may hand the task to another runner",
+            held.task_id,
+            extra={"action": "runner_expire"},
+        )
+        if held.run_id is not None and held.shim is not None and held.shim.poll() is None:
+            self.engine.abort(held.run_id, grace_s=min(self.options.grace_s, held.margin / 2))
+
+    def _expire(self, held: _Held) -> None:
+        # Whichever thread stopped the command, only the main loop forgets the task.
+        if self._claim_expiry(held):
+            self._stop_command(held)
+        if held.shim is not None:
+            held.shim.wait()
+        self.held.pop(held.task_id, None)
 
     def _log_size(self, held: _Held) -> int:
         if held.run_id is None:
@@ -275,6 +370,8 @@ class RunnerDaemon:
 
     def _collect(self) -> None:
         for held in list(self.held.values()):
+            if held.expiring:
+                continue  # its lease is lapsing: nothing can be reported, it is only dropped
             if held.outcome is None and held.shim is not None and held.shim.poll() is not None:
                 held.outcome = self._outcome(held)
             if held.outcome is not None:

@@ -1,0 +1,119 @@
+"""A runner cut off from the server stops its task's command before the lease it could not
+renew lapses, so the task is never running in two places at once."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+from collections.abc import Iterator
+from datetime import datetime
+from pathlib import Path
+from urllib.parse import urlsplit
+
+import pytest
+
+from tests.conftest import make_settings
+from tests.integration.server import LiveServer, live_server
+from tests.support.tcp_proxy import TcpProxy, tcp_proxy
+from tests.support.waiting import wait_for
+from watchkeeper.client import Client
+from watchkeeper.clock import utcnow
+from watchkeeper.notify.ops import OpsNotifier
+from watchkeeper.procs import identity
+from watchkeeper.runtime import Runtime
+from watchkeeper.store import Store
+
+EVENT_TIMEOUT_S = 60.0
+LEASE_S = 6.0
+# Writes its pid, then sleeps; on SIGTERM it writes the instant it stops (epoch seconds).
+SLEEPER = (
+    "import os, signal, sys, time\n"
+    "def stop(*_):\n"
+    "    tmp = sys.argv[2] + '.tmp'\n"
+    "    open(tmp, 'w').write(repr(time.time()))\n"
+    "    os.replace(tmp, sys.argv[2])\n"
+    "    os._exit(0)\n"
+    "signal.signal(signal.SIGTERM, stop)\n"
+    "tmp = sys.argv[1] + '.tmp'\n"
+    "open(tmp, 'w').write(str(os.getpid()))\n"
+    "os.replace(tmp, sys.argv[1])\n"
+    "while True:\n"
+    "    time.sleep(0.05)\n"
+)
+
+
+@pytest.fixture
+def server(tmp_path: Path, store: Store) -> Iterator[LiveServer]:
+    settings = make_settings(tmp_path, store.url, queue={"lease_s": LEASE_S})
+    runtime = Runtime.open(settings, clock=utcnow, store=store, notifier=OpsNotifier(settings.ops))
+    try:
+        with live_server(runtime) as live:
+            yield live
+    finally:
+        runtime.sweeper.close()
+
+
+@pytest.fixture
+def proxy(server: LiveServer) -> Iterator[TcpProxy]:
+    address = urlsplit(server.url)
+    with tcp_proxy((str(address.hostname), int(address.port or 80))) as opened:
+        yield opened
+
+
+def start_runner(url: str, token: str, tmp_path: Path) -> subprocess.Popen[bytes]:
+    log = (tmp_path / "runner.log").open("wb")
+    with log:
+        return subprocess.Popen(
+            [sys.executable, "-m", "watchkeeper", "runner", "--fleet", "cut", "--capacity", "1",
+             "--data-dir", str(tmp_path / "runner"), "--server", url,
+             "--poll-interval", "0.1", "--heartbeat-interval", "0.5", "--grace", "5"],
+            env={**os.environ, "WATCHKEEPER_TOKEN": token},
+            stdout=log,
+            stderr=subprocess.STDOUT,
+        )  # fmt: skip
+
+
+def test_a_cut_off_runner_stops_its_command_before_the_lease_lapses(
+    server: LiveServer, proxy: TcpProxy, tmp_path: Path
+) -> None:
+    pid_file, stopped_file = tmp_path / "sleeper.pid", tmp_path / "sleeper.stopped"
+    daemon = start_runner(f"http://127.0.0.1:{proxy.port}", server.tokens["reporter"], tmp_path)
+    try:
+        with Client(server.url, server.tokens["admin"]) as client:
+            job = client.jobs.submit(
+                "long", org="o", fleet="cut",
+                argv=[sys.executable, "-c", SLEEPER, str(pid_file), str(stopped_file)],
+            )  # fmt: skip
+
+            def task() -> dict[str, object]:
+                found: dict[str, object] = client.jobs.get(str(job["id"]))["tasks"][0]
+                return found
+
+            wait_for(pid_file.exists, what="the task's command running", timeout=EVENT_TIMEOUT_S)
+            pid = int(pid_file.read_text())
+            # A renewal went through, so the runner holds the lease as a renewing runner does.
+            wait_for(lambda: task()["last_renewed_at"], what="a renewal", timeout=EVENT_TIMEOUT_S)
+            proxy.cut()
+            # No renewal passes the cut; the last expiry the server shows is the lease's end
+            # (a renewal in flight at the cut may still land, so keep reading until the stop).
+            expiries: list[str] = []
+
+            def stopped() -> bool:
+                current = task()
+                if current["status"] == "running" and current["attempt"] == 1:
+                    expiries.append(str(current["lease_expires_at"]))
+                return stopped_file.exists()
+
+            wait_for(stopped, what="the command being stopped", timeout=EVENT_TIMEOUT_S)
+            wait_for(lambda: identity.start_time(pid) is None, what="the command gone")
+            stopped_at = float(stopped_file.read_text())
+            lapses_at = datetime.fromisoformat(expiries[-1].replace("Z", "+00:00")).timestamp()
+            assert stopped_at < lapses_at, (stopped_at, lapses_at)
+    finally:
+        if daemon.poll() is None:
+            daemon.send_signal(signal.SIGTERM)
+        daemon.wait(timeout=EVENT_TIMEOUT_S)
+    output = (tmp_path / "runner.log").read_text()
+    assert "before its lease lapses" in output, output
