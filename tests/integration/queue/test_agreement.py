@@ -3,7 +3,9 @@
 Random fleets, runners (some offline, some tied to an org), org caps and
 tasks. Each round every runner tries to lease one task: a task it gets must
 have been ``awaiting_runner`` just before, and when no runner gets anything,
-no queued task may claim ``awaiting_runner``.
+no queued task may claim ``awaiting_runner``. Some cases put a backlog of one
+capped org ahead of everything else, longer than any candidate window, so the
+lease must look past tasks its caps block.
 """
 
 from __future__ import annotations
@@ -11,7 +13,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 from sqlalchemy import delete
 
@@ -31,6 +33,8 @@ from watchkeeper.store.schema_queue import (
 
 FLEETS = ("cpu", "gpu")
 ORGS = ("acme", "beta")
+#: Longer than the oldest-64 window the lease once read.
+BACKLOG = 70
 
 
 def _clear(store: Store) -> None:
@@ -56,6 +60,8 @@ scenario = st.fixed_dictionaries(
             st.fixed_dictionaries({"max_concurrent_jobs": st.integers(1, 2)}),
         ),
         "tasks": st.lists(st.tuples(st.sampled_from(ORGS), st.sampled_from(FLEETS)), max_size=6),
+        # A backlog of one org, held to one job at a time, queued before the tasks above.
+        "backlog": st.one_of(st.none(), st.tuples(st.sampled_from(ORGS), st.sampled_from(FLEETS))),
     }
 )
 
@@ -66,15 +72,31 @@ scenario = st.fixed_dictionaries(
     suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
 )
 @given(case=scenario)
+@example(  # one alive runner with room behind acme's backlog, which one job fills
+    case={
+        "runners": [("cpu", 2, None, True)],
+        "caps": {},
+        "tasks": [("beta", "cpu")],
+        "backlog": ("acme", "cpu"),
+    }
+)
 def test_blocked_reasons_agree_with_leasing(
     case: dict[str, Any], store: Store, tmp_path: Path, clock: ManualClock
 ) -> None:
     _clear(store)
-    queue = make_service(tmp_path, store, clock, orgs=case["caps"])
+    caps = dict(case["caps"])
+    if case["backlog"] is not None:
+        caps[case["backlog"][0]] = {"max_concurrent_jobs": 1}
+    queue = make_service(tmp_path, store, clock, orgs=caps)
     registered = [
         (queue.register(NewRunner(fleet, capacity, "host", 1, org)), alive)
         for fleet, capacity, org, alive in case["runners"]
     ]
+    if case["backlog"] is not None:
+        org, fleet = case["backlog"]
+        flood = NewJob("t", org, fleet, {"argv": ["true"]}, "test")
+        queue.store.submit_many([flood] * BACKLOG, clock())
+        clock.advance(1)  # the backlog is older than every other task
     news = [NewJob("t", org, fleet, {"argv": ["true"]}, "test") for org, fleet in case["tasks"]]
     queue.store.submit_many(news, clock())
     clock.advance(40)  # past runner_offline_after_s: only runners that heartbeat are alive

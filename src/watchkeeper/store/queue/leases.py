@@ -1,9 +1,14 @@
 """Leases: take queued tasks for a runner, renew them, and end them with an outcome.
 
-Leasing is one write transaction: candidates are read with ``SELECT ... FOR
-UPDATE SKIP LOCKED`` on PostgreSQL (inside ``BEGIN IMMEDIATE`` on SQLite, which
-holds the write lock), the lease rule passed in by the caller admits them, and
-each admitted task is claimed with ``UPDATE ... WHERE status = 'queued'
+Leasing is one write transaction (``BEGIN IMMEDIATE`` on SQLite, which holds
+the write lock). The fleet's queued tasks are read oldest first, page after
+page, until the runner has what it asked for or the queue is exhausted: no
+fixed window, so a backlog the caps block never hides a task behind it, and
+the lease takes exactly the tasks the blocked reasons call leasable. The lease
+rule passed in by the caller judges each; on PostgreSQL an admitted task's row
+is then locked alone with ``FOR UPDATE SKIP LOCKED``, so a lease holds only
+the rows it takes and runners leasing together share the queue out. The
+chosen tasks are claimed with ``UPDATE ... WHERE status = 'queued'
 RETURNING``. Every later move of a leased task is ``UPDATE ... WHERE id = ? AND
 lease_token = ?`` and the lease still live: zero rows means the lease is gone.
 """
@@ -33,10 +38,12 @@ from watchkeeper.store.queue.rows import (
     task_from_row,
 )
 from watchkeeper.store.queue.statements import (
+    LOCK_QUEUED,
     RUNNER_WITH_LOAD,
     candidates_statement,
     claim_statement,
     end_statement,
+    queued_orgs_statement,
 )
 from watchkeeper.store.schema_queue import queue_tasks
 from watchkeeper.store.tokens import mint_task_tokens, revoke_task_tokens
@@ -56,30 +63,24 @@ class Leases(Part):
         limit: int,
         admit: Admit,
         load_needed: Callable[[str], bool],
-        window: int = 64,
+        page: int = 256,
     ) -> list[Lease]:
         """Lease up to ``limit`` queued tasks of the runner's fleet that ``admit`` allows.
 
-        Candidates are the oldest ``window`` queued tasks (locked rows skipped);
-        the org loads ``admit`` reads are counted in the same transaction, and
-        on PostgreSQL an org with caps is locked for its duration, so two
-        runners never both take the last slot of an org.
+        Every queued task of the fleet is a candidate, read ``page`` at a time,
+        oldest first; rows other leases hold are passed over. The loads
+        ``admit`` reads are counted in the same transaction, after every capped
+        org with queued tasks is locked (on PostgreSQL), so two runners never
+        both take the last slot of an org.
         """
         at = to_epoch(now)
         with self._write("leasing tasks") as conn:
             runner = _serving_runner(conn, runner_id)
-            candidates = self._candidates(conn, runner, max(window, limit))
-            if not candidates:
-                return []
-            chosen = _admit(conn, runner, candidates, limit, admit, load_needed, now)
+            picker = _Picker(conn, runner, admit, now, lock_rows=not self._sqlite)
+            chosen = picker.pick(limit, load_needed, page)
             leases = self._claim(conn, runner_id, chosen, at) if chosen else []
             log_events(conn, [(x.task.id, x.task.job_id) for x in leases], at, "leased", runner_id)
         return leases
-
-    def _candidates(self, conn: Connection, runner: Runner, window: int) -> Sequence[Any]:
-        statement = candidates_statement(runner.org is not None, self._sqlite)
-        params = {"p_fleet": runner.fleet, "p_org": runner.org, "p_window": window}
-        return conn.execute(statement, params).all()
 
     def _claim(
         self, conn: Connection, runner_id: str, task_ids: list[str], at: float
@@ -177,36 +178,81 @@ def _serving_runner(conn: Connection, runner_id: str) -> Runner:
     return runner_from_row(row, int(row.running))
 
 
-def _admit(
-    conn: Connection,
-    runner: Runner,
-    candidates: Sequence[Any],
-    limit: int,
-    admit: Admit,
-    load_needed: Callable[[str], bool],
-    now: datetime,
-) -> list[str]:
-    capped = sorted({row.org for row in candidates if load_needed(row.org)})
-    loads = org_loads(conn, capped, now, lock=True) if capped else {}
-    running_jobs = _running_jobs(conn, candidates) if capped else set()
-    chosen: list[str] = []
-    for row in candidates:
-        if len(chosen) >= limit:
-            break
-        task = QueuedTask(row.id, row.job_id, row.org, row.fleet, row.job_id in running_jobs)
-        load = loads.get(row.org) or OrgLoad(row.org)
-        if not admit(task, runner, load):
-            continue
-        chosen.append(row.id)
-        # Count what this lease adds, so the next candidate is judged against it.
-        runner = dataclasses.replace(runner, running=runner.running + 1)
-        if not task.job_running:
-            running_jobs.add(row.job_id)
-            loads[row.org] = dataclasses.replace(load, running_jobs=load.running_jobs + 1)
-    return chosen
+class _Picker:
+    """Walks the queue for one lease, counting what each admitted task adds."""
+
+    def __init__(
+        self, conn: Connection, runner: Runner, admit: Admit, now: datetime, *, lock_rows: bool
+    ) -> None:
+        self.conn = conn
+        self.runner = runner
+        self.admit = admit
+        self.now = now
+        self.lock_rows = lock_rows
+        self.loads: dict[str, OrgLoad] = {}
+        self.running_jobs: set[str] = set()
+        self.chosen: list[str] = []
+
+    def pick(self, limit: int, load_needed: Callable[[str], bool], page: int) -> list[str]:
+        """The ids of up to ``limit`` tasks to claim, oldest first."""
+        scope = {"p_fleet": self.runner.fleet, "p_org": self.runner.org}
+        tied = self.runner.org is not None
+        orgs = self.conn.execute(queued_orgs_statement(tied), scope).scalars()
+        # All capped orgs are locked up front, in one sorted pass: locking them as
+        # pages reveal them could have two leases wait on each other.
+        capped = sorted(org for org in orgs if load_needed(org))
+        self.loads = org_loads(self.conn, capped, self.now, lock=True) if capped else {}
+        after: dict[str, Any] = {}
+        while self._wants(limit):
+            params = {**scope, "p_page": page, **after}
+            rows = self.conn.execute(candidates_statement(tied, bool(after)), params).all()
+            self._judge(rows, limit, capped_orgs=set(capped), load_needed=load_needed)
+            if len(rows) < page:
+                break
+            after = {"p_after_at": rows[-1].queued_at, "p_after_id": rows[-1].id}
+        return self.chosen
+
+    def _wants(self, limit: int) -> bool:
+        # A full runner is refused every task by the rule: reading on would be waste.
+        return len(self.chosen) < limit and self.runner.running < self.runner.capacity
+
+    def _judge(
+        self,
+        rows: Sequence[Any],
+        limit: int,
+        *,
+        capped_orgs: set[str],
+        load_needed: Callable[[str], bool],
+    ) -> None:
+        if capped_orgs:
+            self.running_jobs |= _running_jobs(self.conn, [r for r in rows if r.org in capped_orgs])
+        for row in rows:
+            if not self._wants(limit):
+                return
+            if row.org not in capped_orgs and load_needed(row.org):
+                continue  # queued after the caps were locked: the next lease judges it
+            task = QueuedTask(
+                row.id, row.job_id, row.org, row.fleet, row.job_id in self.running_jobs
+            )
+            load = self.loads.get(row.org) or OrgLoad(row.org)
+            if not self.admit(task, self.runner, load) or not self._lock(row.id):
+                continue
+            self.chosen.append(row.id)
+            # Count what this lease adds, so the next candidate is judged against it.
+            self.runner = dataclasses.replace(self.runner, running=self.runner.running + 1)
+            if not task.job_running:
+                self.running_jobs.add(row.job_id)
+                self.loads[row.org] = dataclasses.replace(load, running_jobs=load.running_jobs + 1)
+
+    def _lock(self, task_id: str) -> bool:
+        if not self.lock_rows:
+            return True  # SQLite: the write transaction already keeps other leases out
+        return self.conn.execute(LOCK_QUEUED, {"p_id": task_id}).first() is not None
 
 
 def _running_jobs(conn: Connection, candidates: Sequence[Any]) -> set[str]:
     jobs = list({row.job_id for row in candidates})
+    if not jobs:
+        return set()
     statement = select(T.job_id).where(T.job_id.in_(jobs), T.status == RUNNING).distinct()
     return set(conn.execute(statement).scalars())

@@ -19,6 +19,7 @@ from sqlalchemy import (
     insert,
     literal,
     select,
+    tuple_,
     update,
 )
 
@@ -37,19 +38,46 @@ RUNNER_WITH_LOAD = select(
 
 
 @functools.lru_cache(maxsize=4)
-def candidates_statement(tied_to_org: bool, sqlite: bool) -> Any:
-    """The oldest queued tasks of a fleet; on PostgreSQL, rows others hold are skipped."""
+def candidates_statement(tied_to_org: bool, after: bool) -> Any:
+    """One page of a fleet's queued tasks, oldest first, read without locks.
+
+    With ``after``, the page starts past the task at ``(p_after_at, p_after_id)``,
+    so paging goes on from where the last page ended however many tasks the
+    lease passed over.
+    """
     statement = (
-        select(T.id, T.job_id, T.org, T.fleet)
+        select(T.id, T.job_id, T.org, T.fleet, T.queued_at)
         .where(T.status == QUEUED, T.fleet == bindparam("p_fleet"))
         .order_by(T.queued_at, T.id)
-        .limit(bindparam("p_window", type_=Integer))
+        .limit(bindparam("p_page", type_=Integer))
     )
     if tied_to_org:
         statement = statement.where(T.org == bindparam("p_org"))
-    if not sqlite:
-        statement = statement.with_for_update(skip_locked=True, of=queue_tasks)
+    if after:
+        last = tuple_(
+            bindparam("p_after_at", type_=T.queued_at.type),
+            bindparam("p_after_id", type_=T.id.type),
+        )
+        statement = statement.where(tuple_(T.queued_at, T.id) > last)
     return statement
+
+
+@functools.lru_cache(maxsize=2)
+def queued_orgs_statement(tied_to_org: bool) -> Any:
+    """The orgs with queued tasks in a fleet: those whose caps a lease must lock first."""
+    statement = select(T.org).where(T.status == QUEUED, T.fleet == bindparam("p_fleet"))
+    if tied_to_org:
+        statement = statement.where(T.org == bindparam("p_org"))
+    return statement.distinct()
+
+
+#: PostgreSQL: take one queued task's row for this lease, or nothing when another
+#: lease holds it or already took it; never waits, so leases never deadlock.
+LOCK_QUEUED = (
+    select(T.id)
+    .where(T.id == bindparam("p_id"), T.status == QUEUED)
+    .with_for_update(skip_locked=True, of=queue_tasks)
+)
 
 
 @functools.lru_cache(maxsize=2)
