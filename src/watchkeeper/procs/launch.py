@@ -49,6 +49,10 @@ class LaunchRequest:
     # The command's whole environment (default: this process's). Never recorded: it may
     # hold a secret, such as a queue task's own token.
     env: Mapping[str, str] | None = field(default=None, repr=False)
+    # The command's group ends when the launching process dies (a runner's task, which the
+    # server leases again): Linux tells the shim when the thread that started it exits, so
+    # launch from a thread that lives as long as the process.
+    die_with_parent: bool = False
 
 
 @dataclass
@@ -81,6 +85,12 @@ def check(request: LaunchRequest) -> None:
         raise InvalidInput("--timeout must be more than 0", "timeout_s")
     if request.budget_s is not None and request.budget_s <= 0:
         raise InvalidInput("--budget must be more than 0", "budget_s")
+    if request.detach and request.die_with_parent:
+        raise InvalidInput(
+            "a detached run outlives whoever started it; it cannot also die with its parent: "
+            "choose one",
+            "detach",
+        )
 
 
 def _make_run_dir(data_dir: Path, run_id: str) -> Path:
@@ -122,7 +132,8 @@ def launch(
     except BaseException:
         shutil.rmtree(folder, ignore_errors=True)  # nothing recorded: leave nothing behind
         raise
-    shim = _start_shim(procs, folder, new, clock, tee, request.env)
+    parent = os.getpid() if request.die_with_parent else 0
+    shim = _start_shim(procs, folder, new, clock, tee, request.env, parent)
     if not request.detach:
         return Launched(procs.get(run_id), shim)
     shim.wait()  # the first shim forks and leaves at once; the second is nobody's child
@@ -136,10 +147,12 @@ def _start_shim(
     clock: Now,
     tee: bool,
     env: Mapping[str, str] | None = None,
+    parent: int = 0,
 ) -> subprocess.Popen[bytes]:
     read_fd, write_fd = os.pipe()
     argv = [sys.executable, "-m", "watchkeeper.procs.shim", new.run_id, str(folder)]
-    argv += [str(write_fd), "1" if new.detach else "0", "1" if tee else "0", "--", *new.argv]
+    argv += [str(write_fd), "1" if new.detach else "0", "1" if tee else "0", str(parent)]
+    argv += ["--", *new.argv]
     try:
         with (folder / witness.LOG_NAME).open("ab") as shim_errors:
             shim = subprocess.Popen(

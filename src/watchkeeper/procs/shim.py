@@ -1,6 +1,6 @@
 """The shim: owns one command, holds its log, and writes its witness on exit.
 
-``python -m watchkeeper.procs.shim RUN_ID RUN_DIR HANDSHAKE_FD DETACH TEE -- CMD...``
+``python -m watchkeeper.procs.shim RUN_ID RUN_DIR HANDSHAKE_FD DETACH TEE PARENT -- CMD...``
 
 The command starts in a process group of its own (so an abort reaches its
 children too) with ``WATCHKEEPER_RUN_ID`` in its environment and stdin on
@@ -10,6 +10,13 @@ is a child of the caller. It reports the owner (its pid, the command's pid,
 their start times) on the handshake pipe and in ``owner.json``, waits for the
 command, and records how it ended in ``witness.json``. Signals sent to the
 shim are passed on to the command's group.
+
+With a ``PARENT`` pid (not ``0``), the run belongs to that process (a runner's
+task): on Linux the kernel tells the shim when its parent dies
+(``PR_SET_PDEATHSIG``), and the shim then ends the command's group (SIGTERM,
+SIGKILL after a grace period) and says so in the witness. Otherwise a runner
+killed mid-task would leave its command running while the task is leased and
+run again elsewhere.
 
 Only the standard library and two small sibling modules: it must start fast.
 """
@@ -28,6 +35,84 @@ _FORWARDED = (signal.SIGTERM, signal.SIGINT, signal.SIGHUP)
 # Python ignores SIGPIPE and Python-level handlers vanish on exec; restore what a shell would.
 _DEFAULT_IN_CHILD = (signal.SIGPIPE, signal.SIGXFSZ, *_FORWARDED)
 _CHUNK = 65536
+#: The kernel's word that the parent died; not one of the signals passed on to the command.
+_PARENT_GONE = signal.SIGUSR2
+_PR_SET_PDEATHSIG = 1
+#: How long an orphaned command gets after SIGTERM before its group is killed.
+ORPHAN_GRACE_S = 5.0
+
+
+class _Owner:
+    """Whose death ends the run, and the command's group once it exists."""
+
+    def __init__(self, parent: int) -> None:
+        self.parent = parent
+        self.pgid = 0
+        self.gone = False
+
+    def watch(self) -> None:
+        """Ask to be told when the parent dies, then look whether it already has."""
+        signal.signal(_PARENT_GONE, self._on_signal)
+        _ask_parent_death_signal(_PARENT_GONE)
+        # The parent may have died before the request: the kernel would never say so.
+        if os.getppid() != self.parent:
+            self._parent_went()
+
+    def started(self, pgid: int) -> None:
+        """The command's group exists; end it at once if the parent went meanwhile."""
+        self.pgid = pgid
+        if self.gone:
+            self._stop_group()
+
+    def settle(self) -> None:
+        """The command has exited (not yet reaped): kill what is left of an orphaned group.
+
+        The unreaped leader keeps its group id from being given to anybody else.
+        """
+        if self.gone:
+            signal.setitimer(signal.ITIMER_REAL, 0)
+            _killpg(self.pgid, signal.SIGKILL)
+        self.pgid = 0  # once reaped, the group id may be anybody's: never signal it again
+
+    def why(self) -> str:
+        """The witness's words for an orphaned run."""
+        return f"the process that started it (pid {self.parent}) went away"
+
+    def _on_signal(self, _signum: int, _frame: object) -> None:
+        # Also sent when the thread that started us ends while the process lives on.
+        if os.getppid() != self.parent:
+            self._parent_went()
+
+    def _parent_went(self) -> None:
+        if self.gone:
+            return
+        self.gone = True
+        if self.pgid:
+            self._stop_group()
+
+    def _stop_group(self) -> None:
+        _killpg(self.pgid, signal.SIGTERM)
+        signal.signal(signal.SIGALRM, lambda _s, _f: _killpg(self.pgid, signal.SIGKILL))
+        signal.setitimer(signal.ITIMER_REAL, ORPHAN_GRACE_S)
+
+
+def _ask_parent_death_signal(signum: int) -> None:
+    if not sys.platform.startswith("linux"):
+        return  # no such request elsewhere; the getppid() check still catches a dead parent
+    import ctypes  # only runs that die with their parent pay for it
+
+    libc = ctypes.CDLL(None, use_errno=True)
+    if libc.prctl(_PR_SET_PDEATHSIG, int(signum), 0, 0, 0) != 0:
+        raise OSError(ctypes.get_errno(), "prctl(PR_SET_PDEATHSIG) failed")
+
+
+def _killpg(pgid: int, signum: int) -> None:
+    if pgid <= 0:
+        return  # 0 would be the shim's own group: there is no command group to signal
+    try:
+        os.killpg(pgid, signum)
+    except ProcessLookupError:
+        return  # the whole group has already gone
 
 
 def _spawn(argv: list[str], out_fd: int) -> int:
@@ -77,9 +162,27 @@ def _failed_to_start(run_id: str, run_dir: str, handshake_fd: int, exc: OSError)
     return code
 
 
-def run(run_id: str, run_dir: str, handshake_fd: int, tee: bool, argv: list[str]) -> int:
-    """Start ``argv``, report its owner, wait for it and write the witness."""
+def _orphaned_before_start(run_id: str, run_dir: str, handshake_fd: int, why: str) -> int:
+    message = f"{why} before the command started"
+    witness.write(run_dir, witness.Witness(run_id, 125, None, time.time(), message))
+    os.write(handshake_fd, json.dumps({"error": message}).encode() + b"\n")
+    os.close(handshake_fd)
+    return 125
+
+
+def run(
+    run_id: str, run_dir: str, handshake_fd: int, tee: bool, argv: list[str], parent: int = 0
+) -> int:
+    """Start ``argv``, report its owner, wait for it and write the witness.
+
+    With ``parent``, the command's group is ended when that process dies.
+    """
     os.set_inheritable(handshake_fd, False)
+    owner_of = _Owner(parent) if parent else None
+    if owner_of is not None:
+        owner_of.watch()
+        if owner_of.gone:
+            return _orphaned_before_start(run_id, run_dir, handshake_fd, owner_of.why())
     log_fd = os.open(
         os.path.join(run_dir, witness.LOG_NAME), os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600
     )
@@ -92,6 +195,8 @@ def run(run_id: str, run_dir: str, handshake_fd: int, tee: bool, argv: list[str]
         if tee:
             os.close(out_fd)
     _forward_signals(pid)
+    if owner_of is not None:
+        owner_of.started(pid)
     me = os.getpid()
     owner = {
         "run_id": run_id,
@@ -104,25 +209,38 @@ def run(run_id: str, run_dir: str, handshake_fd: int, tee: bool, argv: list[str]
     _report(handshake_fd, run_dir, owner)
     if tee:
         _pump(read_fd, log_fd)
+    if owner_of is not None:
+        os.waitid(os.P_PID, pid, os.WEXITED | os.WNOWAIT)
+        owner_of.settle()
     _, status = os.waitpid(pid, 0)
     code = os.waitstatus_to_exitcode(status)
     ended = time.time()
     os.close(log_fd)
     exit_code, signum = (code, None) if code >= 0 else (None, -code)
-    witness.write(run_dir, witness.Witness(run_id, exit_code, signum, ended))
+    why = f"{owner_of.why()}: {_how(exit_code, signum)}" if owner_of and owner_of.gone else None
+    witness.write(run_dir, witness.Witness(run_id, exit_code, signum, ended, why))
     return code if code >= 0 else 128 - code
+
+
+def _how(exit_code: int | None, signum: int | None) -> str:
+    if signum is None:
+        return f"exited with status {exit_code}"
+    try:
+        return f"killed by signal {signum} ({signal.Signals(signum).name})"
+    except ValueError:
+        return f"killed by signal {signum}"
 
 
 def main(args: list[str]) -> int:
     """Entry point; arguments as in the module docstring."""
-    run_id, run_dir, handshake, detach, tee, sep, *argv = args
+    run_id, run_dir, handshake, detach, tee, parent, sep, *argv = args
     if sep != "--" or not argv:
-        sys.stderr.write("usage: shim RUN_ID RUN_DIR HANDSHAKE_FD DETACH TEE -- CMD...\n")
+        sys.stderr.write("usage: shim RUN_ID RUN_DIR HANDSHAKE_FD DETACH TEE PARENT -- CMD...\n")
         return 2
     if detach == "1" and os.fork() > 0:
         # The launcher reaps this first shim at once; the second one is nobody's child.
         os._exit(0)
-    return run(run_id, run_dir, int(handshake), tee == "1", argv)
+    return run(run_id, run_dir, int(handshake), tee == "1", argv, int(parent))
 
 
 if __name__ == "__main__":
