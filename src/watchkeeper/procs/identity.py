@@ -25,7 +25,7 @@ class Ownership(StrEnum):
     OURS = "ours"  # the same process, alive
     GONE = "gone"  # no such process (or only its zombie)
     RECYCLED = "recycled"  # the pid belongs to another process now
-    UNKNOWN = "unknown"  # another host or boot id unknown: cannot tell
+    UNKNOWN = "unknown"  # another host, no owner recorded, or its /proc entry hidden from us
 
 
 @cache
@@ -67,23 +67,58 @@ def user() -> str:
         return str(os.getuid())
 
 
+class Hidden(Exception):
+    """The process may exist, but this process may not read its entry (``hidepid``, permissions)."""
+
+
 def _stat_fields(pid: int) -> list[str] | None:
+    """``/proc/PID/stat`` after the command name; ``None`` when there is no such process.
+
+    Raises :class:`Hidden` when the entry exists but is not ours to read, or
+    ``/proc`` does not show it while the process is there (``hidepid``).
+    """
     try:
         with open(f"/proc/{pid}/stat", "rb") as file:
             raw = file.read().decode("ascii", "replace")
+    except PermissionError as exc:
+        raise Hidden(pid) from exc
+    except (FileNotFoundError, ProcessLookupError):
+        _gone_or_hidden(pid)
+        return None
     except OSError:
         return None
     # The command name (field 2) may hold spaces and parentheses: split after the last ")".
     return raw[raw.rfind(")") + 2 :].split()
 
 
+def _gone_or_hidden(pid: int) -> None:
+    # A /proc mounted hidepid=invisible shows other users' processes as missing: ask the
+    # kernel itself whether the pid is taken (signal 0 sends nothing).
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return
+    except PermissionError as exc:
+        raise Hidden(pid) from exc
+    raise Hidden(pid)
+
+
 def start_time(pid: int, *, allow_zombie: bool = False) -> str | None:
-    """The start time of process ``pid``, or ``None`` if it is gone.
+    """The start time of process ``pid``, or ``None`` if it is gone or cannot be read.
 
     A zombie counts as gone unless ``allow_zombie``: its parent may read the
     start time of a child it has not reaped yet (the shim does, for a command
-    that exited at once).
+    that exited at once). Where "cannot read" must not pass for "gone", use
+    :func:`read_start_time` (or :func:`ownership`, which does).
     """
+    try:
+        return read_start_time(pid, allow_zombie=allow_zombie)
+    except Hidden:
+        return None
+
+
+def read_start_time(pid: int, *, allow_zombie: bool = False) -> str | None:
+    """:func:`start_time`, raising :class:`Hidden` where the process may live unseen."""
     if os.path.isdir("/proc/self"):
         fields = _stat_fields(pid)
         # fields[0] is field 3 (state); field 22 (starttime) is fields[19].
@@ -103,8 +138,10 @@ def _psutil_start(pid: int, allow_zombie: bool) -> str | None:
         if process.status() == psutil.STATUS_ZOMBIE and not allow_zombie:
             return None
         return f"c{process.create_time():.2f}"
-    except (psutil.NoSuchProcess, psutil.AccessDenied):
+    except psutil.NoSuchProcess:
         return None
+    except psutil.AccessDenied as exc:
+        raise Hidden(pid) from exc
 
 
 def ownership(
@@ -117,7 +154,10 @@ def ownership(
         return Ownership.GONE  # a record from before a reboot: nothing of it survives
     if pid is None or recorded_start is None:
         return Ownership.UNKNOWN
-    current = start_time(pid)
+    try:
+        current = read_start_time(pid)
+    except Hidden:
+        return Ownership.UNKNOWN  # unknown is not dead: never reclaim what we cannot see
     if current is None:
         return Ownership.GONE
     return Ownership.OURS if current == recorded_start else Ownership.RECYCLED

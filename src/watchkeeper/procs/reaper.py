@@ -30,6 +30,8 @@ log = logging.getLogger(__name__)
 START_GRACE_S = 60.0
 STALE = "stale"
 EXITED = "exited"
+#: A run of this engine whose owner may be alive but cannot be seen (``/proc`` hidden from us).
+UNKNOWN = "unknown"
 
 
 @dataclass
@@ -50,7 +52,8 @@ def shim_ownership(run: ProcRun) -> identity.Ownership:
 def effective_status(run: ProcRun, data_dir: Path) -> str:
     """The status as it really is: ``stale`` for a run left active whose process is gone.
 
-    ``exited`` means the witness is there and the engine has not read it yet.
+    ``exited`` means the witness is there and the engine has not read it yet;
+    ``unknown`` that its owner, recorded on this host, cannot be seen from here.
     """
     if run.status.ended:
         return run.status.value
@@ -59,8 +62,11 @@ def effective_status(run: ProcRun, data_dir: Path) -> str:
     owner = shim_ownership(run)
     if owner in (identity.Ownership.GONE, identity.Ownership.RECYCLED):
         return STALE
-    if owner is identity.Ownership.UNKNOWN and run.host == identity.host() and _never_started(run):
-        return STALE
+    if owner is identity.Ownership.UNKNOWN and run.host == identity.host():
+        if _never_started(run):
+            return STALE
+        if run.shim_pid is not None and run.shim_start is not None:
+            return UNKNOWN
     return run.status.value
 
 
@@ -108,7 +114,7 @@ def _reap_one(
     try:
         found = settle.read_witness(data_dir, run)
     except witness.WitnessCorrupt as exc:
-        if owner is not identity.Ownership.OURS:
+        if owner in (identity.Ownership.GONE, identity.Ownership.RECYCLED):
             _reclaim(procs, run, f"its witness is unreadable: {exc}", now, report)
         return
     if found is not None:
@@ -120,6 +126,7 @@ def _reap_one(
         return
     if owner is identity.Ownership.OURS:
         _watch_live(procs, data_dir, run, now, grace_s, report)
+    # An owner we cannot see is left as it is: unknown is not dead.
 
 
 def _adopt_owner(procs: ProcStore, data_dir: Path, run: ProcRun, now: datetime) -> ProcRun | None:
