@@ -368,3 +368,12 @@ def test_a_time_the_store_could_not_give_back_is_refused(
     assert "1970-01-01T00:00:00Z" in response.json()["error"]["message"]
     # Nothing was stored that would make the run unreadable.
     assert api.http.get("/api/v1/runs/crawl/known").status_code == 200
+
+
+def test_a_hook_url_no_client_can_send_to_is_refused(api: Api) -> None:
+    # It starts like a URL, but no HTTP client can send to its host: refused up front,
+    # instead of failing the hook (or, before, the reaping) once the run ends.
+    response = api.http.post(
+        "/api/v1/procs", json={"argv": ["true"], "on_done_url": "http://\\ª/done"}
+    )
+    assert refused_on(response, "on_done_url"), response.text

@@ -166,7 +166,9 @@ def _post(url: str, body: bytes, secret: bytes) -> list[str]:
     headers = {"Content-Type": "application/json", SIGNATURE_HEADER: sign(secret, body)}
     try:
         response = httpx.post(url, content=body, headers=headers, timeout=10.0)
-    except httpx.HTTPError as exc:
+    except (httpx.HTTPError, httpx.InvalidURL) as exc:
+        # InvalidURL is not an HTTPError: a URL no client can send to must fail this hook,
+        # not the reaping of every run after it.
         return [f"--on-done-url {url}: {type(exc).__name__}: {exc}"]
     if response.is_success:
         return []

@@ -12,8 +12,9 @@ import asyncio
 import os
 from typing import Annotated, Any
 
+import httpx
 from fastapi import APIRouter, Body, Depends, FastAPI, HTTPException, Query, Request
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from watchkeeper.access.tokens import Role, TokenInfo
 from watchkeeper.errors import InvalidInput
@@ -59,6 +60,22 @@ class StartProc(_Body):
     session: ShortText | None = None
     on_done_cmd: Annotated[str, Text(4000)] | None = None
     on_done_url: Annotated[str, Line(2000, pattern=r"^https?://")] | None = None
+
+    @field_validator("on_done_url")
+    @classmethod
+    def _sendable(cls, url: str | None) -> str | None:
+        """A hook URL must be one a client can send to, not only start like one."""
+        if url is None:
+            return None
+        try:
+            host = httpx.URL(url).host
+        except httpx.InvalidURL as exc:
+            raise ValueError(
+                f"not a URL a request can be sent to ({exc}); send http(s)://host/path"
+            ) from None
+        if not host:
+            raise ValueError("the URL names no host; send http(s)://host/path")
+        return url
 
 
 class AbortProc(_Body):

@@ -115,3 +115,16 @@ def test_a_failing_hook_is_recorded_once(tmp_path: Path, store: Store, engine: P
     assert done.hook_state is HookState.FAILED
     assert done.hook_error == f"--on-done-url {recorder.url} answered HTTP 500"
     assert json.loads(recorder.requests[0].body)["status"] == "succeeded"
+
+
+def test_a_hook_url_that_cannot_be_sent_to_is_recorded_failed_and_reaping_goes_on(
+    tmp_path: Path, store: Store, engine: ProcEngine
+) -> None:
+    # It starts like a URL, so it passed the API's first check, but no client can send to it.
+    run = start_detached(engine, "true", on_done_url="http://\\ª/done")
+    wait_witness(engine, run)
+    engine.reap()  # used to raise InvalidURL: the reclaim endpoint answered 500
+    done = engine.get(run.run_id)
+    assert done.status is ProcStatus.SUCCEEDED
+    assert done.hook_state is HookState.FAILED
+    assert done.hook_error is not None and "InvalidURL" in done.hook_error
