@@ -30,7 +30,7 @@ _CAPS = "+dac_override,+dac_read_search"
 
 
 def hidden_view(mode: str) -> list[str]:
-    """A command prefix: what follows runs as ``nobody`` under ``/proc`` mounted ``hidepid=mode``."""
+    """A command prefix: what follows runs as ``nobody`` under ``/proc`` mounted ``hidepid``."""
     script = 'mount -t proc -o "hidepid=$0" proc /proc && exec "$@"'
     setpriv = ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups"]
     setpriv += [f"--inh-caps={_CAPS}", f"--ambient-caps={_CAPS}"]
