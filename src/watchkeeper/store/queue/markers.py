@@ -2,16 +2,20 @@
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Collection
 from datetime import datetime
 
-from sqlalchemy import ColumnElement, exists, or_, select, update
+from sqlalchemy import ColumnElement, Connection, Update, exists, or_, select, update
+from sqlalchemy.exc import DBAPIError
 
 from watchkeeper.clock import rfc3339, to_epoch
 from watchkeeper.store.queue.base import Part
 from watchkeeper.store.queue.recovery import lease_lapsed
 from watchkeeper.store.queue.rows import META, RUNNING, R, T
 from watchkeeper.store.schema_queue import queue_tasks
+
+log = logging.getLogger(__name__)
 
 #: The metadata key a start-up reconciliation sets on a task a restart interrupted.
 INTERRUPTED = "interrupted_at"
@@ -29,6 +33,10 @@ class Markers(Part):
         holds is never marked, so a restart leaves another replica's runners
         alone. A task already marked keeps its first marker. Returns the ids
         newly marked.
+
+        Each task's write is a savepoint of its own: a write the database
+        refuses (or metadata that is not an object) costs that task its marker,
+        logged, not every other task theirs.
         """
         stamp = rfc3339(now)
         # The UPDATE repeats the whole condition: a task leased again by a
@@ -38,14 +46,16 @@ class Markers(Part):
         with self._write("marking interrupted tasks") as conn:
             rows = conn.execute(select(T.id, META).where(scope)).all()
             for row in rows:
-                meta = dict(row._mapping["metadata"] or {})
+                meta = row._mapping["metadata"] or {}
+                if not isinstance(meta, dict):
+                    _tell("marking", row.id, f"its metadata is not an object: {meta!r}")
+                    continue
                 if meta.get(INTERRUPTED):
                     continue
-                meta[INTERRUPTED] = stamp
-                done = conn.execute(
-                    update(queue_tasks).where(T.id == row.id, scope).values({META: meta})
-                )
-                if done.rowcount:
+                change = update(queue_tasks).where(T.id == row.id, scope)
+                if _apply(
+                    conn, row.id, change.values({META: {**meta, INTERRUPTED: stamp}}), "marking"
+                ):
                     marked.append(row.id)
         return marked
 
@@ -68,7 +78,24 @@ class Markers(Part):
 
         Returns the ids whose marker this call removed: a concurrent call never
         reports the same removal. Reads first, so an unmarked task costs no write.
+
+        Best effort: it follows a lease or renewal that has committed, and must
+        never turn that into an error answer (the runner would never learn of
+        the lease it holds). A removal the database refuses is logged and left
+        for the next renewal to try again; so is a store that cannot be reached.
         """
+        try:
+            return self._clear(task_ids, now)
+        except Exception as exc:  # noqa: BLE001 - the lease or renewal before it stands
+            log.warning(
+                "Could not clear the interrupted marker of %s: %s; the next renewal tries again",
+                ", ".join(task_ids),
+                exc,
+                extra={"action": "queue_clear_interrupted"},
+            )
+            return []
+
+    def _clear(self, task_ids: Collection[str], now: datetime) -> list[str]:
         if not self.interrupted(task_ids):
             return []
         at = to_epoch(now)
@@ -82,11 +109,34 @@ class Markers(Part):
                 if not isinstance(meta, dict) or not meta.get(INTERRUPTED):
                     continue
                 rest = {key: value for key, value in meta.items() if key != INTERRUPTED}
-                conn.execute(
-                    update(queue_tasks).where(T.id == row.id).values({META: rest, T.updated_at: at})
-                )
-                removed.append(row.id)
+                change = update(queue_tasks).where(T.id == row.id)
+                if _apply(conn, row.id, change.values({META: rest, T.updated_at: at}), "clearing"):
+                    removed.append(row.id)
         return removed
+
+
+def _apply(conn: Connection, task_id: str, change: Update, doing: str) -> bool:
+    """Run one task's marker write in a savepoint: whether it changed the row.
+
+    A refused write rolls back to the savepoint, so the transaction goes on
+    for the other tasks.
+    """
+    try:
+        with conn.begin_nested():
+            return bool(conn.execute(change).rowcount)
+    except DBAPIError as exc:
+        _tell(doing, task_id, str(exc.orig).strip().splitlines()[0])
+        return False
+
+
+def _tell(doing: str, task_id: str, why: str) -> None:
+    log.warning(
+        "Skipped %s the interrupted marker of task %s: %s",
+        doing,
+        task_id,
+        why,
+        extra={"action": "queue_interrupted_marker", "task_id": task_id},
+    )
 
 
 def _gone(at: float, gone_runners: Collection[str]) -> ColumnElement[bool]:
