@@ -120,6 +120,13 @@ def _request(
         raise Conflict(f"process run {run_id} runs on host {run.host}: abort it there")
     if run.pid is None or run.pid_start is None or run.pgid is None:
         raise Conflict(f"process run {run_id} has not reported its process yet; try again")
+    seen = identity.ownership(run.host, run.boot_id, run.pid, run.pid_start)
+    if seen is identity.Ownership.UNKNOWN:
+        # Unknown is not gone: neither signal it blind nor settle it as lost.
+        raise Conflict(
+            f"process run {run_id}'s process cannot be seen from here (its /proc entry is "
+            "hidden from this user): abort it as a user who can see it"
+        )
     procs.request_abort(run_id, now, reason, cancel=cancel)
     return run, _Leader(run.pid, run.pid_start, run.pgid)
 

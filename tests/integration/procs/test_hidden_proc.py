@@ -110,3 +110,21 @@ def test_reclaim_leaves_a_run_it_cannot_see_and_status_shows_it_unknown(
     assert engine.effective_status(engine.get(run.run_id)) == "running"
     assert engine.reap().reclaimed == []
     assert engine.get(run.run_id).status is ProcStatus.RUNNING
+
+
+def test_abort_of_a_run_it_cannot_see_refuses_and_changes_nothing(
+    engine: ProcEngine, hidden: list[str], tmp_path: Path
+) -> None:
+    config = tmp_path / "watchkeeper.toml"
+    config.write_text(f'data_dir = "{engine.data_dir}"\ndatabase_url = "{engine.store.url}"\n')
+    run = start_detached(engine, "sleep", "120")
+    before = engine.get(run.run_id)
+    command = [*hidden, sys.executable, "-m", "watchkeeper", "--config", str(config)]
+
+    aborted = wk("abort", run.run_id, command=command)
+    # Unknown is not gone: no "already exited", no run failed as lost, no signal sent.
+    assert aborted.returncode != 0
+    assert "cannot be seen" in aborted.stderr, aborted.stderr
+    assert engine.get(run.run_id).as_dict() == before.as_dict()
+    assert before.pid is not None and not gone(before.pid)
+    assert engine.abort(run.run_id).outcome.value == "signaled"  # seen plainly, it is ours
