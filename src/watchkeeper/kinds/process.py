@@ -47,16 +47,19 @@ class ProcessAdapter(Adapter):
         """Active runs and those that ended within the last day."""
         from watchkeeper.store.procs import ProcStore
 
-        runs = ProcStore(self.own_store().engine).runs(
-            active_only=False, finished_since=now - FINISHED_WINDOW, limit=100_000
-        )
+        procs = ProcStore(self.own_store().engine)
+        runs = procs.runs(active_only=False, finished_since=now - FINISHED_WINDOW, limit=100_000)
         data_dir = self.context.settings.data_dir
-        return [view(self.name, run, data_dir, now) for run in runs]
+        # Only an active run's witness is read, so only its key is needed.
+        keys = {run.run_id: procs.witness_key(run.run_id) for run in runs if not run.status.ended}
+        return [view(self.name, run, data_dir, now, keys.get(run.run_id)) for run in runs]
 
 
-def view(kind: str, run: ProcRun, data_dir: os.PathLike[str], now: datetime) -> RunView:
-    """One process run in the read model."""
-    status, failure, finished = _status(run, data_dir)
+def view(
+    kind: str, run: ProcRun, data_dir: os.PathLike[str], now: datetime, key: str | None = None
+) -> RunView:
+    """One process run in the read model; ``key`` is the run's witness key, if it has one."""
+    status, failure, finished = _status(run, data_dir, key)
     progress_at, log_moved = _progress(run, data_dir)
     owner = Owner(OwnerKind.PID, f"{run.host}:{run.shim_pid}", _alive(run, status), None)
     return RunView(
@@ -78,7 +81,7 @@ def view(kind: str, run: ProcRun, data_dir: os.PathLike[str], now: datetime) -> 
 
 
 def _status(
-    run: ProcRun, data_dir: os.PathLike[str]
+    run: ProcRun, data_dir: os.PathLike[str], key: str | None
 ) -> tuple[RunStatus, Failure | None, datetime | None]:
     if run.status.ended:
         failure = None
@@ -87,7 +90,9 @@ def _status(
             failure = Failure(reason, fingerprint(_stable(run.signal, run.exit_code, reason)))
         return _STATUS[run.status], failure, run.finished_at
     try:
-        found = witness.read(layout.run_dir(_path(data_dir), run.run_id), run.run_id)
+        found = witness.read(layout.run_dir(_path(data_dir), run.run_id), run.run_id, key)
+    except witness.WitnessForged:
+        return RunStatus.RUNNING, None, None  # the command's own word: judge the owner
     except witness.WitnessCorrupt:
         return RunStatus.RUNNING, None, None  # the reaper records why; judge the owner meanwhile
     if found is None:

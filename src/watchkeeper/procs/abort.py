@@ -172,7 +172,7 @@ def _settle_step(
     # missing while the shim lived may still come; one missing after it had gone never will.
     shim = identity.ownership(run.host, run.boot_id, run.shim_pid, run.shim_start)
     try:
-        found = settle.read_witness(data_dir, run)
+        found = settle.read_witness(data_dir, run, procs, now)
     except witness.WitnessCorrupt as exc:
         settle.as_gone(procs, run, f"its witness is unreadable: {exc}", now)
         return str(exc)

@@ -115,7 +115,7 @@ class ProcEngine:
 
     def effective_status(self, run: ProcRun) -> str:
         """The run's status as it really is (``stale``, ``exited`` included)."""
-        return reaper.effective_status(run, self.data_dir)
+        return reaper.effective_status(run, self.data_dir, self.procs)
 
     def alive(self, run: ProcRun) -> bool | None:
         """Whether the run's owner is alive; ``None`` when that cannot be told."""

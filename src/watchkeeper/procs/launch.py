@@ -3,6 +3,11 @@
 A crash before the write leaves nothing running; a crash after it leaves a
 ``starting`` record (and, once the shim is up, its ``owner.json``) that the
 reaper can judge.
+
+Each run gets a witness key, kept in its record and handed to the shim on the
+handshake socket (never through the command's environment, arguments or
+files): the shim signs the witness with it, so one the command writes for
+itself is told apart.
 """
 
 from __future__ import annotations
@@ -12,6 +17,7 @@ import logging
 import os
 import secrets
 import shutil
+import socket
 import subprocess
 import sys
 from collections.abc import Mapping
@@ -127,13 +133,14 @@ def launch(
         on_done_cmd=request.on_done_cmd,
         on_done_url=request.on_done_url,
     )
+    key = secrets.token_hex(32)
     try:
-        procs.register(new, clock(), engine_key=identity.engine_key(data_dir))
+        procs.register(new, clock(), engine_key=identity.engine_key(data_dir), witness_key=key)
     except BaseException:
         shutil.rmtree(folder, ignore_errors=True)  # nothing recorded: leave nothing behind
         raise
     parent = os.getpid() if request.die_with_parent else 0
-    shim = _start_shim(procs, folder, new, clock, tee, request.env, parent)
+    shim = _start_shim(procs, folder, new, key, clock, tee, request.env, parent)
     if not request.detach:
         return Launched(procs.get(run_id), shim)
     shim.wait()  # the first shim forks and leaves at once; the second is nobody's child
@@ -144,14 +151,17 @@ def _start_shim(
     procs: ProcStore,
     folder: Path,
     new: NewProc,
+    key: str,
     clock: Now,
     tee: bool,
     env: Mapping[str, str] | None = None,
     parent: int = 0,
 ) -> subprocess.Popen[bytes]:
-    read_fd, write_fd = os.pipe()
+    # A socket, not a pipe: the key goes to the shim on it, its report comes back.
+    ours, theirs = socket.socketpair()
+    shim_fd = theirs.fileno()
     argv = [sys.executable, "-m", "watchkeeper.procs.shim", new.run_id, str(folder)]
-    argv += [str(write_fd), "1" if new.detach else "0", "1" if tee else "0", str(parent)]
+    argv += [str(shim_fd), "1" if new.detach else "0", "1" if tee else "0", str(parent)]
     argv += ["--", *new.argv]
     try:
         with (folder / witness.LOG_NAME).open("ab") as shim_errors:
@@ -159,20 +169,26 @@ def _start_shim(
                 argv,
                 cwd=new.cwd,
                 env={**(os.environ if env is None else env), RUN_ID_ENV: new.run_id},
-                pass_fds=(write_fd,),
+                pass_fds=(shim_fd,),
                 start_new_session=new.detach,
                 stdin=subprocess.DEVNULL,
                 stdout=None if tee else subprocess.DEVNULL,
                 stderr=shim_errors,
             )
     except OSError as exc:
-        os.close(read_fd)
+        ours.close()
         _fail(procs, new.run_id, f"cannot start the shim: {exc.strerror}", clock)
         raise LaunchFailed(f"cannot start the shim: {exc.strerror}", new.run_id) from None
     finally:
-        os.close(write_fd)
-    with os.fdopen(read_fd, "rb") as handshake:
-        line = handshake.readline()
+        theirs.close()
+    with ours:
+        try:
+            ours.sendall(key.encode() + b"\n")
+            ours.shutdown(socket.SHUT_WR)
+        except OSError:
+            pass  # the shim is already gone: its missing report below says so
+        with ours.makefile("rb") as handshake:
+            line = handshake.readline()
     _record_handshake(procs, new.run_id, line, shim, clock)
     return shim
 

@@ -49,15 +49,16 @@ def shim_ownership(run: ProcRun) -> identity.Ownership:
     return identity.ownership(run.host, run.boot_id, run.shim_pid, run.shim_start)
 
 
-def effective_status(run: ProcRun, data_dir: Path) -> str:
+def effective_status(run: ProcRun, data_dir: Path, procs: ProcStore) -> str:
     """The status as it really is: ``stale`` for a run left active whose process is gone.
 
-    ``exited`` means the witness is there and the engine has not read it yet;
-    ``unknown`` that its owner, recorded on this host, cannot be seen from here.
+    ``exited`` means the shim's witness is there and the engine has not read it
+    yet (a forged one does not count); ``unknown`` that its owner, recorded on
+    this host, cannot be seen from here.
     """
     if run.status.ended:
         return run.status.value
-    if witness.exists(layout.run_dir(data_dir, run.run_id)):
+    if settle.has_witness(data_dir, run, procs):
         return EXITED
     owner = shim_ownership(run)
     if owner in (identity.Ownership.GONE, identity.Ownership.RECYCLED):
@@ -112,7 +113,7 @@ def _reap_one(
         run = adopted
     owner = shim_ownership(run)  # before the witness: a shim writes it, then exits
     try:
-        found = settle.read_witness(data_dir, run)
+        found = settle.read_witness(data_dir, run, procs, now)
     except witness.WitnessCorrupt as exc:
         if owner in (identity.Ownership.GONE, identity.Ownership.RECYCLED):
             _reclaim(procs, run, f"its witness is unreadable: {exc}", now, report)
@@ -158,10 +159,11 @@ def _starting_without_owner(
     procs: ProcStore, data_dir: Path, run: ProcRun, now: datetime, report: ReapReport
 ) -> None:
     if witness.exists(layout.run_dir(data_dir, run.run_id)):
-        found = settle.read_witness(data_dir, run)
-        if found is not None and settle.from_witness(procs, run, found, now):
-            report.collected.append(run.run_id)
-        return
+        found = settle.read_witness(data_dir, run, procs, now)
+        if found is not None:
+            if settle.from_witness(procs, run, found, now):
+                report.collected.append(run.run_id)
+            return
     rebooted = _never_started(run)
     if rebooted or (now - run.created_at).total_seconds() > START_GRACE_S:
         _reclaim(

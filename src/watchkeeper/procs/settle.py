@@ -2,6 +2,8 @@
 
 The witness is the only source of an exit code. A run whose owner is gone and
 left no witness is failed with the reason, never succeeded on anybody's word.
+Only the shim's word counts: a witness not signed with the run's key (the
+command wrote it) is ignored, and the run is judged as if it had none.
 """
 
 from __future__ import annotations
@@ -20,6 +22,8 @@ if TYPE_CHECKING:
     from watchkeeper.store.procs import ProcStore
 
 log = logging.getLogger(__name__)
+#: What a run whose folder holds a witness its shim did not sign says, until it ends.
+FORGED_NOTE = "forged witness ignored: its folder holds a witness its shim did not sign"
 
 
 def signal_name(number: int) -> str:
@@ -46,9 +50,44 @@ def status_of(found: witness.Witness, aborted: bool) -> ProcStatus:
     return ProcStatus.CANCELLED if aborted else ProcStatus.FAILED
 
 
-def read_witness(data_dir: Path, run: ProcRun) -> witness.Witness | None:
-    """The run's witness, or ``None``; raises :class:`witness.WitnessCorrupt`."""
-    return witness.read(layout.run_dir(data_dir, run.run_id), run.run_id)
+def read_witness(
+    data_dir: Path, run: ProcRun, procs: ProcStore, now: datetime
+) -> witness.Witness | None:
+    """The run's witness, or ``None``; raises :class:`witness.WitnessCorrupt`.
+
+    A forged witness is ``None``: the first time it is seen, the run says so
+    (:data:`FORGED_NOTE`) and a warning is logged.
+    """
+    try:
+        return trusted_witness(data_dir, run, procs)
+    except witness.WitnessForged as exc:
+        if procs.note_forged(run.run_id, FORGED_NOTE, now):
+            log.warning(
+                "Ignored a forged witness of process run %s: %s",
+                run.run_id,
+                exc,
+                extra={"action": "proc_forged_witness"},
+            )
+        return None
+
+
+def trusted_witness(data_dir: Path, run: ProcRun, procs: ProcStore) -> witness.Witness | None:
+    """The run's witness checked against its key; a read that records nothing.
+
+    Raises :class:`witness.WitnessForged` or :class:`witness.WitnessCorrupt`.
+    """
+    key = procs.witness_key(run.run_id)
+    return witness.read(layout.run_dir(data_dir, run.run_id), run.run_id, key)
+
+
+def has_witness(data_dir: Path, run: ProcRun, procs: ProcStore) -> bool:
+    """Whether the shim's witness (readable or not) is there; a forged one does not count."""
+    try:
+        return trusted_witness(data_dir, run, procs) is not None
+    except witness.WitnessForged:
+        return False
+    except witness.WitnessCorrupt:
+        return True
 
 
 def from_witness(procs: ProcStore, run: ProcRun, found: witness.Witness, now: datetime) -> bool:

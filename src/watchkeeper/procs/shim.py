@@ -18,6 +18,11 @@ SIGKILL after a grace period) and says so in the witness. Otherwise a runner
 killed mid-task would leave its command running while the task is leased and
 run again elsewhere.
 
+The launcher sends the run's witness key on the handshake socket before the
+shim reports; the shim signs the witness with it. The key is never in the
+command's environment, arguments or files, and on Linux the shim makes itself
+non-dumpable so the command (same user) cannot read the key from its memory.
+
 Only the standard library and two small sibling modules: it must start fast.
 """
 
@@ -38,6 +43,8 @@ _CHUNK = 65536
 #: The kernel's word that the parent died; not one of the signals passed on to the command.
 _PARENT_GONE = signal.SIGUSR2
 _PR_SET_PDEATHSIG = 1
+_PR_SET_DUMPABLE = 4
+_KEY_LIMIT = 4096
 #: How long an orphaned command gets after SIGTERM before its group is killed.
 ORPHAN_GRACE_S = 5.0
 
@@ -106,6 +113,30 @@ def _ask_parent_death_signal(signum: int) -> None:
         raise OSError(ctypes.get_errno(), "prctl(PR_SET_PDEATHSIG) failed")
 
 
+def _receive_key(handshake_fd: int) -> str | None:
+    """The run's witness key, sent by the launcher, which then shuts its side for writing.
+
+    ``None`` when the handshake is a plain pipe (nobody can send on it): the
+    witness is then unsigned, and an engine that keeps a key for the run ignores it.
+    """
+    received = b""
+    try:
+        while len(received) < _KEY_LIMIT and (chunk := os.read(handshake_fd, 256)):
+            received += chunk
+    except OSError:
+        return None
+    return received.decode("ascii", "replace").strip() or None
+
+
+def _hide_memory() -> None:
+    # The command runs as our user; a dumpable shim would let it read the key from /proc.
+    if not sys.platform.startswith("linux"):
+        return
+    import ctypes
+
+    ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_DUMPABLE, 0, 0, 0, 0)
+
+
 def _killpg(pgid: int, signum: int) -> None:
     if pgid <= 0:
         return  # 0 would be the shim's own group: there is no command group to signal
@@ -153,36 +184,47 @@ def _report(handshake_fd: int, run_dir: str, owner: dict[str, object]) -> None:
     os.close(handshake_fd)
 
 
-def _failed_to_start(run_id: str, run_dir: str, handshake_fd: int, exc: OSError) -> int:
+def _failed_to_start(
+    run_id: str, run_dir: str, handshake_fd: int, exc: OSError, key: str | None
+) -> int:
     code = 127 if isinstance(exc, FileNotFoundError) else 126
     message = f"cannot start {exc.filename or 'the command'}: {exc.strerror}"
-    witness.write(run_dir, witness.Witness(run_id, code, None, time.time(), message))
+    witness.write(run_dir, witness.Witness(run_id, code, None, time.time(), message), key)
     os.write(handshake_fd, json.dumps({"error": message}).encode() + b"\n")
     os.close(handshake_fd)
     return code
 
 
-def _orphaned_before_start(run_id: str, run_dir: str, handshake_fd: int, why: str) -> int:
+def _orphaned_before_start(
+    run_id: str, run_dir: str, handshake_fd: int, why: str, key: str | None
+) -> int:
     message = f"{why} before the command started"
-    witness.write(run_dir, witness.Witness(run_id, 125, None, time.time(), message))
+    witness.write(run_dir, witness.Witness(run_id, 125, None, time.time(), message), key)
     os.write(handshake_fd, json.dumps({"error": message}).encode() + b"\n")
     os.close(handshake_fd)
     return 125
 
 
 def run(
-    run_id: str, run_dir: str, handshake_fd: int, tee: bool, argv: list[str], parent: int = 0
+    run_id: str,
+    run_dir: str,
+    handshake_fd: int,
+    tee: bool,
+    argv: list[str],
+    parent: int = 0,
+    key: str | None = None,
 ) -> int:
     """Start ``argv``, report its owner, wait for it and write the witness.
 
-    With ``parent``, the command's group is ended when that process dies.
+    With ``parent``, the command's group is ended when that process dies; with
+    ``key``, the witness is signed with it.
     """
     os.set_inheritable(handshake_fd, False)
     owner_of = _Owner(parent) if parent else None
     if owner_of is not None:
         owner_of.watch()
         if owner_of.gone:
-            return _orphaned_before_start(run_id, run_dir, handshake_fd, owner_of.why())
+            return _orphaned_before_start(run_id, run_dir, handshake_fd, owner_of.why(), key)
     log_fd = os.open(
         os.path.join(run_dir, witness.LOG_NAME), os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600
     )
@@ -190,7 +232,7 @@ def run(
     try:
         pid = _spawn(argv, out_fd)
     except OSError as exc:
-        return _failed_to_start(run_id, run_dir, handshake_fd, exc)
+        return _failed_to_start(run_id, run_dir, handshake_fd, exc, key)
     finally:
         if tee:
             os.close(out_fd)
@@ -218,7 +260,7 @@ def run(
     os.close(log_fd)
     exit_code, signum = (code, None) if code >= 0 else (None, -code)
     why = f"{owner_of.why()}: {_how(exit_code, signum)}" if owner_of and owner_of.gone else None
-    witness.write(run_dir, witness.Witness(run_id, exit_code, signum, ended, why))
+    witness.write(run_dir, witness.Witness(run_id, exit_code, signum, ended, why), key)
     return code if code >= 0 else 128 - code
 
 
@@ -237,10 +279,13 @@ def main(args: list[str]) -> int:
     if sep != "--" or not argv:
         sys.stderr.write("usage: shim RUN_ID RUN_DIR HANDSHAKE_FD DETACH TEE PARENT -- CMD...\n")
         return 2
+    key = _receive_key(int(handshake))
+    if key is not None:
+        _hide_memory()
     if detach == "1" and os.fork() > 0:
         # The launcher reaps this first shim at once; the second one is nobody's child.
         os._exit(0)
-    return run(run_id, run_dir, int(handshake), tee == "1", argv, int(parent))
+    return run(run_id, run_dir, int(handshake), tee == "1", argv, int(parent), key)
 
 
 if __name__ == "__main__":

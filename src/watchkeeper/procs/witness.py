@@ -5,12 +5,19 @@ temporary file, ``fsync`` and an atomic rename: a reader sees the whole file
 or none. A file that is still unreadable (truncated by a full disk, edited by
 hand) is reported as :class:`WitnessCorrupt`, never guessed at.
 
+The run's folder is writable by the command, so the shim signs the witness
+with the run's key (HMAC-SHA256), which it got on its handshake socket and the
+engine keeps in the run's record: a witness whose signature does not check is
+:class:`WitnessForged`, and says nothing about how the run ended.
+
 Stdlib and the leaf :mod:`watchkeeper.errors` only: the shim imports this module and must
 start fast.
 """
 
 from __future__ import annotations
 
+import hashlib
+import hmac
 import json
 import os
 from typing import NamedTuple
@@ -31,6 +38,13 @@ class WitnessCorrupt(WatchkeeperError):
     The engine catches it and records the reason. This module is imported by
     the shim, which must not pay for the package's imports: it imports only the
     leaf :mod:`watchkeeper.errors`, which needs nothing but the standard library.
+    """
+
+
+class WitnessForged(WatchkeeperError):
+    """A witness the shim did not sign: the command (or anybody) wrote it.
+
+    The engine ignores it and judges the run by its processes.
     """
 
 
@@ -62,22 +76,37 @@ def write_json_atomic(path: PathLike, data: dict[str, object]) -> None:
     os.replace(tmp, path)
 
 
-def write(run_dir: PathLike, witness: Witness) -> None:
-    """Record ``witness`` in ``run_dir``."""
-    write_json_atomic(
-        os.path.join(run_dir, WITNESS_NAME),
-        {
-            "run_id": witness.run_id,
-            "exit_code": witness.exit_code,
-            "signal": witness.signal,
-            "ended_at": witness.ended_at,
-            "error": witness.error,
-        },
-    )
+_SIGNED = ("run_id", "exit_code", "signal", "ended_at", "error")
+SIGNATURE = "signature"
 
 
-def read(run_dir: PathLike, run_id: str) -> Witness | None:
-    """The witness in ``run_dir``; ``None`` if there is none yet."""
+def signature(key: str, data: dict[str, object]) -> str:
+    """The HMAC of the fields that say how the run ended, under the run's ``key``."""
+    message = json.dumps([data.get(name) for name in _SIGNED]).encode()
+    return hmac.new(key.encode(), message, hashlib.sha256).hexdigest()
+
+
+def write(run_dir: PathLike, witness: Witness, key: str | None = None) -> None:
+    """Record ``witness`` in ``run_dir``, signed with ``key`` when there is one."""
+    data: dict[str, object] = {
+        "run_id": witness.run_id,
+        "exit_code": witness.exit_code,
+        "signal": witness.signal,
+        "ended_at": witness.ended_at,
+        "error": witness.error,
+    }
+    if key:
+        data[SIGNATURE] = signature(key, data)
+    write_json_atomic(os.path.join(run_dir, WITNESS_NAME), data)
+
+
+def read(run_dir: PathLike, run_id: str, key: str | None = None) -> Witness | None:
+    """The witness in ``run_dir``; ``None`` if there is none yet.
+
+    With ``key`` (the run's witness key), one not signed with it raises
+    :class:`WitnessForged`; without one (a run recorded before runs had keys),
+    any well-formed witness is taken as before.
+    """
     path = os.path.join(run_dir, WITNESS_NAME)
     try:
         with open(path, "rb") as file:
@@ -86,16 +115,20 @@ def read(run_dir: PathLike, run_id: str) -> Witness | None:
         return None
     except OSError as exc:
         raise WitnessCorrupt(f"{path}: cannot be read: {exc.strerror}") from None
-    return _parse(raw, path, run_id)
+    return _parse(raw, path, run_id, key)
 
 
-def _parse(raw: bytes, path: str, run_id: str) -> Witness:
+def _parse(raw: bytes, path: str, run_id: str, key: str | None) -> Witness:
     try:
         data = json.loads(raw)
     except (ValueError, UnicodeDecodeError):
         raise WitnessCorrupt(f"{path}: not valid JSON ({len(raw)} bytes)") from None
     if not isinstance(data, dict) or data.get("run_id") != run_id:
         raise WitnessCorrupt(f"{path}: not the witness of run {run_id}")
+    if key:
+        given = data.get(SIGNATURE)
+        if not isinstance(given, str) or not hmac.compare_digest(given, signature(key, data)):
+            raise WitnessForged(f"{path}: not signed by the run's shim")
     exit_code, signal, ended = data.get("exit_code"), data.get("signal"), data.get("ended_at")
     if not isinstance(ended, int | float) or (exit_code is None) == (signal is None):
         raise WitnessCorrupt(f"{path}: needs ended_at and exactly one of exit_code or signal")

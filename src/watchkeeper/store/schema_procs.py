@@ -35,6 +35,8 @@ proc_runs = sa.Table(
     sa.Column("pid", sa.Integer, nullable=True),
     sa.Column("pid_start", sa.String(40), nullable=True),
     sa.Column("pgid", sa.Integer, nullable=True),
+    # Signs the shim's witness; the command never sees it. Null on runs from before 0012.
+    sa.Column("witness_key", sa.String(128), nullable=True),
     sa.Column("budget_s", sa.Float, nullable=True),
     sa.Column("timeout_s", sa.Float, nullable=True),
     sa.Column("origin", sa.JSON, nullable=True),

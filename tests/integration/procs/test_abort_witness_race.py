@@ -13,6 +13,7 @@ from __future__ import annotations
 import asyncio
 import os
 import signal
+from datetime import datetime
 from pathlib import Path
 
 import pytest
@@ -20,6 +21,7 @@ import pytest
 from watchkeeper.procs import abort, settle, witness
 from watchkeeper.procs.engine import ProcEngine
 from watchkeeper.records.procs import AbortOutcome, ProcRun, ProcStatus
+from watchkeeper.store.procs import ProcStore
 
 from ...support.waiting import wait_for
 from .conftest import gone, start_detached
@@ -32,8 +34,10 @@ def _witness_lands_after_the_first_look(
     real = settle.read_witness
     seen: list[witness.Witness | None] = []
 
-    def read_then_release(data_dir: Path, run: ProcRun) -> witness.Witness | None:
-        found = real(data_dir, run)
+    def read_then_release(
+        data_dir: Path, run: ProcRun, procs: ProcStore, now: datetime
+    ) -> witness.Witness | None:
+        found = real(data_dir, run, procs, now)
         if not seen:
             os.kill(shim_pid, signal.SIGCONT)
             wait_for(lambda: gone(shim_pid), what=f"the shim {shim_pid} to write and exit")

@@ -20,11 +20,20 @@ from watchkeeper.store.schema_procs import proc_parks, proc_runs
 class Runs(Accessor):
     """Moves a run through its life, one conditional statement each."""
 
-    def register(self, new: NewProc, now: datetime, *, engine_key: str | None = None) -> ProcRun:
+    def register(
+        self,
+        new: NewProc,
+        now: datetime,
+        *,
+        engine_key: str | None = None,
+        witness_key: str | None = None,
+    ) -> ProcRun:
         """Commit a run in ``starting`` before its command exists.
 
         ``engine_key`` names the engine that settles it; without one, the run is
         keyed on its bare host and any engine of that host settles it.
+        ``witness_key`` is what its shim signs the witness with; without one,
+        any well-formed witness settles the run.
         """
         at = to_epoch(now)
         hooks = HookState.WAITING if (new.on_done_cmd or new.on_done_url) else HookState.NONE
@@ -35,6 +44,7 @@ class Runs(Accessor):
             "cwd": new.cwd,
             "host": new.host,
             "engine_key": engine_key or new.host,
+            "witness_key": witness_key,
             "username": new.user,
             "boot_id": new.boot_id,
             "status": ProcStatus.STARTING.value,
@@ -111,6 +121,24 @@ class Runs(Accessor):
                 .values(hook_state=HookState.PENDING.value)
             )
         return changed
+
+    def witness_key(self, run_id: str) -> str | None:
+        """The key the run's witness must be signed with; ``None`` for a run without one.
+
+        Kept out of :class:`ProcRun`, which the API and ``status`` show.
+        """
+        with self._read("reading a witness key") as conn:
+            return conn.execute(select(_R.witness_key).where(_R.run_id == run_id)).scalar()
+
+    def note_forged(self, run_id: str, note: str, now: datetime) -> bool:
+        """Say on an active run without a reason that its witness was forged; ``True`` if new."""
+        at = to_epoch(now)
+        with self._write("recording a forged witness") as conn:
+            statement = update(proc_runs).where(
+                _R.run_id == run_id, _R.status.in_(_ACTIVE), _R.reason.is_(None)
+            )
+            values = {"reason": note, "updated_at": at, "version": _R.version + 1}
+            return conn.execute(statement.values(**values)).rowcount == 1
 
     def set_started_at(self, run_id: str, started_at: datetime) -> None:
         """Fill ``started_at`` of a run that ended before its start was recorded."""
