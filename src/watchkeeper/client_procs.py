@@ -154,7 +154,7 @@ class Procs(ApiPart):
         return parks
 
     def session_progress(self, session: str, note: str | None = None) -> dict[str, Any]:
-        """Record that ``session`` moved: resets its wake breaker."""
+        """Record the session's own progress note (resets no wake breaker: ``released`` is 0)."""
         body = {} if note is None else {"note": note}
         return self._client.request_object(
             "POST", f"/api/v1/procs/sessions/{session}/progress", json=body

@@ -236,7 +236,9 @@ def park(
     ),
     wake: str | None = typer.Option(None, "--wake", help="shell command the engine runs to wake"),
     progress: str | None = typer.Option(
-        None, "--progress", help="what the session achieved since it was last woken"
+        None,
+        "--progress",
+        help="what the session achieved since it was last woken (recorded; resets no breaker)",
     ),
 ) -> None:
     """Record that a session handed back, waiting on a run; the engine wakes it."""

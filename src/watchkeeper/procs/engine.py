@@ -312,7 +312,7 @@ class ProcEngine:
         """Record that ``session`` handed back waiting on ``until_run``.
 
         ``progress`` says what the session achieved since it was last woken; it
-        resets the session's wake breaker.
+        is recorded but resets no breaker (only the engine's own look does).
         """
         now = self.clock()
         if progress:
@@ -320,7 +320,7 @@ class ProcEngine:
         return self.procs.park(session, reason, until_run, wake_cmd, now)
 
     def session_progress(self, session: str, note: str | None = None) -> int:
-        """The session moved: reset its breaker; returns how many parks it released."""
+        """Record the session's own progress note; releases no park, so returns 0."""
         return self.procs.session_progress(session, note, self.clock())
 
     def parked(self) -> list[parking.ParkedView]:

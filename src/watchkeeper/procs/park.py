@@ -5,8 +5,12 @@ sweep the engine finds parks whose run has ended and wakes them: the park
 becomes ``woken`` and its wake command (if any) runs with the run's result.
 
 The wake breaker: a session woken :data:`WAKE_LIMIT` times in a row without
-recording progress is not woken again (its parks become ``suppressed``, and
-``watchkeeper parked`` says so) until it records progress.
+progress is not woken again (its parks become ``suppressed``, and
+``watchkeeper parked`` says so) until the engine sees the work move. Progress
+is only what the engine observes for itself: the run a park watches wrote to
+its log, or ended, after the park. A session's own ``--progress`` note is
+recorded and shown but resets nothing: a session stuck in a loop says it moved
+every round.
 """
 
 from __future__ import annotations
@@ -58,6 +62,7 @@ class ParkedView:
             "note": self.park.note,
             "wakes_without_progress": self.breaker.wakes_without_progress,
             "breaker_open": self.breaker.wakes_without_progress >= WAKE_LIMIT,
+            "progress_note": self.breaker.progress_note,
         }
 
 
@@ -78,14 +83,24 @@ def views(procs: ProcStore, *, limit: int = 200) -> list[ParkedView]:
 
 
 def wake_due(procs: ProcStore, data_dir: Path, now: datetime) -> list[tuple[int, ParkState]]:
-    """Wake every waiting park whose run ended, unless its session's breaker is open."""
+    """Wake every waiting park whose run ended, unless its session's breaker is open.
+
+    First the watched runs are looked at: a session whose run moved since the
+    last look has its breaker reset and its held parks released.
+    """
+    for session in procs.observe_watched(now):
+        log.info(
+            "Session %s: its watched run moved; wake breaker reset",
+            session,
+            extra={"action": "proc_wake"},
+        )
     moved = []
     for park, run in procs.wakeable_parks():
         breaker = procs.session(park.session)
         if breaker.wakes_without_progress >= WAKE_LIMIT:
             note = (
                 f"woken {breaker.wakes_without_progress} times in a row without progress: "
-                "further wakes suppressed until the session records progress"
+                "further wakes held until a run it waits on writes to its log or ends"
             )
             if procs.move_park(park.id, ParkState.SUPPRESSED, now, note):
                 log.warning(

@@ -189,7 +189,11 @@ def park(body: ParkIn, request: Request, token: TokenInfo = Depends(reporter)) -
 def session_progress(
     session: ShortText, request: Request, body: SessionProgress | None = Body(None)
 ) -> dict[str, Any]:
-    """The session moved: reset its wake breaker and release its suppressed parks."""
+    """Record the session's own progress note; ``released`` is 0, as its word resets no breaker.
+
+    Only what the engine sees the watched run do (a log line, its end) releases
+    held wakes: a looping session reports progress every round.
+    """
     released = services(request).procs.session_progress(session, (body or SessionProgress()).note)
     return {"session": session, "released": released}
 

@@ -77,6 +77,9 @@ proc_parks = sa.Table(
     epoch("parked_at", nullable=False),
     epoch("woken_at"),
     sa.Column("note", sa.String(2000), nullable=True),
+    # What the watched run looked like when the engine last looked: progress is a change from it.
+    sa.Column("seen_status", sa.String(16), nullable=True),
+    sa.Column("seen_log_size", sa.BigInteger, nullable=True),
     sa.Index(None, "state"),
     sa.Index(None, "session"),
 )

@@ -74,20 +74,31 @@ def test_the_wake_breaker_suppresses_a_session_that_makes_no_progress(
     assert "without progress" in latest["note"]
     engine.sweep(clock.advance(1))
     assert engine.parked()[0].park.state is ParkState.SUPPRESSED  # stays held
-    # Something changed: the session recorded progress; the held wake goes out.
-    assert engine.session_progress("looper", "fixed the failing test") == 1
+    # The session's own word releases nothing.
+    assert engine.session_progress("looper", "fixed the failing test") == 0
     engine.sweep(clock.advance(1))
-    assert engine.parked()[0].park.state is ParkState.WOKEN
-    assert engine.procs.session("looper").wakes_without_progress == 1
+    assert engine.parked()[0].park.state is ParkState.SUPPRESSED
+    # A run it waits on ends after the park: the engine saw work move; both wakes go out.
+    new = NewProc("p-fix000000001", "fix", ("x",), "/", identity.host(), "me", None, True)
+    engine.procs.register(new, clock())
+    engine.park("looper", "waiting on the fix", new.run_id)
+    engine.procs.finish(new.run_id, ProcStatus.SUCCEEDED, clock.advance(1), exit_code=0)
+    engine.sweep(clock.advance(1))
+    assert [view.park.state for view in engine.parked()[:2]] == [ParkState.WOKEN] * 2
+    assert engine.procs.session("looper").wakes_without_progress == 2
 
 
-def test_progress_on_park_resets_the_breaker(manual_engine: ProcEngine, clock: ManualClock) -> None:
+def test_a_progress_note_on_park_is_recorded_but_does_not_reset_the_breaker(
+    manual_engine: ProcEngine, clock: ManualClock
+) -> None:
     engine = manual_engine
     for attempt in range(WAKE_LIMIT + 2):
         run_id = ended_run(engine, f"p-work{attempt:09d}")
         engine.park("worker", "next step", run_id, progress=f"did step {attempt}")
         engine.sweep(clock.advance(1))
-    assert {view.park.state for view in engine.parked()} == {ParkState.WOKEN}
+    states = [view.park.state for view in reversed(engine.parked())]
+    assert states == [ParkState.WOKEN] * WAKE_LIMIT + [ParkState.SUPPRESSED] * 2
+    assert engine.parked()[0].as_dict()["progress_note"] == f"did step {WAKE_LIMIT + 1}"
 
 
 def test_parking_on_an_unknown_run_is_refused(manual_engine: ProcEngine) -> None:

@@ -1,4 +1,9 @@
-"""Parked sessions and the wake breaker of each session."""
+"""Parked sessions and the wake breaker of each session.
+
+A park keeps the engine's last look at the run it watches (``seen_status``,
+``seen_log_size``); the breaker resets only when the engine sees that run move
+from it, never on a session's own note.
+"""
 
 from __future__ import annotations
 
@@ -6,7 +11,7 @@ from collections.abc import Sequence
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import Connection, insert, select, update
+from sqlalchemy import Connection, insert, or_, select, update
 
 from watchkeeper.clock import from_epoch, to_epoch
 from watchkeeper.errors import NotFound
@@ -27,8 +32,8 @@ class Parks(Accessor):
     def park(
         self, session: str, reason: str, until_run: str, wake_cmd: str | None, now: datetime
     ) -> Park:
-        """Record that ``session`` handed back, waiting on ``until_run``."""
-        values = {
+        """Record that ``session`` handed back, waiting on ``until_run``, and how that run looks."""
+        values: dict[str, Any] = {
             "session": session,
             "reason": reason,
             "until_run": until_run,
@@ -37,8 +42,10 @@ class Parks(Accessor):
             "parked_at": to_epoch(now),
         }
         with self._write("parking a session") as conn:
-            if conn.execute(select(_R.run_id).where(_R.run_id == until_run)).first() is None:
+            run = conn.execute(select(_R.status, _R.log_size).where(_R.run_id == until_run)).first()
+            if run is None:
                 raise NotFound(f"no process run {until_run!r} to wait on")
+            values.update(seen_status=run.status, seen_log_size=run.log_size)
             inserted = conn.execute(insert(proc_parks).values(**values)).inserted_primary_key
             assert inserted is not None  # an autoincrement key is always returned
             new_id = inserted[0]
@@ -107,19 +114,77 @@ class Parks(Accessor):
             )
 
     def session_progress(self, session: str, note: str | None, now: datetime) -> int:
-        """The session moved: reset its breaker and release its suppressed parks (count)."""
+        """Record the session's own note of what it did; it releases nothing, so always 0.
+
+        A session that loops says it moved every round: only what the engine
+        sees (:meth:`observe_watched`) resets the breaker.
+        """
+        with self._write("recording a session's progress note") as conn:
+            _update_session(conn, session, to_epoch(now), progress_note=note)
+        return 0
+
+    def observe_watched(self, now: datetime) -> list[str]:
+        """Look at the runs that waiting and held parks watch; reset each session whose run moved.
+
+        A move is a longer log than last seen, or a run that was active and has
+        ended. The new look is stored with a compare-and-set, so of two engines
+        only one counts it. A park without a look yet only records one.
+        Returns the sessions whose breaker was reset.
+        """
         at = to_epoch(now)
-        with self._write("recording session progress") as conn:
-            _update_session(
-                conn, session, at, wakes_without_progress=0, progress_at=at, progress_note=note
+        statement = (
+            select(_P.id, _P.session, _P.seen_status, _P.seen_log_size, _R.status, _R.log_size)
+            .join(proc_runs, _R.run_id == _P.until_run)
+            .where(
+                _P.state.in_([ParkState.WAITING.value, ParkState.SUPPRESSED.value]),
+                or_(
+                    _P.seen_status.is_(None),
+                    _P.seen_log_size.is_(None),
+                    _P.seen_status != _R.status,
+                    _P.seen_log_size != _R.log_size,
+                ),
             )
-            return int(
+            .order_by(_P.id)
+        )
+        # Most sweeps find nothing: only a look that changed takes a write transaction.
+        with self._read("reading watched runs") as conn:
+            rows = conn.execute(statement).all()
+        if not rows:
+            return []
+        moved: dict[str, None] = {}
+        with self._write("observing watched runs") as conn:
+            for row in rows:
+                looked = conn.execute(
+                    update(proc_parks)
+                    .where(
+                        _P.id == row.id,
+                        _P.seen_status.is_not_distinct_from(row.seen_status),
+                        _P.seen_log_size.is_not_distinct_from(row.seen_log_size),
+                    )
+                    .values(seen_status=row.status, seen_log_size=row.log_size)
+                ).rowcount
+                if looked == 1 and _run_moved(
+                    row.seen_status, row.seen_log_size, row.status, row.log_size
+                ):
+                    moved[row.session] = None
+            for session in moved:
+                _update_session(conn, session, at, wakes_without_progress=0, progress_at=at)
                 conn.execute(
                     update(proc_parks)
                     .where(_P.session == session, _P.state == ParkState.SUPPRESSED.value)
                     .values(state=ParkState.WAITING.value, note=None)
-                ).rowcount
-            )
+                )
+        return list(moved)
+
+
+def _run_moved(
+    seen_status: str | None, seen_log_size: int | None, status: str, log_size: int
+) -> bool:
+    """The run grew its log or ended since the last look (a first look is no move)."""
+    if seen_status is None or seen_log_size is None:
+        return False
+    ended = seen_status in _ACTIVE and status not in _ACTIVE
+    return ended or log_size > seen_log_size
 
 
 def _update_session(conn: Connection, session: str, at: float, **values: Any) -> None:
