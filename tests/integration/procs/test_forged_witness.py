@@ -7,12 +7,20 @@ import os
 import signal
 from pathlib import Path
 
-from watchkeeper.procs import identity, layout
+import pytest
+
+from watchkeeper.config import KindConfig
+from watchkeeper.contract import RunStatus
+from watchkeeper.kinds.base import AdapterContext
+from watchkeeper.kinds.process import ProcessAdapter
+from watchkeeper.procs import identity, layout, witness
 from watchkeeper.procs.engine import ProcEngine
 from watchkeeper.records.procs import ParkState, ProcRun, ProcStatus
+from watchkeeper.store import Store
 
+from ...conftest import make_settings
 from ...support.waiting import wait_for
-from .conftest import gone, start_detached
+from .conftest import gone, start_detached, wait_witness
 
 # Writes a witness in the shim's format claiming success, then runs on until released.
 FORGER = """
@@ -70,3 +78,45 @@ def test_a_forged_witness_left_by_a_dead_shim_does_not_make_the_run_succeed(
     assert ended.exit_code is None
     assert "gone without a witness" in (ended.reason or "")
     wait_for(lambda: gone(run.pid or 0), what="the command's end: the engine kills leftovers")
+
+
+def read_model_status(store: Store, tmp_path: Path, run_id: str, engine: ProcEngine) -> RunStatus:
+    settings = make_settings(tmp_path, store.url)
+    assert settings.data_dir.absolute() == engine.data_dir.absolute()
+    kind = ProcessAdapter("process", KindConfig(adapter="process"), AdapterContext(settings, store))
+    [found] = [view for view in kind.read(engine.clock()) if view.run_id == run_id]
+    return found.status
+
+
+def test_the_read_model_does_not_take_a_forged_witness(
+    engine: ProcEngine, store: Store, tmp_path: Path
+) -> None:
+    release = tmp_path / "release"
+    run = start_forger(engine, release)
+    assert read_model_status(store, tmp_path, run.run_id, engine) is RunStatus.RUNNING
+    release.touch()
+    wait_for(lambda: engine.refresh(run.run_id).status.ended, what="the end")
+    assert read_model_status(store, tmp_path, run.run_id, engine) is RunStatus.FAILED
+
+
+def test_the_shims_witness_is_signed_with_a_key_the_command_cannot_see(
+    engine: ProcEngine, tmp_path: Path
+) -> None:
+    seen = tmp_path / "seen"
+    script = 'env > "$SEEN"; tr "\\0" " " < /proc/$PPID/cmdline >> "$SEEN"; exit 4'
+    run = start_detached(engine, "sh", "-c", script, env={**os.environ, "SEEN": str(seen)})
+    wait_witness(engine, run)
+    key = engine.procs.witness_key(run.run_id)
+    assert key
+    folder = layout.run_dir(engine.data_dir, run.run_id)
+    looked_at = [seen.read_text(), *(path.read_text() for path in folder.iterdir())]
+    assert "WATCHKEEPER_RUN_ID" in looked_at[0] and "procs.shim" in looked_at[0]  # it looked
+    assert [text for text in looked_at if key in text] == []
+    assert witness.read(folder, run.run_id, key) is not None
+    with pytest.raises(witness.WitnessForged):
+        witness.read(folder, run.run_id, "another key")
+    said = json.loads(layout.witness_path(engine.data_dir, run.run_id).read_text())
+    said["exit_code"] = 0  # a signed witness edited to claim success
+    layout.witness_path(engine.data_dir, run.run_id).write_text(json.dumps(said))
+    with pytest.raises(witness.WitnessForged):
+        witness.read(folder, run.run_id, key)
