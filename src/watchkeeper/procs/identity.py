@@ -16,6 +16,8 @@ import os
 from enum import StrEnum
 from functools import cache
 
+from watchkeeper.errors import WatchkeeperError
+
 BOOT_ID_PATH = "/proc/sys/kernel/random/boot_id"
 
 
@@ -67,7 +69,7 @@ def user() -> str:
         return str(os.getuid())
 
 
-class Hidden(Exception):
+class Hidden(WatchkeeperError):
     """The process may exist, but this process may not read its entry (``hidepid``, permissions)."""
 
 
