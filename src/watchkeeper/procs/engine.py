@@ -8,6 +8,8 @@ wires the small modules together: :mod:`launch`, :mod:`abort`,
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import json
 import logging
 import select
 import time
@@ -19,7 +21,7 @@ from typing import TYPE_CHECKING, Any
 
 from watchkeeper.clock import Now, to_epoch, utcnow
 from watchkeeper.procs import abort as aborting
-from watchkeeper.procs import hooks, identity, launch, layout, reaper, signals
+from watchkeeper.procs import hooks, identity, launch, layout, reaper, shim, signals, witness
 from watchkeeper.procs import park as parking
 from watchkeeper.records.procs import AbortOutcome, HookState, Park, ParkState, ProcRun
 
@@ -134,7 +136,27 @@ class ProcEngine:
         body["effective_status"] = self.effective_status(run)
         body["alive"] = self.alive(run)
         body["log_path"] = str(layout.log_path(self.data_dir, run.run_id))
+        body.update(self._containment(run))
         return body
+
+    def _containment(self, run: ProcRun) -> dict[str, Any]:
+        """How the run's process tree is held, and what its shim ended after the leader.
+
+        Once the run ended, from the record its shim signed; while it runs, from
+        its ``owner.json`` (``None`` for a run started before shims recorded it).
+        """
+        folder = str(layout.run_dir(self.data_dir, run.run_id))
+        key = self.procs.witness_key(run.run_id)
+        record = shim.read_containment(folder, run.run_id, key)
+        if record is not None:
+            return {
+                "containment": record.get("containment"),
+                "ended_descendants": record.get("ended", []),
+            }
+        kind = None
+        with contextlib.suppress(OSError, ValueError, AttributeError):
+            kind = json.loads((Path(folder) / witness.OWNER_NAME).read_text()).get("containment")
+        return {"containment": kind, "ended_descendants": []}
 
     def status(self, run_id: str) -> dict[str, Any]:
         """One run as ``status`` shows it: a read, which settles, kills and fires nothing.

@@ -23,13 +23,25 @@ shim reports; the shim signs the witness with it. The key is never in the
 command's environment, arguments or files, and on Linux the shim makes itself
 non-dumpable so the command (same user) cannot read the key from its memory.
 
+On Linux the shim is a child subreaper (``PR_SET_CHILD_SUBREAPER``): a
+descendant whose parent exits is re-parented to the shim, not to init, even
+one that left the command's group and session with ``setsid``. When the
+command's leader exits (on its own, or ended by an abort), the shim ends every
+descendant still there (SIGTERM, SIGKILL after a short grace), reaps them, and
+records what it ended in ``containment.json``, signed like the witness, before
+it writes the witness. The containment is also in ``owner.json``:
+``subreaper``, or ``group`` where only the process group holds the command.
+
 Only the standard library and two small sibling modules: it must start fast.
 """
 
 from __future__ import annotations
 
+import hashlib
+import hmac
 import json
 import os
+import select
 import signal
 import sys
 import time
@@ -44,7 +56,14 @@ _CHUNK = 65536
 _PARENT_GONE = signal.SIGUSR2
 _PR_SET_PDEATHSIG = 1
 _PR_SET_DUMPABLE = 4
+_PR_SET_CHILD_SUBREAPER = 36
 _KEY_LIMIT = 4096
+#: How long descendants left behind by the leader get after SIGTERM before SIGKILL; well
+#: under the time an abort waits for the witness, which is written only after them.
+DESCENDANT_GRACE_S = 2.0
+CONTAINMENT_NAME = "containment.json"
+SUBREAPER = "subreaper"
+GROUP = "group"
 #: How long an orphaned command gets after SIGTERM before its group is killed.
 ORPHAN_GRACE_S = 5.0
 
@@ -137,6 +156,151 @@ def _hide_memory() -> None:
     ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_DUMPABLE, 0, 0, 0, 0)
 
 
+def _become_subreaper() -> str:
+    """Hold every descendant under the shim where the kernel allows it; the containment kind."""
+    if not sys.platform.startswith("linux"):
+        return GROUP
+    import ctypes
+
+    if ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) != 0:
+        return GROUP
+    return SUBREAPER
+
+
+def _stat(pid: str) -> tuple[str, int, str, bool] | None:
+    """Name, parent, start time and whether it is a zombie; ``None`` once gone."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as file:
+            raw = file.read()
+    except OSError:
+        return None
+    # The name may hold spaces and parentheses: the fields after it follow the last ")".
+    close = raw.rfind(b")")
+    fields = raw[close + 2 :].split()
+    name = raw[raw.find(b"(") + 1 : close].decode("utf-8", "replace")
+    return name, int(fields[1]), fields[19].decode(), fields[0] in (b"Z", b"X")
+
+
+class _Tree:
+    """The shim's descendants other than the command's leader, and what was done to them."""
+
+    def __init__(self, leader: int) -> None:
+        self.leader = leader
+        self.me = os.getpid()
+        self.ended: dict[int, dict[str, object]] = {}
+
+    def end(self) -> None:
+        """SIGTERM every descendant, SIGKILL what is left after the grace, reap them all.
+
+        Called once the leader has exited and before it is reaped, so its pid
+        cannot be reused meanwhile. A descendant that forks while being ended is
+        found by the next look and killed too.
+        """
+        found = self._look()
+        if not found:
+            return
+        self._send(found, signal.SIGTERM)
+        deadline = time.monotonic() + DESCENDANT_GRACE_S
+        while found and time.monotonic() < deadline:
+            time.sleep(0.02)
+            found = self._look()
+        while found:
+            self._send(found, signal.SIGKILL)
+            time.sleep(0.01)
+            found = self._look()
+
+    def record(self) -> list[dict[str, object]]:
+        """What was ended, in the order it was found."""
+        return list(self.ended.values())
+
+    def _look(self) -> dict[int, tuple[str, str]]:
+        """Reap exited children, then the live descendants: pid to (name, start time)."""
+        children: dict[int, list[int]] = {}
+        live: dict[int, tuple[str, str]] = {}
+        for entry in os.listdir("/proc"):
+            if not entry.isdigit() or (stat := _stat(entry)) is None:
+                continue
+            name, parent, start, zombie = stat
+            pid = int(entry)
+            children.setdefault(parent, []).append(pid)
+            if zombie:
+                if parent == self.me and pid != self.leader:
+                    _reap(pid)
+                continue
+            live[pid] = (name, start)
+        under: dict[int, tuple[str, str]] = {}
+        todo = [pid for pid in children.get(self.me, []) if pid != self.leader]
+        while todo:
+            pid = todo.pop()
+            if pid in live and pid not in under:
+                under[pid] = live[pid]
+                todo.extend(children.get(pid, []))
+        return under
+
+    def _send(self, found: dict[int, tuple[str, str]], signum: signal.Signals) -> None:
+        for pid, (name, start) in found.items():
+            if _signal_if_same(pid, start, signum):
+                entry = self.ended.setdefault(pid, {"pid": pid, "name": name})
+                entry["signal"] = signum.name
+
+
+def _reap(pid: int) -> None:
+    try:
+        os.waitpid(pid, os.WNOHANG)
+    except ChildProcessError:
+        return  # reaped already
+
+
+def _signal_if_same(pid: int, start: str, signum: int) -> bool:
+    """Signal ``pid`` only while it is the process that was looked at (its pid pinned)."""
+    try:
+        fd = os.pidfd_open(pid)
+    except ProcessLookupError:
+        return False
+    try:
+        stat = _stat(str(pid))
+        if stat is None or stat[2] != start or stat[3]:
+            return False
+        signal.pidfd_send_signal(fd, signum)
+        return True
+    except ProcessLookupError:
+        return False
+    finally:
+        os.close(fd)
+
+
+def _containment_signature(key: str, record: dict[str, object]) -> str:
+    message = json.dumps(record, sort_keys=True).encode()
+    return hmac.new(key.encode(), message, hashlib.sha256).hexdigest()
+
+
+def write_containment(
+    run_dir: str, run_id: str, kind: str, ended: list[dict[str, object]], key: str | None
+) -> None:
+    """Record how the run was held and what was ended after its leader, signed with ``key``."""
+    record: dict[str, object] = {"run_id": run_id, "containment": kind, "ended": ended}
+    if key:
+        record[witness.SIGNATURE] = _containment_signature(key, record)
+    witness.write_json_atomic(os.path.join(run_dir, CONTAINMENT_NAME), record)
+
+
+def read_containment(run_dir: str, run_id: str, key: str | None) -> dict[str, object] | None:
+    """The run's containment record; ``None`` if absent, unreadable or not signed by its shim."""
+    try:
+        with open(os.path.join(run_dir, CONTAINMENT_NAME), "rb") as file:
+            record = json.loads(file.read())
+    except (OSError, ValueError, UnicodeDecodeError):
+        return None
+    if not isinstance(record, dict) or record.get("run_id") != run_id:
+        return None
+    given = record.pop(witness.SIGNATURE, None)
+    if key and not (
+        isinstance(given, str) and hmac.compare_digest(given, _containment_signature(key, record))
+    ):
+        return None
+    return record
+
+
 def _killpg(pgid: int, signum: int) -> None:
     if pgid <= 0:
         return  # 0 would be the shim's own group: there is no command group to signal
@@ -168,13 +332,28 @@ def _forward_signals(pgid: int) -> None:
         signal.signal(signum, forward)
 
 
-def _pump(read_fd: int, log_fd: int) -> None:
-    while chunk := os.read(read_fd, _CHUNK):
+def _pump(read_fd: int, log_fd: int, tree: _Tree | None) -> None:
+    # A descendant left behind holds the pipe open: with a tree to end, the leader's exit
+    # (its pidfd turns readable) ends it, and only then does the pipe reach its end.
+    leader_fd = os.pidfd_open(tree.leader) if tree is not None else None
+    while True:
+        if leader_fd is not None:
+            ready = select.select([read_fd, leader_fd], [], [])[0]
+            if leader_fd in ready and read_fd not in ready:
+                assert tree is not None
+                os.close(leader_fd)
+                leader_fd = None
+                tree.end()
+                continue
+        if not (chunk := os.read(read_fd, _CHUNK)):
+            break
         os.write(log_fd, chunk)
         try:
             os.write(1, chunk)
         except OSError:
             continue  # the terminal went away; the log still gets everything
+    if leader_fd is not None:
+        os.close(leader_fd)
     os.close(read_fd)
 
 
@@ -220,6 +399,7 @@ def run(
     ``key``, the witness is signed with it.
     """
     os.set_inheritable(handshake_fd, False)
+    kind = _become_subreaper()
     owner_of = _Owner(parent) if parent else None
     if owner_of is not None:
         owner_of.watch()
@@ -247,19 +427,25 @@ def run(
         "pid": pid,
         "pid_start": identity.start_time(pid, allow_zombie=True),
         "pgid": pid,
+        "containment": kind,
     }
     _report(handshake_fd, run_dir, owner)
+    tree = _Tree(pid) if kind == SUBREAPER else None
     if tee:
-        _pump(read_fd, log_fd)
+        _pump(read_fd, log_fd, tree)
+    # The leader stays unreaped until the rest is ended: its pid and group id are not reused.
+    os.waitid(os.P_PID, pid, os.WEXITED | os.WNOWAIT)
     if owner_of is not None:
-        os.waitid(os.P_PID, pid, os.WEXITED | os.WNOWAIT)
         owner_of.settle()
+    if tree is not None:
+        tree.end()
     _, status = os.waitpid(pid, 0)
     code = os.waitstatus_to_exitcode(status)
     ended = time.time()
     os.close(log_fd)
     exit_code, signum = (code, None) if code >= 0 else (None, -code)
     why = f"{owner_of.why()}: {_how(exit_code, signum)}" if owner_of and owner_of.gone else None
+    write_containment(run_dir, run_id, kind, tree.record() if tree else [], key)
     witness.write(run_dir, witness.Witness(run_id, exit_code, signum, ended, why), key)
     return code if code >= 0 else 128 - code
 
