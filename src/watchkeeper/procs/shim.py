@@ -253,20 +253,29 @@ def _reap(pid: int) -> None:
 
 def _signal_if_same(pid: int, start: str, signum: int) -> bool:
     """Signal ``pid`` only while it is the process that was looked at (its pid pinned)."""
-    try:
-        fd = os.pidfd_open(pid)
-    except ProcessLookupError:
-        return False
+    fd = _pidfd(pid)
     try:
         stat = _stat(str(pid))
         if stat is None or stat[2] != start or stat[3]:
             return False
-        signal.pidfd_send_signal(fd, signum)
+        if fd is None:
+            os.kill(pid, signum)  # a kernel without pidfds: checked just before, not pinned
+        else:
+            signal.pidfd_send_signal(fd, signum)
         return True
     except ProcessLookupError:
         return False
     finally:
-        os.close(fd)
+        if fd is not None:
+            os.close(fd)
+
+
+def _pidfd(pid: int) -> int | None:
+    """A descriptor pinning ``pid``; ``None`` if it is gone or the kernel has no pidfds."""
+    try:
+        return os.pidfd_open(pid)
+    except OSError:
+        return None
 
 
 def _containment_signature(key: str, record: dict[str, object]) -> str:
@@ -334,17 +343,19 @@ def _forward_signals(pgid: int) -> None:
 
 def _pump(read_fd: int, log_fd: int, tree: _Tree | None) -> None:
     # A descendant left behind holds the pipe open: with a tree to end, the leader's exit
-    # (its pidfd turns readable) ends it, and only then does the pipe reach its end.
-    leader_fd = os.pidfd_open(tree.leader) if tree is not None else None
+    # (its pidfd turns readable) ends it, and only then does the pipe reach its end. What
+    # is still in the pipe by then is read afterwards, so nothing written is lost.
+    leader_fd = _pidfd(tree.leader) if tree is not None else None
     while True:
-        if leader_fd is not None:
-            ready = select.select([read_fd, leader_fd], [], [])[0]
-            if leader_fd in ready and read_fd not in ready:
-                assert tree is not None
-                os.close(leader_fd)
-                leader_fd = None
-                tree.end()
-                continue
+        if (
+            tree is not None
+            and leader_fd is not None
+            and leader_fd in select.select([read_fd, leader_fd], [], [])[0]
+        ):
+            os.close(leader_fd)
+            leader_fd = None
+            tree.end()
+            continue
         if not (chunk := os.read(read_fd, _CHUNK)):
             break
         os.write(log_fd, chunk)
