@@ -8,6 +8,7 @@ aborted run runs on.
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import sys
@@ -17,7 +18,7 @@ from pathlib import Path
 import psutil
 import pytest
 
-from watchkeeper.procs import identity
+from watchkeeper.procs import identity, layout, shim
 from watchkeeper.procs.engine import ProcEngine
 from watchkeeper.procs.launch import LaunchRequest
 from watchkeeper.records.procs import AbortOutcome, ProcStatus
@@ -30,12 +31,14 @@ pytestmark = pytest.mark.skipif(
 )
 
 # Forks a child that leaves the command's group and session (setsid), writes its pid and
-# session to argv[1] and sleeps; the leader then sleeps too, or exits 0 at once when
-# argv[2] is "exit".
+# session to argv[1] and sleeps (ignoring SIGTERM when argv[2] ends with "stubborn"); the
+# leader then sleeps too, or exits 0 at once when argv[2] starts with "exit".
 ESCAPER = (
-    "import os, sys, time\n"
+    "import os, signal, sys, time\n"
     "if os.fork() == 0:\n"
     "    os.setsid()\n"
+    "    if sys.argv[2].endswith('stubborn'):\n"
+    "        signal.signal(signal.SIGTERM, signal.SIG_IGN)\n"
     "    tmp = sys.argv[1] + '.tmp'\n"
     "    with open(tmp, 'w') as f:\n"
     "        f.write(f'{os.getpid()} {os.getsid(0)}')\n"
@@ -44,7 +47,7 @@ ESCAPER = (
     "    os._exit(0)\n"
     "while not os.path.exists(sys.argv[1]):\n"
     "    time.sleep(0.01)\n"
-    "if sys.argv[2] == 'exit':\n"
+    "if sys.argv[2].startswith('exit'):\n"
     "    os._exit(0)\n"
     "time.sleep(300)\n"
 )
@@ -136,3 +139,30 @@ def test_a_foreground_run_is_not_held_open_by_a_grandchild_on_its_output(
         if launched.shim.poll() is None:
             launched.shim.kill()
             launched.shim.wait()
+
+
+def test_a_grandchild_that_ignores_sigterm_is_killed(engine: ProcEngine, escaped: Path) -> None:
+    run = start_detached(engine, sys.executable, "-c", ESCAPER, str(escaped), "exit-stubborn")
+    grandchild = grandchild_of(escaped)
+    wait_witness(engine, run)
+    assert runs_nothing(grandchild)
+    ended = engine.status(run.run_id)["ended_descendants"]
+    assert [(entry["pid"], entry["signal"]) for entry in ended] == [(grandchild, "SIGKILL")]
+
+
+def test_a_containment_record_the_shim_did_not_sign_is_not_shown(
+    engine: ProcEngine, escaped: Path
+) -> None:
+    run = start_detached(engine, sys.executable, "-c", ESCAPER, str(escaped), "sleep")
+    grandchild_of(escaped)
+    # The run's folder is the command's to write: anybody could claim what was ended.
+    forged = {"run_id": run.run_id, "containment": "cgroup", "ended": [{"pid": 1}]}
+    folder = layout.run_dir(engine.data_dir, run.run_id)
+    (folder / shim.CONTAINMENT_NAME).write_text(json.dumps(forged))
+    shown = engine.status(run.run_id)
+    assert shown["containment"] == "subreaper"
+    assert shown["ended_descendants"] == []
+    engine.abort(run.run_id, grace_s=2.0)
+    shown = engine.status(run.run_id)
+    assert [entry["pid"] for entry in shown["ended_descendants"]] != [1]
+    assert shown["containment"] == "subreaper"
