@@ -69,3 +69,17 @@ def test_park_and_parked(config: Path, engine: ProcEngine) -> None:
     assert parked.returncode == 0, parked.stderr
     shown = wk("--config", str(config), "parked")
     assert "s-1" in shown.stdout and run_id in shown.stdout
+
+
+def test_status_says_how_the_tree_was_contained_and_what_was_ended(
+    config: Path, engine: ProcEngine
+) -> None:
+    # The leader exits at once; its grandchild left the group and would have run on alone.
+    script = "setsid sleep 300 & exit 0"
+    started = wk("--config", str(config), "run", "--detach", "--", "sh", "-c", script)
+    assert started.returncode == 0, started.stderr
+    run_id = started.stdout.strip()
+    assert wk("--config", str(config), "wait", run_id).returncode == 0
+    shown = wk("--config", str(config), "status", run_id)
+    assert "containment  subreaper" in shown.stdout, shown.stdout
+    assert "sleep (pid" in shown.stdout and "SIGTERM" in shown.stdout, shown.stdout

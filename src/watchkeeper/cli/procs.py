@@ -144,14 +144,26 @@ def status(ctx: typer.Context, run_id: str = _RUN, as_json: bool = JSON) -> None
     for key in (
         "id", "name", "effective_status", "status", "argv", "cwd", "host", "pid", "pgid",
         "alive", "started_at", "progress_at", "finished_at", "exit_code", "signal", "reason",
-        "step", "hook_state", "hook_error", "log_path",
+        "step", "hook_state", "hook_error", "containment", "ended_descendants", "log_path",
     ):  # fmt: skip
-        value = body[key]
+        value = body.get(key)
         if value is None or value == "":
             continue
         if key == "hook_state" and value == "maybe_fired":
             value = "maybe_fired (watchkeeper stopped while firing; not fired again)"
+        if key == "ended_descendants":
+            if not value:
+                continue
+            value = _ended_text(body[key])
         say(f"{key:>16}  {value}")
+
+
+def _ended_text(ended: list[dict[str, Any]]) -> str:
+    """The processes the shim ended after the leader, in one line."""
+    return ", ".join(
+        f"{item.get('name', '?')} (pid {item.get('pid')}, {item.get('signal', '?')})"
+        for item in ended
+    )
 
 
 def logs(
