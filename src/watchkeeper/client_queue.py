@@ -8,7 +8,8 @@
     client.jobs.cancel(job["id"])                       # {"affected": 1, ...}
 
 Runners use ``client.runners``: register, heartbeat, lease, then renew,
-complete or fail each task with the lease token it came with. A move on a
+complete or fail each task with the lease token it came with (sending the
+tail of its output first). A move on a
 lease that is gone raises :class:`~watchkeeper.errors.ClientError` with the
 code ``lease_lost``.
 """
@@ -95,6 +96,10 @@ class Jobs(ApiPart):
         """One task (with ``blocked`` while queued)."""
         return self._client.request_object("GET", f"/api/v1/tasks/{task_id}")
 
+    def output(self, task_id: str) -> dict[str, Any]:
+        """The redacted tail of what the task printed (``output``, ``None`` until it ended)."""
+        return self._client.request_object("GET", f"/api/v1/tasks/{task_id}/output")
+
 
 class Runners(ApiPart):
     """What a runner daemon says to the server, and the topology."""
@@ -155,6 +160,11 @@ class Runners(ApiPart):
         body: dict[str, Any] = {"lease_token": lease_token, "reason": reason}
         body |= present(fingerprint=fingerprint, exit_code=exit_code)
         return self._post(f"/api/v1/tasks/{task_id}/fail", body)
+
+    def output(self, task_id: str, lease_token: str, output: str) -> dict[str, Any]:
+        """Send the redacted tail of the task's output under the lease, before its outcome."""
+        body = {"lease_token": lease_token, "output": output}
+        return self._post(f"/api/v1/tasks/{task_id}/output", body)
 
     def stop(self, runner_id: str) -> dict[str, Any]:
         """The runner leaves; its leases are taken back."""

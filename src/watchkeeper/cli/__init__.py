@@ -49,6 +49,7 @@ for _name in ("ps", "status", "logs", "wait", "abort", "reclaim", "park", "parke
 app.command("submit", context_settings={"allow_interspersed_args": False})(queue_cli.submit)
 for _name in ("jobs", "job", "cancel", "retry", "delete", "runner", "runners"):
     app.command(_name)(getattr(queue_cli, _name))
+app.add_typer(queue_cli.task_app, name="task")
 app.command("record")(timeline_cli.record)
 app.command("verify-record")(timeline_cli.verify_record)
 app.command("spend")(timeline_cli.spend)

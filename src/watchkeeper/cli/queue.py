@@ -1,5 +1,5 @@
 """Commands for the job queue: ``submit``, ``jobs``, ``job``, ``cancel``, ``retry``,
-``delete``, ``runner`` and ``runners``.
+``delete``, ``runner``, ``runners`` and ``task output``.
 
 They talk to a watchkeeper server over its API (``--server`` or
 ``WATCHKEEPER_URL``, ``--token`` or ``WATCHKEEPER_TOKEN``): the server owns
@@ -8,6 +8,7 @@ leases, their recovery and cold starts, and runners may live on other hosts.
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -27,6 +28,8 @@ from watchkeeper.cli.options import (
 )
 
 _JOB = typer.Argument(..., help="the job's id (see `watchkeeper jobs`)")
+_TASK = typer.Argument(..., help="the task's id (see `watchkeeper job JOB_ID`)")
+task_app = typer.Typer(help="One task of a job.", no_args_is_help=True)
 
 
 def submit(
@@ -292,3 +295,27 @@ def _runner_row(item: dict[str, Any]) -> tuple[str, ...]:
         f"{item['running']}/{item['capacity']}",
         ", ".join(task["id"] for task in item["tasks"]),
     )
+
+
+@task_app.command("output")
+def task_output(
+    task_id: str = _TASK,
+    server: str | None = SERVER,
+    token: str | None = TOKEN,
+    as_json: bool = JSON,
+) -> None:
+    """What a task printed last: the redacted tail its runner sent when it ended."""
+    with connect(server, token) as client:
+        body = client.jobs.output(task_id)
+    if as_json:
+        print_json(body)
+        return
+    if body["output"] is None:
+        say(
+            f"no output of task {task_id} yet: its runner sends it when the task ends "
+            f"(see `watchkeeper job` for the task's status)",
+            stderr=True,
+        )
+        return
+    # As printed, not through the console: output is neither markup nor a line to wrap.
+    sys.stdout.write(body["output"] if body["output"].endswith("\n") else body["output"] + "\n")

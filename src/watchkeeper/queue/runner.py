@@ -24,6 +24,12 @@ Each task runs in a scrubbed environment (``queue/task_env.py``): never the
 runner's own token, but one of its own that the lease answer carries, which
 may only report timeline events about that task and ends with the lease.
 
+When a task ends, the runner sends the redacted tail of its output
+(``queue/output.py``) under the lease, then its outcome; the task's timeline
+gets a ``task_start`` event when its command starts and a ``task_end`` (with
+the exit code) when it ends, sent with the runner's own token. Neither may
+hold the outcome back: a failure to send them is logged and passed over.
+
 A task's outcome is reported under its lease token; a report the server
 cannot take (the lease is gone) is logged and dropped, never retried as if
 it were ours. On stop, running subprocesses are aborted and the server takes
@@ -43,10 +49,12 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from watchkeeper.client_timeline import Timeline
 from watchkeeper.clock import Clock, MonotonicClock
 from watchkeeper.errors import ClientError, WatchkeeperError
 from watchkeeper.procs import identity, layout
 from watchkeeper.procs.launch import LaunchRequest
+from watchkeeper.queue.output import read_tail
 from watchkeeper.queue.task_env import task_env
 from watchkeeper.records.procs import ProcStatus
 
@@ -100,6 +108,10 @@ class _Held:
     shim: subprocess.Popen[bytes] | None = None
     log_size: int = 0
     outcome: dict[str, Any] | None = field(default=None)
+    job_id: str | None = None
+    org: str | None = None
+    #: Whether the output tail and the end event went out (once, before the outcome).
+    told: bool = False
     #: Set once (under the daemon's lock) by whoever stops the subprocess for a lapsing lease.
     expiring: bool = False
 
@@ -130,6 +142,7 @@ class RunnerDaemon:
         self.held: dict[str, _Held] = {}
         self._next_poll = 0.0
         self._expiry = threading.Lock()
+        self._timeline = Timeline(client)
 
     @classmethod
     def open(
@@ -247,6 +260,8 @@ class RunnerDaemon:
             self.clock.now() + every,
             lease_s=lease_s,
             stop_by=asked + lease_s * (1 - EXPIRY_MARGIN),
+            job_id=task.get("job_id"),
+            org=task.get("org"),
         )
         self.held[held.task_id] = held
         payload = task["payload"]
@@ -267,6 +282,7 @@ class RunnerDaemon:
             held.outcome = {"failed": f"could not start: {why}", "exit_code": None}
             return
         held.run_id, held.shim = launched.run.run_id, launched.shim
+        self._phase(held, "task_start", None, f"process run {held.run_id} on {identity.host()}")
         log.info(
             "Task %s runs as process run %s",
             held.task_id,
@@ -385,9 +401,46 @@ class RunnerDaemon:
         reason = run.reason or f"ended {run.status.value}"
         return {"failed": reason, "exit_code": run.exit_code}
 
+    def _tell(self, held: _Held, outcome: dict[str, Any]) -> None:
+        """The output tail and the end event, once, before the outcome is reported."""
+        held.told = True
+        if held.run_id is not None:
+            tail = read_tail(layout.log_path(self.engine.data_dir, held.run_id))
+            try:
+                self.client.runners.output(held.task_id, held.token, tail)
+            except ClientError as exc:
+                log.warning(
+                    "The output of task %s was not recorded: %s",
+                    held.task_id,
+                    exc,
+                    extra={"action": "runner_output"},
+                )
+        code = outcome["exit_code"]
+        said = "" if code is None else f"exit code {code}"
+        if "succeeded" in outcome:
+            self._phase(held, "task_end", "ok", said)
+        else:
+            self._phase(held, "task_end", "failed", f"{outcome['failed']}; {said}".strip("; "))
+
+    def _phase(self, held: _Held, phase: str, outcome: str | None, detail: str) -> None:
+        event = {"phase": phase, "task_id": held.task_id, "job_id": held.job_id, "org": held.org}
+        event |= {"outcome": outcome, "detail": detail or None}
+        try:
+            self._timeline.emit(event)
+        except ClientError as exc:
+            log.warning(
+                "The %s event of task %s was not recorded: %s",
+                phase,
+                held.task_id,
+                exc,
+                extra={"action": "runner_timeline"},
+            )
+
     def _report(self, held: _Held) -> None:
         outcome = held.outcome
         assert outcome is not None
+        if not held.told:
+            self._tell(held, outcome)
         try:
             if "succeeded" in outcome:
                 self.client.runners.complete(held.task_id, held.token, outcome["exit_code"])

@@ -6,6 +6,10 @@ heartbeat, lease and report. Reading is for viewers. A task's own token is
 refused on every route here (403): it may only send timeline events about
 its task. A move on a lease that is gone answers 409 with the code
 ``lease_lost``: the runner must stop.
+
+A runner sends the redacted tail of a task's output when the task ends
+(``POST /api/v1/tasks/{id}/output``, under the lease); viewers read it back
+with ``GET``.
 """
 
 from __future__ import annotations
@@ -18,6 +22,8 @@ from pydantic import BaseModel, ConfigDict, Field, StringConstraints
 
 from watchkeeper.access.tokens import TokenInfo
 from watchkeeper.clock import rfc3339
+from watchkeeper.queue.errors import LeaseLost
+from watchkeeper.queue.output import TAIL_BYTES, clean
 from watchkeeper.queue.topology import runner_json
 from watchkeeper.queue.views import TaskUpdated, event_json, job_json, task_json
 from watchkeeper.records.queue import JobStatus, NewRunner, TaskStatus
@@ -97,6 +103,13 @@ class FailIn(_Body):
     reason: Annotated[str, Text(REASON_MAX, min_length=1)]
     fingerprint: Annotated[str, Line(200)] | None = None
     exit_code: ExitCode | None = None
+
+
+class OutputIn(_Body):
+    """``POST /api/v1/tasks/{id}/output``: the tail of what the task printed, as it ends."""
+
+    lease_token: LeaseToken
+    output: Annotated[str, Text(TAIL_BYTES)]
 
 
 def _announce(request: Request) -> TaskUpdated:
@@ -226,6 +239,30 @@ def fail(task_id: Id, body: FailIn, request: Request) -> dict[str, Any]:
         exit_code=body.exit_code,
     )
     return task.as_dict()
+
+
+@router.post(
+    "/api/v1/tasks/{task_id}/output", dependencies=[Depends(reporter)], response_model=None
+)
+def put_output(task_id: Id, body: OutputIn, request: Request) -> dict[str, Any]:
+    """Keep the tail of the task's output (redacted again here); send it before the outcome,
+    while the lease is live. ``lease_lost`` (409): the task is no longer this runner's."""
+    queue = services(request).queue
+    if not queue.store.record_output(task_id, body.lease_token, clean(body.output), queue.clock()):
+        raise LeaseLost(task_id)
+    return {"id": task_id}
+
+
+@router.get("/api/v1/tasks/{task_id}/output", dependencies=[Depends(viewer)])
+def get_output(task_id: Id, request: Request) -> dict[str, Any]:
+    """The redacted tail of what the task printed in its last run that ended (``output`` is
+    ``null`` until a runner sent one), and when it arrived."""
+    kept = services(request).queue.store.output(task_id)
+    return {
+        "id": task_id,
+        "output": None if kept is None else kept.tail,
+        "recorded_at": None if kept is None else rfc3339(kept.recorded_at),
+    }
 
 
 # Runners -------------------------------------------------------------------------------

@@ -115,3 +115,18 @@ queue_events = sa.Table(
     sa.Column("detail", sa.String(2000), nullable=True),
     sa.Index(None, "job_id"),
 )
+
+# The redacted tail of what a task's command printed, sent by its runner when it ended.
+# A table of its own so that reading tasks never drags their output along.
+queue_task_output = sa.Table(
+    "queue_task_output",
+    metadata,
+    sa.Column(
+        "task_id",
+        sa.String(64),
+        sa.ForeignKey("queue_tasks.id", ondelete="CASCADE"),
+        primary_key=True,
+    ),
+    sa.Column("tail", sa.Text, nullable=False),
+    epoch("recorded_at", nullable=False),
+)

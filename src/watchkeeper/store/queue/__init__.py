@@ -9,6 +9,7 @@ and :class:`QueueStore` is all of them over one engine:
 - ``leases``: lease, renew, complete, fail (with ``statements``, built once)
 - ``recovery``: take back leases whose runner is gone
 - ``markers``: the interrupted marker of start-up reconciliation
+- ``output``: the redacted output tail a runner sends when its task ends
 - ``facts`` and ``provisions``: what the lease and blocked-reason rules read
 - ``rows`` and ``ledger``: rows as records; the timeline and spend every move leaves
 
@@ -24,12 +25,13 @@ from watchkeeper.store.queue.facts import Facts
 from watchkeeper.store.queue.jobs import Jobs
 from watchkeeper.store.queue.leases import Admit, Leases
 from watchkeeper.store.queue.markers import INTERRUPTED, Markers
+from watchkeeper.store.queue.output import Output, TaskOutput
 from watchkeeper.store.queue.provisions import Provisions
 from watchkeeper.store.queue.recovery import Recoveries
 from watchkeeper.store.queue.runners import Runners
 
-__all__ = ["INTERRUPTED", "Admit", "QueueStore"]
+__all__ = ["INTERRUPTED", "Admit", "QueueStore", "TaskOutput"]
 
 
-class QueueStore(Jobs, Control, Runners, Leases, Recoveries, Markers, Facts, Provisions):
+class QueueStore(Jobs, Control, Runners, Leases, Recoveries, Markers, Facts, Provisions, Output):
     """Reads and moves the queue's rows. Every move is one transaction."""

@@ -14,7 +14,12 @@ from watchkeeper.records.queue import CANCELLABLE, RETRYABLE, TaskStatus
 from watchkeeper.store.queue.base import Part
 from watchkeeper.store.queue.ledger import add_spend, log_events
 from watchkeeper.store.queue.rows import RUNNING, J, T, found, requeue_values
-from watchkeeper.store.schema_queue import queue_events, queue_jobs, queue_tasks
+from watchkeeper.store.schema_queue import (
+    queue_events,
+    queue_jobs,
+    queue_task_output,
+    queue_tasks,
+)
 from watchkeeper.store.tokens import revoke_task_tokens
 
 _CANCELLABLE = [status.value for status in CANCELLABLE]
@@ -92,6 +97,8 @@ class Control(Part):
                 )
             # SQLite enforces the cascade only with foreign keys on; delete children explicitly.
             conn.execute(delete(queue_events).where(queue_events.c.job_id == job_id))
+            ids = select(T.id).where(T.job_id == job_id).scalar_subquery()
+            conn.execute(delete(queue_task_output).where(queue_task_output.c.task_id.in_(ids)))
             conn.execute(delete(queue_tasks).where(T.job_id == job_id))
             conn.execute(delete(queue_jobs).where(J.id == job_id))
         return len(rows)
