@@ -406,11 +406,19 @@ def measure(backend: str, args: argparse.Namespace) -> common.Figures:
 
 
 def _problems(folder: Path) -> list[str]:
+    """Error lines of every log, each traceback with the exception it ended in, once each."""
     seen: dict[str, None] = {}
     for log in sorted(folder.glob("*.log")):
-        for line in log.read_text(errors="replace").splitlines():
-            if "Traceback" in line or "ERROR" in line or "CRITICAL" in line:
+        lines = log.read_text(errors="replace").splitlines()
+        for i, line in enumerate(lines):
+            if "ERROR" in line or "CRITICAL" in line:
                 seen.setdefault(f"{log.name}: {line.strip()[:200]}", None)
+            elif line.startswith("Traceback"):
+                # The exception is the first unindented line after the frames.
+                end = next((j for j in range(i + 1, len(lines)) if not lines[j][:1].isspace()), i)
+                where = [x.strip() for x in lines[i + 1 : end] if x.strip().startswith("File")]
+                raised = lines[end].strip()[:200]
+                seen.setdefault(f"{log.name}: {raised} (at {' < '.join(where[-3:])})", None)
     return list(seen)
 
 
