@@ -36,9 +36,10 @@ PARTS = {
         "abort", "get", "list", "log", "park", "parked", "progress", "reclaim", "session_progress",
         "start", "wait",
     ],
-    "jobs": ["cancel", "delete", "get", "list", "resume", "retry", "submit", "task"],
+    "jobs": ["cancel", "delete", "get", "list", "output", "resume", "retry", "submit", "task"],
     "runners": [
-        "complete", "fail", "heartbeat", "lease", "list", "register", "renew", "stop", "topology",
+        "complete", "fail", "heartbeat", "lease", "list", "output", "register", "renew", "stop",
+        "topology",
     ],
     "timeline": ["emit", "emit_batch", "events", "last_progress_at", "record", "spend"],
 }  # fmt: skip

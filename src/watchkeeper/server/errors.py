@@ -9,6 +9,7 @@ from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from starlette.exceptions import HTTPException as StarletteHTTPException
+from starlette.requests import ClientDisconnect
 
 from watchkeeper.errors import WatchkeeperError
 from watchkeeper.redact import redact
@@ -89,6 +90,14 @@ async def _http(_request: Request, exc: Exception) -> JSONResponse:
     return error_response(exc.status_code, code, message, headers=getattr(exc, "headers", None))
 
 
+async def _gone(request: Request, _exc: Exception) -> JSONResponse:
+    # The client left before its body arrived (a runner killed mid-post, a closed laptop):
+    # nothing failed here, and nobody is left to read the answer.
+    log.info("A client went away before its request arrived whole: %s %s", request.method,
+             request.url.path, extra={"action": "api"})  # fmt: skip
+    return error_response(400, "client_gone", "the request body did not arrive whole")
+
+
 async def _unexpected(_request: Request, exc: Exception) -> JSONResponse:
     log.exception("Unexpected failure answering a request", exc_info=exc, extra={"action": "api"})
     return error_response(500, "internal", "an unexpected error happened; it has been logged")
@@ -99,4 +108,5 @@ def install(app: FastAPI) -> None:
     app.add_exception_handler(RequestValidationError, _validation)  # type: ignore[arg-type]
     app.add_exception_handler(WatchkeeperError, _domain)
     app.add_exception_handler(StarletteHTTPException, _http)
+    app.add_exception_handler(ClientDisconnect, _gone)
     app.add_exception_handler(Exception, _unexpected)

@@ -153,7 +153,8 @@ def test_a_task_gets_a_scrubbed_environment_and_a_token_only_for_itself(
     assert status == 403 and "may only report about that task" in body
     with Client(server.url, server.tokens["viewer"]) as viewer:
         events = viewer.timeline.events(task_id=task["id"])
-        assert [e["phase"] for e in events] == ["tool", "verify"]
+        # The task's own events, between the start and end its runner records.
+        assert [e["phase"] for e in events] == ["task_start", "tool", "verify", "task_end"]
         assert {(e["job_id"], e["org"]) for e in events} == {(job["id"], "o")}
         assert viewer.timeline.events(task_id=seen["elsewhere"]["tasks"][0]["id"]) == []
 
