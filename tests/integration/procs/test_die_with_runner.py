@@ -20,19 +20,18 @@ from pathlib import Path
 import psutil
 import pytest
 
-from tests.conftest import make_settings
-from tests.integration.server import LiveServer, live_server
+from tests.integration.server import LiveServer
 from tests.support.cli import WK, cli_env
 from tests.support.waiting import wait_for
 from watchkeeper.client import Client
-from watchkeeper.clock import utcnow
 from watchkeeper.errors import InvalidInput
-from watchkeeper.notify.ops import OpsNotifier
 from watchkeeper.procs.engine import ProcEngine
 from watchkeeper.procs.launch import LaunchRequest
 from watchkeeper.procs.signals import group_alive
-from watchkeeper.runtime import Runtime
 from watchkeeper.store import Store
+
+from .. import queue_daemons as daemons
+from ..queue_daemons import QUICK, queue_server, server_env
 
 EVENT_TIMEOUT_S = 60.0
 # Starts a child in its own group, says both pids, then waits for a release file and only
@@ -77,25 +76,14 @@ def kill_if_left(folder: Path) -> None:
 
 @pytest.fixture
 def server(tmp_path: Path, store: Store) -> Iterator[LiveServer]:
-    settings = make_settings(tmp_path, store.url, queue={"lease_s": 30})
-    runtime = Runtime.open(settings, clock=utcnow, store=store, notifier=OpsNotifier(settings.ops))
-    try:
-        with live_server(runtime) as live:
-            yield live
-    finally:
-        runtime.sweeper.close()
+    with queue_server(tmp_path, store) as live:
+        yield live
 
 
 def start_runner(server: LiveServer, data_dir: Path, log: Path) -> subprocess.Popen[bytes]:
-    with log.open("wb") as out:
-        return subprocess.Popen(
-            [*WK, "runner", "--fleet", "gpu", "--capacity", "1", "--data-dir", str(data_dir),
-             "--renew-interval", "0.3", "--poll-interval", "0.1", "--heartbeat-interval", "0.5"],
-            env={**os.environ, "WATCHKEEPER_URL": server.url,
-                 "WATCHKEEPER_TOKEN": server.tokens["reporter"]},
-            stdout=out,
-            stderr=subprocess.STDOUT,
-        )  # fmt: skip
+    return daemons.start_runner(
+        "gpu", data_dir, log, "--capacity", "1", *QUICK, env=server_env(server), command=WK
+    )
 
 
 def test_a_killed_runner_takes_its_task_processes_with_it(

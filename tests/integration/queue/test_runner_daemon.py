@@ -3,7 +3,6 @@ outcomes are reported, and a cancel reaches the running subprocess."""
 
 from __future__ import annotations
 
-import os
 import signal
 import subprocess
 import sys
@@ -12,15 +11,14 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import make_settings
-from tests.integration.server import LiveServer, live_server
+from tests.integration.server import LiveServer
 from tests.support.waiting import wait_for
 from watchkeeper.client import Client
-from watchkeeper.clock import utcnow
-from watchkeeper.notify.ops import OpsNotifier
 from watchkeeper.procs import identity
-from watchkeeper.runtime import Runtime
 from watchkeeper.store import Store
+
+from .. import queue_daemons as daemons
+from ..queue_daemons import QUICK, queue_server, server_env
 
 EVENT_TIMEOUT_S = 60.0
 # Writes its pid (atomically), then sleeps until it is killed.
@@ -35,27 +33,15 @@ SLEEPER = (
 
 @pytest.fixture
 def server(tmp_path: Path, store: Store) -> Iterator[LiveServer]:
-    settings = make_settings(tmp_path, store.url, queue={"lease_s": 30})
-    runtime = Runtime.open(settings, clock=utcnow, store=store, notifier=OpsNotifier(settings.ops))
-    try:
-        with live_server(runtime) as live:
-            yield live
-    finally:
-        runtime.sweeper.close()
+    with queue_server(tmp_path, store) as live:
+        yield live
 
 
 def start_runner(server: LiveServer, tmp_path: Path) -> subprocess.Popen[bytes]:
-    log = (tmp_path / "runner.log").open("wb")
-    with log:
-        return subprocess.Popen(
-            [sys.executable, "-m", "watchkeeper", "runner", "--fleet", "e2e", "--capacity", "3",
-             "--data-dir", str(tmp_path / "runner"), "--renew-interval", "0.3",
-             "--poll-interval", "0.1", "--heartbeat-interval", "0.5", "--grace", "2"],
-            env={**os.environ, "WATCHKEEPER_URL": server.url,
-                 "WATCHKEEPER_TOKEN": server.tokens["reporter"]},
-            stdout=log,
-            stderr=subprocess.STDOUT,
-        )  # fmt: skip
+    return daemons.start_runner(
+        "e2e", tmp_path / "runner", tmp_path / "runner.log", "--capacity", "3", *QUICK,
+        "--grace", "2", env=server_env(server),
+    )  # fmt: skip
 
 
 def test_runner_runs_reports_and_a_cancel_aborts_the_subprocess(

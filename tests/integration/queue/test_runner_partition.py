@@ -3,7 +3,6 @@ renew lapses, so the task is never running in two places at once."""
 
 from __future__ import annotations
 
-import os
 import signal
 import subprocess
 import sys
@@ -14,16 +13,15 @@ from urllib.parse import urlsplit
 
 import pytest
 
-from tests.conftest import make_settings
-from tests.integration.server import LiveServer, live_server
+from tests.integration.server import LiveServer
 from tests.support.tcp_proxy import TcpProxy, tcp_proxy
 from tests.support.waiting import wait_for
 from watchkeeper.client import Client
-from watchkeeper.clock import utcnow
-from watchkeeper.notify.ops import OpsNotifier
 from watchkeeper.procs import identity
-from watchkeeper.runtime import Runtime
 from watchkeeper.store import Store
+
+from .. import queue_daemons as daemons
+from ..queue_daemons import queue_server
 
 EVENT_TIMEOUT_S = 60.0
 LEASE_S = 6.0
@@ -46,13 +44,8 @@ SLEEPER = (
 
 @pytest.fixture
 def server(tmp_path: Path, store: Store) -> Iterator[LiveServer]:
-    settings = make_settings(tmp_path, store.url, queue={"lease_s": LEASE_S})
-    runtime = Runtime.open(settings, clock=utcnow, store=store, notifier=OpsNotifier(settings.ops))
-    try:
-        with live_server(runtime) as live:
-            yield live
-    finally:
-        runtime.sweeper.close()
+    with queue_server(tmp_path, store, lease_s=LEASE_S) as live:
+        yield live
 
 
 @pytest.fixture
@@ -63,16 +56,11 @@ def proxy(server: LiveServer) -> Iterator[TcpProxy]:
 
 
 def start_runner(url: str, token: str, tmp_path: Path) -> subprocess.Popen[bytes]:
-    log = (tmp_path / "runner.log").open("wb")
-    with log:
-        return subprocess.Popen(
-            [sys.executable, "-m", "watchkeeper", "runner", "--fleet", "cut", "--capacity", "1",
-             "--data-dir", str(tmp_path / "runner"), "--server", url,
-             "--poll-interval", "0.1", "--heartbeat-interval", "0.5", "--grace", "5"],
-            env={**os.environ, "WATCHKEEPER_TOKEN": token},
-            stdout=log,
-            stderr=subprocess.STDOUT,
-        )  # fmt: skip
+    return daemons.start_runner(
+        "cut", tmp_path / "runner", tmp_path / "runner.log", "--capacity", "1", "--server", url,
+        "--poll-interval", "0.1", "--heartbeat-interval", "0.5", "--grace", "5",
+        env={"WATCHKEEPER_TOKEN": token},
+    )  # fmt: skip
 
 
 def test_a_cut_off_runner_stops_its_command_before_the_lease_lapses(

@@ -15,16 +15,15 @@ from typing import Any
 import httpx
 import pytest
 
-from tests.conftest import make_settings
-from tests.integration.server import LiveServer, live_server
+from tests.integration.server import LiveServer
 from tests.support.waiting import wait_for
 from watchkeeper.client import Client
-from watchkeeper.clock import utcnow
-from watchkeeper.notify.ops import OpsNotifier
 from watchkeeper.queue.task_env import ALLOWED, TASK_VARS
 from watchkeeper.redact import MASK
-from watchkeeper.runtime import Runtime
 from watchkeeper.store import Store
+
+from .. import queue_daemons as daemons
+from ..queue_daemons import QUICK, queue_server, server_env
 
 EVENT_TIMEOUT_S = 60.0
 # Dumps its environment, then tries its token on what a task may and may not do.
@@ -62,29 +61,16 @@ os.replace(out + ".tmp", out)
 
 @pytest.fixture
 def server(tmp_path: Path, store: Store) -> Iterator[LiveServer]:
-    settings = make_settings(tmp_path, store.url, queue={"lease_s": 30})
-    runtime = Runtime.open(settings, clock=utcnow, store=store, notifier=OpsNotifier(settings.ops))
-    try:
-        with live_server(runtime) as live:
-            yield live
-    finally:
-        runtime.sweeper.close()
+    with queue_server(tmp_path, store) as live:
+        yield live
 
 
 def start_runner(server: LiveServer, tmp_path: Path, *more: str) -> subprocess.Popen[bytes]:
-    log = (tmp_path / "runner.log").open("wb")
-    env = {**os.environ, "WATCHKEEPER_URL": server.url,
-           "WATCHKEEPER_TOKEN": server.tokens["reporter"],
+    env = {**server_env(server),
            "RUNNER_SECRET": "not-for-tasks", "KEPT_FOR_TASKS": "yes", "LC_TIME": "C"}  # fmt: skip
-    with log:
-        return subprocess.Popen(
-            [sys.executable, "-m", "watchkeeper", "runner", "--fleet", "e2e",
-             "--data-dir", str(tmp_path / "runner"), "--renew-interval", "0.3",
-             "--poll-interval", "0.1", "--heartbeat-interval", "0.5", "--grace", "2", *more],
-            env=env,
-            stdout=log,
-            stderr=subprocess.STDOUT,
-        )  # fmt: skip
+    return daemons.start_runner(
+        "e2e", tmp_path / "runner", tmp_path / "runner.log", *QUICK, "--grace", "2", *more, env=env
+    )
 
 
 def stop(daemon: subprocess.Popen[bytes]) -> None:

@@ -13,14 +13,13 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import make_settings
-from tests.integration.server import LiveServer, live_server
+from tests.integration.server import LiveServer
 from tests.support.waiting import wait_for
 from watchkeeper.client import Client
-from watchkeeper.clock import utcnow
-from watchkeeper.notify.ops import OpsNotifier
-from watchkeeper.runtime import Runtime
 from watchkeeper.store import Store
+
+from .. import queue_daemons as daemons
+from ..queue_daemons import QUICK, queue_server, server_env
 
 EVENT_TIMEOUT_S = 60.0
 SECRET = "s3cr3t-value-123"
@@ -37,28 +36,16 @@ CHATTY = (
 
 @pytest.fixture
 def server(tmp_path: Path, store: Store) -> Iterator[LiveServer]:
-    settings = make_settings(tmp_path, store.url, queue={"lease_s": 30})
-    runtime = Runtime.open(settings, clock=utcnow, store=store, notifier=OpsNotifier(settings.ops))
-    try:
-        with live_server(runtime) as live:
-            yield live
-    finally:
-        runtime.sweeper.close()
+    with queue_server(tmp_path, store) as live:
+        yield live
 
 
 @pytest.fixture
 def runner(server: LiveServer, tmp_path: Path) -> Iterator[subprocess.Popen[bytes]]:
-    log = (tmp_path / "runner.log").open("wb")
-    with log:
-        daemon = subprocess.Popen(
-            [sys.executable, "-m", "watchkeeper", "runner", "--fleet", "out", "--capacity", "2",
-             "--data-dir", str(tmp_path / "runner"), "--renew-interval", "0.3",
-             "--poll-interval", "0.1", "--heartbeat-interval", "0.5", "--grace", "2"],
-            env={**os.environ, "WATCHKEEPER_URL": server.url,
-                 "WATCHKEEPER_TOKEN": server.tokens["reporter"]},
-            stdout=log,
-            stderr=subprocess.STDOUT,
-        )  # fmt: skip
+    daemon = daemons.start_runner(
+        "out", tmp_path / "runner", tmp_path / "runner.log", "--capacity", "2", *QUICK,
+        "--grace", "2", env=server_env(server),
+    )  # fmt: skip
     try:
         yield daemon
     finally:
