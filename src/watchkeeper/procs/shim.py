@@ -229,12 +229,12 @@ class _Tree:
                 continue
             live[pid] = (name, start)
         under: dict[int, tuple[str, str]] = {}
-        todo = [pid for pid in children.get(self.me, []) if pid != self.leader]
-        while todo:
-            pid = todo.pop()
+        to_visit = [pid for pid in children.get(self.me, []) if pid != self.leader]
+        while to_visit:
+            pid = to_visit.pop()
             if pid in live and pid not in under:
                 under[pid] = live[pid]
-                todo.extend(children.get(pid, []))
+                to_visit.extend(children.get(pid, []))
         return under
 
     def _send(self, found: dict[int, tuple[str, str]], signum: signal.Signals) -> None:

@@ -82,12 +82,17 @@ def test_a_dropped_connection_is_listened_on_again(
     first = listener.backend_pid
     with pg_store.engine.begin() as conn:
         conn.execute(text("SELECT pg_terminate_backend(:pid)"), {"pid": first})
-    wait_for(lambda: listener.backend_pid not in {None, first}, what="a new listening connection")
+    second = wait_for(
+        lambda: listener.backend_pid if listener.backend_pid not in {None, first} else None,
+        what="a new listening connection",
+    )
+    assert second != first
     seen = calls.count
     start(runtime, "r1", budget_s=60, lease_s=3600)
     clock.advance(61)
     sweep(runtime)
     wait_for(lambda: calls.after(seen), what="a call after reconnecting", changed=calls.changed)
+    assert calls.count > seen  # the event written after the reconnect was heard
 
 
 def test_queueing_deliveries_wakes_every_replica_to_deliver(
