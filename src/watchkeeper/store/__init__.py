@@ -20,6 +20,7 @@ from watchkeeper.store.outbox import OutboxStore
 from watchkeeper.store.pacing import PacingStore
 from watchkeeper.store.runs import PushRunStore
 from watchkeeper.store.sessions import WebSessionStore
+from watchkeeper.store.silences import AckStore, SilenceStore
 from watchkeeper.store.tokens import TokenStore
 
 __all__ = ["Store"]
@@ -63,6 +64,8 @@ class Store:
     heartbeats = _Aggregate(HeartbeatStore, "Sweep heartbeats.")
     cluster = _Aggregate(ClusterStore, "The leader lease and replica heartbeats.")
     pacing = _Aggregate(PacingStore, "Per-conversation send slots shared by every replica.")
+    silences = _Aggregate(SilenceStore, "Silences and the incidents they held back.")
+    acks = _Aggregate(AckStore, "Who is looking at which incident.")
 
     def __init__(self, url: str, *, migrate: bool = True) -> None:
         self.url = url

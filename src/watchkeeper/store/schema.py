@@ -14,6 +14,7 @@ from watchkeeper.store import (  # noqa: F401
     schema_notify,
     schema_procs,
     schema_queue,
+    schema_silences,
     schema_timeline,
     schema_web,
 )
