@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import logging
 import os
+import re
 import socket
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -29,6 +30,8 @@ from watchkeeper.store.decisions import ActionRecord, ActionStatus, Claim, Press
 from watchkeeper.store.incidents import Decision, Incident, IncidentStatus
 
 log = logging.getLogger(__name__)
+#: An address in a kind's answer; internal ones must not reach a chat.
+_ADDRESS = re.compile(r"\b(?:https?|wss?)://\S+")
 
 
 class Outcome(StrEnum):
@@ -71,6 +74,11 @@ def parse_action(value: str) -> Action:
         raise InvalidInput(f"unknown action {value!r}: use one of {valid}", "action") from None
 
 
+def failure_words(exc: ActionFailed) -> str:
+    """Why an action failed, for people: the kind's own words with no address in them."""
+    return _ADDRESS.sub("(an address)", exc.words)
+
+
 def decided_message(decision: Decision) -> str:
     """``already decided: Retry by @ana on Slack at 14:02 UTC``."""
     return (
@@ -111,6 +119,9 @@ class Decider:
         adapter = self.adapters.get(incident.key.kind)
         capabilities = adapter.capabilities() if adapter else frozenset()
         effects = run.effects if run is not None else Effects(incident.effects)
+        if incident.decision is None and self._last_action_interrupted(incident):
+            # It may have happened: acting again is for someone who looked at the work first.
+            effects = Effects.UNKNOWN
         return buttons(
             Condition(incident.key.condition),
             effects,
@@ -118,6 +129,10 @@ class Decider:
             decided=incident.decision is not None,
             resolved=incident.status is IncidentStatus.RESOLVED,
         )
+
+    def _last_action_interrupted(self, incident: Incident) -> bool:
+        journal = self.store.decisions.actions_for_incident(incident.id)
+        return bool(journal) and journal[-1].status is ActionStatus.INTERRUPTED
 
     def press(
         self, incident_id: int, action: Action | str, state_token: str | None, actor: Actor
@@ -214,7 +229,7 @@ class Decider:
         action_id: int,
         decision: Decision,
     ) -> PressResult:
-        request = ActionRequest(
+        request = ActionRequest.for_press(
             action,
             incident.key.kind,
             incident.key.run_id,
@@ -223,6 +238,7 @@ class Decider:
             actor.via,
             incident.reason,
         )
+        words: str | None = None
         try:
             answer = adapter.perform(request)
             status, outcome, event = ActionStatus.DONE, Outcome.DONE, "action_done"
@@ -233,6 +249,7 @@ class Decider:
                 Outcome.FAILED,
                 "action_failed",
             )
+            words = failure_words(exc)
             log.warning(
                 "Action %s on incident %d failed: %s",
                 action.value,
@@ -241,13 +258,15 @@ class Decider:
                 extra={"action": "decide"},
             )
         self.store.decisions.finish_action(
-            action_id, status, answer or label(action), self.clock(), event
+            action_id, status, answer or label(action), self.clock(), event, words
         )
         record = next(
             a for a in self.store.decisions.actions_for_incident(incident.id) if a.id == action_id
         )
-        verb = "done" if outcome is Outcome.DONE else "failed"
-        message = f"{label(action)} {verb}: {answer}" if answer else f"{label(action)} {verb}"
+        if words is not None:
+            message = f"{label(action)} failed: {words}; its buttons are offered again"
+        else:
+            message = f"{label(action)} done: {answer}" if answer else f"{label(action)} done"
         return PressResult(outcome, message, incident.id, action, decision, record)
 
     def _explain_loss(

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import importlib
+import json
 import os
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -16,12 +17,25 @@ from watchkeeper.errors import WatchkeeperError
 
 
 class ActionFailed(WatchkeeperError):
-    """The kind's function ran and said no, or could not be reached."""
+    """The kind's function ran and said no, or could not be reached.
+
+    ``words`` say why to the people in a chat; unlike the message, which the
+    journal keeps, they never name the internal address the call went to.
+    """
+
+    def __init__(self, message: str, words: str | None = None) -> None:
+        super().__init__(message)
+        self.words = words or message
 
 
 @dataclass(frozen=True, slots=True)
 class ActionRequest:
-    """What an action function is told: which work, which incident, who pressed."""
+    """What an action function is told: which work, which incident, who pressed.
+
+    ``effects_checked`` is set on a retry whose presser stated they checked the
+    work's effects outside (the "Retry (I checked its effects)" button): the
+    kind gets the same ``retry`` either way, and may refuse one nobody checked.
+    """
 
     action: Action
     kind: str
@@ -30,6 +44,23 @@ class ActionRequest:
     actor: str
     via: str
     reason: str
+    effects_checked: bool = False
+
+    @classmethod
+    def for_press(
+        cls,
+        pressed: Action,
+        kind: str,
+        run_id: str,
+        incident_id: int,
+        actor: str,
+        via: str,
+        reason: str,
+    ) -> ActionRequest:
+        """The request for a pressed button: "Retry (I checked its effects)" is a flagged retry."""
+        checked = pressed is Action.RETRY_CHECKED
+        action = Action.RETRY if checked else pressed
+        return cls(action, kind, run_id, incident_id, actor, via, reason, checked)
 
     def as_json(self) -> dict[str, Any]:
         """The body sent to an HTTP action."""
@@ -41,6 +72,7 @@ class ActionRequest:
             "actor": self.actor,
             "via": self.via,
             "reason": self.reason,
+            "effects_checked": self.effects_checked,
         }
 
 
@@ -81,7 +113,10 @@ def _call_http(config: ActionConfig, request: ActionRequest) -> str:
     if config.auth_header_env:
         auth = os.environ.get(config.auth_header_env)
         if not auth:
-            raise ActionFailed(f"the environment variable {config.auth_header_env} is not set")
+            raise ActionFailed(
+                f"the environment variable {config.auth_header_env} is not set",
+                "the action's credentials are not set on the server",
+            )
     if auth:
         headers["Authorization"] = auth
     body = None if config.method == "GET" else request.as_json()
@@ -91,11 +126,32 @@ def _call_http(config: ActionConfig, request: ActionRequest) -> str:
             config.method, url, json=body, headers=headers, timeout=config.timeout_s
         )
     except httpx.HTTPError as exc:
-        raise ActionFailed(f"{config.method} {url} failed: {exc}") from exc
+        words = (
+            "the kind did not answer in time"
+            if isinstance(exc, httpx.TimeoutException)
+            else "the kind could not be reached"
+        )
+        raise ActionFailed(f"{config.method} {url} failed: {exc}", words) from exc
     answer = response.text.strip()[:2000]
     if response.status_code not in config.expected_status:
+        refused = f"HTTP {response.status_code} {response.reason_phrase}".strip()
         raise ActionFailed(
             f"{config.method} {url} answered HTTP {response.status_code}: "
-            f"{answer or response.reason_phrase}"
+            f"{answer or response.reason_phrase}",
+            f"the kind refused it ({refused})" + (f": {_said(answer)}" if answer else ""),
         )
     return answer or f"HTTP {response.status_code}"
+
+
+def _said(answer: str) -> str:
+    """What an answer body says in words: its ``error``, ``message`` or ``detail`` when it is
+    a JSON object that has one, else the body itself."""
+    try:
+        decoded = json.loads(answer)
+    except ValueError:
+        return answer
+    if isinstance(decoded, dict):
+        for key in ("error", "message", "detail"):
+            if isinstance(decoded.get(key), str) and decoded[key]:
+                return str(decoded[key])
+    return answer

@@ -112,7 +112,8 @@ def test_retry_after_checking_effects_is_the_only_retry_when_unknown(
     checked = acting.decider.press(incident.id, "retry_checked", incident.state_token, ANA)
     assert checked.outcome is Outcome.DONE
     assert [r.path for r in service.requests] == ["/retry/risky"]
-    assert service.requests[0].json()["action"] == "retry_checked"
+    sent = service.requests[0].json()
+    assert (sent["action"], sent["effects_checked"]) == ("retry", True)
 
 
 def test_close_the_turn_only_for_a_turn_nothing_runs(
