@@ -4,21 +4,20 @@ from __future__ import annotations
 
 import re
 from pathlib import Path
+from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from watchkeeper.config import chat, tables
+from watchkeeper.config.presets import PRESETS
 from watchkeeper.config.tables import KindConfig
 
 DEFAULT_DATA_DIR = ".watchkeeper"
 
-#: Progress budgets (seconds without progress before work counts as stalled).
+#: Progress budgets (seconds without progress before work counts as stalled): every
+#: preset's, and those of the kinds watchkeeper supervises for itself.
 DEFAULT_BUDGETS: dict[str, float] = {
-    "chat_turn": 600.0,
-    "swarm_task": 600.0,
-    "document_job": 600.0,
-    "research_session": 180.0,
-    "crawl": 180.0,
+    **{name: preset.budget_s for name, preset in PRESETS.items()},
     "process": 600.0,
     # Children of in-process supervision trees, reported by watchkeeper.supervise.ChildReporter.
     "child": 600.0,
@@ -29,6 +28,13 @@ DEFAULT_BUDGETS: dict[str, float] = {
 _BUILTIN_ADAPTERS = {"process": "process", "task": "tasks"}
 FALLBACK_BUDGET_S = 600.0
 KIND_NAME_PATTERN = r"^[a-z][a-z0-9_]{0,62}$"
+#: Every built-in kind as configured without a table (frozen, so shared by all settings).
+_BUILTIN_KINDS: dict[str, KindConfig] = {
+    name: KindConfig.model_validate(
+        {"preset": name} if name in PRESETS else {"adapter": _BUILTIN_ADAPTERS.get(name, "push")}
+    )
+    for name in DEFAULT_BUDGETS
+}
 
 
 class Settings(BaseModel):
@@ -54,6 +60,19 @@ class Settings(BaseModel):
     prices: dict[str, tables.PriceOverride] = Field(default_factory=dict)
     forge: tables.ForgeConfig = tables.ForgeConfig()
     records: tables.RecordsConfig = tables.RecordsConfig()
+
+    @field_validator("kinds", mode="before")
+    @classmethod
+    def _named_after_a_preset(cls, kinds: Any) -> Any:
+        # A table for a built-in kind changes that kind, so it starts from its preset.
+        if not isinstance(kinds, dict):
+            return kinds
+        return {
+            name: {"preset": name, **table}
+            if name in PRESETS and isinstance(table, dict) and "preset" not in table
+            else table
+            for name, table in kinds.items()
+        }
 
     @field_validator("kinds")
     @classmethod
@@ -89,10 +108,7 @@ class Settings(BaseModel):
 
     def kind_configs(self) -> dict[str, KindConfig]:
         """Every kind in force: the built-in push kinds, overridden by the file's tables."""
-        merged = {
-            name: KindConfig(adapter=_BUILTIN_ADAPTERS.get(name, "push"))
-            for name in DEFAULT_BUDGETS
-        }
+        merged = dict(_BUILTIN_KINDS)
         merged.update(self.kinds)
         return merged
 

@@ -7,6 +7,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
+from watchkeeper.config.presets import PAGED_CONDITIONS, condition_list, preset_table
+
 
 class ActionConfig(BaseModel):
     """How a kind performs one action: an HTTP call to the owning system, or a Python function.
@@ -38,19 +40,58 @@ class ActionConfig(BaseModel):
 
 
 class KindConfig(BaseModel):
-    """One ``[kinds.NAME]`` table. Keys other than these are the adapter's options."""
+    """One ``[kinds.NAME]`` table. Keys other than these are the adapter's options.
+
+    ``preset`` names a preset the table starts from (its keys win); ``reports``
+    lists the conditions the work already alerts on by itself, which are recorded
+    but never messaged. ``reports_itself = true`` is short for every paged one.
+    """
 
     model_config = ConfigDict(extra="allow", frozen=True)
 
     adapter: str = "push"
+    preset: str | None = None
     budget_s: float | None = Field(default=None, gt=0)
     expected_s: float | None = Field(default=None, gt=0)
     timeout_s: float = Field(default=10.0, gt=0, le=600)
-    #: The kind already alerts on its own: incidents are recorded, no message is sent.
-    reports_itself: bool = False
+    reports: tuple[str, ...] = ()
     actions: dict[Literal["cancel", "retry", "close_turn"], ActionConfig] = Field(
         default_factory=dict
     )
+
+    @model_validator(mode="before")
+    @classmethod
+    def _from_preset(cls, data: Any) -> Any:
+        if not isinstance(data, dict):
+            return data
+        table = dict(data)
+        if "reports_itself" in table:
+            if "reports" in table:
+                raise ValueError(
+                    "set reports (the conditions the work reports itself) or reports_itself, "
+                    "not both"
+                )
+            flag = table.pop("reports_itself")
+            if not isinstance(flag, bool):
+                raise ValueError("reports_itself must be true or false")
+            table["reports"] = list(PAGED_CONDITIONS) if flag else []
+        if table.get("preset") is not None:
+            table = {**preset_table(table["preset"]), **table}
+        return table
+
+    @field_validator("reports", mode="before")
+    @classmethod
+    def _paged_conditions(cls, value: object) -> tuple[str, ...]:
+        return condition_list(value)
+
+    @property
+    def reports_itself(self) -> bool:
+        """Whether the work alerts on every paged condition by itself."""
+        return self.reports == PAGED_CONDITIONS
+
+    def self_reports(self, condition: str) -> bool:
+        """Whether the work already alerts on ``condition`` itself (so nobody is messaged)."""
+        return condition in self.reports
 
     @property
     def options(self) -> dict[str, Any]:

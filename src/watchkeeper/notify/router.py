@@ -1,8 +1,8 @@
 """From incident events to deliveries: who is told what, where, exactly once.
 
 - A card goes to the chat (and thread) the work started from; work with no
-  chat goes to the ops channels. A kind that reports its own alerts
-  (``reports_itself``) gets no message: its incidents stay on the dashboard
+  chat goes to the ops channels. A condition the kind already alerts on by
+  itself (``reports``) gets no message: its incidents stay on the dashboard
   and in ``/runs``.
 - ``opened`` and ``reopened`` send the card; ``moved_again`` one short note;
   ``decided`` edits every card already sent for the incident; a diagnosis, a
@@ -102,7 +102,7 @@ class Router:
 
     def _reports_itself(self, incident: Incident) -> bool:
         kind = self.kinds.get(incident.key.kind)
-        return kind is not None and kind.reports_itself
+        return kind is not None and kind.self_reports(incident.key.condition)
 
     def _deliveries(
         self, event_id: int, incident: Incident, event: IncidentEvent
