@@ -26,6 +26,7 @@ from watchkeeper.client_busy import Busy, pause, retry_after
 from watchkeeper.client_part import ApiPart, present
 from watchkeeper.client_procs import Procs
 from watchkeeper.client_queue import Jobs, Runners
+from watchkeeper.client_silences import Silences
 from watchkeeper.client_timeline import Timeline
 from watchkeeper.errors import ClientError
 
@@ -61,6 +62,7 @@ class Client:
         self.jobs = Jobs(self)
         self.runners = Runners(self)
         self.timeline = Timeline(self)
+        self.silences = Silences(self)
 
     def request_object(self, method: str, path: str, **kwargs: Any) -> dict[str, Any]:
         """Call the API for a JSON object, the answer of most calls."""
@@ -238,6 +240,12 @@ class Incidents(ApiPart):
     def diagnose(self, incident_id: int) -> dict[str, Any]:
         """Ask to diagnose: read-only; returns the diagnosis under ``diagnosis``."""
         return self._client.request_object("POST", f"/api/v1/incidents/{incident_id}/diagnose")
+
+    def ack(self, incident_id: int, *, via: Literal["api", "cli"] = "api") -> dict[str, Any]:
+        """ "I am on it": mark yourself as looking at the incident, without deciding."""
+        return self._client.request_object(
+            "POST", f"/api/v1/incidents/{incident_id}/ack", headers={CLIENT_HEADER: via}
+        )
 
 
 class Runbooks(ApiPart):

@@ -35,6 +35,7 @@ from watchkeeper.watch.leader import Leadership
 from watchkeeper.watch.overview import Overview
 from watchkeeper.watch.reports import Reports
 from watchkeeper.watch.selfcheck import NoticeSink
+from watchkeeper.watch.silences import SilenceService
 from watchkeeper.watch.sweeper import Sweeper
 
 if TYPE_CHECKING:
@@ -142,6 +143,11 @@ class Runtime:
     def incidents(self) -> IncidentService:
         """Incidents and their decisions, as the API and the dashboard read them."""
         return IncidentService(self.store, self.clock)
+
+    @cached_property
+    def silences(self) -> SilenceService:
+        """Silences, and who is looking at which incident."""
+        return SilenceService(self.store, self.clock)
 
     @cached_property
     def reports(self) -> Reports:

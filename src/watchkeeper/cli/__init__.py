@@ -10,6 +10,7 @@ import typer
 from watchkeeper.cli import db, demo, incidents, replicas, report, runs, serve, token
 from watchkeeper.cli import procs as procs_cli
 from watchkeeper.cli import queue as queue_cli
+from watchkeeper.cli import silences as silences_cli
 from watchkeeper.cli import timeline as timeline_cli
 from watchkeeper.cli.common import CliState, err_console
 from watchkeeper.errors import WatchkeeperError
@@ -41,7 +42,9 @@ app.command("replicas")(replicas.replicas)
 app.add_typer(report.app, name="report")
 app.add_typer(token.app, name="token")
 app.add_typer(db.app, name="db")
-for _name in ("incidents", "decide", "diagnose", "runbooks"):
+app.add_typer(silences_cli.incidents_app(incidents.incidents), name="incidents")
+app.add_typer(silences_cli.app, name="silence")
+for _name in ("decide", "diagnose", "runbooks"):
     app.command(_name)(getattr(incidents, _name))
 app.command("run", context_settings={"allow_interspersed_args": False})(procs_cli.run)
 for _name in ("ps", "status", "logs", "wait", "abort", "reclaim", "park", "parked"):

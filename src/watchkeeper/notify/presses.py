@@ -11,6 +11,7 @@ from watchkeeper.decide.actors import Actor
 from watchkeeper.decide.decider import Decider, PressResult
 from watchkeeper.errors import NotFound, StoreUnavailable, WatchkeeperError
 from watchkeeper.notify.message import parse_button, token_digest
+from watchkeeper.notify.silences import answer_care_press
 
 log = logging.getLogger(__name__)
 UNEXPECTED = "an unexpected error happened; it has been logged"
@@ -68,6 +69,12 @@ async def answer_press(decider: Decider, press: ChatPress) -> PressAnswer:
     """Decide a chat press off the event loop; whatever goes wrong, the presser hears back."""
     action = f"{press.platform}_press"
     try:
+        care = await asyncio.to_thread(
+            answer_care_press, decider, press.platform, press.user_id, press.user_name,
+            press.data, NOT_OURS,
+        )  # fmt: skip
+        if care is not None:  # "Silence 1 h" or "I am on it": decides nothing
+            return PressAnswer(None, care)
         result = await asyncio.to_thread(handle_chat_press, decider, press)
     except StoreUnavailable as exc:
         log.warning("A %s press could not be decided: %s", press.platform, exc,

@@ -13,7 +13,7 @@ from watchkeeper.decide.decider import Decider
 from watchkeeper.errors import LeadershipLost, StoreError
 from watchkeeper.notify.channels.base import Channel
 from watchkeeper.notify.deliverer import Deliverer
-from watchkeeper.notify.router import Router
+from watchkeeper.notify.router import Router, parse_place
 from watchkeeper.store import Store
 from watchkeeper.store.fencing import fenced
 from watchkeeper.watch.leader import Leadership
@@ -61,13 +61,17 @@ class Notifier:
         return self.deliverer.recover_orphaned(now, live)
 
     def route(self, now: datetime) -> int:
-        """Turn every new incident event into deliveries; returns how many."""
+        """Turn every new incident event into deliveries, and announce the silences that
+        ended; returns how many deliveries were queued."""
         total = 0
         while True:
             created = self.router.route(now)
             total += created
             if created == 0 and not self._more_events():
-                return total
+                break
+        # After the events: what a silence held back up to its end is named in its announcement.
+        ops = [parse_place(entry) for entry in self.router.ops.channels]
+        return total + self.router.silences.announce_ended(now, self.router.targets, ops)
 
     def _more_events(self) -> bool:
         return bool(self.store.incidents.unrouted(1))

@@ -29,6 +29,7 @@ from watchkeeper.server.routes_incidents import router as incidents_router
 from watchkeeper.server.routes_procs import router as procs_router
 from watchkeeper.server.routes_queue import router as queue_router
 from watchkeeper.server.routes_runs import router as runs_router
+from watchkeeper.server.routes_silences import router as silences_router
 from watchkeeper.server.routes_slack import router as slack_router
 from watchkeeper.server.routes_system import router as system_router
 from watchkeeper.server.routes_telegram import router as telegram_router
@@ -119,6 +120,7 @@ def create_app(
     app.include_router(events_router)
     app.include_router(runs_router)
     app.include_router(incidents_router)
+    app.include_router(silences_router)
     app.include_router(decide_router)
     app.include_router(system_router)
     app.include_router(cluster_router)

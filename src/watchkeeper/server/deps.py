@@ -27,6 +27,7 @@ if TYPE_CHECKING:
     from watchkeeper.watch.incidents import IncidentService
     from watchkeeper.watch.overview import Overview
     from watchkeeper.watch.reports import Reports
+    from watchkeeper.watch.silences import SilenceService
     from watchkeeper.watch.sweeper import Sweeper
 
 T = TypeVar("T")
@@ -40,7 +41,8 @@ class Services(Protocol):
     ``settings`` is the loaded configuration, ``clock`` the time every service
     reads, ``sweeper`` the sweep loop (wake it when a deadline moves);
     ``decider`` decides presses on incidents and ``runbooks`` are the automatic
-    first steps; ``incidents`` reads incidents, ``reports`` writes push runs;
+    first steps; ``incidents`` reads incidents, ``reports`` writes push runs; ``silences``
+    silences work and acknowledges incidents;
     ``tokens`` and ``sessions`` are API tokens and dashboard sessions; ``procs``
     the processes this host started; ``queue`` jobs, tasks, leases and
     runners; ``timeline`` run events and spend; ``cluster`` the replicas
@@ -62,6 +64,8 @@ class Services(Protocol):
     def incidents(self) -> IncidentService: ...
     @property
     def reports(self) -> Reports: ...
+    @property
+    def silences(self) -> SilenceService: ...
     @property
     def tokens(self) -> TokenService: ...
     @property

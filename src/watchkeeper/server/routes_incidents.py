@@ -12,6 +12,7 @@ from watchkeeper.server.auth import viewer
 from watchkeeper.server.deps import Services, services
 from watchkeeper.server.fields import INT32_MAX
 from watchkeeper.server.routes_runs import ERRORS
+from watchkeeper.server.routes_silences import care_fields
 from watchkeeper.watch.incidents import Decision, Incident
 
 router = APIRouter(prefix="/api/v1/incidents", tags=["incidents"], responses=ERRORS)
@@ -67,6 +68,7 @@ def incident_detail_json(found: Services, incident_id: int) -> dict[str, Any]:
     """
     detail = found.incidents.detail(incident_id)
     body = incident_json(detail.incident, with_events=True)
+    body.update(care_fields(found, [detail.incident])[detail.incident.id])
     body["buttons"] = [
         {"action": action.value, "label": label(action)}
         for action in found.decider.offered(detail.incident)
@@ -95,8 +97,10 @@ def list_incidents(
     offset: int = Query(0, ge=0, le=1_000_000),
 ) -> dict[str, Any]:
     """Incidents, newest first."""
-    items = services(request).incidents.list(status, limit, offset)
-    return {"incidents": [incident_json(i) for i in items]}
+    found = services(request)
+    items = found.incidents.list(status, limit, offset)
+    care = care_fields(found, items)
+    return {"incidents": [{**incident_json(i), **care[i.id]} for i in items]}
 
 
 @router.get("/{incident_id}", dependencies=[Depends(viewer)])
