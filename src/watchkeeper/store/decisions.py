@@ -194,19 +194,43 @@ class DecisionStore(Accessor):
         )
 
     def finish_action(
-        self, action_id: int, status: ActionStatus, answer: str, now: datetime, event: str
+        self,
+        action_id: int,
+        status: ActionStatus,
+        answer: str,
+        now: datetime,
+        event: str,
+        detail: str | None = None,
     ) -> bool:
-        """Move a started journal row to done or failed; False when it had already moved."""
+        """Move a started journal row to done, failed or interrupted; False when it had
+        already moved. The incident's history gets ``detail`` (else the answer).
+
+        An action that failed or was interrupted did not happen, though it was
+        decided: the decision that started it is lifted in the same transaction,
+        so whoever reads the event finds the incident's buttons offered again.
+        """
         at = to_epoch(now)
         with self._write("finishing an action") as conn:
-            row = conn.execute(select(actions.c.incident_id).where(actions.c.id == action_id)).one()
+            row = conn.execute(
+                select(actions.c.incident_id, actions.c.started_at).where(actions.c.id == action_id)
+            ).one()
             moved = conn.execute(
                 update(actions)
                 .where(actions.c.id == action_id, actions.c.status == ActionStatus.STARTED.value)
                 .values(status=status.value, finished_at=at, answer=answer[:2000])
             ).rowcount
+            if moved and status in {ActionStatus.FAILED, ActionStatus.INTERRUPTED}:
+                # Only the decision this action carried out: a later one stands.
+                conn.execute(
+                    update(incidents)
+                    .where(
+                        incidents.c.id == row.incident_id,
+                        incidents.c.decided_at == row.started_at,
+                    )
+                    .values(decided_at=None, decided_by=None, decided_via=None, decided_action=None)
+                )
             if moved:
-                _event(conn, row.incident_id, at, event, answer)
+                _event(conn, row.incident_id, at, event, detail or answer)
         return bool(moved)
 
     def started_actions(self) -> list[ActionRecord]:
@@ -218,7 +242,8 @@ class DecisionStore(Accessor):
         return [_record(row) for row in rows]
 
     def interrupt(self, action_id: int, now: datetime, note: str) -> bool:
-        """Mark a started row interrupted (never to be run again) and tell the incident."""
+        """Mark a started row interrupted (never to be run again), lift its decision and tell
+        the incident."""
         return self.finish_action(
             action_id, ActionStatus.INTERRUPTED, note, now, "action_interrupted"
         )
