@@ -306,7 +306,7 @@ class Decider:
         return PressResult(outcome, message, incident.id, action, incident.decision)
 
     def _diagnose(self, incident: Incident, actor: Actor) -> PressResult:
-        diagnosis = self.diagnoser.diagnose(incident)
+        diagnosis = self.diagnoser.diagnose(incident, self.offered(incident))
         now = self.clock()
         self.store.decisions.record_press(
             Press(incident.id, now, actor.name, actor.via, Action.DIAGNOSE.value, None,

@@ -10,17 +10,18 @@ from __future__ import annotations
 
 import logging
 import re
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 
 from watchkeeper.clock import Now
 from watchkeeper.config import DiagnoseConfig
-from watchkeeper.contract import Condition, Effects
+from watchkeeper.contract import Action, Condition, Effects, RunStatus, RunView
 from watchkeeper.decide.evidence import Evidence, gather
+from watchkeeper.decide.offer import DECIDING, label
 from watchkeeper.kinds.base import Adapter
 from watchkeeper.redact import redact
-from watchkeeper.store.incidents import Incident
+from watchkeeper.store.incidents import Incident, IncidentStatus
 
 log = logging.getLogger(__name__)
 
@@ -67,25 +68,73 @@ def _cause_in(*texts: str | None) -> str | None:
 
 
 def rule_based(evidence: Evidence) -> str:
-    """The deterministic diagnosis: three sentences from the evidence."""
+    """The deterministic diagnosis: what the work is now, the likely cause, the next step.
+
+    An incident that was resolved, or whose work moved again, is described as
+    the work is now, not as it was when the incident opened; the next step
+    names only buttons in ``evidence.offered``.
+    """
     incident, run = evidence.incident, evidence.run
     condition = Condition(incident.key.condition)
-    what = (
-        f"{incident.title} ({incident.key.kind} {incident.key.run_id}) is {condition.value} "
-        f"since {_when(incident.since)}: {incident.reason}."
-    )
+    settled = incident.status is not IncidentStatus.OPEN
+    what = _what(evidence, condition) if settled else _what_open(evidence, condition)
     if evidence.read_error:
         what += f" Its kind cannot be read right now ({evidence.read_error})."
     detail = evidence.facts.get("detail") or evidence.facts.get("log_tail")
     found = _cause_in(run.failure.reason if run and run.failure else None, detail, incident.reason)
-    cause = _likely_cause(condition, evidence, found)
+    if incident.status is IncidentStatus.RESOLVED:
+        cause = _cause_now(run, found)
+    elif incident.status is IncidentStatus.RECOVERED:
+        cause = "It moved again, so whatever held it has let go for now."
+    else:
+        cause = _likely_cause(condition, evidence, found)
     step = _next_step(condition, evidence)
-    text = " ".join([what, cause, step])
+    text = " ".join(part for part in (what, cause, step) if part)
     if detail:
         last = [line for line in detail.strip().splitlines() if line.strip()][-2:]
         if last:
             text += " Last output: " + " | ".join(line.strip()[:160] for line in last)
     return redact(text)
+
+
+def _what_open(evidence: Evidence, condition: Condition) -> str:
+    incident = evidence.incident
+    return (
+        f"{incident.title} ({incident.key.kind} {incident.key.run_id}) is {condition.value} "
+        f"since {_when(incident.since)}: {incident.reason}."
+    )
+
+
+def _what(evidence: Evidence, condition: Condition) -> str:
+    """A resolved or recovered incident: what it was, then what the work is now."""
+    incident, run = evidence.incident, evidence.run
+    was = (
+        f"{incident.title} ({incident.key.kind} {incident.key.run_id}) was {condition.value} "
+        f"from {_when(incident.since)} ({incident.reason})"
+    )
+    if incident.status is IncidentStatus.RESOLVED:
+        was += f"; the incident was resolved at {_when(incident.resolved_at)}"
+        if incident.resolution:
+            was += f": {incident.resolution}"
+    was += "."
+    return f"{was} {_now(run, evidence.read_error)}"
+
+
+def _now(run: RunView | None, read_error: str | None) -> str:
+    if run is None:
+        return "" if read_error else "Its kind no longer reports this work."
+    step = f" (last step: {run.step!r})" if run.step else ""
+    if run.status.ended:
+        return f"Now it has ended: {run.status.value} at {_when(run.finished_at)}{step}."
+    return f"Now it is {run.status.value}, last moved at {_when(run.progress_at)}{step}."
+
+
+def _cause_now(run: RunView | None, found: str | None) -> str:
+    if run is None or run.status is not RunStatus.FAILED:
+        return ""
+    if found:
+        return f"The likely cause of its failure is {found}."
+    return "Its own report gives the reason it failed; nothing more specific is recorded."
 
 
 def _likely_cause(condition: Condition, evidence: Evidence, found: str | None) -> str:
@@ -122,24 +171,59 @@ def _likely_cause(condition: Condition, evidence: Evidence, found: str | None) -
 
 
 def _next_step(condition: Condition, evidence: Evidence) -> str:
-    run = evidence.run
-    effects = run.effects if run is not None else Effects(evidence.incident.effects)
-    if condition is Condition.STUCK and evidence.incident.key.kind == "chat_turn":
+    """The safest next step, naming only the buttons offered now."""
+    incident, run, offered = evidence.incident, evidence.run, frozenset(evidence.offered)
+    if not offered & DECIDING:
+        return _nothing_to_decide(incident)
+    effects = run.effects if run is not None else Effects(incident.effects)
+    if incident.status is IncidentStatus.RECOVERED:
+        return "Nothing needs doing while it keeps moving; if it stops again, it will be reported."
+    if condition is Condition.STUCK and Action.CLOSE_TURN in offered:
         return (
             "The safest next step is to close the turn so nobody is left waiting, "
             "then look at why its worker died."
         )
     if condition is Condition.STALLED:
+        hung = (
+            "cancel the work if it is hung"
+            if Action.CANCEL in offered
+            else "stop it in its own system if it is hung"
+        )
         return (
-            "The safest next step is to look at the owner's log: cancel the work if it is "
-            "hung, or dismiss this if it is only slow and will recover."
+            f"The safest next step is to look at the owner's log: {hung}, "
+            "or dismiss this if it is only slow and will recover."
         )
     if effects is Effects.UNKNOWN:
+        if Action.RETRY_CHECKED in offered:
+            return (
+                "It may already have sent or written something, so check its effects before "
+                "retrying (use Retry (I checked its effects))."
+            )
         return (
-            "It may already have sent or written something, so check its effects before "
-            "retrying (use Retry (I checked its effects))."
+            "It may already have sent or written something: check its effects, start it again "
+            "in its own system if that is safe, and dismiss this once it is dealt with."
         )
-    return "It changed nothing outside, so a retry is safe once the cause is fixed."
+    if Action.RETRY in offered:
+        return "It changed nothing outside, so a retry is safe once the cause is fixed."
+    return (
+        "It changed nothing outside, so starting it again in its own system is safe once the "
+        "cause is fixed; dismiss this once it is dealt with."
+    )
+
+
+def _nothing_to_decide(incident: Incident) -> str:
+    if incident.status is IncidentStatus.RESOLVED:
+        return (
+            "Nothing is left to decide on this incident; if the work needs attention again, "
+            "a new message will ask."
+        )
+    decision = incident.decision
+    if decision is not None:
+        return (
+            f"Nothing is left to decide: {label(decision.action)} was chosen by "
+            f"{decision.actor} at {decision.at:%H:%M} UTC."
+        )
+    return "Nothing can be decided on this incident from here."
 
 
 class Diagnoser:
@@ -150,9 +234,9 @@ class Diagnoser:
         self.config = config
         self.clock = clock
 
-    def diagnose(self, incident: Incident) -> Diagnosis:
-        """Diagnose ``incident`` from read-only evidence."""
-        evidence = gather(self.adapters, incident, self.clock())
+    def diagnose(self, incident: Incident, offered: Sequence[Action] = ()) -> Diagnosis:
+        """Diagnose ``incident`` as its work is now; recommend only the ``offered`` buttons."""
+        evidence = gather(self.adapters, incident, self.clock(), offered)
         config = self.config
         if config.base_url and config.model:
             from watchkeeper.decide.llm import ModelFailed, ask_model

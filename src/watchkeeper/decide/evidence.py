@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
 from watchkeeper.clock import rfc3339
-from watchkeeper.contract import RunView
+from watchkeeper.contract import Action, RunView
 from watchkeeper.errors import WatchkeeperError
 from watchkeeper.kinds.base import Adapter
 from watchkeeper.redact import redact, tail
@@ -17,12 +17,18 @@ from watchkeeper.store.incidents import Incident
 
 @dataclass(frozen=True, slots=True)
 class Evidence:
-    """What a diagnosis may look at: nothing here can change the work."""
+    """What a diagnosis may look at: nothing here can change the work.
+
+    ``run`` is the work as its kind reports it now, which may have moved on
+    from what the incident recorded; ``offered`` are the buttons the incident
+    offers now, the only ones a diagnosis may recommend.
+    """
 
     incident: Incident
     run: RunView | None
     facts: dict[str, str] = field(default_factory=dict)
     read_error: str | None = None
+    offered: tuple[Action, ...] = ()
 
     def run_json(self) -> dict[str, Any]:
         """The run as a tool answer."""
@@ -57,16 +63,21 @@ class Evidence:
         return {key: tail(value, lines=20) for key, value in self.facts.items()}
 
 
-def gather(adapters: Mapping[str, Adapter], incident: Incident, now: datetime) -> Evidence:
+def gather(
+    adapters: Mapping[str, Adapter],
+    incident: Incident,
+    now: datetime,
+    offered: Sequence[Action] = (),
+) -> Evidence:
     """Collect evidence; a kind that cannot be read is noted, not fatal."""
+    shown = tuple(offered)
     adapter = adapters.get(incident.key.kind)
     if adapter is None:
-        return Evidence(
-            incident, None, read_error=f"kind {incident.key.kind} is no longer configured"
-        )
+        missing = f"kind {incident.key.kind} is no longer configured"
+        return Evidence(incident, None, read_error=missing, offered=shown)
     try:
         run = adapter.read_one(incident.key.run_id, now)
         facts = adapter.evidence(incident.key.run_id)
     except WatchkeeperError as exc:
-        return Evidence(incident, None, read_error=str(exc))
-    return Evidence(incident, run, facts)
+        return Evidence(incident, None, read_error=str(exc), offered=shown)
+    return Evidence(incident, run, facts, offered=shown)

@@ -11,6 +11,7 @@ import httpx
 
 from watchkeeper.config import DiagnoseConfig
 from watchkeeper.decide.evidence import Evidence
+from watchkeeper.decide.offer import DECIDING, label
 from watchkeeper.errors import WatchkeeperError
 
 MAX_ROUNDS = 4
@@ -51,10 +52,21 @@ def _tools(evidence: Evidence) -> dict[str, Callable[[], Any]]:
 
 def _opening(evidence: Evidence) -> str:
     incident = evidence.incident
-    return (
+    opened = (
         f"Incident {incident.id}: {incident.key.kind} run {incident.key.run_id} "
-        f"({incident.title!r}) is {incident.key.condition}: {incident.reason}. Diagnose it."
+        f"({incident.title!r}) was found {incident.key.condition}: {incident.reason}. "
+        f"The incident is {incident.status.value} now"
     )
+    if incident.resolution:
+        opened += f" ({incident.resolution})"
+    buttons = [label(a) for a in evidence.offered if a in DECIDING]
+    # The model must not send people to a button the card no longer shows.
+    offered = (
+        f"The only buttons offered now are: {', '.join(buttons)}; recommend no other."
+        if buttons
+        else "No button can act on it now; recommend none."
+    )
+    return f"{opened}. Diagnose the work as get_run reports it now. {offered}"
 
 
 def ask_model(config: DiagnoseConfig, evidence: Evidence) -> str:
