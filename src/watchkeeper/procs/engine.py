@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any
 
 from watchkeeper.clock import Now, to_epoch, utcnow
 from watchkeeper.procs import abort as aborting
-from watchkeeper.procs import hooks, identity, launch, layout, reaper, shim, signals, witness
+from watchkeeper.procs import containment, hooks, identity, launch, layout, reaper, signals, witness
 from watchkeeper.procs import park as parking
 from watchkeeper.records.procs import AbortOutcome, HookState, Park, ParkState, ProcRun
 
@@ -147,7 +147,7 @@ class ProcEngine:
         """
         folder = str(layout.run_dir(self.data_dir, run.run_id))
         key = self.procs.witness_key(run.run_id)
-        record = shim.read_containment(folder, run.run_id, key)
+        record = containment.read(folder, run.run_id, key)
         if record is not None:
             return {
                 "containment": record.get("containment"),

@@ -110,10 +110,25 @@ def _make_run_dir(data_dir: Path, run_id: str) -> Path:
     return folder
 
 
+@dataclass(frozen=True, slots=True)
+class Recorded:
+    """A run committed as ``starting``, its folder made, and the key its shim will sign with."""
+
+    new: NewProc
+    folder: Path
+    key: str = field(repr=False)
+    request: LaunchRequest
+
+
 def launch(
     procs: ProcStore, data_dir: Path, request: LaunchRequest, clock: Now, *, tee: bool = False
 ) -> Launched:
     """Record the run, then start its shim; detached runs return once the command runs."""
+    return _start_recorded(procs, _record(procs, data_dir, request, clock), clock, tee=tee)
+
+
+def _record(procs: ProcStore, data_dir: Path, request: LaunchRequest, clock: Now) -> Recorded:
+    """Check ``request`` and commit its run as ``starting``; nothing runs yet."""
     check(request)
     run_id = new_run_id()
     folder = _make_run_dir(data_dir, run_id)
@@ -139,25 +154,42 @@ def launch(
     except BaseException:
         shutil.rmtree(folder, ignore_errors=True)  # nothing recorded: leave nothing behind
         raise
+    return Recorded(new, folder, key, request)
+
+
+def _start_recorded(
+    procs: ProcStore, recorded: Recorded, clock: Now, *, tee: bool = False
+) -> Launched:
+    """Start the shim of a recorded run and record the owner it reports.
+
+    :class:`LaunchFailed` if the shim refuses: among other reasons, because the
+    engine already took the run as never started (its launcher stalled).
+    """
+    request = recorded.request
     parent = os.getpid() if request.die_with_parent else 0
-    shim = _start_shim(procs, folder, new, key, clock, tee, request.env, parent)
+    try:
+        shim, handshake = spawn_shim(recorded, tee=tee, parent=parent)
+    except OSError as exc:
+        _fail(procs, recorded.new.run_id, f"cannot start the shim: {exc.strerror}", clock)
+        raise LaunchFailed(f"cannot start the shim: {exc.strerror}", recorded.new.run_id) from None
+    with handshake, handshake.makefile("rb") as report:
+        line = report.readline()
+    _record_handshake(procs, recorded.new.run_id, line, shim, clock)
     if not request.detach:
-        return Launched(procs.get(run_id), shim)
+        return Launched(procs.get(recorded.new.run_id), shim)
     shim.wait()  # the first shim forks and leaves at once; the second is nobody's child
-    return Launched(procs.get(run_id))
+    return Launched(procs.get(recorded.new.run_id))
 
 
-def _start_shim(
-    procs: ProcStore,
-    folder: Path,
-    new: NewProc,
-    key: str,
-    clock: Now,
-    tee: bool,
-    env: Mapping[str, str] | None = None,
-    parent: int = 0,
-) -> subprocess.Popen[bytes]:
-    # A socket, not a pipe: the key goes to the shim on it, its report comes back.
+def spawn_shim(
+    recorded: Recorded, *, tee: bool = False, parent: int = 0
+) -> tuple[subprocess.Popen[bytes], socket.socket]:
+    """Start the run's shim and hand it the witness key; its report is read from the socket.
+
+    A socket, not a pipe: the key goes to the shim on it and the report comes
+    back. The shim survives a launcher that dies before reading the report.
+    """
+    new, folder, env = recorded.new, recorded.folder, recorded.request.env
     ours, theirs = socket.socketpair()
     shim_fd = theirs.fileno()
     argv = [sys.executable, "-m", "watchkeeper.procs.shim", new.run_id, str(folder)]
@@ -175,22 +207,17 @@ def _start_shim(
                 stdout=None if tee else subprocess.DEVNULL,
                 stderr=shim_errors,
             )
-    except OSError as exc:
+    except OSError:
         ours.close()
-        _fail(procs, new.run_id, f"cannot start the shim: {exc.strerror}", clock)
-        raise LaunchFailed(f"cannot start the shim: {exc.strerror}", new.run_id) from None
+        raise
     finally:
         theirs.close()
-    with ours:
-        try:
-            ours.sendall(key.encode() + b"\n")
-            ours.shutdown(socket.SHUT_WR)
-        except OSError:
-            pass  # the shim is already gone: its missing report below says so
-        with ours.makefile("rb") as handshake:
-            line = handshake.readline()
-    _record_handshake(procs, new.run_id, line, shim, clock)
-    return shim
+    try:
+        ours.sendall(recorded.key.encode() + b"\n")
+        ours.shutdown(socket.SHUT_WR)
+    except OSError:
+        pass  # the shim is already gone: its missing report says so
+    return shim, ours
 
 
 def _record_handshake(

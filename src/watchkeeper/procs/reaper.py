@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from watchkeeper.errors import WatchkeeperError
-from watchkeeper.procs import abort, identity, layout, settle, signals, witness
+from watchkeeper.procs import abort, identity, layout, settle, signals, start_claim, witness
 from watchkeeper.records.procs import ProcRun, Started
 
 if TYPE_CHECKING:
@@ -158,17 +158,46 @@ def _adopt_owner(procs: ProcStore, data_dir: Path, run: ProcRun, now: datetime) 
 def _starting_without_owner(
     procs: ProcStore, data_dir: Path, run: ProcRun, now: datetime, report: ReapReport
 ) -> None:
-    if witness.exists(layout.run_dir(data_dir, run.run_id)):
+    folder = layout.run_dir(data_dir, run.run_id)
+    if witness.exists(folder):
         found = settle.read_witness(data_dir, run, procs, now)
         if found is not None:
             if settle.from_witness(procs, run, found, now):
                 report.collected.append(run.run_id)
             return
-    rebooted = _never_started(run)
-    if rebooted or (now - run.created_at).total_seconds() > START_GRACE_S:
+    claim = start_claim.read(str(folder))
+    if claim is None:
+        if not (_never_started(run) or (now - run.created_at).total_seconds() > START_GRACE_S):
+            return  # its launcher may still be starting it
+        why = "it never started: the launcher stopped before the command ran"
+        if folder.is_dir():
+            claim = start_claim.take(str(folder), start_claim.by_engine(why))
+        if claim is None:  # the engine's claim won: no shim will start the command now
+            _reclaim(procs, run, why, now, report)
+            return
+    if declined := claim.get("declined"):
+        said_by_shim = claim.get("by") == start_claim.SHIM
         _reclaim(
-            procs, run, "it never started: the launcher stopped before the command ran", now, report
+            procs,
+            run,
+            f"it never started: {declined}" if said_by_shim else str(declined),
+            now,
+            report,
         )
+        return
+    pid, start = _int(claim.get("pid")), _str(claim.get("start"))
+    shim = identity.ownership(run.host, run.boot_id, pid, start)
+    if shim in (identity.Ownership.GONE, identity.Ownership.RECYCLED):
+        _reclaim(procs, run, "its shim died while starting the command", now, report)
+    # Otherwise the shim is starting the command: its owner report comes next.
+
+
+def _int(value: object) -> int | None:
+    return value if isinstance(value, int) else None
+
+
+def _str(value: object) -> str | None:
+    return value if isinstance(value, str) else None
 
 
 def _reclaim(

@@ -32,13 +32,19 @@ records what it ended in ``containment.json``, signed like the witness, before
 it writes the witness. The containment is also in ``owner.json``:
 ``subreaper``, or ``group`` where only the process group holds the command.
 
-Only the standard library and two small sibling modules: it must start fast.
+Before it starts the command the shim takes the run's start claim
+(:mod:`watchkeeper.procs.start_claim`): if the engine already took the run as
+never started (its launcher stalled past the grace), the command does not
+start. A launcher that dies after handing over the key does not stop the run:
+the shim's report then finds nobody listening, and the engine reads the owner
+from ``owner.json``. One that dies before handing it over gets no run: the
+shim declines in the claim, and the engine fails the run with that reason.
+
+Only the standard library and three small sibling modules: it must start fast.
 """
 
 from __future__ import annotations
 
-import hashlib
-import hmac
 import json
 import os
 import select
@@ -46,7 +52,7 @@ import signal
 import sys
 import time
 
-from watchkeeper.procs import identity, witness
+from watchkeeper.procs import containment, identity, start_claim, witness
 
 _FORWARDED = (signal.SIGTERM, signal.SIGINT, signal.SIGHUP)
 # Python ignores SIGPIPE and Python-level handlers vanish on exec; restore what a shell would.
@@ -56,14 +62,7 @@ _CHUNK = 65536
 _PARENT_GONE = signal.SIGUSR2
 _PR_SET_PDEATHSIG = 1
 _PR_SET_DUMPABLE = 4
-_PR_SET_CHILD_SUBREAPER = 36
 _KEY_LIMIT = 4096
-#: How long descendants left behind by the leader get after SIGTERM before SIGKILL; well
-#: under the time an abort waits for the witness, which is written only after them.
-DESCENDANT_GRACE_S = 2.0
-CONTAINMENT_NAME = "containment.json"
-SUBREAPER = "subreaper"
-GROUP = "group"
 #: How long an orphaned command gets after SIGTERM before its group is killed.
 ORPHAN_GRACE_S = 5.0
 
@@ -136,7 +135,8 @@ def _receive_key(handshake_fd: int) -> str | None:
     """The run's witness key, sent by the launcher, which then shuts its side for writing.
 
     ``None`` when the handshake is a plain pipe (nobody can send on it): the
-    witness is then unsigned, and an engine that keeps a key for the run ignores it.
+    witness is then unsigned, and an engine that keeps a key for the run ignores
+    it. An empty key when a socket closed with nothing on it: the launcher went away.
     """
     received = b""
     try:
@@ -144,7 +144,7 @@ def _receive_key(handshake_fd: int) -> str | None:
             received += chunk
     except OSError:
         return None
-    return received.decode("ascii", "replace").strip() or None
+    return received.decode("ascii", "replace").strip()
 
 
 def _hide_memory() -> None:
@@ -154,160 +154,6 @@ def _hide_memory() -> None:
     import ctypes
 
     ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_DUMPABLE, 0, 0, 0, 0)
-
-
-def _become_subreaper() -> str:
-    """Hold every descendant under the shim where the kernel allows it; the containment kind."""
-    if not sys.platform.startswith("linux"):
-        return GROUP
-    import ctypes
-
-    if ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) != 0:
-        return GROUP
-    return SUBREAPER
-
-
-def _stat(pid: str) -> tuple[str, int, str, bool] | None:
-    """Name, parent, start time and whether it is a zombie; ``None`` once gone."""
-    try:
-        with open(f"/proc/{pid}/stat", "rb") as file:
-            raw = file.read()
-    except OSError:
-        return None
-    # The name may hold spaces and parentheses: the fields after it follow the last ")".
-    close = raw.rfind(b")")
-    fields = raw[close + 2 :].split()
-    name = raw[raw.find(b"(") + 1 : close].decode("utf-8", "replace")
-    return name, int(fields[1]), fields[19].decode(), fields[0] in (b"Z", b"X")
-
-
-class _Tree:
-    """The shim's descendants other than the command's leader, and what was done to them."""
-
-    def __init__(self, leader: int) -> None:
-        self.leader = leader
-        self.me = os.getpid()
-        self.ended: dict[int, dict[str, object]] = {}
-
-    def end(self) -> None:
-        """SIGTERM every descendant, SIGKILL what is left after the grace, reap them all.
-
-        Called once the leader has exited and before it is reaped, so its pid
-        cannot be reused meanwhile. A descendant that forks while being ended is
-        found by the next look and killed too.
-        """
-        found = self._look()
-        if not found:
-            return
-        self._send(found, signal.SIGTERM)
-        deadline = time.monotonic() + DESCENDANT_GRACE_S
-        while found and time.monotonic() < deadline:
-            time.sleep(0.02)
-            found = self._look()
-        while found:
-            self._send(found, signal.SIGKILL)
-            time.sleep(0.01)
-            found = self._look()
-
-    def record(self) -> list[dict[str, object]]:
-        """What was ended, in the order it was found."""
-        return list(self.ended.values())
-
-    def _look(self) -> dict[int, tuple[str, str]]:
-        """Reap exited children, then the live descendants: pid to (name, start time)."""
-        children: dict[int, list[int]] = {}
-        live: dict[int, tuple[str, str]] = {}
-        for entry in os.listdir("/proc"):
-            if not entry.isdigit() or (stat := _stat(entry)) is None:
-                continue
-            name, parent, start, zombie = stat
-            pid = int(entry)
-            children.setdefault(parent, []).append(pid)
-            if zombie:
-                if parent == self.me and pid != self.leader:
-                    _reap(pid)
-                continue
-            live[pid] = (name, start)
-        under: dict[int, tuple[str, str]] = {}
-        to_visit = [pid for pid in children.get(self.me, []) if pid != self.leader]
-        while to_visit:
-            pid = to_visit.pop()
-            if pid in live and pid not in under:
-                under[pid] = live[pid]
-                to_visit.extend(children.get(pid, []))
-        return under
-
-    def _send(self, found: dict[int, tuple[str, str]], signum: signal.Signals) -> None:
-        for pid, (name, start) in found.items():
-            if _signal_if_same(pid, start, signum):
-                entry = self.ended.setdefault(pid, {"pid": pid, "name": name})
-                entry["signal"] = signum.name
-
-
-def _reap(pid: int) -> None:
-    try:
-        os.waitpid(pid, os.WNOHANG)
-    except ChildProcessError:
-        return  # reaped already
-
-
-def _signal_if_same(pid: int, start: str, signum: int) -> bool:
-    """Signal ``pid`` only while it is the process that was looked at (its pid pinned)."""
-    fd = _pidfd(pid)
-    try:
-        stat = _stat(str(pid))
-        if stat is None or stat[2] != start or stat[3]:
-            return False
-        if fd is None:
-            os.kill(pid, signum)  # a kernel without pidfds: checked just before, not pinned
-        else:
-            signal.pidfd_send_signal(fd, signum)
-        return True
-    except ProcessLookupError:
-        return False
-    finally:
-        if fd is not None:
-            os.close(fd)
-
-
-def _pidfd(pid: int) -> int | None:
-    """A descriptor pinning ``pid``; ``None`` if it is gone or the kernel has no pidfds."""
-    try:
-        return os.pidfd_open(pid)
-    except OSError:
-        return None
-
-
-def _containment_signature(key: str, record: dict[str, object]) -> str:
-    message = json.dumps(record, sort_keys=True).encode()
-    return hmac.new(key.encode(), message, hashlib.sha256).hexdigest()
-
-
-def write_containment(
-    run_dir: str, run_id: str, kind: str, ended: list[dict[str, object]], key: str | None
-) -> None:
-    """Record how the run was held and what was ended after its leader, signed with ``key``."""
-    record: dict[str, object] = {"run_id": run_id, "containment": kind, "ended": ended}
-    if key:
-        record[witness.SIGNATURE] = _containment_signature(key, record)
-    witness.write_json_atomic(os.path.join(run_dir, CONTAINMENT_NAME), record)
-
-
-def read_containment(run_dir: str, run_id: str, key: str | None) -> dict[str, object] | None:
-    """The run's containment record; ``None`` if absent, unreadable or not signed by its shim."""
-    try:
-        with open(os.path.join(run_dir, CONTAINMENT_NAME), "rb") as file:
-            record = json.loads(file.read())
-    except (OSError, ValueError, UnicodeDecodeError):
-        return None
-    if not isinstance(record, dict) or record.get("run_id") != run_id:
-        return None
-    given = record.pop(witness.SIGNATURE, None)
-    if key and not (
-        isinstance(given, str) and hmac.compare_digest(given, _containment_signature(key, record))
-    ):
-        return None
-    return record
 
 
 def _killpg(pgid: int, signum: int) -> None:
@@ -341,11 +187,11 @@ def _forward_signals(pgid: int) -> None:
         signal.signal(signum, forward)
 
 
-def _pump(read_fd: int, log_fd: int, tree: _Tree | None) -> None:
+def _pump(read_fd: int, log_fd: int, tree: containment.Tree | None) -> None:
     # A descendant left behind holds the pipe open: with a tree to end, the leader's exit
     # (its pidfd turns readable) ends it, and only then does the pipe reach its end. What
     # is still in the pipe by then is read afterwards, so nothing written is lost.
-    leader_fd = _pidfd(tree.leader) if tree is not None else None
+    leader_fd = containment.pidfd(tree.leader) if tree is not None else None
     while True:
         if (
             tree is not None
@@ -368,10 +214,22 @@ def _pump(read_fd: int, log_fd: int, tree: _Tree | None) -> None:
     os.close(read_fd)
 
 
+def _tell(handshake_fd: int, said: dict[str, object]) -> None:
+    """Say ``said`` to the launcher, which may have died meanwhile: the run goes on without it.
+
+    The owner is in ``owner.json`` too, where the engine finds it.
+    """
+    try:
+        os.write(handshake_fd, json.dumps(said).encode() + b"\n")
+    except OSError:
+        pass  # a broken pipe: nobody is listening, and nothing more is owed to them
+    finally:
+        os.close(handshake_fd)
+
+
 def _report(handshake_fd: int, run_dir: str, owner: dict[str, object]) -> None:
     witness.write_json_atomic(os.path.join(run_dir, witness.OWNER_NAME), owner)
-    os.write(handshake_fd, json.dumps(owner).encode() + b"\n")
-    os.close(handshake_fd)
+    _tell(handshake_fd, owner)
 
 
 def _failed_to_start(
@@ -380,8 +238,7 @@ def _failed_to_start(
     code = 127 if isinstance(exc, FileNotFoundError) else 126
     message = f"cannot start {exc.filename or 'the command'}: {exc.strerror}"
     witness.write(run_dir, witness.Witness(run_id, code, None, time.time(), message), key)
-    os.write(handshake_fd, json.dumps({"error": message}).encode() + b"\n")
-    os.close(handshake_fd)
+    _tell(handshake_fd, {"error": message})
     return code
 
 
@@ -390,8 +247,14 @@ def _orphaned_before_start(
 ) -> int:
     message = f"{why} before the command started"
     witness.write(run_dir, witness.Witness(run_id, 125, None, time.time(), message), key)
-    os.write(handshake_fd, json.dumps({"error": message}).encode() + b"\n")
-    os.close(handshake_fd)
+    _tell(handshake_fd, {"error": message})
+    return 125
+
+
+def _claimed_by_engine(handshake_fd: int, claim: dict[str, object]) -> int:
+    # The record has already ended: no witness is owed, and the command must not start.
+    why = claim.get("declined") or "the engine had already decided the run's fate"
+    _tell(handshake_fd, {"error": f"not started: {why}"})
     return 125
 
 
@@ -407,15 +270,21 @@ def run(
     """Start ``argv``, report its owner, wait for it and write the witness.
 
     With ``parent``, the command's group is ended when that process dies; with
-    ``key``, the witness is signed with it.
+    ``key``, the witness is signed with it. The command starts only if the shim
+    takes the run's start claim before the engine does (see
+    :mod:`watchkeeper.procs.start_claim`).
     """
     os.set_inheritable(handshake_fd, False)
-    kind = _become_subreaper()
+    kind = containment.become_subreaper()
     owner_of = _Owner(parent) if parent else None
     if owner_of is not None:
         owner_of.watch()
         if owner_of.gone:
             return _orphaned_before_start(run_id, run_dir, handshake_fd, owner_of.why(), key)
+    me = os.getpid()
+    taken = start_claim.take(run_dir, start_claim.by_shim(me, identity.start_time(me)))
+    if taken is not None:
+        return _claimed_by_engine(handshake_fd, taken)
     log_fd = os.open(
         os.path.join(run_dir, witness.LOG_NAME), os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600
     )
@@ -430,7 +299,6 @@ def run(
     _forward_signals(pid)
     if owner_of is not None:
         owner_of.started(pid)
-    me = os.getpid()
     owner = {
         "run_id": run_id,
         "shim_pid": me,
@@ -441,7 +309,7 @@ def run(
         "containment": kind,
     }
     _report(handshake_fd, run_dir, owner)
-    tree = _Tree(pid) if kind == SUBREAPER else None
+    tree = containment.Tree(pid) if kind == containment.SUBREAPER else None
     if tee:
         _pump(read_fd, log_fd, tree)
     # The leader stays unreaped until the rest is ended: its pid and group id are not reused.
@@ -456,7 +324,7 @@ def run(
     os.close(log_fd)
     exit_code, signum = (code, None) if code >= 0 else (None, -code)
     why = f"{owner_of.why()}: {_how(exit_code, signum)}" if owner_of and owner_of.gone else None
-    write_containment(run_dir, run_id, kind, tree.record() if tree else [], key)
+    containment.write(run_dir, run_id, kind, tree.record() if tree else [], key)
     witness.write(run_dir, witness.Witness(run_id, exit_code, signum, ended, why), key)
     return code if code >= 0 else 128 - code
 
@@ -477,6 +345,11 @@ def main(args: list[str]) -> int:
         sys.stderr.write("usage: shim RUN_ID RUN_DIR HANDSHAKE_FD DETACH TEE PARENT -- CMD...\n")
         return 2
     key = _receive_key(int(handshake))
+    if key == "":
+        # Without the key the witness could not be trusted: better not to start at all.
+        why = "its launcher went away before handing over the run's witness key"
+        start_claim.take(run_dir, start_claim.declined(os.getpid(), why))
+        return 125
     if key is not None:
         _hide_memory()
     if detach == "1" and os.fork() > 0:

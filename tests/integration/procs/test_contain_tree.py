@@ -18,7 +18,7 @@ from pathlib import Path
 import psutil
 import pytest
 
-from watchkeeper.procs import identity, layout, shim
+from watchkeeper.procs import containment, identity, layout
 from watchkeeper.procs.engine import ProcEngine
 from watchkeeper.procs.launch import LaunchRequest
 from watchkeeper.records.procs import AbortOutcome, ProcStatus
@@ -158,7 +158,7 @@ def test_a_containment_record_the_shim_did_not_sign_is_not_shown(
     # The run's folder is the command's to write: anybody could claim what was ended.
     forged = {"run_id": run.run_id, "containment": "cgroup", "ended": [{"pid": 1}]}
     folder = layout.run_dir(engine.data_dir, run.run_id)
-    (folder / shim.CONTAINMENT_NAME).write_text(json.dumps(forged))
+    (folder / containment.CONTAINMENT_NAME).write_text(json.dumps(forged))
     shown = engine.status(run.run_id)
     assert shown["containment"] == "subreaper"
     assert shown["ended_descendants"] == []
