@@ -50,6 +50,8 @@ def parse_duration(value: str | float) -> timedelta:
         seconds = float(value)
     else:
         text = value.strip().lower().replace(" ", "")
+        negative = text.startswith("-")
+        text = text.removeprefix("-")
         try:
             seconds = float(text)
         except ValueError:
@@ -59,6 +61,7 @@ def parse_duration(value: str | float) -> timedelta:
                     f"duration {value!r} is not a duration: {hint}", "duration"
                 ) from None
             seconds = sum(float(n) * _UNITS[u] for n, u in parts)
+        seconds = -seconds if negative else seconds
     if not seconds > 0:
         raise InvalidInput(
             f"duration must be positive, not {value!r}: a silence starts now and ends after it",
