@@ -8,8 +8,8 @@
     client.jobs.cancel(job["id"])                       # {"affected": 1, ...}
 
 Runners use ``client.runners``: register, heartbeat, lease, then renew,
-complete or fail each task with the lease token it came with (sending the
-tail of its output first). A move on a
+complete or fail each task with the lease token it came with (shipping its
+output while it runs, and the tail of it first). A move on a
 lease that is gone raises :class:`~watchkeeper.errors.ClientError` with the
 code ``lease_lost``.
 """
@@ -96,9 +96,16 @@ class Jobs(ApiPart):
         """One task (with ``blocked`` while queued)."""
         return self._client.request_object("GET", f"/api/v1/tasks/{task_id}")
 
-    def output(self, task_id: str) -> dict[str, Any]:
-        """The redacted tail of what the task printed (``output``, ``None`` until it ended)."""
-        return self._client.request_object("GET", f"/api/v1/tasks/{task_id}/output")
+    def output(self, task_id: str, *, all: bool = False) -> dict[str, Any]:
+        """The redacted tail of what the task printed (``output``, ``None`` until it ended).
+
+        ``all=True``: all that its last run shipped so far, with ``running``,
+        ``complete`` and ``cut`` (and a ``note`` saying where the whole is when cut).
+        """
+        path = f"/api/v1/tasks/{task_id}/output"
+        if all:
+            return self._client.request_object("GET", path, params={"all": "true"})
+        return self._client.request_object("GET", path)
 
 
 class Runners(ApiPart):
@@ -165,6 +172,24 @@ class Runners(ApiPart):
         """Send the redacted tail of the task's output under the lease, before its outcome."""
         body = {"lease_token": lease_token, "output": output}
         return self._post(f"/api/v1/tasks/{task_id}/output", body)
+
+    def ship_output(
+        self,
+        task_id: str,
+        lease_token: str,
+        *,
+        offset: int,
+        end: int,
+        output: str,
+        final: bool = False,
+        run_id: str | None = None,
+        host: str | None = None,
+    ) -> dict[str, Any]:
+        """Ship what the task's log gained (bytes ``offset`` to ``end``, redacted) under the
+        lease; the answer's ``next_offset`` says where the next piece starts."""
+        body = {"lease_token": lease_token, "offset": offset, "end": end, "output": output}
+        body |= {"final": final} | present(run_id=run_id, host=host)
+        return self._post(f"/api/v1/tasks/{task_id}/output/chunks", body)
 
     def stop(self, runner_id: str) -> dict[str, Any]:
         """The runner leaves; its leases are taken back."""

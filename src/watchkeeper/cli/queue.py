@@ -303,19 +303,59 @@ def task_output(
     server: str | None = SERVER,
     token: str | None = TOKEN,
     as_json: bool = JSON,
+    whole: bool = typer.Option(
+        False, "--all", help="all its last run shipped, not the tail (says when cut at the cap)"
+    ),
+    follow: bool = typer.Option(
+        False, "--follow", "-f", help="with --all: keep printing while the task runs"
+    ),
+    interval: float = typer.Option(1.0, "--interval", min=0.05, help="seconds between looks"),
 ) -> None:
-    """What a task printed last: the redacted tail its runner sent when it ended."""
+    """What a task printed: the redacted tail its runner sent when it ended, or ``--all`` of it."""
+    if follow and not whole:
+        raise typer.BadParameter("--follow needs --all: only all of the output grows as it runs")
     with connect(server, token) as client:
-        body = client.jobs.output(task_id)
+        if whole and follow and not as_json:
+            _follow_output(client, task_id, interval)
+            return
+        body = client.jobs.output(task_id, all=whole)
     if as_json:
         print_json(body)
         return
     if body["output"] is None:
+        when = "ships it while the task runs" if whole else "sends it when the task ends"
         say(
-            f"no output of task {task_id} yet: its runner sends it when the task ends "
+            f"no output of task {task_id} yet: its runner {when} "
             f"(see `watchkeeper job` for the task's status)",
             stderr=True,
         )
         return
+    _write_output(body["output"], end=True)
+    if whole and body["note"]:
+        say(body["note"], stderr=True)
+
+
+def _write_output(text: str, *, end: bool) -> None:
     # As printed, not through the console: output is neither markup nor a line to wrap.
-    sys.stdout.write(body["output"] if body["output"].endswith("\n") else body["output"] + "\n")
+    sys.stdout.write(text + "\n" if end and text and not text.endswith("\n") else text)
+    sys.stdout.flush()
+
+
+def _follow_output(client: Any, task_id: str, interval: float) -> None:
+    """Print all of the task's output, then what it gains, until its run stops."""
+    import time
+
+    printed = 0
+    while True:
+        body = client.jobs.output(task_id, all=True)
+        text = body["output"] or ""
+        going = bool(body["running"])
+        if body["output"] is None:  # not started yet, or its runner shipped nothing
+            going = client.jobs.task(task_id)["status"] in ("queued", "running")
+        _write_output(text[printed:], end=not going)
+        printed = len(text)
+        if not going:
+            if body["note"]:
+                say(body["note"], stderr=True)
+            return
+        time.sleep(interval)

@@ -24,8 +24,12 @@ Each task runs in a scrubbed environment (``queue/task_env.py``): never the
 runner's own token, but one of its own that the lease answer carries, which
 may only report timeline events about that task and ends with the lease.
 
-When a task ends, the runner sends the redacted tail of its output
-(``queue/output.py``) under the lease, then its outcome; the task's timeline
+While a task runs, the runner ships what its log gained every ``poll_s``,
+redacted and cut at a line's end (``queue/output.py``), under the lease; the
+first shipment of a run starts the task's output afresh on the server, and
+once the server says the output was cut at its cap, only the offsets move on.
+When a task ends, the runner ships the rest and sends the redacted tail of its
+output under the lease, then its outcome; the task's timeline
 gets a ``task_start`` event when its command starts and a ``task_end`` (with
 the exit code) when it ends, sent with the runner's own token. Neither may
 hold the outcome back: a failure to send them is logged and passed over.
@@ -54,7 +58,7 @@ from watchkeeper.clock import Clock, MonotonicClock
 from watchkeeper.errors import ClientError, WatchkeeperError
 from watchkeeper.procs import identity, layout
 from watchkeeper.procs.launch import LaunchRequest
-from watchkeeper.queue.output import read_tail
+from watchkeeper.queue.output import Chunk, read_chunk, read_tail
 from watchkeeper.queue.task_env import task_env
 from watchkeeper.records.procs import ProcStatus
 
@@ -73,6 +77,8 @@ TICK_S = 0.05
 EXPIRY_MARGIN = 0.25
 #: How much of a failed start's run log the task's outcome carries.
 START_LOG_TAIL = 600
+#: Most pieces of output one pass of the loop ships per task, so renewals never wait long.
+SHIP_PIECES = 16
 
 
 @dataclass(frozen=True, slots=True)
@@ -112,6 +118,14 @@ class _Held:
     org: str | None = None
     #: Whether the output tail and the end event went out (once, before the outcome).
     told: bool = False
+    #: Where in the run's log the next shipment of output starts (the server says).
+    shipped: int = 0
+    #: When (on the runner's clock) output is next shipped.
+    next_ship: float = 0.0
+    #: Whether the run's first shipment went out: it opens the run's output, even if empty.
+    opened: bool = False
+    #: The server cut the run's output at its cap: only offsets are shipped from now on.
+    cut: bool = False
     #: Set once (under the daemon's lock) by whoever stops the subprocess for a lapsing lease.
     expiring: bool = False
 
@@ -207,9 +221,10 @@ class RunnerDaemon:
             self._leave()
 
     def step(self) -> None:
-        """One pass: report ended runs, renew due leases, lease into free slots."""
+        """One pass: report ended runs, renew due leases, ship output, lease into free slots."""
         self._collect()
         self._renew_due()
+        self._ship_due()
         self._lease_if_free()
 
     # Heartbeats ----------------------------------------------------------------------
@@ -382,6 +397,64 @@ class RunnerDaemon:
             held.shim.wait()
         log.info("Stopped task %s: %s", held.task_id, why, extra={"action": "runner_abort"})
 
+    # Shipping output ------------------------------------------------------------------
+
+    def _ship_due(self) -> None:
+        for held in list(self.held.values()):
+            if held.outcome is not None or held.run_id is None or held.expiring:
+                continue
+            now = self.clock.now()
+            if now >= held.next_ship:
+                held.next_ship = now + self.options.poll_s
+                self._ship(held, final=False, most=SHIP_PIECES)
+
+    def _ship(self, held: _Held, *, final: bool, most: int | None) -> None:
+        """Ship what the run's log gained since the last shipment (all of it if ``final``)."""
+        assert held.run_id is not None
+        path = layout.log_path(self.engine.data_dir, held.run_id)
+        size = self._log_size(held) if final else 0
+        sent = 0
+        while most is None or sent < most:
+            chunk = None if held.cut else read_chunk(path, held.shipped, final=final)
+            if chunk is None:
+                if held.opened and not final:
+                    return
+                # The run's first shipment opens its output even when empty; the last closes it.
+                chunk = Chunk(held.shipped, max(held.shipped, size), "")
+            last = final and chunk.end >= size
+            before = held.shipped
+            if not self._send(held, chunk, last):
+                return
+            sent += 1
+            if last or held.shipped <= before:
+                return
+
+    def _send(self, held: _Held, chunk: Chunk, last: bool) -> bool:
+        """One shipment; whether the loop may go on (the server answered)."""
+        try:
+            answer = self.client.runners.ship_output(
+                held.task_id,
+                held.token,
+                offset=chunk.offset,
+                end=chunk.end,
+                output=chunk.text,
+                final=last,
+                run_id=held.run_id,
+                host=identity.host(),
+            )
+        except ClientError as exc:
+            log.warning(
+                "Output of task %s not shipped (will try again unless its lease is gone): %s",
+                held.task_id,
+                exc,
+                extra={"action": "runner_output"},
+            )
+            return False
+        held.shipped = int(answer["next_offset"])
+        held.cut = bool(answer["cut"])
+        held.opened = True
+        return True
+
     # Reporting -----------------------------------------------------------------------
 
     def _collect(self) -> None:
@@ -405,6 +478,7 @@ class RunnerDaemon:
         """The output tail and the end event, once, before the outcome is reported."""
         held.told = True
         if held.run_id is not None:
+            self._ship(held, final=True, most=None)
             tail = read_tail(layout.log_path(self.engine.data_dir, held.run_id))
             try:
                 self.client.runners.output(held.task_id, held.token, tail)

@@ -7,9 +7,11 @@ refused on every route here (403): it may only send timeline events about
 its task. A move on a lease that is gone answers 409 with the code
 ``lease_lost``: the runner must stop.
 
-A runner sends the redacted tail of a task's output when the task ends
-(``POST /api/v1/tasks/{id}/output``, under the lease); viewers read it back
-with ``GET``.
+A runner ships all of a task's output, redacted, while the task runs
+(``POST /api/v1/tasks/{id}/output/chunks``, under the lease, each piece with
+the log offset it starts at), and the redacted tail when the task ends
+(``POST /api/v1/tasks/{id}/output``); viewers read the tail back with ``GET``,
+and all that was shipped with ``GET ...?all=true``.
 """
 
 from __future__ import annotations
@@ -22,8 +24,17 @@ from pydantic import BaseModel, ConfigDict, Field, StringConstraints
 
 from watchkeeper.access.tokens import TokenInfo
 from watchkeeper.clock import rfc3339
+from watchkeeper.errors import InvalidInput
 from watchkeeper.queue.errors import LeaseLost
-from watchkeeper.queue.output import TAIL_BYTES, clean
+from watchkeeper.queue.output import (
+    CHUNK_TEXT_MAX,
+    OUTPUT_CAP_BYTES,
+    TAIL_BYTES,
+    Piece,
+    clean,
+    cut_note,
+    ship,
+)
 from watchkeeper.queue.topology import runner_json
 from watchkeeper.queue.views import TaskUpdated, event_json, job_json, task_json
 from watchkeeper.records.queue import JobStatus, NewRunner, TaskStatus
@@ -110,6 +121,19 @@ class OutputIn(_Body):
 
     lease_token: LeaseToken
     output: Annotated[str, Text(TAIL_BYTES)]
+
+
+class ChunkIn(_Body):
+    """``POST /api/v1/tasks/{id}/output/chunks``: what the task's log gained, bytes ``offset``
+    to ``end`` of it, as redacted text; ``final`` on the last piece, once the task ended."""
+
+    lease_token: LeaseToken
+    offset: int = Field(ge=0)
+    end: int = Field(ge=0)
+    output: Annotated[str, Text(CHUNK_TEXT_MAX)]
+    final: bool = False
+    run_id: Annotated[str, Line(64)] | None = None
+    host: Annotated[str, Line(255)] | None = None
 
 
 def _announce(request: Request) -> TaskUpdated:
@@ -253,15 +277,77 @@ def put_output(task_id: Id, body: OutputIn, request: Request) -> dict[str, Any]:
     return {"id": task_id}
 
 
+@router.post(
+    "/api/v1/tasks/{task_id}/output/chunks", dependencies=[Depends(reporter)], response_model=None
+)
+def put_output_chunk(task_id: Id, body: ChunkIn, request: Request) -> dict[str, Any]:
+    """Add a piece of the task's output (redacted again here), while the lease is live.
+
+    A piece is kept only if it starts where the last one ended (``offset``): one
+    sent again is kept once; the answer's ``next_offset`` says where the next
+    starts. Past the cap of a run's output nothing more is kept (``cut``). A new
+    lease starts the task's output afresh. ``lease_lost`` (409): not this runner's.
+    """
+    if body.end < body.offset:
+        raise InvalidInput(f"end ({body.end}) is before offset ({body.offset}): send end >= offset")
+    queue = services(request).queue
+    piece = Piece(body.offset, body.end, clean(body.output, 2 * CHUNK_TEXT_MAX), body.final,
+                  body.run_id, body.host)  # fmt: skip
+    shipped = ship(queue.store, task_id, body.lease_token, piece, queue.clock())
+    if shipped is None:
+        raise LeaseLost(task_id)
+    return {
+        "id": task_id,
+        "next_offset": shipped.next_offset,
+        "kept": shipped.kept,
+        "cut": shipped.cut,
+        "complete": shipped.complete,
+    }
+
+
 @router.get("/api/v1/tasks/{task_id}/output", dependencies=[Depends(viewer)])
-def get_output(task_id: Id, request: Request) -> dict[str, Any]:
+def get_output(
+    task_id: Id,
+    request: Request,
+    all: bool = Query(False, description="all the output its last run shipped, not the tail"),
+) -> dict[str, Any]:
     """The redacted tail of what the task printed in its last run that ended (``output`` is
-    ``null`` until a runner sent one), and when it arrived."""
+    ``null`` until a runner sent one), and when it arrived.
+
+    With ``all=true``: all that the task's last run shipped (``null`` until it shipped
+    some), whether that run still holds the task (``running``), whether its runner sent
+    it all (``complete``), and whether it was cut at the cap (``cut``, with a ``note``
+    saying where the whole of it is).
+    """
+    if all:
+        return _all_output(task_id, request)
     kept = services(request).queue.store.output(task_id)
     return {
         "id": task_id,
         "output": None if kept is None else kept.tail,
         "recorded_at": None if kept is None else rfc3339(kept.recorded_at),
+    }
+
+
+def _all_output(task_id: str, request: Request) -> dict[str, Any]:
+    shipped = services(request).queue.store.shipped_output(task_id)
+    if shipped is None:
+        return {"id": task_id, "all": True, "output": None, "running": False, "complete": False,
+                "cut": False, "note": None, "run_id": None, "host": None, "bytes": 0,
+                "cap_bytes": OUTPUT_CAP_BYTES, "updated_at": None}  # fmt: skip
+    return {
+        "id": task_id,
+        "all": True,
+        "output": shipped.text,
+        "running": shipped.running,
+        "complete": shipped.complete,
+        "cut": shipped.cut,
+        "note": cut_note(shipped),
+        "run_id": shipped.run_id,
+        "host": shipped.host,
+        "bytes": shipped.kept_bytes,
+        "cap_bytes": OUTPUT_CAP_BYTES,
+        "updated_at": rfc3339(shipped.updated_at),
     }
 
 

@@ -130,3 +130,37 @@ queue_task_output = sa.Table(
     sa.Column("tail", sa.Text, nullable=False),
     epoch("recorded_at", nullable=False),
 )
+
+# The output a runner ships while its task runs: one row for the run being kept (a
+# new lease starts afresh), its pieces in a table of their own, in log order.
+queue_task_shipped = sa.Table(
+    "queue_task_shipped",
+    metadata,
+    sa.Column(
+        "task_id",
+        sa.String(64),
+        sa.ForeignKey("queue_tasks.id", ondelete="CASCADE"),
+        primary_key=True,
+    ),
+    sa.Column("lease_token", sa.String(64), nullable=False),
+    sa.Column("run_id", sa.String(64), nullable=True),
+    sa.Column("host", sa.String(255), nullable=True),
+    sa.Column("next_offset", sa.BigInteger, nullable=False),
+    sa.Column("kept_bytes", sa.BigInteger, nullable=False),
+    sa.Column("cut", sa.Boolean, nullable=False),
+    sa.Column("complete", sa.Boolean, nullable=False),
+    epoch("updated_at", nullable=False),
+)
+
+queue_task_shipped_pieces = sa.Table(
+    "queue_task_shipped_pieces",
+    metadata,
+    sa.Column(
+        "task_id",
+        sa.String(64),
+        sa.ForeignKey("queue_tasks.id", ondelete="CASCADE"),
+        primary_key=True,
+    ),
+    sa.Column("offset", sa.BigInteger, primary_key=True),
+    sa.Column("text", sa.Text, nullable=False),
+)

@@ -7,15 +7,16 @@ import logging
 from typing import Any, Literal
 
 from fastapi import APIRouter, Depends, Path, Request
-from fastapi.responses import HTMLResponse, RedirectResponse, Response
+from fastapi.responses import HTMLResponse, PlainTextResponse, RedirectResponse, Response
 
 from watchkeeper.errors import Conflict, NotFound, WatchkeeperError
 from watchkeeper.queue import rollup
+from watchkeeper.queue.output import cut_note
 from watchkeeper.queue.service import QueueService
 from watchkeeper.queue.views import job_json
 from watchkeeper.server.deps import services
 from watchkeeper.server.routes_timeline import record_key
-from watchkeeper.server.web import charts, jobsview
+from watchkeeper.server.web import charts, jobsview, tasks
 from watchkeeper.server.web.common import acting_form, answer, local_path, page
 from watchkeeper.server.web.routes_home import chrome, detail_page
 from watchkeeper.server.web.session import Session, session
@@ -24,6 +25,7 @@ from watchkeeper.server.web.shared import shared_overview
 log = logging.getLogger(__name__)
 router = APIRouter(include_in_schema=False)
 JobId = Path(pattern=r"^[a-z]-[0-9a-f]{1,60}$")
+TaskId = Path(pattern=r"^[a-z]-[0-9a-f]{1,60}$")
 
 
 def _list_context(queue: QueueService, view: jobsview.JobsView) -> dict[str, Any]:
@@ -80,6 +82,8 @@ def _job_context(request: Request, job_id: str) -> dict[str, Any]:
     job = queue.job(job_id)
     body = job_json(job, queue.blocked([job]), queue.marks(job.tasks))
     status = rollup.of_tasks(job.tasks).value
+    for task in body["tasks"]:
+        task["output"] = tasks.shown_output(queue, task["id"])
     context: dict[str, Any] = {"job": body, "task_events": queue.job_events(job_id)}
     try:
         context["timeline"] = _timeline_context(request, job_id, status)
@@ -100,6 +104,27 @@ async def job_page(
     return await detail_page(
         request, current, "job.html", f"Job {job_id}", lambda: _job_context(request, job_id)
     )
+
+
+@router.get("/web/tasks/{task_id}/output", response_class=PlainTextResponse)
+async def task_output(
+    request: Request, task_id: str = TaskId, current: Session = Depends(session)
+) -> Response:
+    """All the output the task's last run shipped, redacted, as plain text; a note at the
+    end when it was cut at the cap."""
+    queue = services(request).queue
+    try:
+        shipped = await asyncio.to_thread(queue.store.shipped_output, task_id)
+    except NotFound as exc:
+        return PlainTextResponse(f"{exc}\n", status_code=404)
+    if shipped is None:
+        text = f"no output of task {task_id} yet: its runner ships it while the task runs\n"
+    else:
+        note = cut_note(shipped)
+        text = shipped.text + (f"\n[{note}]\n" if note else "")
+    # Output is the task's, not ours: never let a browser take it for a page.
+    headers = {"X-Content-Type-Options": "nosniff"}
+    return PlainTextResponse(text, headers=headers)
 
 
 _DONE = {"cancel": "cancelled", "retry": "queued again", "delete": "deleted"}

@@ -1,4 +1,5 @@
-"""Which icon a task shows, on every surface: the same rules as ``static/dashboard.js``.
+"""Which icon a task shows, on every surface: the same rules as ``static/dashboard.js``;
+and the end of a task's output its card shows.
 
 Precedence, first match wins:
 
@@ -15,9 +16,16 @@ An update that leaves out ``interrupted`` keeps the task's previous marker.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+from watchkeeper.queue.output import cut_note
+
+if TYPE_CHECKING:
+    from watchkeeper.queue.service import QueueService
 
 INTERRUPTED_LABEL = "Interrupted by restart"
+#: How much of the end of a task's output its card shows; a link leads to all of it.
+SHOWN_OUTPUT_BYTES = 8 * 1024
 #: Queued and waiting its turn: shown with a spinner.
 WAITING_REASONS = frozenset({"awaiting_runner", "provisioning", "runners_busy"})
 #: Queued and in trouble until someone changes something: a static warning.
@@ -81,3 +89,34 @@ def label(task: Mapping[str, Any]) -> str:
     if name in ("waiting", "warning") and isinstance(blocked, Mapping):
         return str(blocked.get("message") or LABELS[name])
     return LABELS[name]
+
+
+def shown_output(queue: QueueService, task_id: str) -> dict[str, Any] | None:
+    """The end of the task's output for its card (``None`` if none reached the server).
+
+    While a run ships output, its newest pieces; once it ended, the tail its
+    runner sent, unless a later run shipped output since.
+    """
+    shipped = queue.store.shipped_output(task_id, last=2)
+    ended = queue.store.output(task_id)
+    if shipped is None and ended is None:
+        return None
+    live = shipped is not None and (
+        shipped.running or ended is None or shipped.updated_at > ended.recorded_at
+    )
+    text = shipped.text if live and shipped is not None else ended.tail if ended else ""
+    return {
+        "text": _end_of(text, SHOWN_OUTPUT_BYTES),
+        "running": bool(shipped and shipped.running),
+        "note": cut_note(shipped) if shipped is not None else None,
+    }
+
+
+def _end_of(text: str, limit: int) -> str:
+    """The end of ``text`` that fits ``limit`` bytes, from a line's start where there is one."""
+    encoded = text.encode()
+    if len(encoded) <= limit:
+        return text
+    kept = encoded[-limit:].decode("utf-8", "ignore")
+    line = kept.find("\n")
+    return kept[line + 1 :] if 0 <= line < len(kept) - 1 else kept

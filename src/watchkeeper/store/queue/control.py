@@ -18,6 +18,8 @@ from watchkeeper.store.schema_queue import (
     queue_events,
     queue_jobs,
     queue_task_output,
+    queue_task_shipped,
+    queue_task_shipped_pieces,
     queue_tasks,
 )
 from watchkeeper.store.tokens import revoke_task_tokens
@@ -98,7 +100,8 @@ class Control(Part):
             # SQLite enforces the cascade only with foreign keys on; delete children explicitly.
             conn.execute(delete(queue_events).where(queue_events.c.job_id == job_id))
             ids = select(T.id).where(T.job_id == job_id).scalar_subquery()
-            conn.execute(delete(queue_task_output).where(queue_task_output.c.task_id.in_(ids)))
+            for output in (queue_task_output, queue_task_shipped, queue_task_shipped_pieces):
+                conn.execute(delete(output).where(output.c.task_id.in_(ids)))
             conn.execute(delete(queue_tasks).where(T.job_id == job_id))
             conn.execute(delete(queue_jobs).where(J.id == job_id))
         return len(rows)
