@@ -59,6 +59,32 @@ class LaunchRequest:
     # server leases again): Linux tells the shim when the thread that started it exits, so
     # launch from a thread that lives as long as the process.
     die_with_parent: bool = False
+    #: ``(stop_in, grace)`` in seconds: the shim ends the command's group unless the launcher
+    #: renews within ``stop_in`` through :attr:`Launched.lease` (a runner's leased task).
+    lease: tuple[float, float] | None = None
+
+
+class LeaseLine:
+    """The launcher's end of a leased run's handshake: how it renews the shim's deadline."""
+
+    def __init__(self, handshake: socket.socket) -> None:
+        self._handshake = handshake
+
+    def renew(self, stop_in: float, grace: float) -> bool:
+        """Let the command run ``stop_in`` more seconds; ``False`` if the shim is gone."""
+        try:
+            self._handshake.sendall(_lease_line(stop_in, grace) + b"\n")
+        except OSError:
+            return False
+        return True
+
+    def close(self) -> None:
+        """Stop renewing for good; the shim's watch ends, the command runs on."""
+        self._handshake.close()
+
+
+def _lease_line(stop_in: float, grace: float) -> bytes:
+    return f"{max(0.0, stop_in):.3f} {max(0.0, grace):.3f}".encode()
 
 
 @dataclass
@@ -67,6 +93,8 @@ class Launched:
 
     run: ProcRun
     shim: subprocess.Popen[bytes] | None = None
+    #: Set for a run started with :attr:`LaunchRequest.lease`.
+    lease: LeaseLine | None = None
 
 
 def new_run_id() -> str:
@@ -91,6 +119,10 @@ def check(request: LaunchRequest) -> None:
         raise InvalidInput("--timeout must be more than 0", "timeout_s")
     if request.budget_s is not None and request.budget_s <= 0:
         raise InvalidInput("--budget must be more than 0", "budget_s")
+    if request.detach and request.lease is not None:
+        raise InvalidInput(
+            "a detached run outlives whoever started it; it cannot be bound to a lease", "detach"
+        )
     if request.detach and request.die_with_parent:
         raise InvalidInput(
             "a detached run outlives whoever started it; it cannot also die with its parent: "
@@ -172,11 +204,18 @@ def _start_recorded(
     except OSError as exc:
         _fail(procs, recorded.new.run_id, f"cannot start the shim: {exc.strerror}", clock)
         raise LaunchFailed(f"cannot start the shim: {exc.strerror}", recorded.new.run_id) from None
-    with handshake, handshake.makefile("rb") as report:
+    with handshake.makefile("rb") as report:
         line = report.readline()
-    _record_handshake(procs, recorded.new.run_id, line, shim, clock)
+    lease = LeaseLine(handshake) if request.lease is not None else None
+    if lease is None:
+        handshake.close()
+    try:
+        _record_handshake(procs, recorded.new.run_id, line, shim, clock)
+    except BaseException:
+        handshake.close()
+        raise
     if not request.detach:
-        return Launched(procs.get(recorded.new.run_id), shim)
+        return Launched(procs.get(recorded.new.run_id), shim, lease)
     shim.wait()  # the first shim forks and leaves at once; the second is nobody's child
     return Launched(procs.get(recorded.new.run_id))
 
@@ -212,9 +251,12 @@ def spawn_shim(
         raise
     finally:
         theirs.close()
+    lease = recorded.request.lease
+    first = recorded.key.encode() + (b" " + _lease_line(*lease) if lease is not None else b"")
     try:
-        ours.sendall(recorded.key.encode() + b"\n")
-        ours.shutdown(socket.SHUT_WR)
+        ours.sendall(first + b"\n")
+        if lease is None:
+            ours.shutdown(socket.SHUT_WR)
     except OSError:
         pass  # the shim is already gone: its missing report says so
     return shim, ours

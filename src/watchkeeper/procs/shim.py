@@ -52,7 +52,7 @@ import signal
 import sys
 import time
 
-from watchkeeper.procs import containment, identity, start_claim, witness
+from watchkeeper.procs import containment, identity, lease_guard, start_claim, witness
 
 _FORWARDED = (signal.SIGTERM, signal.SIGINT, signal.SIGHUP)
 # Python ignores SIGPIPE and Python-level handlers vanish on exec; restore what a shell would.
@@ -131,20 +131,27 @@ def _ask_parent_death_signal(signum: int) -> None:
         raise OSError(ctypes.get_errno(), "prctl(PR_SET_PDEATHSIG) failed")
 
 
-def _receive_key(handshake_fd: int) -> str | None:
-    """The run's witness key, sent by the launcher, which then shuts its side for writing.
+def _receive_key(handshake_fd: int) -> tuple[str | None, lease_guard.LeaseGuard | None]:
+    """The run's witness key, sent by the launcher, and the lease guard of a leased run.
 
+    The launcher's first line is ``KEY`` or, for a run bound to a lease,
+    ``KEY STOP_IN GRACE`` (:mod:`watchkeeper.procs.lease_guard`). The key is
     ``None`` when the handshake is a plain pipe (nobody can send on it): the
     witness is then unsigned, and an engine that keeps a key for the run ignores
     it. An empty key when a socket closed with nothing on it: the launcher went away.
     """
     received = b""
     try:
-        while len(received) < _KEY_LIMIT and (chunk := os.read(handshake_fd, 256)):
+        while b"\n" not in received and len(received) < _KEY_LIMIT:
+            if not (chunk := os.read(handshake_fd, 256)):
+                break
             received += chunk
     except OSError:
-        return None
-    return received.decode("ascii", "replace").strip()
+        return None, None
+    first, _, rest = received.partition(b"\n")
+    key, *lease = first.decode("ascii", "replace").split() or [""]
+    said = lease_guard.parse(" ".join(lease)) if lease else None
+    return key, None if said is None else lease_guard.LeaseGuard(handshake_fd, *said, rest)
 
 
 def _hide_memory() -> None:
@@ -214,22 +221,26 @@ def _pump(read_fd: int, log_fd: int, tree: containment.Tree | None) -> None:
     os.close(read_fd)
 
 
-def _tell(handshake_fd: int, said: dict[str, object]) -> None:
+def _tell(handshake_fd: int, said: dict[str, object], *, keep_listening: bool = False) -> None:
     """Say ``said`` to the launcher, which may have died meanwhile: the run goes on without it.
 
-    The owner is in ``owner.json`` too, where the engine finds it.
+    The owner is in ``owner.json`` too, where the engine finds it. With
+    ``keep_listening`` the socket stays open for the lease guard to read.
     """
     try:
         os.write(handshake_fd, json.dumps(said).encode() + b"\n")
     except OSError:
         pass  # a broken pipe: nobody is listening, and nothing more is owed to them
     finally:
-        os.close(handshake_fd)
+        if not keep_listening:
+            os.close(handshake_fd)
 
 
-def _report(handshake_fd: int, run_dir: str, owner: dict[str, object]) -> None:
+def _report(
+    handshake_fd: int, run_dir: str, owner: dict[str, object], *, keep_listening: bool = False
+) -> None:
     witness.write_json_atomic(os.path.join(run_dir, witness.OWNER_NAME), owner)
-    _tell(handshake_fd, owner)
+    _tell(handshake_fd, owner, keep_listening=keep_listening)
 
 
 def _failed_to_start(
@@ -266,11 +277,13 @@ def run(
     argv: list[str],
     parent: int = 0,
     key: str | None = None,
+    lease: lease_guard.LeaseGuard | None = None,
 ) -> int:
     """Start ``argv``, report its owner, wait for it and write the witness.
 
     With ``parent``, the command's group is ended when that process dies; with
-    ``key``, the witness is signed with it. The command starts only if the shim
+    ``key``, the witness is signed with it; with ``lease``, the group is ended
+    when the launcher stops renewing the run's lease. The command starts only if the shim
     takes the run's start claim before the engine does (see
     :mod:`watchkeeper.procs.start_claim`).
     """
@@ -308,7 +321,9 @@ def run(
         "pgid": pid,
         "containment": kind,
     }
-    _report(handshake_fd, run_dir, owner)
+    _report(handshake_fd, run_dir, owner, keep_listening=lease is not None)
+    if lease is not None:
+        lease.start(pid)
     tree = containment.Tree(pid) if kind == containment.SUBREAPER else None
     if tee:
         _pump(read_fd, log_fd, tree)
@@ -316,6 +331,8 @@ def run(
     os.waitid(os.P_PID, pid, os.WEXITED | os.WNOWAIT)
     if owner_of is not None:
         owner_of.settle()
+    if lease is not None:
+        lease.settle()
     if tree is not None:
         tree.end()
     _, status = os.waitpid(pid, 0)
@@ -323,10 +340,21 @@ def run(
     ended = time.time()
     os.close(log_fd)
     exit_code, signum = (code, None) if code >= 0 else (None, -code)
-    why = f"{owner_of.why()}: {_how(exit_code, signum)}" if owner_of and owner_of.gone else None
+    why = _why_ended(owner_of, lease, _how(exit_code, signum))
     containment.write(run_dir, run_id, kind, tree.record() if tree else [], key)
     witness.write(run_dir, witness.Witness(run_id, exit_code, signum, ended, why), key)
     return code if code >= 0 else 128 - code
+
+
+def _why_ended(
+    owner_of: _Owner | None, lease: lease_guard.LeaseGuard | None, how: str
+) -> str | None:
+    """Why the shim ended the command, if it did: its parent went away, or its lease ran out."""
+    if owner_of is not None and owner_of.gone:
+        return f"{owner_of.why()}: {how}"
+    if lease is not None and lease.ran_out:
+        return f"{lease.why()}: {how}"
+    return None
 
 
 def _how(exit_code: int | None, signum: int | None) -> str:
@@ -344,7 +372,7 @@ def main(args: list[str]) -> int:
     if sep != "--" or not argv:
         sys.stderr.write("usage: shim RUN_ID RUN_DIR HANDSHAKE_FD DETACH TEE PARENT -- CMD...\n")
         return 2
-    key = _receive_key(int(handshake))
+    key, lease = _receive_key(int(handshake))
     if key == "":
         # Without the key the witness could not be trusted: better not to start at all.
         why = "its launcher went away before handing over the run's witness key"
@@ -355,7 +383,7 @@ def main(args: list[str]) -> int:
     if detach == "1" and os.fork() > 0:
         # The launcher reaps this first shim at once; the second one is nobody's child.
         os._exit(0)
-    return run(run_id, run_dir, int(handshake), tee == "1", argv, int(parent), key)
+    return run(run_id, run_dir, int(handshake), tee == "1", argv, int(parent), key, lease)
 
 
 if __name__ == "__main__":
