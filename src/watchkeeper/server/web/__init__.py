@@ -19,6 +19,7 @@ from watchkeeper.server.web.common import HERE, wants_json
 from watchkeeper.server.web.routes_home import router as home_router
 from watchkeeper.server.web.routes_jobs import router as jobs_router
 from watchkeeper.server.web.routes_ops import router as ops_router
+from watchkeeper.server.web.routes_silences import router as silences_router
 from watchkeeper.server.web.session import CsrfRejected, LoginRequired
 from watchkeeper.server.web.stream import router as stream_router
 
@@ -51,6 +52,7 @@ def install(app: FastAPI) -> None:
     app.include_router(home_router)
     app.include_router(jobs_router)
     app.include_router(ops_router)
+    app.include_router(silences_router)
     app.include_router(stream_router)
     app.mount("/web/static", StaticFiles(directory=HERE / "static"), name="web-static")
     app.add_exception_handler(LoginRequired, _login_required)
