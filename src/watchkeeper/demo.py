@@ -2,17 +2,27 @@
 
 A task with a short time limit is started as push work with no effects
 outside, so Retry is offered. When the limit passes it fails, and its card
-(Retry, Dismiss, Ask to diagnose) appears in the demo chat: the log. Retry
-starts it again with the same limit; it fails again and brings a second card.
+(Retry, Dismiss, Ask to diagnose) appears in the log and in every chat the
+configuration names in ``[ops] channels``. Retry starts it again with the same
+limit; it fails again and brings a second card.
+
+The demo keeps its own data folder: it borrows only the configuration's chat
+platforms, admins and ops chats, so it never touches a real store.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import errno
 import logging
+import socket
 from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
 
+from watchkeeper.config import Settings
+from watchkeeper.errors import ConfigError
 from watchkeeper.kinds.actions import ActionRequest
 from watchkeeper.runtime import Runtime
 from watchkeeper.watch.reports import NewRun
@@ -20,6 +30,71 @@ from watchkeeper.watch.reports import NewRun
 log = logging.getLogger(__name__)
 DEMO_KIND = "swarm_task"
 DEMO_RUN = "demo-swarm-task"
+_CHAT_PLATFORMS = ("telegram", "discord", "slack")
+
+
+def demo_chats(configured: Settings) -> tuple[list[str], list[str]]:
+    """The ops chats the demo can post to, and those it skips for want of a bot token."""
+    usable: list[str] = []
+    skipped: list[str] = []
+    for entry in configured.ops.channels:
+        platform = entry.partition(":")[0]
+        if platform not in _CHAT_PLATFORMS:
+            continue
+        table = getattr(configured, platform)
+        (usable if table.bot_token or table.bot_token_env else skipped).append(entry)
+    return usable, skipped
+
+
+def demo_settings(configured: Settings, data_dir: Path, check_interval_s: float = 2) -> Settings:
+    """The demo's settings: its own data folder and kind, the configuration's chats and admins."""
+    chats, _ = demo_chats(configured)
+    raw: dict[str, Any] = {
+        "data_dir": str(data_dir),
+        "check_interval_s": check_interval_s,
+        "kinds": {
+            DEMO_KIND: {"actions": {"retry": {"entry_point": "watchkeeper.demo:retry_task"}}}
+        },
+        # The log is always a demo chat: the terminal shows every card, wherever else it goes.
+        "ops": {**configured.ops.model_dump(), "channels": ["log", *chats]},
+        "admins": configured.admins.model_dump(),
+        **{platform: getattr(configured, platform).model_dump() for platform in _CHAT_PLATFORMS},
+    }
+    return Settings.model_validate(raw)
+
+
+def listening_socket(host: str, port: int, *, asked: bool) -> tuple[socket.socket, str | None]:
+    """A socket bound to ``host:port``; when that port is taken and was not ``asked`` for,
+    one bound to a free port instead, with a sentence saying so."""
+    try:
+        return _bound(host, port), None
+    except OSError as exc:
+        if exc.errno != errno.EADDRINUSE:
+            raise ConfigError(f"cannot listen on {host}:{port}: {exc.strerror}") from None
+        if asked:
+            raise ConfigError(
+                f"port {port} on {host} is in use (is `watchkeeper serve` running?): "
+                "pass another --port, or leave --port out to let the demo pick a free one"
+            ) from None
+    chosen = _bound(host, 0)
+    free = chosen.getsockname()[1]
+    return chosen, (
+        f"port {port} is in use (is `watchkeeper serve` running?); "
+        f"the demo serves on http://{host}:{free} instead"
+    )
+
+
+def _bound(host: str, port: int) -> socket.socket:
+    sock = socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET)
+    try:
+        # As uvicorn binds: a port left in TIME_WAIT by an earlier run is free, a listener is not.
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        sock.bind((host, port))
+        sock.set_inheritable(True)
+    except OSError:
+        sock.close()
+        raise
+    return sock
 
 
 @dataclass
