@@ -16,13 +16,18 @@ def _line(item: Judged, suffix: str = "") -> str:
     return f"• {item.run.title} ({item.run.kind} {item.run.run_id}) {verdict}{step}{suffix}"
 
 
+def _seen(overview: Overview, item: Judged) -> str:
+    seen = overview.last_seen.get((item.run.kind, item.run.run_id))
+    return "" if seen is None else f" — {seen.text}"
+
+
 def render(overview: Overview, include_finished: bool) -> str:
     """Needs attention, runs, and (with ``all``) finished work, dealt-with incidents labelled."""
     lines: list[str] = []
 
     def section(title: str, items: tuple[Judged, ...], suffix: str = "") -> None:
         lines.append(f"{title} ({len(items)})")
-        lines.extend(_line(item, suffix) for item in items[:MAX_LINES])
+        lines.extend(_line(item, suffix + _seen(overview, item)) for item in items[:MAX_LINES])
         if len(items) > MAX_LINES:
             lines.append(f"… and {len(items) - MAX_LINES} more")
 

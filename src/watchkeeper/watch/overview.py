@@ -3,19 +3,44 @@
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence, Set
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
 from watchkeeper.clock import rfc3339
-from watchkeeper.contract import KindRead, RunView, Verdict
+from watchkeeper.contract import (
+    Condition,
+    Effects,
+    KindRead,
+    RunStatus,
+    RunView,
+    Verdict,
+    origin_of,
+)
 from watchkeeper.store.incidents import Incident, IncidentKey
 from watchkeeper.watch.lifecycle import Judged, key_of
 
 
 @dataclass(frozen=True, slots=True)
+class LastSeen:
+    """Work listed from its incident alone, because its kind cannot be read now."""
+
+    at: datetime
+    kind: str
+
+    @property
+    def text(self) -> str:
+        """``last seen 2026-01-05 12:02 UTC, before crawler became unreadable``."""
+        return f"last seen {self.at:%Y-%m-%d %H:%M} UTC, before {self.kind} became unreadable"
+
+
+@dataclass(frozen=True, slots=True)
 class Overview:
-    """The runs list, sorted into sections."""
+    """The runs list, sorted into sections.
+
+    ``last_seen`` marks the runs listed from their open incident because their
+    kind could not be read: they still need attention, as last seen.
+    """
 
     generated_at: datetime
     attention: tuple[Judged, ...]
@@ -24,6 +49,7 @@ class Overview:
     unreadable: tuple[KindRead, ...]
     incidents: Mapping[tuple[str, str], Incident]
     dealt_with: tuple[Judged, ...] = ()
+    last_seen: Mapping[tuple[str, str], LastSeen] = field(default_factory=dict)
 
 
 def build(
@@ -33,11 +59,14 @@ def build(
     now: datetime,
     include_finished: bool,
     suppressed: Set[IncidentKey] = frozenset(),
+    last_read: Mapping[str, datetime] | None = None,
 ) -> Overview:
     """Sort judged runs: what needs a person, then active work, then (optionally) ended work.
 
     Work whose incident was decided (or dismissed) no longer needs attention:
-    with ``include_finished`` it is listed as dealt with.
+    with ``include_finished`` it is listed as dealt with. An open incident of
+    a kind that cannot be read is listed as its incident last saw the work,
+    marked with when that was (``last_read``: when each kind was last read).
     """
     incidents = {
         (i.key.kind, i.key.run_id): i
@@ -62,6 +91,20 @@ def build(
                 running.append(item)
             elif include_finished:
                 finished.append(item)
+    unreadable = tuple(r for r in reads if not r.readable)
+    last_seen: dict[tuple[str, str], LastSeen] = {}
+    blind = {r.kind for r in unreadable}
+    for where, incident in incidents.items():
+        if incident.key.kind not in blind:
+            continue
+        item = _as_last_seen(incident)
+        if incident.decision is None:
+            attention.append(item)
+        elif include_finished:
+            dealt_with.append(item)
+        read_at = None if last_read is None else last_read.get(incident.key.kind)
+        seen = [t for t in (read_at, incident.updated_at) if t]
+        last_seen[where] = LastSeen(max(seen), incident.key.kind)
     attention.sort(key=lambda j: j.verdict.since if j.verdict else now)
     running.sort(key=lambda j: j.run.started_at or now, reverse=True)
     finished.sort(key=lambda j: j.run.finished_at or now, reverse=True)
@@ -70,10 +113,28 @@ def build(
         tuple(attention),
         tuple(running),
         tuple(finished),
-        tuple(r for r in reads if not r.readable),
+        unreadable,
         incidents,
         tuple(dealt_with),
+        last_seen,
     )
+
+
+def _as_last_seen(incident: Incident) -> Judged:
+    """The run as its open incident last recorded it."""
+    condition = Condition(incident.key.condition)
+    status = RunStatus.FAILED if condition is Condition.FAILED else RunStatus.RUNNING
+    run = RunView(
+        kind=incident.key.kind,
+        run_id=incident.key.run_id,
+        title=incident.title,
+        status=status,
+        state_token=incident.state_token,
+        origin=origin_of(incident.origin),
+        effects=Effects(incident.effects),
+    )
+    verdict = Verdict(condition, incident.since, incident.reason, incident.key.fingerprint)
+    return Judged(run, verdict)
 
 
 def verdict_json(verdict: Verdict | None) -> dict[str, Any] | None:
@@ -113,8 +174,10 @@ def run_json(run: RunView) -> dict[str, Any]:
     }
 
 
-def judged_json(item: Judged, incident: Incident | None) -> dict[str, Any]:
-    """One line of the runs list."""
+def judged_json(
+    item: Judged, incident: Incident | None, last_seen: LastSeen | None = None
+) -> dict[str, Any]:
+    """One line of the runs list; ``last_seen`` when its kind cannot be read now."""
     decision = None if incident is None else incident.decision
     return {
         **run_json(item.run),
@@ -128,6 +191,9 @@ def judged_json(item: Judged, incident: Incident | None) -> dict[str, Any]:
             "via": decision.via,
             "at": rfc3339(decision.at),
         },
+        "last_seen": None
+        if last_seen is None
+        else {"at": rfc3339(last_seen.at), "text": last_seen.text},
     }
 
 
@@ -136,7 +202,11 @@ def overview_json(overview: Overview, limit: int) -> dict[str, Any]:
 
     def section(items: tuple[Judged, ...]) -> list[dict[str, Any]]:
         return [
-            judged_json(item, overview.incidents.get((item.run.kind, item.run.run_id)))
+            judged_json(
+                item,
+                overview.incidents.get((item.run.kind, item.run.run_id)),
+                overview.last_seen.get((item.run.kind, item.run.run_id)),
+            )
             for item in items[:limit]
         ]
 

@@ -77,10 +77,21 @@ class Sweeper:
         self._relay_lock = threading.Lock()
         #: Work done after incidents are recorded (runbooks, say); gets the sweep's result.
         self.after_sweep: list[Callable[[SweepResult], object]] = []
+        #: When each kind was last read in this process, so work of a kind that cannot be
+        #: read now is listed with when it was last seen.
+        self.last_read: dict[str, datetime] = {}
+
+    def _note_reads(self, reads: Sequence[KindRead], now: datetime) -> None:
+        for read in reads:
+            earlier = self.last_read.get(read.kind)
+            # A page's read and a sweep's may finish out of order: keep the latest.
+            if read.readable and (earlier is None or now > earlier):
+                self.last_read[read.kind] = now
 
     async def read_all(self, now: datetime) -> tuple[KindRead, ...]:
         """Read every run of every kind concurrently, each within its own time limit."""
         reads = await asyncio.gather(*(a.read_contained(now) for a in self.adapters.values()))
+        self._note_reads(reads, now)
         return tuple(reads)
 
     async def overview(self, include_finished: bool) -> Overview:
@@ -88,9 +99,10 @@ class Sweeper:
         now = self.clock()
         reads = await self.read_all(now)
         judged = judge_reads(reads, self.specs, now)
-        live = self.store.incidents.live(list(judged))
+        # Every kind's incidents: those of a kind that cannot be read still need attention.
+        live = self.store.incidents.live(list(self.adapters))
         suppressed = self.store.decisions.suppressed_keys(list(judged))
-        return build(reads, judged, live, now, include_finished, suppressed)
+        return build(reads, judged, live, now, include_finished, suppressed, self.last_read)
 
     async def read_for_sweep(self, now: datetime, live: Sequence[Incident]) -> tuple[KindRead, ...]:
         watched: dict[str, set[str]] = {name: set() for name in self.adapters}
@@ -99,6 +111,7 @@ class Sweeper:
         reads = await asyncio.gather(
             *(a.read_contained(now, watched[name]) for name, a in self.adapters.items())
         )
+        self._note_reads(reads, now)
         return tuple(reads)
 
     async def sweep(self) -> SweepResult:
