@@ -24,12 +24,8 @@ Each task runs in a scrubbed environment (``queue/task_env.py``): never the
 runner's own token, but one of its own that the lease answer carries, which
 may only report timeline events about that task and ends with the lease.
 
-While a task runs, the runner ships what its log gained every ``poll_s``,
-redacted and cut at a line's end (``queue/output.py``), under the lease; the
-first shipment of a run starts the task's output afresh on the server, and
-once the server says the output was cut at its cap, only the offsets move on.
-When a task ends, the runner ships the rest and sends the redacted tail of its
-output under the lease, then its outcome; the task's timeline
+A task's output goes to the server as it runs, under the lease, then the rest
+and its tail when it ends (``queue/shipping.py``), then its outcome; the timeline
 gets a ``task_start`` event when its command starts and a ``task_end`` (with
 the exit code) when it ends, sent with the runner's own token. Neither may
 hold the outcome back: a failure to send them is logged and passed over.
@@ -57,8 +53,8 @@ from watchkeeper.client_timeline import Timeline
 from watchkeeper.clock import Clock, MonotonicClock
 from watchkeeper.errors import ClientError, WatchkeeperError
 from watchkeeper.procs import identity, layout
-from watchkeeper.procs.launch import LaunchRequest
-from watchkeeper.queue.output import Chunk, read_chunk, read_tail
+from watchkeeper.procs.launch import LaunchRequest, LeaseLine
+from watchkeeper.queue.shipping import Shipment, Shipper
 from watchkeeper.queue.task_env import task_env
 from watchkeeper.records.procs import ProcStatus
 
@@ -77,8 +73,6 @@ TICK_S = 0.05
 EXPIRY_MARGIN = 0.25
 #: How much of a failed start's run log the task's outcome carries.
 START_LOG_TAIL = 600
-#: Most pieces of output one pass of the loop ships per task, so renewals never wait long.
-SHIP_PIECES = 16
 
 
 @dataclass(frozen=True, slots=True)
@@ -112,20 +106,15 @@ class _Held:
     stop_by: float
     run_id: str | None = None
     shim: subprocess.Popen[bytes] | None = None
+    #: How the shim hears of each renewal; it stops the command itself if none comes in time.
+    lease: LeaseLine | None = None
     log_size: int = 0
     outcome: dict[str, Any] | None = field(default=None)
     job_id: str | None = None
     org: str | None = None
     #: Whether the output tail and the end event went out (once, before the outcome).
     told: bool = False
-    #: Where in the run's log the next shipment of output starts (the server says).
-    shipped: int = 0
-    #: When (on the runner's clock) output is next shipped.
-    next_ship: float = 0.0
-    #: Whether the run's first shipment went out: it opens the run's output, even if empty.
-    opened: bool = False
-    #: The server cut the run's output at its cap: only offsets are shipped from now on.
-    cut: bool = False
+    shipment: Shipment | None = None
     #: Set once (under the daemon's lock) by whoever stops the subprocess for a lapsing lease.
     expiring: bool = False
 
@@ -157,6 +146,7 @@ class RunnerDaemon:
         self._next_poll = 0.0
         self._expiry = threading.Lock()
         self._timeline = Timeline(client)
+        self._shipper = Shipper(client, options.poll_s)
 
     @classmethod
     def open(
@@ -224,7 +214,8 @@ class RunnerDaemon:
         """One pass: report ended runs, renew due leases, ship output, lease into free slots."""
         self._collect()
         self._renew_due()
-        self._ship_due()
+        shipping = [h for h in self.held.values() if h.outcome is None and not h.expiring]
+        self._shipper.due([h.shipment for h in shipping if h.shipment], self.clock.now())
         self._lease_if_free()
 
     # Heartbeats ----------------------------------------------------------------------
@@ -286,6 +277,8 @@ class RunnerDaemon:
             name=f"task {held.task_id}",
             env=task_env(os.environ, self.options.pass_env, url=self.client.url, task=task),
             die_with_parent=True,
+            # The shim stops the command by itself if this runner freezes and cannot.
+            lease=(held.stop_by - self.clock.now(), self._stop_grace(held)),
         )
         try:
             launched = self.engine.start(request)
@@ -296,7 +289,8 @@ class RunnerDaemon:
             )
             held.outcome = {"failed": f"could not start: {why}", "exit_code": None}
             return
-        held.run_id, held.shim = launched.run.run_id, launched.shim
+        held.run_id, held.shim, held.lease = launched.run.run_id, launched.shim, launched.lease
+        held.shipment = Shipment(held.task_id, held.token, held.run_id, self.engine.data_dir)
         self._phase(held, "task_start", None, f"process run {held.run_id} on {identity.host()}")
         log.info(
             "Task %s runs as process run %s",
@@ -346,6 +340,8 @@ class RunnerDaemon:
         held.log_size = size
         held.next_renew = now + held.renew_every
         held.stop_by = sent + held.lease_s - held.margin
+        if held.lease is not None:
+            held.lease.renew(held.stop_by - self.clock.now(), self._stop_grace(held))
 
     # Lapsing leases ------------------------------------------------------------------
 
@@ -372,7 +368,11 @@ class RunnerDaemon:
             extra={"action": "runner_expire"},
         )
         if held.run_id is not None and held.shim is not None and held.shim.poll() is None:
-            self.engine.abort(held.run_id, grace_s=min(self.options.grace_s, held.margin / 2))
+            self.engine.abort(held.run_id, grace_s=self._stop_grace(held))
+
+    def _stop_grace(self, held: _Held) -> float:
+        """How long a command stopped for a lapsing lease gets before SIGKILL."""
+        return min(self.options.grace_s, held.margin / 2)
 
     def _expire(self, held: _Held) -> None:
         # Whichever thread stopped the command, only the main loop forgets the task.
@@ -380,7 +380,13 @@ class RunnerDaemon:
             self._stop_command(held)
         if held.shim is not None:
             held.shim.wait()
+        self._forget(held)
+
+    def _forget(self, held: _Held) -> None:
+        """Drop a task whose command has ended: its shim needs no more renewals."""
         self.held.pop(held.task_id, None)
+        if held.lease is not None:
+            held.lease.close()
 
     def _log_size(self, held: _Held) -> int:
         if held.run_id is None:
@@ -391,69 +397,11 @@ class RunnerDaemon:
             return held.log_size
 
     def _abort(self, held: _Held, why: str) -> None:
-        self.held.pop(held.task_id, None)
+        self._forget(held)
         if held.run_id is not None and held.shim is not None and held.shim.poll() is None:
             self.engine.abort(held.run_id, grace_s=self.options.grace_s)
             held.shim.wait()
         log.info("Stopped task %s: %s", held.task_id, why, extra={"action": "runner_abort"})
-
-    # Shipping output ------------------------------------------------------------------
-
-    def _ship_due(self) -> None:
-        for held in list(self.held.values()):
-            if held.outcome is not None or held.run_id is None or held.expiring:
-                continue
-            now = self.clock.now()
-            if now >= held.next_ship:
-                held.next_ship = now + self.options.poll_s
-                self._ship(held, final=False, most=SHIP_PIECES)
-
-    def _ship(self, held: _Held, *, final: bool, most: int | None) -> None:
-        """Ship what the run's log gained since the last shipment (all of it if ``final``)."""
-        assert held.run_id is not None
-        path = layout.log_path(self.engine.data_dir, held.run_id)
-        size = self._log_size(held) if final else 0
-        sent = 0
-        while most is None or sent < most:
-            chunk = None if held.cut else read_chunk(path, held.shipped, final=final)
-            if chunk is None:
-                if held.opened and not final:
-                    return
-                # The run's first shipment opens its output even when empty; the last closes it.
-                chunk = Chunk(held.shipped, max(held.shipped, size), "")
-            last = final and chunk.end >= size
-            before = held.shipped
-            if not self._send(held, chunk, last):
-                return
-            sent += 1
-            if last or held.shipped <= before:
-                return
-
-    def _send(self, held: _Held, chunk: Chunk, last: bool) -> bool:
-        """One shipment; whether the loop may go on (the server answered)."""
-        try:
-            answer = self.client.runners.ship_output(
-                held.task_id,
-                held.token,
-                offset=chunk.offset,
-                end=chunk.end,
-                output=chunk.text,
-                final=last,
-                run_id=held.run_id,
-                host=identity.host(),
-            )
-        except ClientError as exc:
-            log.warning(
-                "Output of task %s not shipped (will try again unless its lease is gone): %s",
-                held.task_id,
-                exc,
-                extra={"action": "runner_output"},
-            )
-            return False
-        held.shipped = int(answer["next_offset"])
-        held.cut = bool(answer["cut"])
-        held.opened = True
-        return True
 
     # Reporting -----------------------------------------------------------------------
 
@@ -477,18 +425,8 @@ class RunnerDaemon:
     def _tell(self, held: _Held, outcome: dict[str, Any]) -> None:
         """The output tail and the end event, once, before the outcome is reported."""
         held.told = True
-        if held.run_id is not None:
-            self._ship(held, final=True, most=None)
-            tail = read_tail(layout.log_path(self.engine.data_dir, held.run_id))
-            try:
-                self.client.runners.output(held.task_id, held.token, tail)
-            except ClientError as exc:
-                log.warning(
-                    "The output of task %s was not recorded: %s",
-                    held.task_id,
-                    exc,
-                    extra={"action": "runner_output"},
-                )
+        if held.shipment is not None:
+            self._shipper.finish(held.shipment)
         code = outcome["exit_code"]
         said = "" if code is None else f"exit code {code}"
         if "succeeded" in outcome:
@@ -537,7 +475,7 @@ class RunnerDaemon:
                 exc.message,
                 extra={"action": "runner_report"},
             )
-        self.held.pop(held.task_id, None)
+        self._forget(held)
 
     # Leaving -------------------------------------------------------------------------
 

@@ -105,3 +105,54 @@ def test_a_cut_off_runner_stops_its_command_before_the_lease_lapses(
         daemon.wait(timeout=EVENT_TIMEOUT_S)
     output = (tmp_path / "runner.log").read_text()
     assert "before its lease lapses" in output, output
+
+
+def test_a_frozen_runner_s_command_is_stopped_by_its_shim_before_the_lease_lapses(
+    server: LiveServer, tmp_path: Path
+) -> None:
+    # SIGSTOP freezes the runner whole (its lease guard thread too), as a paused VM would.
+    pid_file, stopped_file = tmp_path / "sleeper.pid", tmp_path / "sleeper.stopped"
+    daemon = start_runner(server.url, server.tokens["reporter"], tmp_path)
+    try:
+        with Client(server.url, server.tokens["admin"]) as client:
+            job = client.jobs.submit(
+                "long", org="o", fleet="cut",
+                argv=[sys.executable, "-c", SLEEPER, str(pid_file), str(stopped_file)],
+            )  # fmt: skip
+
+            def task() -> dict[str, object]:
+                found: dict[str, object] = client.jobs.get(str(job["id"]))["tasks"][0]
+                return found
+
+            wait_for(pid_file.exists, what="the task's command running", timeout=EVENT_TIMEOUT_S)
+            pid = int(pid_file.read_text())
+            wait_for(lambda: task()["last_renewed_at"], what="a renewal", timeout=EVENT_TIMEOUT_S)
+            daemon.send_signal(signal.SIGSTOP)
+            # A renewal the runner sent just before it froze may still land: read until the stop.
+            expiries: list[str] = []
+
+            def stopped() -> bool:
+                current = task()
+                if current["status"] == "running" and current["attempt"] == 1:
+                    expiries.append(str(current["lease_expires_at"]))
+                return stopped_file.exists()
+
+            wait_for(stopped, what="the command being stopped", timeout=EVENT_TIMEOUT_S)
+            wait_for(lambda: identity.start_time(pid) is None, what="the command gone")
+            stopped_at = float(stopped_file.read_text())
+            lapses_at = datetime.fromisoformat(expiries[-1].replace("Z", "+00:00")).timestamp()
+            assert stopped_at < lapses_at, (stopped_at, lapses_at)
+            daemon.send_signal(signal.SIGCONT)
+            # Thawed, the runner finds the lease it held gone and reports nothing for it.
+            wait_for(
+                lambda: task()["attempt"] == 2 or task()["status"] == "queued",
+                what="the task handed on",
+                timeout=EVENT_TIMEOUT_S,
+            )
+    finally:
+        daemon.send_signal(signal.SIGCONT)
+        if daemon.poll() is None:
+            daemon.send_signal(signal.SIGTERM)
+        daemon.wait(timeout=EVENT_TIMEOUT_S)
+    output = (tmp_path / "runner.log").read_text()
+    assert "Traceback" not in output, output
