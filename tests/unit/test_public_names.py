@@ -38,7 +38,8 @@ PARTS = {
     ],
     "jobs": ["cancel", "delete", "get", "list", "output", "resume", "retry", "submit", "task"],
     "runners": [
-        "complete", "fail", "heartbeat", "lease", "list", "output", "register", "renew", "stop",
+        "complete", "fail", "heartbeat", "lease", "list", "output", "register", "renew",
+        "ship_output", "stop",
         "topology",
     ],
     "timeline": ["emit", "emit_batch", "events", "last_progress_at", "record", "spend"],
