@@ -24,11 +24,10 @@ Each task runs in a scrubbed environment (``queue/task_env.py``): never the
 runner's own token, but one of its own that the lease answer carries, which
 may only report timeline events about that task and ends with the lease.
 
-A task's output goes to the server as it runs, under the lease, then the rest
-and its tail when it ends (``queue/shipping.py``), then its outcome; the timeline
-gets a ``task_start`` event when its command starts and a ``task_end`` (with
-the exit code) when it ends, sent with the runner's own token. Neither may
-hold the outcome back: a failure to send them is logged and passed over.
+A task's output goes to the server as it runs, then the rest and its tail
+(``queue/shipping.py``), then its outcome; the timeline gets ``task_start`` as
+its command starts and ``task_end`` (with the exit code) as it ends, sent with
+the runner's own token. None may hold the outcome back: failures are logged.
 
 A task's outcome is reported under its lease token; a report the server
 cannot take (the lease is gone) is logged and dropped, never retried as if
