@@ -15,7 +15,11 @@ real ``watchkeeper runner`` processes, real shims and commands, real signals):
    the server's lease expiry A's command ended, and from A's end to B's start.
    A's command is also watched with psutil every 5 ms, in case SIGTERM never
    reached its trap.
-2. **SIGKILL of a runner to its task's processes gone** (``--trials`` times):
+2. **The same with a frozen runner** (``freeze``): instead of the cut, runner A
+   is stopped with SIGSTOP (as a paused VM would be), and SIGCONT once B ran
+   the task. A can do nothing; its task's shim, told of every renewal, stops
+   the command by itself before the lease lapses.
+3. **SIGKILL of a runner to its task's processes gone** (``--trials`` times):
    a runner runs a task whose command (``sh``) has a child (``sleep``); the
    runner is killed with SIGKILL and psutil is polled every 5 ms until the
    command and its child are gone (a zombie counts as gone), then until the
@@ -234,13 +238,19 @@ def epoch(text: str | None) -> float | None:
 
 
 def overlap_trial(
-    server: common.Server, admin: httpx.Client, folder: Path, n: int, lease_s: float
+    server: common.Server,
+    admin: httpx.Client,
+    folder: Path,
+    n: int,
+    lease_s: float,
+    freeze: bool = False,
 ) -> dict[str, Any]:
-    """One partition: A runs the task behind a proxy that is cut, B runs it again."""
-    trial = folder / f"overlap-{n}"
+    """One partition: A runs the task behind a proxy that is cut (or A is frozen by SIGSTOP),
+    B runs it again."""  # fmt: skip
+    trial = folder / f"{'freeze' if freeze else 'overlap'}-{n}"
     trial.mkdir()
     notes = trial / "notes"
-    fleet = f"overlap-{n}"
+    fleet = trial.name
     target = ("127.0.0.1", int(server.base_url.rsplit(":", 1)[1]))
     proxy = Proxy(target)
     try:
@@ -251,9 +261,15 @@ def overlap_trial(
             with runner(folder, server.base_url, server.token, fleet, f"b{n}") as b:
                 until("runner B to register", lambda: b"serves fleet" in
                       (folder / f"b{n}.log").read_bytes())  # fmt: skip
-                proxy.cut()
+                if freeze:
+                    a.send_signal(signal.SIGSTOP)
+                else:
+                    proxy.cut()
                 cut_at = time.time()
-                figures = _watch_partition(admin, task_id, notes, a_pid, cut_at, lease_s)
+                try:
+                    figures = _watch_partition(admin, task_id, notes, a_pid, cut_at, lease_s)
+                finally:
+                    a.send_signal(signal.SIGCONT)
                 figures["a_exit"], figures["b_exit"] = a.poll(), b.poll()
     finally:
         proxy.close()
@@ -299,10 +315,11 @@ def _watch_partition(
 
 
 def overlap(server: common.Server, admin: httpx.Client, folder: Path,
-            args: argparse.Namespace) -> common.Figures:  # fmt: skip
-    """``args.trials`` partitions; the overlap of each task's two runs."""
+            args: argparse.Namespace, freeze: bool = False) -> common.Figures:  # fmt: skip
+    """``args.trials`` partitions (or freezes); the overlap of each task's two runs."""
     try:
-        trials = [overlap_trial(server, admin, folder, n, args.lease) for n in range(args.trials)]
+        trials = [overlap_trial(server, admin, folder, n, args.lease, freeze)
+                  for n in range(args.trials)]  # fmt: skip
     except TimeoutError as exc:
         raise RuntimeError(f"{exc}\n{_log_tails(folder)}") from None
     figures: common.Figures = {"trials": len(trials), "lease_s": args.lease}
@@ -398,6 +415,8 @@ def measure(backend: str, args: argparse.Namespace) -> common.Figures:
             figures: common.Figures = {"load_at_start": os.getloadavg()}
             if "overlap" in args.parts:
                 figures["overlap"] = overlap(server, admin, folder, args)
+            if "freeze" in args.parts:
+                figures["freeze"] = overlap(server, admin, folder, args, freeze=True)
             if "kill" in args.parts:
                 figures["kill"] = kills(server, admin, folder, args)
             figures["load_at_end"] = os.getloadavg()
@@ -437,26 +456,34 @@ def _ms(spread: dict[str, float], *keys: str) -> str:
 
 def show(backend: str, figures: common.Figures) -> None:
     """Print the figures of one database."""
-    o = figures.get("overlap")
-    if o:
-        common.print_table(
-            f"partitioned task, {o['trials']} trials, lease {o['lease_s']} s ({backend})",
-            [
-                ("overlap A_end - B_start max / p50 (ms, must be 0)",
-                 _ms(o["overlap_s"], "max", "p50")),
-                ("trials with any overlap", o["overlapping_trials"]),
-                ("overlap by psutil (A's command gone) max (ms)", _ms(o["overlap_seen_s"], "max")),
-                ("A's trap wrote its end (trials)", o["trapped_ends"]),
-                (f"A's command still ran {2 * o['lease_s'] + 10:.0f} s after B's started (trials)",
-                 o["a_outlived"]),
-                ("cut -> A stops min / p50 / max (ms)",
-                 _ms(o["cut_to_a_stop_s"], "min", "p50", "max")),
-                ("A stops before the server's lease expiry min / p50 / max (ms)",
-                 _ms(o["a_stop_before_expiry_s"], "min", "p50", "max")),
-                ("A stops -> B starts min / p50 / max (ms)",
-                 _ms(o["a_stop_to_b_start_s"], "min", "p50", "max")),
-            ],
-        )  # fmt: skip
+    for part, title in (("overlap", "partitioned"), ("freeze", "frozen runner's (SIGSTOP)")):
+        if figures.get(part):
+            _show_overlap(backend, title, figures[part])
+    _show_kills(backend, figures)
+
+
+def _show_overlap(backend: str, title: str, o: common.Figures) -> None:
+    common.print_table(
+        f"{title} task, {o['trials']} trials, lease {o['lease_s']} s ({backend})",
+        [
+            ("overlap A_end - B_start max / p50 (ms, must be 0)",
+             _ms(o["overlap_s"], "max", "p50")),
+            ("trials with any overlap", o["overlapping_trials"]),
+            ("overlap by psutil (A's command gone) max (ms)", _ms(o["overlap_seen_s"], "max")),
+            ("A's trap wrote its end (trials)", o["trapped_ends"]),
+            (f"A's command still ran {2 * o['lease_s'] + 10:.0f} s after B's started (trials)",
+             o["a_outlived"]),
+            ("cut -> A stops min / p50 / max (ms)",
+             _ms(o["cut_to_a_stop_s"], "min", "p50", "max")),
+            ("A stops before the server's lease expiry min / p50 / max (ms)",
+             _ms(o["a_stop_before_expiry_s"], "min", "p50", "max")),
+            ("A stops -> B starts min / p50 / max (ms)",
+             _ms(o["a_stop_to_b_start_s"], "min", "p50", "max")),
+        ],
+    )  # fmt: skip
+
+
+def _show_kills(backend: str, figures: common.Figures) -> None:
     k = figures.get("kill")
     if k:
         common.print_table(
@@ -484,7 +511,9 @@ def main() -> None:
     parser.add_argument("--trials", type=int, default=20, help="trials of each measurement")
     parser.add_argument("--lease", type=float, default=4.0, help="the task's lease_s (seconds)")
     parser.add_argument(
-        "--parts", default="overlap,kill", help="which measurements: overlap, kill or both"
+        "--parts",
+        default="overlap,freeze,kill",
+        help="which measurements, comma-separated: overlap, freeze, kill",
     )
     args = parser.parse_args()
     sys.stdout.reconfigure(line_buffering=True)  # type: ignore[union-attr]
