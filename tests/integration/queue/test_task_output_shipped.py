@@ -123,6 +123,15 @@ def test_a_running_tasks_output_arrives_live_whole_in_order_and_redacted(
         with server.client("viewer") as http:
             assert http.get(f"/api/v1/tasks/{task_id}/output").json()["output"] is None
 
+        follower = subprocess.Popen(
+            [sys.executable, "-m", "watchkeeper", "task", "output", task_id, "--all",
+             "--follow", "--interval", "0.1"],
+            env={**os.environ, "WATCHKEEPER_URL": server.url,
+                 "WATCHKEEPER_TOKEN": server.tokens["viewer"]},
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )  # fmt: skip
         gate.touch()
         wait_for(
             lambda: client.jobs.get(job_id)["status"] == "succeeded",
@@ -155,6 +164,10 @@ def test_a_running_tasks_output_arrives_live_whole_in_order_and_redacted(
     shown = _cli(server, "task", "output", task_id, "--all")
     assert shown.returncode == 0, shown.stderr
     assert shown.stdout.splitlines() == expected
+    # Following from while it ran printed the same, and stopped when the run did.
+    followed, complaints = follower.communicate(timeout=TIMEOUT_S)
+    assert follower.returncode == 0, complaints
+    assert followed.splitlines() == expected
     assert "cut" not in shown.stderr
 
     # The dashboard's job page shows the tail as text, and links to all of it.
