@@ -24,13 +24,14 @@ CLIENT_ATTRIBUTES = [
     "procs",
     "runbooks",
     "runners",
+    "silences",
     "timeline",
     "timeout",
     "url",
 ]
 
 PARTS = {
-    "incidents": ["decide", "diagnose", "get", "list"],
+    "incidents": ["ack", "decide", "diagnose", "get", "list"],
     "runbooks": ["list", "switch"],
     "procs": [
         "abort", "get", "list", "log", "park", "parked", "progress", "reclaim", "session_progress",
@@ -43,6 +44,7 @@ PARTS = {
         "topology",
     ],
     "timeline": ["emit", "emit_batch", "events", "last_progress_at", "record", "spend"],
+    "silences": ["add", "expire", "get", "list"],
 }  # fmt: skip
 
 RUN_CONTEXT = ["heartbeat", "progress", "waiting"]
