@@ -92,10 +92,7 @@ def test_i_am_on_it_is_answered_and_the_card_says_who_is_looking(
     with live_server(acting) as server:
         update = fake.callback_update(card, data_of(card, "I am on it"), 42, "ana")
         assert press(server.url, update).status_code == 200
-    assert answer_text(fake, update) == (
-        "noted: you are on swarm_task t1; nothing was decided",
-        False,
-    )
+    assert answer_text(fake, update)[0] == "noted: you are on swarm_task t1; nothing was decided"
     assert route_and_deliver(acting, clock) == 1
     (edited,) = fake.messages(CHAT)
     assert edited.edits == 1 and edited.text.endswith("On it: @ana (Telegram) since 12:00 UTC")
