@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime
 
 from watchkeeper.decide.actors import Actor
 from watchkeeper.decide.decider import Decider, PressResult
-from watchkeeper.errors import NotFound, StoreUnavailable, WatchkeeperError
+from watchkeeper.errors import NotFound, StoreError, WatchkeeperError
 from watchkeeper.notify.message import parse_button, token_digest
 from watchkeeper.notify.silences import answer_care_press
 
@@ -65,8 +66,13 @@ class PressAnswer:
         return self.result is not None and self.result.won
 
 
-async def answer_press(decider: Decider, press: ChatPress) -> PressAnswer:
-    """Decide a chat press off the event loop; whatever goes wrong, the presser hears back."""
+async def answer_press(
+    decider: Decider, press: ChatPress, down: Callable[[StoreError], str] | None = None
+) -> PressAnswer:
+    """Decide a chat press off the event loop; whatever goes wrong, the presser hears back.
+
+    ``down`` words the answer when watchkeeper's own store cannot be reached.
+    """
     action = f"{press.platform}_press"
     try:
         care = await asyncio.to_thread(
@@ -76,10 +82,13 @@ async def answer_press(decider: Decider, press: ChatPress) -> PressAnswer:
         if care is not None:  # "Silence 1 h" or "I am on it": decides nothing
             return PressAnswer(None, care)
         result = await asyncio.to_thread(handle_chat_press, decider, press)
-    except StoreUnavailable as exc:
-        log.warning("A %s press could not be decided: %s", press.platform, exc,
-                    extra={"action": action})  # fmt: skip
-        return PressAnswer(None, f"nothing was done: {exc}; press again in a moment")
+    except StoreError as exc:
+        # Nothing is kept: the presser is told to press again, and the log says who pressed what.
+        log.warning("A %s press by %s (%r) was not decided, the store is away: %s; "
+                    "they were told to press again", press.platform, press.user_id, press.data,
+                    exc, extra={"action": action})  # fmt: skip
+        text = down(exc) if down else f"nothing was done: {exc}; press again in a moment"
+        return PressAnswer(None, text)
     except WatchkeeperError as exc:
         log.warning("A %s press could not be decided: %s", press.platform, exc,
                     extra={"action": action})  # fmt: skip
@@ -94,12 +103,14 @@ async def answer_press(decider: Decider, press: ChatPress) -> PressAnswer:
     return PressAnswer(result, result.message)
 
 
-async def decide_press(decider: Decider, press: ChatPress) -> str | None:
+async def decide_press(
+    decider: Decider, press: ChatPress, down: Callable[[StoreError], str] | None = None
+) -> str | None:
     """Decide a chat press; the words for the presser, or ``None`` if it won.
 
     Platforms that answer presses later (Discord follow-ups, Slack
     ``response_url``) call this after acknowledging the request, and stay
     quiet when the press won: the edited card says so.
     """
-    answer = await answer_press(decider, press)
+    answer = await answer_press(decider, press, down)
     return None if answer.won else answer.text

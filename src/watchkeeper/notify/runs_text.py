@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
 
+from watchkeeper.errors import StoreError
 from watchkeeper.watch.lifecycle import Judged
 from watchkeeper.watch.overview import Overview
 
@@ -21,15 +22,22 @@ def _seen(overview: Overview, item: Judged) -> str:
     return "" if seen is None else f" — {seen.text}"
 
 
+def _section(
+    overview: Overview, title: str, items: tuple[Judged, ...], suffix: str = ""
+) -> list[str]:
+    lines = [f"{title} ({len(items)})"]
+    lines.extend(_line(item, suffix + _seen(overview, item)) for item in items[:MAX_LINES])
+    if len(items) > MAX_LINES:
+        lines.append(f"… and {len(items) - MAX_LINES} more")
+    return lines
+
+
 def render(overview: Overview, include_finished: bool) -> str:
     """Needs attention, runs, and (with ``all``) finished work, dealt-with incidents labelled."""
     lines: list[str] = []
 
     def section(title: str, items: tuple[Judged, ...], suffix: str = "") -> None:
-        lines.append(f"{title} ({len(items)})")
-        lines.extend(_line(item, suffix + _seen(overview, item)) for item in items[:MAX_LINES])
-        if len(items) > MAX_LINES:
-            lines.append(f"… and {len(items) - MAX_LINES} more")
+        lines.extend(_section(overview, title, items, suffix))
 
     for read in overview.unreadable:
         lines.append(f"Unreadable: {read.kind}: {read.error}")
@@ -41,7 +49,29 @@ def render(overview: Overview, include_finished: bool) -> str:
     return "\n".join(lines)
 
 
-async def runs_text(read: Callable[[bool], Awaitable[Overview]], argument: str) -> str:
-    """The answer to ``/runs`` (or ``/runs all``); ``read(include_finished)`` reads the runs."""
+async def runs_text(
+    read: Callable[[bool], Awaitable[Overview]],
+    argument: str,
+    *,
+    down: Callable[[StoreError], str] | None = None,
+    last_known: Callable[[], Overview | None] | None = None,
+) -> str:
+    """The answer to ``/runs`` (or ``/runs all``); ``read(include_finished)`` reads the runs.
+
+    When watchkeeper's own store cannot be reached, ``down`` words the first
+    line and ``last_known`` gives what the last good check saw, if anything.
+    """
     include = argument.strip().lower() == "all"
-    return render(await read(include), include)
+    try:
+        return render(await read(include), include)
+    except StoreError as exc:
+        if down is None:
+            raise
+        text = down(exc)
+    known = None if last_known is None else last_known()
+    if known is None:
+        return text
+    # Only what needed attention: a sweep's read leaves out running work it can show is fine.
+    lines = [text, f"As of the last good check at {known.generated_at:%Y-%m-%d %H:%M} UTC:"]
+    lines += _section(known, "Needs attention", known.attention)
+    return "\n".join(lines)

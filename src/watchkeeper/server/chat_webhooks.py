@@ -12,6 +12,8 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import threading
+from collections import OrderedDict
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from typing import Any, Generic, TypeVar
 
@@ -19,14 +21,18 @@ from fastapi import FastAPI, Request
 from starlette.background import BackgroundTask
 
 from watchkeeper.config import Settings
-from watchkeeper.decide.decider import Decider
+from watchkeeper.errors import StoreError
 from watchkeeper.notify.channels.base import ChatChannel
 from watchkeeper.notify.presses import ChatPress, decide_press, first_time
-from watchkeeper.server.deps import services
+from watchkeeper.notify.runs_text import runs_text
+from watchkeeper.server.deps import Services, made_once, services
+from watchkeeper.watch.selfcheck import not_working
 
 log = logging.getLogger(__name__)
 
 ChannelT = TypeVar("ChannelT", bound=ChatChannel[Any])
+#: Most request ids remembered while the store is away (platforms resend within minutes).
+REMEMBERED = 10_000
 
 
 class AnsweringChannel(Generic[ChannelT]):
@@ -64,18 +70,90 @@ class AnsweringChannel(Generic[ChannelT]):
                 setattr(app.state, self.attribute, None)
 
 
+class RecentRequests:
+    """Request ids seen while the store could not be asked, kept in this process's memory.
+
+    A platform resends what it thinks was lost; while the store is away this
+    is what keeps one press from being answered twice.
+    """
+
+    def __init__(self, limit: int = REMEMBERED) -> None:
+        self.limit = limit
+        self._seen: OrderedDict[tuple[str, str], None] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def first_time(self, platform: str, request_id: str) -> bool:
+        """Whether ``request_id`` is new to this process; remembers it."""
+        key = (platform, request_id)
+        with self._lock:
+            if key in self._seen:
+                return False
+            self._seen[key] = None
+            while len(self._seen) > self.limit:
+                self._seen.popitem(last=False)
+            return True
+
+
 async def seen_before(request: Request, platform: str, request_id: str) -> bool:
-    """Whether ``platform`` sent ``request_id`` before; logged, since the answer is then a no-op."""
+    """Whether ``platform`` sent ``request_id`` before; logged, since the answer is then a no-op.
+
+    With the store away, this process's memory answers, so the request can
+    still be answered (with what can be said while the store is away).
+    """
     found = services(request)
-    first = await asyncio.to_thread(first_time, found.decider, platform, request_id, found.clock())
+    health = found.sweeper.health
+    try:
+        first = await asyncio.to_thread(
+            first_time, found.decider, platform, request_id, found.clock()
+        )
+    except StoreError as exc:
+        health.store_unreachable(found.clock())
+        log.warning("Cannot check whether %s sent request %s before, the store is away: %s; "
+                    "this process's memory answers", platform.capitalize(), request_id, exc,
+                    extra={"action": f"{platform}_webhook"})  # fmt: skip
+        recent = made_once(request.app, "recent_chat_requests", RecentRequests, RecentRequests)
+        first = recent.first_time(platform, request_id)
+    else:
+        health.store_reached()
     if not first:
         log.info("%s request %s seen before: ignored", platform.capitalize(), request_id,
                  extra={"action": f"{platform}_webhook"})  # fmt: skip
     return not first
 
 
+def press_while_down(found: Services) -> Callable[[StoreError], str]:
+    """The answer to a press that could not be decided because the store is away."""
+
+    def words(exc: StoreError) -> str:
+        since = found.sweeper.health.store_unreachable(found.clock())
+        return "Nothing was done: " + not_working(since, str(exc), "press")
+
+    return words
+
+
+def runs_while_down(found: Services) -> Callable[[StoreError], str]:
+    """The first line of ``/runs`` when the store is away."""
+
+    def words(exc: StoreError) -> str:
+        since = found.sweeper.health.store_unreachable(found.clock())
+        text = not_working(since, str(exc), "ask")
+        return text[:1].upper() + text[1:]
+
+    return words
+
+
+async def answer_runs(found: Services, argument: str) -> str:
+    """``/runs`` from any platform: the runs list, or, with the store away, what is known."""
+    return await runs_text(
+        found.overview,
+        argument,
+        down=runs_while_down(found),
+        last_known=found.sweeper.last_known,
+    )
+
+
 def decided_later(
-    decider: Decider,
+    found: Services,
     press: ChatPress,
     tell: Callable[[str], Awaitable[object]] | None,
     missing: str,
@@ -85,16 +163,16 @@ def decided_later(
     ``tell`` is ``None`` when the request carried no way back to the presser;
     ``missing`` says which part, for the log.
     """
-    return BackgroundTask(_decide_then_tell, decider, press, tell, missing)
+    return BackgroundTask(_decide_then_tell, found, press, tell, missing)
 
 
 async def _decide_then_tell(
-    decider: Decider,
+    found: Services,
     press: ChatPress,
     tell: Callable[[str], Awaitable[object]] | None,
     missing: str,
 ) -> None:
-    text = await decide_press(decider, press)
+    text = await decide_press(found.decider, press, press_while_down(found))
     if text is None:
         return
     if tell is None:

@@ -29,8 +29,12 @@ from nacl.signing import VerifyKey
 from watchkeeper.errors import Unauthorized
 from watchkeeper.notify.channels.discord import EPHEMERAL, DiscordChannel, fit
 from watchkeeper.notify.presses import ChatPress
-from watchkeeper.notify.runs_text import runs_text
-from watchkeeper.server.chat_webhooks import AnsweringChannel, decided_later, seen_before
+from watchkeeper.server.chat_webhooks import (
+    AnsweringChannel,
+    answer_runs,
+    decided_later,
+    seen_before,
+)
 from watchkeeper.server.deps import Services, services
 from watchkeeper.server.errors import error_response
 
@@ -135,7 +139,7 @@ def _press(request: Request, found: Services, interaction: dict[str, Any]) -> Re
     token = str(interaction.get("token") or "")
     follow_up = answering.of(request).followup
     tell = partial(follow_up, application_id, token) if application_id and token else None
-    task = decided_later(found.decider, press, tell, "application id or interaction token")
+    task = decided_later(found, press, tell, "application id or interaction token")
     return JSONResponse({"type": DEFERRED_UPDATE}, background=task)
 
 
@@ -153,5 +157,5 @@ async def _command(found: Services, interaction: dict[str, Any]) -> Response:
         )
         for o in options
     )
-    text = await runs_text(found.overview, "all" if include else "")
+    text = await answer_runs(found, "all" if include else "")
     return _ephemeral(text)

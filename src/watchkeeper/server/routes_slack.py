@@ -32,8 +32,12 @@ from watchkeeper.config import resolve_secret
 from watchkeeper.errors import ConfigError, Unauthorized
 from watchkeeper.notify.channels.slack import ACTION_PREFIX, SlackChannel
 from watchkeeper.notify.presses import ChatPress
-from watchkeeper.notify.runs_text import runs_text
-from watchkeeper.server.chat_webhooks import AnsweringChannel, decided_later, seen_before
+from watchkeeper.server.chat_webhooks import (
+    AnsweringChannel,
+    answer_runs,
+    decided_later,
+    seen_before,
+)
 from watchkeeper.server.deps import Services, services
 from watchkeeper.server.errors import error_response
 
@@ -114,7 +118,7 @@ async def slack_interactivity(request: Request) -> Response:
     press = ChatPress("slack", user_id, name, str(action.get("value") or ""))
     response_url = str(payload.get("response_url") or "")
     tell = partial(answering.of(request).respond, response_url) if response_url else None
-    task = decided_later(found.decider, press, tell, "response_url")
+    task = decided_later(found, press, tell, "response_url")
     return Response(status_code=200, background=task)
 
 
@@ -148,5 +152,5 @@ async def slack_commands(request: Request) -> Response:
     if command != "/runs":
         text = f"unknown command {command}: watchkeeper knows /runs"
     else:
-        text = await runs_text(found.overview, form.get("text", ""))
+        text = await answer_runs(found, form.get("text", ""))
     return JSONResponse({"response_type": "ephemeral", "text": text})

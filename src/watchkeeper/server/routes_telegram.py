@@ -24,8 +24,12 @@ from watchkeeper.decide.decider import Outcome
 from watchkeeper.errors import Unauthorized
 from watchkeeper.notify.channels.telegram import TelegramChannel
 from watchkeeper.notify.presses import NOT_OURS, ChatPress, answer_press
-from watchkeeper.notify.runs_text import runs_text
-from watchkeeper.server.chat_webhooks import AnsweringChannel, seen_before
+from watchkeeper.server.chat_webhooks import (
+    AnsweringChannel,
+    answer_runs,
+    press_while_down,
+    seen_before,
+)
 from watchkeeper.server.deps import Services, services
 from watchkeeper.server.errors import error_response
 
@@ -122,7 +126,7 @@ async def _press(request: Request, found: Services, query: _CallbackQuery) -> No
     """Decide the press, then answer it exactly once: an alert when it was refused."""
     user = query.from_user
     press = ChatPress("telegram", str(user.id), user.username or user.first_name, query.data or "")
-    answer = await answer_press(found.decider, press)
+    answer = await answer_press(found.decider, press, press_while_down(found))
     result = answer.result
     alert = result is not None and not result.won and result.outcome is not Outcome.DIAGNOSED
     sent = await answering.of(request).answer_callback(query.id, answer.text, show_alert=alert)
@@ -143,7 +147,7 @@ async def _command(request: Request, found: Services, message: _Message) -> None
         mine = await channel.username()
         if mine is not None and addressed.lower() != mine.lower():
             return  # another bot's /runs
-    text = await runs_text(found.overview, runs.group("argument") or "")
+    text = await answer_runs(found, runs.group("argument") or "")
     thread = message.message_thread_id if message.is_topic_message else None
     sent = await channel.send_text(
         str(message.chat.id), text, None if thread is None else str(thread)

@@ -14,7 +14,7 @@ from sqlalchemy.exc import IntegrityError
 
 from watchkeeper.clock import to_epoch
 from watchkeeper.store.base import Accessor, record_from_row
-from watchkeeper.store.engine import write_transaction
+from watchkeeper.store.engine import translate_errors, write_transaction
 from watchkeeper.store.incidents import _event
 from watchkeeper.store.queueing import NewDelivery, insert_deliveries
 from watchkeeper.store.schema_notify import deliveries, inbound
@@ -238,14 +238,18 @@ class OutboxStore(Accessor):
 
     def first_time(self, platform: str, external_id: str, now: datetime) -> bool:
         """Record an inbound request id; False when it was seen before (a platform retry)."""
-        try:
-            # No translation here: a duplicate's IntegrityError is the answer, not a failure.
-            with write_transaction(self._engine) as conn:
-                conn.execute(
-                    insert(inbound).values(
-                        platform=platform, external_id=external_id[:300], received_at=to_epoch(now)
+        # A database that cannot be reached is StoreUnavailable, so a webhook can still answer.
+        with translate_errors("recording a chat request"):
+            try:
+                # A duplicate's IntegrityError is the answer, not a failure.
+                with write_transaction(self._engine) as conn:
+                    conn.execute(
+                        insert(inbound).values(
+                            platform=platform,
+                            external_id=external_id[:300],
+                            received_at=to_epoch(now),
+                        )
                     )
-                )
-        except IntegrityError:
-            return False
+            except IntegrityError:
+                return False
         return True

@@ -10,6 +10,11 @@ from datetime import datetime
 from enum import StrEnum
 from typing import Protocol
 
+from watchkeeper.redact import redact
+
+#: The most of a store error a chat is shown.
+MAX_ERROR_CHARS = 160
+
 
 class NoticeKind(StrEnum):
     """The two notices an outage produces."""
@@ -56,12 +61,16 @@ class SupervisionHealth:
         self.last_error: str | None = None
         self.down_announced = False
         self.last_ok_at: datetime | None = None
+        #: When a request (a chat press, ``/runs``) first failed to reach the store, if one
+        #: did since the store last answered: sweeps may not have noticed yet.
+        self.unreachable_since: datetime | None = None
 
     def succeeded(self, now: datetime) -> Notice | None:
         """Record a good sweep; returns the "working again" notice if one is due."""
         since = self.failing_since
         announced = self.down_announced
         self.failing_since, self.last_error, self.down_announced = None, None, False
+        self.unreachable_since = None
         self.last_ok_at = now
         if announced and since is not None:
             return Notice(NoticeKind.UP, now, since, None)
@@ -78,7 +87,35 @@ class SupervisionHealth:
             return Notice(NoticeKind.DOWN, now, self.failing_since, error)
         return None
 
+    def store_unreachable(self, now: datetime) -> datetime:
+        """A request could not reach the store: since when supervision has not been working,
+        as far as this process knows (the first failed sweep or request of this outage)."""
+        if self.unreachable_since is None:
+            self.unreachable_since = now
+        if self.failing_since is not None and self.failing_since < self.unreachable_since:
+            return self.failing_since
+        return self.unreachable_since
+
+    def store_reached(self) -> None:
+        """A request reached the store: a later failure starts a new outage."""
+        self.unreachable_since = None
+
     @property
     def working(self) -> bool:
         """False while sweeps are failing."""
         return self.failing_since is None
+
+
+def not_working(since: datetime, error: str, again: str) -> str:
+    """``run supervision is not working since ...; press again when it is back (why)``.
+
+    ``again`` is what to do again (``press``, ``ask``); ``error`` is shortened
+    and redacted, since it is shown in chats.
+    """
+    why = redact(" ".join(error.split()))
+    if len(why) > MAX_ERROR_CHARS:
+        why = why[: MAX_ERROR_CHARS - 1] + "…"
+    return (
+        f"run supervision is not working since {since:%Y-%m-%d %H:%M} UTC; "
+        f"{again} again when it is back ({why})"
+    )

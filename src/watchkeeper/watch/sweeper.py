@@ -104,6 +104,17 @@ class Sweeper:
         suppressed = self.store.decisions.suppressed_keys(list(judged))
         return build(reads, judged, live, now, include_finished, suppressed, self.last_read)
 
+    def last_known(self) -> Overview | None:
+        """What the last good sweep of this process saw, for when the store cannot be read.
+
+        Without the store there are no incidents to sort by: every paged
+        verdict of that sweep is listed as needing attention.
+        """
+        latest = self.latest
+        if latest is None:
+            return None
+        return build(latest.reads, latest.judged, (), latest.at, include_finished=False)
+
     async def read_for_sweep(self, now: datetime, live: Sequence[Incident]) -> tuple[KindRead, ...]:
         watched: dict[str, set[str]] = {name: set() for name in self.adapters}
         for incident in live:
