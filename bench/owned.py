@@ -16,7 +16,7 @@ real ``watchkeeper runner`` processes, real shims and commands, real signals):
    A's command is also watched with psutil every 5 ms, in case SIGTERM never
    reached its trap.
 2. **The same with a frozen runner** (``freeze``): instead of the cut, runner A
-   is stopped with SIGSTOP (as a paused VM would be), and SIGCONT once B ran
+   is stopped with SIGSTOP (as a debugger or a stuck runtime would stop it), and SIGCONT once B ran
    the task. A can do nothing; its task's shim, told of every renewal, stops
    the command by itself before the lease lapses.
 3. **SIGKILL of a runner to its task's processes gone** (``--trials`` times):

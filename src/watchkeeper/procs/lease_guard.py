@@ -1,7 +1,7 @@
 """The shim's own watch on a leased run: stop the command when its lease is not renewed.
 
 A runner stops a task's command before the lease it could not renew lapses,
-but a runner that is frozen (SIGSTOP, a paused VM, a stop-the-world pause)
+but a runner that is frozen (SIGSTOP, a debugger, a stop-the-world pause)
 does nothing at all while its lease runs out, and the server hands the task
 to another runner. So the runner also tells the shim, on the handshake
 socket, how long the command may run unless renewed: one line

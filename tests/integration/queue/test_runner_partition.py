@@ -110,7 +110,7 @@ def test_a_cut_off_runner_stops_its_command_before_the_lease_lapses(
 def test_a_frozen_runner_s_command_is_stopped_by_its_shim_before_the_lease_lapses(
     server: LiveServer, tmp_path: Path
 ) -> None:
-    # SIGSTOP freezes the runner whole (its lease guard thread too), as a paused VM would.
+    # SIGSTOP freezes the runner whole (its lease guard thread too); its shim runs on.
     pid_file, stopped_file = tmp_path / "sleeper.pid", tmp_path / "sleeper.stopped"
     daemon = start_runner(server.url, server.tokens["reporter"], tmp_path)
     try:
