@@ -31,6 +31,8 @@ class Recorder:
     url: str
     requests: list[Recorded] = field(default_factory=list)
     status: int = 200
+    #: What it answers with (JSON).
+    body: bytes = b"{}"
     lock: threading.Lock = field(default_factory=threading.Lock)
 
 
@@ -49,9 +51,9 @@ def recording_server(status: int = 200) -> Iterator[Recorder]:
                 )
             self.send_response(recorder.status)
             self.send_header("Content-Type", "application/json")
-            self.send_header("Content-Length", "2")
+            self.send_header("Content-Length", str(len(recorder.body)))
             self.end_headers()
-            self.wfile.write(b"{}")
+            self.wfile.write(recorder.body)
 
         do_POST = do_PUT = do_GET = do_DELETE = _record  # noqa: N815
 

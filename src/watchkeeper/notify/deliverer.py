@@ -13,6 +13,7 @@ import os
 import socket
 from collections import defaultdict
 from collections.abc import Callable, Collection, Mapping
+from dataclasses import replace
 from datetime import datetime, timedelta
 
 from watchkeeper.backoff import backoff_delay
@@ -132,7 +133,10 @@ class Deliverer:
             return SendResult(
                 SendOutcome.FAILED, error=f"channel {delivery.channel} is not configured"
             )
-        target = Target.from_json(delivery.target)
+        anchored = await asyncio.to_thread(self._anchor, delivery)
+        if isinstance(anchored, SendResult):
+            return anchored
+        target = anchored
         message = Message.from_json(delivery.payload)
         try:
             async with asyncio.timeout(CALL_TIMEOUT_S):
@@ -148,6 +152,47 @@ class Deliverer:
                 "Channel %s failed unexpectedly", delivery.channel, extra={"action": "deliver"}
             )
             return SendResult(SendOutcome.MAYBE_SENT, error=f"{type(exc).__name__}: {exc}")
+
+    def _anchor(self, delivery: Delivery) -> Target | SendResult:
+        """Where an edit or a note goes, now that its card may have been sent: the card's
+        message to edit or to thread under. An edit older than one already made of the same
+        card is not made: it would put back what the card no longer says."""
+        target = Target.from_json(delivery.target)
+        if target.card is not None:
+            card = next(
+                (d for d in self.store.outbox.for_incident(delivery.incident_id or 0)
+                 if d.dedup_key == target.card),
+                None,
+            )  # fmt: skip
+            target = replace(target, card=None)
+            sent = card is not None and card.status is DeliveryStatus.SENT
+            if card is not None and sent and card.platform_message_id:
+                if delivery.purpose == "update":
+                    target = replace(target, message_id=card.platform_message_id)
+                else:
+                    target = replace(target, reply_to=card.platform_message_id)
+            elif card is not None and card.status in {DeliveryStatus.PENDING,
+                                                      DeliveryStatus.SENDING}:  # fmt: skip
+                return SendResult(SendOutcome.RETRY, error="waiting for its card to be sent first")
+            elif delivery.purpose == "update":
+                return SendResult(SendOutcome.FAILED, error="its card did not arrive: no edit")
+            # else a note whose card did not arrive goes out on its own
+        if delivery.purpose == "update" and self._superseded(delivery, target):
+            return SendResult(SendOutcome.SENT, message_id=target.message_id)
+        return target
+
+    def _superseded(self, delivery: Delivery, target: Target) -> bool:
+        if delivery.incident_id is None or not target.message_id:
+            return False
+        for later in self.store.outbox.for_incident(delivery.incident_id):
+            if later.id <= delivery.id or later.purpose != "update":
+                continue
+            if later.status is not DeliveryStatus.SENT or later.channel != delivery.channel:
+                continue
+            edited = Target.from_json(later.target)
+            if target.message_id in {edited.message_id, later.platform_message_id}:
+                return True
+        return False
 
     def _settle(self, delivery: Delivery, channel: Channel | None, result: SendResult) -> None:
         now = self.clock()

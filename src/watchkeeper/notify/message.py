@@ -19,6 +19,9 @@ _ACTION_CODES = {
     "close_turn": "t",
     "dismiss": "d",
     "diagnose": "g",
+    # Not decisions: silence the work for an hour, say who is looking (notify/silences.py).
+    "silence_1h": "s",
+    "ack": "a",
 }
 _ACTIONS_BY_CODE = {code: action for action, code in _ACTION_CODES.items()}
 
@@ -101,13 +104,21 @@ class Message:
 
 @dataclass(frozen=True, slots=True)
 class Target:
-    """Where a message goes: a channel, a chat, optionally a thread, and for edits the message."""
+    """Where a message goes: a channel, a chat, optionally a thread, and for edits the message.
+
+    ``reply_to`` threads a note under that message (a reply, a thread or a
+    topic, as the platform does it). ``card`` is the dedup key of the card an
+    edit or a note belongs to, when its platform id was not known at routing
+    time: the sender looks it up just before the call.
+    """
 
     channel: str  # telegram, discord, slack, webhook, log
     chat_id: str = ""
     thread_id: str | None = None
     message_id: str | None = None
     extra: dict[str, str] = field(default_factory=dict)
+    reply_to: str | None = None
+    card: str | None = None
 
     def as_json(self) -> dict[str, Any]:
         """The stored form."""
@@ -118,6 +129,10 @@ class Target:
             body["message_id"] = self.message_id
         if self.extra:
             body["extra"] = dict(self.extra)
+        if self.reply_to:
+            body["reply_to"] = self.reply_to
+        if self.card:
+            body["card"] = self.card
         return body
 
     @classmethod
@@ -129,6 +144,8 @@ class Target:
             value.get("thread_id"),
             value.get("message_id"),
             dict(value.get("extra") or {}),
+            value.get("reply_to"),
+            value.get("card"),
         )
 
     @property

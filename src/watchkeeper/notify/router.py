@@ -4,9 +4,21 @@
   chat goes to the ops channels. A condition the kind already alerts on by
   itself (``reports``) gets no message: its incidents stay on the dashboard
   and in ``/runs``.
-- ``opened`` and ``reopened`` send the card; ``moved_again`` one short note;
-  ``decided`` edits every card already sent for the incident; a diagnosis, a
-  runbook step and a failed or interrupted action post a note. Nothing else.
+- One card per incident and place, for its whole life: ``opened`` sends it.
+  Everything after is an edit of that card and, where people should hear of
+  it, a short note threaded under it (a reply, a thread, a topic):
+  ``moved_again`` a note, and the card says it moves again (no buttons);
+  ``reopened`` (the same work in the same state again) a note, and the card's
+  buttons come back; ``decided`` edits the card to say who decided what; a
+  failed or interrupted action a note, and the card says what happened, in
+  words, with its buttons back; ``resolved`` the card's last edit, saying how
+  it ended. Only where no card went out does ``reopened`` send one.
+- Telegram and Discord cards lose their buttons while there is nothing to
+  press; Slack cards keep theirs, and a press is answered with the outcome.
+- Diagnoses and runbook steps are notes under the card too. Nothing else.
+- Edits and notes name the card's row (by its dedup key) when its platform
+  id is not known yet, even a card queued by the same pass: the sender reads
+  the id just before the call.
 - Every delivery's dedup key is the event, the place and the purpose, so
   routing the same event twice (after a crash, or on two replicas) enqueues
   nothing new.
@@ -17,24 +29,29 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, replace
 from datetime import datetime
+from typing import Any
 
 from watchkeeper.config import KindConfig, OpsConfig
 from watchkeeper.contract import Action
 from watchkeeper.decide.decider import Decider
+from watchkeeper.decide.offer import label
 from watchkeeper.errors import NotFound
 from watchkeeper.notify import cards
 from watchkeeper.notify.message import Message, Target
+from watchkeeper.notify.silences import SilenceGate, with_care_buttons
 from watchkeeper.store import Store
-from watchkeeper.store.incidents import Incident, IncidentEvent
-from watchkeeper.store.outbox import DeliveryStatus
+from watchkeeper.store.decisions import ActionStatus
+from watchkeeper.store.incidents import Incident, IncidentEvent, IncidentStatus
+from watchkeeper.store.outbox import Delivery, DeliveryStatus
 from watchkeeper.store.queueing import NewDelivery
 
 CHAT_PLATFORMS = frozenset({"telegram", "discord", "slack"})
 #: Platforms whose cards keep their buttons once decided; a later press is told who won.
 KEEPS_BUTTONS = frozenset({"slack"})
-_NOTES = {"runbook", "action_failed", "action_interrupted"}
+_NOTES = {"runbook"}
 
 
 def parse_place(entry: str) -> Target:
@@ -66,6 +83,9 @@ class Router:
         self.ops = ops
         self.kinds = kinds
         self.channels = frozenset(channels)
+        self.silences = SilenceGate(store, decider)
+        #: Cards the routing pass under way queued, by incident and place.
+        self._queued: dict[int, dict[str, _Card]] = {}
 
     def targets(self, incident: Incident) -> list[Target]:
         """Where this incident's messages go."""
@@ -83,12 +103,20 @@ class Router:
             return 0
         incidents: dict[int, Incident] = {}
         items = []
+        # Cards queued by this pass are not in the outbox yet; later events edit them and
+        # thread under them all the same, by their dedup keys.
+        self._queued = {}
         for event_id, incident_id, event in events:
             incident = incidents.get(incident_id) or self._incident(incident_id)
             if incident is None:
                 continue  # deleted since: marked routed below, with nothing to say
             incidents[incident_id] = incident
-            items.extend(self._deliveries(event_id, incident, event))
+            made = self._deliveries(event_id, incident, event)
+            for item in made:
+                if item.purpose == "card":
+                    place = Target.from_json(item.target).place
+                    self._queued.setdefault(incident_id, {}).setdefault(place, _Card.queued(item))
+            items.extend(made)
         # Queue and mark in one transaction: a crash before it leaves the events unrouted for
         # the next pass, and dedup keys make a second routing (another replica) enqueue nothing.
         ids = [event_id for event_id, _, _ in events]
@@ -109,13 +137,33 @@ class Router:
     ) -> list[NewDelivery]:
         if self._reports_itself(incident):
             return []
-        if event.type in {"opened", "reopened"}:
-            message = cards.card(incident, self.decider.offered(incident))
+        items = self._for_event(event_id, incident, event)
+        if items and self.silences.holds(incident, event):
+            # A silence keeps new posts back; edits of cards already sent still happen.
+            return [item for item in items if item.purpose == "update"]
+        return items
+
+    def _for_event(
+        self, event_id: int, incident: Incident, event: IncidentEvent
+    ) -> list[NewDelivery]:
+        if event.type == "opened":
+            message = self.silences.card(incident)
             return self._to_all(event_id, incident, "card", message)
+        if event.type == "reopened":
+            return self._again(event_id, incident, event)
         if event.type == "moved_again":
-            return self._to_all(
-                event_id, incident, "note", cards.moved_note(incident, event.detail)
+            line = cards.moved_line(event.at, event.detail)
+            note = cards.moved_note(incident, event.detail)
+            return self._to_all(event_id, incident, "note", note) + self._edits(
+                event_id, incident, lambda sent: self._settled(incident, sent, line)
             )
+        if event.type == "resolved":
+            line = cards.resolved_line(incident)
+            return self._edits(
+                event_id, incident, lambda sent: self._settled(incident, sent, line, live=False)
+            )
+        if event.type in {"action_failed", "action_interrupted"}:
+            return self._action_ended(event_id, incident, event)
         if event.type == "diagnosis":
             return self._to_all(
                 event_id, incident, "diagnosis", cards.diagnosis_note(incident, event.detail or "")
@@ -125,46 +173,188 @@ class Router:
                 event_id, incident, "note", cards.event_note(incident, event.detail or event.type)
             )
         if event.type == "decided":
-            return self._updates(event_id, incident)
+            return self._edits(event_id, incident, lambda sent: self._settled(incident, sent, None))
+        if event.type == "acknowledged":
+            return self.silences.ack_updates(event_id, incident)
         return []
 
     def _to_all(
         self, event_id: int, incident: Incident, purpose: str, message: Message
     ) -> list[NewDelivery]:
+        found = {} if purpose == "card" else self._cards(incident)
         return [
             NewDelivery(
                 f"e{event_id}:{target.place}:{purpose}",
                 incident.id,
                 purpose,
                 target.channel,
-                target.as_json(),
+                _under(target, found.get(target.place)).as_json(),
                 message.as_json(),
             )
             for target in self.targets(incident)
         ]
 
-    def _updates(self, event_id: int, incident: Incident) -> list[NewDelivery]:
-        items = []
+    def _cards(self, incident: Incident) -> dict[str, _Card]:
+        """The first card of ``incident`` in each place, unless it was refused for good."""
+        found: dict[str, _Card] = {}
         for sent in self.store.outbox.for_incident(incident.id):
-            if (
-                sent.purpose != "card"
-                or sent.status is not DeliveryStatus.SENT
-                or not sent.platform_message_id
-            ):
+            if sent.purpose == "card" and sent.status is not DeliveryStatus.FAILED:
+                found.setdefault(Target.from_json(sent.target).place, _Card.of(sent))
+        for place, card in self._queued.get(incident.id, {}).items():
+            found.setdefault(place, card)
+        return found
+
+    def _edits(
+        self, event_id: int, incident: Incident, render: Callable[[_Card], Message]
+    ) -> list[NewDelivery]:
+        """An edit of every card of ``incident`` that can be edited, each as ``render`` says."""
+        items = []
+        for sent in self._cards(incident).values():
+            target = _card_target(sent)
+            if target is None:
                 continue
-            target = Target.from_json({**sent.target, "message_id": sent.platform_message_id})
-            keep: list[Action] | None = None
-            if target.channel in KEEPS_BUTTONS:
-                keep = [Action(b["action"]) for b in sent.payload.get("buttons", [])]
-            message = cards.decided_card(incident, keep_buttons=keep)
             items.append(
                 NewDelivery(
-                    f"e{event_id}:{target.place}:{sent.id}:update",
+                    f"e{event_id}:{target.place}:{sent.ref}:update",
                     incident.id,
                     "update",
                     target.channel,
                     target.as_json(),
-                    message.as_json(),
+                    render(sent).as_json(),
                 )
             )
         return items
+
+    def _settled(
+        self, incident: Incident, sent: _Card, line: str | None, *, live: bool = True
+    ) -> Message:
+        """The card with nothing to press for now; where a platform keeps its buttons, the
+        card's own (and, while the incident is ``live``, silence and acknowledgement)."""
+        keep: list[Action] | None = None
+        if sent.channel in KEEPS_BUTTONS:
+            decisions = {a.value for a in Action}
+            keep = [
+                Action(b["action"])
+                for b in sent.payload.get("buttons", [])
+                if b["action"] in decisions  # not "Silence 1 h" and "I am on it"
+            ]
+        message = cards.settled_card(incident, line, keep_buttons=keep)
+        if keep is not None and live:  # until it resolves, it can still be silenced or taken on
+            message = with_care_buttons(message, incident)
+        return message
+
+    def _live(self, incident: Incident, line: str) -> Message:
+        """The card with its buttons back, if the incident can be decided now."""
+        if incident.status is IncidentStatus.RESOLVED or incident.decision is not None:
+            return cards.settled_card(incident, line)
+        return cards.with_line(self.silences.card(incident), line)
+
+    def _again(self, event_id: int, incident: Incident, event: IncidentEvent) -> list[NewDelivery]:
+        """The same work in the same state again: a note under the first card, whose buttons
+        come back; a card only where none went out before."""
+        found = self._cards(incident)
+        items = []
+        for target in self.targets(incident):
+            sent = found.get(target.place)
+            edit = None if sent is None else _card_target(sent)
+            if sent is None or edit is None:
+                message = self.silences.card(incident)
+                items.append(
+                    NewDelivery(
+                        f"e{event_id}:{target.place}:card",
+                        incident.id,
+                        "card",
+                        target.channel,
+                        target.as_json(),
+                        message.as_json(),
+                    )
+                )
+                continue  # fmt: skip
+            note = cards.again_note(incident)
+            card = self._live(incident, cards.again_line(incident, event.at))
+            items += [
+                NewDelivery(f"e{event_id}:{target.place}:note", incident.id, "note",
+                            target.channel, _under(target, sent).as_json(), note.as_json()),
+                NewDelivery(f"e{event_id}:{target.place}:{sent.ref}:update", incident.id,
+                            "update", edit.channel, edit.as_json(), card.as_json()),
+            ]  # fmt: skip
+        return items
+
+    def _action_ended(
+        self, event_id: int, incident: Incident, event: IncidentEvent
+    ) -> list[NewDelivery]:
+        """A decided action that did not happen: the card says what and why, in words, and
+        offers its buttons again; a note under it tells the conversation."""
+        status = ActionStatus.FAILED if event.type == "action_failed" else ActionStatus.INTERRUPTED
+        journal = self.store.decisions.actions_for_incident(incident.id)
+        record = next(
+            (a for a in reversed(journal) if a.status is status and a.finished_at == event.at),
+            journal[-1] if journal else None,
+        )
+        name = label(record.action) if record is not None else "The action"
+        if status is ActionStatus.FAILED:
+            words = event.detail or "the kind gave no reason"
+            line = cards.action_failed_line(name, event.at, words)
+            what = f"{name} failed: {words}"
+        else:
+            line = cards.action_interrupted_line(name, event.at)
+            what = f"{name} was interrupted by a restart: check the work before acting again"
+        card = self._live(incident, line)
+        note = cards.action_note(incident, what)
+        return self._to_all(event_id, incident, "note", note) + self._edits(
+            event_id, incident, lambda _: card
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class _Card:
+    """A card as later events see it: in the outbox, or queued by the same routing pass."""
+
+    dedup_key: str
+    channel: str
+    target: dict[str, Any]
+    payload: dict[str, Any]
+    status: DeliveryStatus
+    message_id: str | None = None
+    id: int | None = None
+
+    @classmethod
+    def of(cls, sent: Delivery) -> _Card:
+        return cls(sent.dedup_key, sent.channel, sent.target, sent.payload, sent.status,
+                   sent.platform_message_id, sent.id)  # fmt: skip
+
+    @classmethod
+    def queued(cls, item: NewDelivery) -> _Card:
+        return cls(item.dedup_key, item.channel, item.target, item.payload, DeliveryStatus.PENDING)
+
+    @property
+    def ref(self) -> str:
+        """Names the card in the dedup keys of its edits."""
+        return str(self.id) if self.id is not None else self.dedup_key
+
+    @property
+    def waiting(self) -> bool:
+        return self.status in {DeliveryStatus.PENDING, DeliveryStatus.SENDING}
+
+
+def _card_target(sent: _Card) -> Target | None:
+    """Where an edit of the card ``sent`` goes: its message once sent, or the card's row while
+    it waits to be sent (the sender reads its message id then); ``None`` when it cannot be
+    edited (it may not have arrived, or its platform gave no id)."""
+    target = Target.from_json(sent.target)
+    if sent.status is DeliveryStatus.SENT and sent.message_id:
+        return replace(target, message_id=sent.message_id)
+    if sent.waiting:
+        return replace(target, card=sent.dedup_key)
+    return None
+
+
+def _under(target: Target, card: _Card | None) -> Target:
+    """``target``, threaded under ``card`` where there is one to thread under."""
+    if card is None:
+        return target
+    if card.status is DeliveryStatus.SENT and card.message_id:
+        return replace(target, reply_to=card.message_id)
+    if card.waiting:
+        return replace(target, card=card.dedup_key)
+    return target

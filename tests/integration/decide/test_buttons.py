@@ -176,7 +176,7 @@ def test_diagnose_decides_nothing_and_keeps_the_buttons(
     assert service.requests == []
 
 
-def test_a_failing_kind_function_is_journalled_and_the_decision_stands(
+def test_a_failing_kind_function_is_journalled_and_its_decision_lifted(
     tmp_path: Path, store: Store, clock: ManualClock
 ) -> None:
     with recording_server(status=500) as broken:
@@ -184,10 +184,15 @@ def test_a_failing_kind_function_is_journalled_and_the_decision_stands(
         incident = stalled(runtime, clock, "t3")
         result = runtime.decider.press(incident.id, "cancel", incident.state_token, ANA)
         assert result.outcome is Outcome.FAILED
-        assert "answered HTTP 500" in result.message
+        assert "refused it (HTTP 500 Internal Server Error)" in result.message
+        assert "http://" not in result.message  # the journal keeps the address, not the words
         journal = runtime.store.decisions.actions_for_incident(incident.id)
         assert [(a.action, a.status.value) for a in journal] == [("cancel", "failed")]
-        again = runtime.decider.press(incident.id, "cancel", incident.state_token, BOB)
-        assert again.outcome is Outcome.ALREADY_DECIDED
-        assert len(broken.requests) == 1
+        assert journal[0].answer is not None and broken.url in journal[0].answer
+        # The action did not happen: the incident can be decided again.
+        assert runtime.store.incidents.get(incident.id).decision is None
+        broken.status = 200
+        again = runtime.decider.press(incident.id, "cancel", incident.state_token, ANA)
+        assert again.outcome is Outcome.DONE
+        assert len(broken.requests) == 2
         runtime.sweeper.close()

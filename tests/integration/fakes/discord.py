@@ -69,6 +69,8 @@ class Stored:
     nonce: str | None
     created: float
     edits: int = 0
+    #: The message this one replies to (``message_reference``), shown above it.
+    reference: str | None = None
 
     @property
     def custom_ids(self) -> list[str]:
@@ -103,6 +105,10 @@ class Stored:
         }  # fmt: skip
         if self.nonce is not None:
             body["nonce"] = self.nonce
+        if self.reference is not None:
+            body["type"] = 19  # REPLY
+            body["message_reference"] = {"message_id": self.reference,
+                                         "channel_id": self.channel_id}  # fmt: skip
         return body
 
 
@@ -262,7 +268,7 @@ def _check_content(body: dict[str, Any], invalid: list[str]) -> None:
 
 
 def _create(fake: FakeDiscord, channel_id: str, body: dict[str, Any]) -> dict[str, Any]:
-    known = {"content", "components", "nonce", "enforce_nonce"}
+    known = {"content", "components", "nonce", "enforce_nonce", "message_reference"}
     fake.invalid += [f"$.{k}: not a create-message field we expect" for k in body if k not in known]
     _check_content(body, fake.invalid)
     _check_components(body.get("components", []), fake.invalid, "$.components")
@@ -280,9 +286,26 @@ def _create(fake: FakeDiscord, channel_id: str, body: dict[str, Any]) -> dict[st
                            "global": False}, {"Retry-After": str(int(wait) + 1)})  # fmt: skip
     stored = Stored(snowflake(), channel_id, str(body.get("content", "")),
                     list(body.get("components") or []), None if nonce is None else str(nonce),
-                    now)  # fmt: skip
+                    now, reference=_reference(fake, channel_id, body))  # fmt: skip
     fake.messages[stored.id] = stored
     return _answer(fake, stored)
+
+
+def _reference(fake: FakeDiscord, channel_id: str, body: dict[str, Any]) -> str | None:
+    """The message a reply refers to; a missing one is refused unless ``fail_if_not_exists``
+    is false, when the message goes out as no reply, as Discord does."""
+    reference = body.get("message_reference")
+    if reference is None:
+        return None
+    fake.invalid += problems(reference, discord_typings.MessageReferenceData,
+                             "$.message_reference")  # fmt: skip
+    wanted = str(reference.get("message_id")) if isinstance(reference, dict) else ""
+    found = fake.messages.get(wanted)
+    if found is not None and found.channel_id == channel_id:
+        return wanted
+    if isinstance(reference, dict) and reference.get("fail_if_not_exists") is False:
+        return None
+    raise _Error(400, {"message": "Invalid Form Body", "code": 50035})
 
 
 def _answer(fake: FakeDiscord, stored: Stored) -> dict[str, Any]:

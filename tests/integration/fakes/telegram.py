@@ -71,6 +71,8 @@ class Stored:
     thread_id: int | None = None
     reply_markup: dict[str, Any] | None = None
     edits: int = 0
+    #: The message this one answers (``reply_parameters``), as people see it threaded.
+    reply_to: int | None = None
 
     @property
     def buttons(self) -> list[list[dict[str, Any]]]:
@@ -366,9 +368,22 @@ class FakeTelegram:
             text,
             body.get("message_thread_id"),
             markup if markup and markup.get("inline_keyboard") else None,
+            reply_to=self._replied(chat_id, body),
         )
         self.chats.setdefault(chat_id, []).append(stored)
         return _message_json(stored)
+
+    def _replied(self, chat_id: int | str, body: dict[str, Any]) -> int | None:
+        """The message a reply answers; Telegram refuses a missing one unless told not to."""
+        reply = body.get("reply_parameters") or {}
+        wanted = reply.get("message_id", body.get("reply_to_message_id"))
+        if wanted is None:
+            return None
+        if any(m.message_id == wanted for m in self.chats.get(chat_id, [])):
+            return int(wanted)
+        if reply.get("allow_sending_without_reply") or body.get("allow_sending_without_reply"):
+            return None
+        raise _Refused(400, "Bad Request: message to be replied not found")
 
     def _edit(self, method: str, chat_id: int | str, body: dict[str, Any]) -> dict[str, Any]:
         found = next(

@@ -69,7 +69,7 @@ def test_cards_go_where_the_work_started_else_to_ops(
     runtime.sweeper.close()
 
 
-def test_one_card_one_note_and_an_edit_when_decided(
+def test_one_card_notes_under_it_and_edits_when_moved_again_and_decided(
     tmp_path: Path, store: Store, clock: ManualClock
 ) -> None:
     from watchkeeper.decide.actors import Actor
@@ -86,21 +86,26 @@ def test_one_card_one_note_and_an_edit_when_decided(
     assert asyncio.run(notifier.deliver_due()) == 1
     card = log_channel.recent[-1][1]
     assert "has stalled" in card.text
-    assert [b.label for b in card.buttons] == ["Dismiss", "Ask to diagnose"]
+    assert [b.label for b in card.buttons] == [
+        "Dismiss", "Ask to diagnose", "Silence 1 h", "I am on it"
+    ]  # fmt: skip
     reports_for(runtime).progress("crawl", "s1", "page 9", None)
     sweep(runtime)
     notifier.route(clock())
     asyncio.run(notifier.deliver_due())
-    assert log_channel.recent[-1][1].text == "crawl s1 is moving again (moved again: page 9)"
+    texts = [m.text for _, m in log_channel.recent]
+    assert "crawl s1 is moving again (moved again: page 9)" in texts
     clock.advance(61)
-    sweep(runtime)  # stalls again: the same incident reopens, and a new card goes out
+    sweep(runtime)  # stalls again: the same incident reopens; a note, and the card comes back
     notifier.route(clock())
     asyncio.run(notifier.deliver_due())
     token = store.incidents.get(incident_id).state_token
     runtime.decider.press(incident_id, "dismiss", token, Actor("@ana", "api", True))
     notifier.route(clock())
     asyncio.run(notifier.deliver_due())
-    assert [p for p, _, _ in statuses(store)] == ["card", "note", "card", "update", "update"]
+    assert [p for p, _, _ in statuses(store)] == [
+        "card", "note", "update", "note", "update", "update"
+    ]  # fmt: skip
     assert all(s == "sent" for _, _, s in statuses(store))
     edited = log_channel.recent[-1][1]
     assert "Decided: Dismiss by @ana" in edited.text

@@ -66,14 +66,20 @@ def components(buttons: tuple[Button, ...]) -> list[dict[str, Any]]:
     ]
 
 
-def create_body(message: Message, idempotency_key: str) -> dict[str, Any]:
-    """The body of "create message": content, buttons, and the nonce Discord enforces."""
-    return {
+def create_body(
+    message: Message, idempotency_key: str, reply_to: str | None = None
+) -> dict[str, Any]:
+    """The body of "create message": content, buttons, the nonce Discord enforces, and the
+    message it replies to (a note under its card; sent as no reply if the card is gone)."""
+    body: dict[str, Any] = {
         "content": fit(message.text or " "),
         "components": components(message.buttons),
         "nonce": idempotency_key[:NONCE_LIMIT],
         "enforce_nonce": True,
     }
+    if reply_to:
+        body["message_reference"] = {"message_id": reply_to, "fail_if_not_exists": False}
+    return body
 
 
 def edit_body(message: Message) -> dict[str, Any]:
@@ -122,7 +128,8 @@ class DiscordChannel(ChatChannel[DiscordConfig]):
             return refused
         channel_id = target.thread_id or target.chat_id
         url = f"{self.base_url}/channels/{channel_id}/messages"
-        result = await self._call("POST", url, create_body(message, idempotency_key), target)
+        body = create_body(message, idempotency_key, target.reply_to)
+        result = await self._call("POST", url, body, target)
         if result.outcome is SendOutcome.SENT and result.message_id is None:
             return SendResult(
                 SendOutcome.MAYBE_SENT, error="Discord accepted the message without its id"

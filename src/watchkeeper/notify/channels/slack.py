@@ -92,14 +92,19 @@ def blocks_json(message: Message) -> list[dict[str, Any]]:
 
 
 def post_body(target: Target, message: Message) -> dict[str, Any]:
-    """``chat.postMessage``: channel, thread, fallback text and blocks."""
+    """``chat.postMessage``: channel, thread, fallback text and blocks.
+
+    A note under a card goes to the card's thread: the thread the card is in,
+    or one started from the card (Slack threads do not nest).
+    """
     body: dict[str, Any] = {
         "channel": target.chat_id,
         "text": fit(message.headline or message.text or " ", TEXT_LIMIT),
         "blocks": blocks_json(message),
     }
-    if target.thread_id:
-        body["thread_ts"] = target.thread_id
+    thread = target.thread_id or target.reply_to
+    if thread:
+        body["thread_ts"] = thread
     return body
 
 

@@ -116,13 +116,20 @@ class TelegramChannel(ChatChannel[TelegramConfig]):
     # -- the Channel interface ------------------------------------------------------------
 
     async def send(self, target: Target, message: Message, idempotency_key: str) -> SendResult:
-        """``sendMessage`` to ``target.chat_id`` (and its forum topic); never raises."""
-        refused = self._refuse_buttons(message) or _bad_ids(target.thread_id)
+        """``sendMessage`` to ``target.chat_id`` (its forum topic, in reply to
+        ``target.reply_to``); never raises."""
+        refused = self._refuse_buttons(message) or _bad_ids(target.thread_id, target.reply_to)
         if refused is not None:
             return refused
         body = self._text_body(target.chat_id, message.text, target.thread_id)
         if message.buttons:
             body["reply_markup"] = keyboard(message.buttons)
+        if target.reply_to:
+            # A note under its card; should the card be deleted, the note still goes out.
+            body["reply_parameters"] = {
+                "message_id": int(target.reply_to),
+                "allow_sending_without_reply": True,
+            }
         return await self._message_call("sendMessage", body, target)
 
     async def edit(self, target: Target, message: Message) -> SendResult:
