@@ -4,7 +4,7 @@ A task with a short time limit is started as push work with no effects
 outside, so Retry is offered. When the limit passes it fails, and its card
 (Retry, Dismiss, Ask to diagnose) appears in the log and in every chat the
 configuration names in ``[ops] channels``. Retry starts it again with the same
-limit; it fails again and brings a second card.
+limit; it fails again: a note under the card says so and the card's buttons come back.
 
 The demo keeps its own data folder: it borrows only the configuration's chat
 platforms, admins and ops chats, so it never touches a real store.

@@ -1,4 +1,5 @@
-"""``watchkeeper demo``: a card arrives, Retry brings the same limit, and a second card."""
+"""``watchkeeper demo``: a card arrives, Retry brings the same limit, and it fails again: a note
+under the card, whose buttons come back."""
 
 from __future__ import annotations
 
@@ -16,7 +17,7 @@ import httpx
 from ..integration.server import free_port
 
 
-def test_demo_card_retry_and_second_card(tmp_path: Path) -> None:
+def test_demo_card_retry_and_a_note_under_the_card(tmp_path: Path) -> None:
     port = free_port()
     process = subprocess.Popen(
         [sys.executable, "-m", "watchkeeper", "demo", "--port", str(port), "--limit", "1",
@@ -54,8 +55,9 @@ def test_demo_card_retry_and_second_card(tmp_path: Path) -> None:
         )  # fmt: skip
         assert pressed.json()["outcome"] == "done", pressed.text
         assert "Decided: Retry by @demo" in wait_for(r"update \d+: ")
-        second = wait_for(r"card \d+: .* failed")
-        assert "time limit of 1 s exceeded" in second
+        again = wait_for(r"card \d+: .* failed again")  # the note: the log posts notes as cards
+        assert "time limit of 1 s exceeded" in again
+        assert "[Retry]" in wait_for(r"update \d+: .*Failed again at")
     finally:
         process.send_signal(signal.SIGINT)
         process.wait(timeout=30)

@@ -1,4 +1,4 @@
-"""``watchkeeper demo``: see a card arrive, press Retry, see the second card."""
+"""``watchkeeper demo``: see a card arrive, press Retry, see it fail again under the card."""
 
 from __future__ import annotations
 

@@ -237,6 +237,22 @@ def test_a_restall_is_a_note_under_the_first_card_whose_buttons_come_back(
     assert chat.invalid == []
 
 
+def test_a_move_routed_with_its_card_still_edits_it_and_threads_under_it(
+    acting: Runtime, clock: ManualClock, chat: Chat
+) -> None:
+    """The card, the note and the edit are queued in one pass, before the card has an id."""
+    start(acting, "c1", "crawl", budget_s=60, lease_s=3600, origin=origin(chat))
+    clock.advance(61)
+    sweep(acting)
+    reports_for(acting).progress("crawl", "c1", "page 2", None)
+    sweep(acting)
+    assert deliver(acting, clock, chat) == 3
+    card, notes = card_and_notes(chat)
+    assert [n.text for n in notes] == ["crawl c1 is moving again (moved again: page 2)"]
+    assert card.edits == 1 and card.text.splitlines()[-1].startswith("Moving again since")
+    assert chat.invalid == []
+
+
 # -- item 3: a failed or interrupted action says so, and the buttons come back -----------------
 
 
