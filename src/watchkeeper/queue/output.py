@@ -77,12 +77,15 @@ def read_tail(path: Path, limit: int = TAIL_BYTES) -> str:
 
 def clean(text: str, limit: int = TAIL_BYTES) -> str:
     """``text`` redacted, without control characters, and no longer than ``limit`` bytes."""
-    text = _CONTROL.sub("", _ESCAPES.sub("", text))
-    text = redact(text)
+    # Redaction may lengthen a text: keep its end.
+    return end_of(redact(_CONTROL.sub("", _ESCAPES.sub("", text))), limit)
+
+
+def end_of(text: str, limit: int) -> str:
+    """The end of ``text`` that fits ``limit`` bytes, from a line's start where there is one."""
     encoded = text.encode()
     if len(encoded) <= limit:
         return text
-    # Redaction may lengthen a text: keep its end, from a line's start where there is one.
     kept = encoded[-limit:].decode("utf-8", "ignore")
     line = kept.find("\n")
     return kept[line + 1 :] if 0 <= line < len(kept) - 1 else kept

@@ -6,7 +6,7 @@ from __future__ import annotations
 import signal
 import subprocess
 import sys
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from datetime import datetime
 from pathlib import Path
 from urllib.parse import urlsplit
@@ -63,46 +63,62 @@ def start_runner(url: str, token: str, tmp_path: Path) -> subprocess.Popen[bytes
     )  # fmt: skip
 
 
+def stopped_before_the_lease_lapses(
+    client: Client, tmp_path: Path, cut_off: Callable[[], None]
+) -> Callable[[], dict[str, object]]:
+    """Run a task on ``daemon``, cut it off after a renewal, and see the command stop in time.
+
+    Returns how to read the task now.
+    """
+    pid_file, stopped_file = tmp_path / "sleeper.pid", tmp_path / "sleeper.stopped"
+    job = client.jobs.submit(
+        "long", org="o", fleet="cut",
+        argv=[sys.executable, "-c", SLEEPER, str(pid_file), str(stopped_file)],
+    )  # fmt: skip
+
+    def task() -> dict[str, object]:
+        found: dict[str, object] = client.jobs.get(str(job["id"]))["tasks"][0]
+        return found
+
+    wait_for(pid_file.exists, what="the task's command running", timeout=EVENT_TIMEOUT_S)
+    pid = int(pid_file.read_text())
+    # A renewal went through, so the runner holds the lease as a renewing runner does.
+    wait_for(lambda: task()["last_renewed_at"], what="a renewal", timeout=EVENT_TIMEOUT_S)
+    cut_off()
+    # No renewal passes the cut; the last expiry the server shows is the lease's end
+    # (a renewal in flight at the cut may still land, so keep reading until the stop).
+    expiries: list[str] = []
+
+    def stopped() -> bool:
+        current = task()
+        if current["status"] == "running" and current["attempt"] == 1:
+            expiries.append(str(current["lease_expires_at"]))
+        return stopped_file.exists()
+
+    wait_for(stopped, what="the command being stopped", timeout=EVENT_TIMEOUT_S)
+    wait_for(lambda: identity.start_time(pid) is None, what="the command gone")
+    stopped_at = float(stopped_file.read_text())
+    lapses_at = datetime.fromisoformat(expiries[-1].replace("Z", "+00:00")).timestamp()
+    assert stopped_at < lapses_at, (stopped_at, lapses_at)
+    return task
+
+
+def stop(daemon: subprocess.Popen[bytes]) -> None:
+    daemon.send_signal(signal.SIGCONT)
+    if daemon.poll() is None:
+        daemon.send_signal(signal.SIGTERM)
+    daemon.wait(timeout=EVENT_TIMEOUT_S)
+
+
 def test_a_cut_off_runner_stops_its_command_before_the_lease_lapses(
     server: LiveServer, proxy: TcpProxy, tmp_path: Path
 ) -> None:
-    pid_file, stopped_file = tmp_path / "sleeper.pid", tmp_path / "sleeper.stopped"
     daemon = start_runner(f"http://127.0.0.1:{proxy.port}", server.tokens["reporter"], tmp_path)
     try:
         with Client(server.url, server.tokens["admin"]) as client:
-            job = client.jobs.submit(
-                "long", org="o", fleet="cut",
-                argv=[sys.executable, "-c", SLEEPER, str(pid_file), str(stopped_file)],
-            )  # fmt: skip
-
-            def task() -> dict[str, object]:
-                found: dict[str, object] = client.jobs.get(str(job["id"]))["tasks"][0]
-                return found
-
-            wait_for(pid_file.exists, what="the task's command running", timeout=EVENT_TIMEOUT_S)
-            pid = int(pid_file.read_text())
-            # A renewal went through, so the runner holds the lease as a renewing runner does.
-            wait_for(lambda: task()["last_renewed_at"], what="a renewal", timeout=EVENT_TIMEOUT_S)
-            proxy.cut()
-            # No renewal passes the cut; the last expiry the server shows is the lease's end
-            # (a renewal in flight at the cut may still land, so keep reading until the stop).
-            expiries: list[str] = []
-
-            def stopped() -> bool:
-                current = task()
-                if current["status"] == "running" and current["attempt"] == 1:
-                    expiries.append(str(current["lease_expires_at"]))
-                return stopped_file.exists()
-
-            wait_for(stopped, what="the command being stopped", timeout=EVENT_TIMEOUT_S)
-            wait_for(lambda: identity.start_time(pid) is None, what="the command gone")
-            stopped_at = float(stopped_file.read_text())
-            lapses_at = datetime.fromisoformat(expiries[-1].replace("Z", "+00:00")).timestamp()
-            assert stopped_at < lapses_at, (stopped_at, lapses_at)
+            stopped_before_the_lease_lapses(client, tmp_path, proxy.cut)
     finally:
-        if daemon.poll() is None:
-            daemon.send_signal(signal.SIGTERM)
-        daemon.wait(timeout=EVENT_TIMEOUT_S)
+        stop(daemon)
     output = (tmp_path / "runner.log").read_text()
     assert "before its lease lapses" in output, output
 
@@ -111,37 +127,11 @@ def test_a_frozen_runner_s_command_is_stopped_by_its_shim_before_the_lease_lapse
     server: LiveServer, tmp_path: Path
 ) -> None:
     # SIGSTOP freezes the runner whole (its lease guard thread too); its shim runs on.
-    pid_file, stopped_file = tmp_path / "sleeper.pid", tmp_path / "sleeper.stopped"
     daemon = start_runner(server.url, server.tokens["reporter"], tmp_path)
     try:
+        freeze = lambda: daemon.send_signal(signal.SIGSTOP)  # noqa: E731
         with Client(server.url, server.tokens["admin"]) as client:
-            job = client.jobs.submit(
-                "long", org="o", fleet="cut",
-                argv=[sys.executable, "-c", SLEEPER, str(pid_file), str(stopped_file)],
-            )  # fmt: skip
-
-            def task() -> dict[str, object]:
-                found: dict[str, object] = client.jobs.get(str(job["id"]))["tasks"][0]
-                return found
-
-            wait_for(pid_file.exists, what="the task's command running", timeout=EVENT_TIMEOUT_S)
-            pid = int(pid_file.read_text())
-            wait_for(lambda: task()["last_renewed_at"], what="a renewal", timeout=EVENT_TIMEOUT_S)
-            daemon.send_signal(signal.SIGSTOP)
-            # A renewal the runner sent just before it froze may still land: read until the stop.
-            expiries: list[str] = []
-
-            def stopped() -> bool:
-                current = task()
-                if current["status"] == "running" and current["attempt"] == 1:
-                    expiries.append(str(current["lease_expires_at"]))
-                return stopped_file.exists()
-
-            wait_for(stopped, what="the command being stopped", timeout=EVENT_TIMEOUT_S)
-            wait_for(lambda: identity.start_time(pid) is None, what="the command gone")
-            stopped_at = float(stopped_file.read_text())
-            lapses_at = datetime.fromisoformat(expiries[-1].replace("Z", "+00:00")).timestamp()
-            assert stopped_at < lapses_at, (stopped_at, lapses_at)
+            task = stopped_before_the_lease_lapses(client, tmp_path, freeze)
             daemon.send_signal(signal.SIGCONT)
             # Thawed, the runner finds the lease it held gone and reports nothing for it.
             wait_for(
@@ -150,9 +140,6 @@ def test_a_frozen_runner_s_command_is_stopped_by_its_shim_before_the_lease_lapse
                 timeout=EVENT_TIMEOUT_S,
             )
     finally:
-        daemon.send_signal(signal.SIGCONT)
-        if daemon.poll() is None:
-            daemon.send_signal(signal.SIGTERM)
-        daemon.wait(timeout=EVENT_TIMEOUT_S)
+        stop(daemon)
     output = (tmp_path / "runner.log").read_text()
     assert "Traceback" not in output, output

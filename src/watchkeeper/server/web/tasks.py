@@ -18,7 +18,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
-from watchkeeper.queue.output import cut_note
+from watchkeeper.queue.output import cut_note, end_of
 
 if TYPE_CHECKING:
     from watchkeeper.queue.service import QueueService
@@ -106,17 +106,7 @@ def shown_output(queue: QueueService, task_id: str) -> dict[str, Any] | None:
     )
     text = shipped.text if live and shipped is not None else ended.tail if ended else ""
     return {
-        "text": _end_of(text, SHOWN_OUTPUT_BYTES),
+        "text": end_of(text, SHOWN_OUTPUT_BYTES),
         "running": bool(shipped and shipped.running),
         "note": cut_note(shipped) if shipped is not None else None,
     }
-
-
-def _end_of(text: str, limit: int) -> str:
-    """The end of ``text`` that fits ``limit`` bytes, from a line's start where there is one."""
-    encoded = text.encode()
-    if len(encoded) <= limit:
-        return text
-    kept = encoded[-limit:].decode("utf-8", "ignore")
-    line = kept.find("\n")
-    return kept[line + 1 :] if 0 <= line < len(kept) - 1 else kept
