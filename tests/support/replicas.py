@@ -396,21 +396,44 @@ class Cluster:
     # -- the chat -----------------------------------------------------------------------------
 
     def cards(self) -> Counter[str]:
-        """How many messages the fake Telegram holds in each chat, by chat id."""
+        """How many cards (messages that answer none) the fake Telegram holds in each chat."""
         with self.telegram.lock:
-            return Counter({str(chat): len(items) for chat, items in self.telegram.chats.items()})
+            return Counter({
+                str(chat): count for chat, items in self.telegram.chats.items()
+                if (count := sum(1 for item in items if item.reply_to is None))
+            })  # fmt: skip
 
-    def sends(self) -> Counter[str]:
-        """How many ``sendMessage`` calls, accepted or not, reached each chat."""
+    def sends(self, *, cards_only: bool = True) -> Counter[str]:
+        """How many ``sendMessage`` calls, accepted or not, reached each chat.
+
+        Only cards unless told otherwise: notes threaded under a card (a move, an
+        action's outcome) are part of its life, not a second card.
+        """
         with self.telegram.lock:
             return Counter(
                 str(call.body.get("chat_id")) for call in self.telegram.calls
                 if call.method == "sendMessage"
+                and not (cards_only and _replies(call.body))
             )  # fmt: skip
+
+    def notes_sent_twice(self) -> list[tuple[str, object, str]]:
+        """Threaded notes whose chat, card and words reached the fake more than once."""
+        with self.telegram.lock:
+            notes = Counter(
+                (str(call.body.get("chat_id")), _replies(call.body), str(call.body.get("text")))
+                for call in self.telegram.calls
+                if call.method == "sendMessage" and _replies(call.body)
+            )
+        return [note for note, count in notes.items() if count > 1]
 
     def logs(self) -> str:
         """Every replica's log tail, for a failure message."""
         return "\n".join(f"== {r}\n{r.log_tail()}" for r in self.replicas)
+
+
+def _replies(body: dict[str, Any]) -> object:
+    """The message a ``sendMessage`` answers, if it is a threaded note."""
+    return (body.get("reply_parameters") or {}).get("message_id") or body.get("reply_to_message_id")
 
 
 def _wait_moves(read: Callable[[], float | None], count: int, what: str) -> None:

@@ -73,6 +73,7 @@ def test_random_kills_lose_no_card_and_send_none_twice(
 
     sends = cluster.sends()
     assert [chat for chat, count in sends.items() if count > 1] == [], "a card went twice"
+    assert cluster.notes_sent_twice() == [], "a note went twice"
     cut_off = unsure() - set(cluster.cards())
     assert len(cut_off) <= 2, f"more kills than chance would land mid-call: {cut_off}"
     assert sorted(chats - set(cluster.cards()) - cut_off) == [], "a stall got no card"

@@ -59,7 +59,7 @@ def _scenario(root: Path, actions: ActionService, replicas: int) -> Counter[str]
             cluster.wait_sweeps(cluster.name_of(leader) or "", 2)  # nothing more on its way
             wait_for(lambda: _settled(cluster), what="whatever those sweeps made settled")
             assert cluster.telegram.invalid == []
-            return cluster.sends()
+            return cluster.sends(cards_only=False)
         finally:
             cluster.close()
 
