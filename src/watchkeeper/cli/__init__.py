@@ -7,10 +7,11 @@ import traceback
 
 import typer
 
-from watchkeeper.cli import db, demo, incidents, replicas, report, runs, serve, token
+from watchkeeper.cli import db, demo, doctor, incidents, init, replicas, report, runs, serve, token
 from watchkeeper.cli import procs as procs_cli
 from watchkeeper.cli import queue as queue_cli
 from watchkeeper.cli import silences as silences_cli
+from watchkeeper.cli import testcard as testcard_cli
 from watchkeeper.cli import timeline as timeline_cli
 from watchkeeper.cli.common import CliState, err_console
 from watchkeeper.errors import WatchkeeperError
@@ -21,6 +22,8 @@ app = typer.Typer(
     no_args_is_help=True,
     pretty_exceptions_enable=False,
     add_completion=False,
+    # Help is plain text: `[/THREAD]` or `[server]` in it is what the user types, not markup.
+    rich_markup_mode=None,
 )
 
 
@@ -56,6 +59,9 @@ app.add_typer(queue_cli.task_app, name="task")
 app.command("record")(timeline_cli.record)
 app.command("verify-record")(timeline_cli.verify_record)
 app.command("spend")(timeline_cli.spend)
+app.command("init")(init.init)
+app.command("test-card")(testcard_cli.post_test_card)
+app.command("doctor")(doctor.doctor)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -1,0 +1,189 @@
+"""``watchkeeper doctor``: check a running installation, end to end, in one table."""
+
+from __future__ import annotations
+
+import os
+from datetime import UTC, datetime
+from typing import TYPE_CHECKING, Any
+
+import typer
+
+from watchkeeper.cli.checks import Check, configured_platforms, failed, print_checks, token_check
+from watchkeeper.cli.common import settings as load_settings
+from watchkeeper.cli.options import SERVER, TOKEN
+
+if TYPE_CHECKING:
+    import httpx
+
+    from watchkeeper.config import Settings
+
+#: Sweeps missed in a row before the sweeper counts as stale.
+STALE_SWEEPS = 3
+_START = "start it with `watchkeeper serve`, or point at it with --server or WATCHKEEPER_URL"
+
+
+def doctor(
+    ctx: typer.Context,
+    server: str | None = SERVER,
+    token: str | None = TOKEN,
+) -> None:
+    """Check a running install: server, store, sweeper, token, runners and chats."""
+    from watchkeeper.errors import ConfigError
+
+    checks: list[Check] = []
+    found: Settings | None
+    try:
+        found = load_settings(ctx)
+        checks.append(Check("configuration", "ok", _config_source(ctx)))
+    except ConfigError as exc:
+        found = None
+        checks.append(Check("configuration", "fail", str(exc), "fix the file, then run again"))
+    url = (server or _configured_url(found)).rstrip("/")
+    checks.extend(check_server(url, token or os.environ.get("WATCHKEEPER_TOKEN"), found))
+    if found is not None:
+        checks.extend(_chats(found))
+    print_checks(f"watchkeeper at {url}", checks)
+    if failed(checks):
+        raise typer.Exit(1)
+
+
+def _config_source(ctx: typer.Context) -> str:
+    from watchkeeper.cli.common import state
+
+    chosen = state(ctx).config_path or os.environ.get("WATCHKEEPER_CONFIG")
+    return f"read {chosen}" if chosen else "no file: the defaults"
+
+
+def _configured_url(found: Settings | None) -> str:
+    from watchkeeper.client import DEFAULT_URL
+
+    if found is None:
+        return DEFAULT_URL
+    host = found.server.host
+    # A server listening on every interface is reached on this machine through loopback.
+    host = "127.0.0.1" if host in {"0.0.0.0", "::", ""} else host  # noqa: S104
+    return f"http://{host}:{found.server.port}"
+
+
+def check_server(url: str, token: str | None, found: Settings | None) -> list[Check]:
+    """The server's answer, its store and sweeper, the token, and the runners."""
+    import httpx
+
+    try:
+        with httpx.Client(base_url=url, timeout=10) as http:
+            health = http.get("/healthz")
+            checks = [Check("server", "ok", f"answers at {url}")]
+            checks.extend(_health(health, found))
+            checks.extend(_with_token(http, token))
+    except httpx.HTTPError as exc:
+        return [
+            Check("server", "fail", f"no server answers at {url} ({type(exc).__name__})", _START)
+        ]
+    return checks
+
+
+def _health(response: httpx.Response, found: Settings | None) -> list[Check]:
+    try:
+        body: dict[str, Any] = response.json()
+    except ValueError:
+        return [Check("/healthz", "fail", f"HTTP {response.status_code}, not JSON", _START)]
+    if response.status_code == 200:
+        checks = [Check("/healthz", "ok", "healthy")]
+    else:
+        checks = [
+            Check(
+                "/healthz",
+                "fail",
+                f"HTTP {response.status_code}: {body.get('error', 'unhealthy')}",
+                "read the server's log; `watchkeeper replicas` shows who leads",
+            )
+        ]
+    error = str(body.get("error") or "")
+    if "database" in error:
+        checks.append(
+            Check("store", "fail", error, "check database_url and that the database runs")
+        )
+    else:
+        checks.append(Check("store", "ok", "the server reads its database"))
+    checks.append(_sweeper(body.get("supervision") or {}, found))
+    return checks
+
+
+def _sweeper(supervision: dict[str, Any], found: Settings | None) -> Check:
+    interval = found.check_interval_s if found is not None else 30.0
+    if supervision.get("failing_since"):
+        return Check(
+            "sweeper",
+            "fail",
+            f"sweeps failing since {supervision['failing_since']}: {supervision.get('error')}",
+            "read the server's log for the failing sweep",
+        )
+    last = supervision.get("last_ok_at")
+    if not last:
+        return Check("sweeper", "warn", "no sweep has finished yet", "wait one check_interval_s")
+    age = (
+        datetime.now(UTC) - datetime.fromisoformat(str(last).replace("Z", "+00:00"))
+    ).total_seconds()
+    if age > STALE_SWEEPS * interval:
+        return Check(
+            "sweeper",
+            "warn",
+            f"last sweep {age:.0f}s ago, check_interval_s is {interval:.0f}",
+            "the sweeper may be stuck: read the server's log, restart `watchkeeper serve`",
+        )
+    return Check("sweeper", "ok", f"last sweep {age:.0f}s ago")
+
+
+def _with_token(http: httpx.Client, token: str | None) -> list[Check]:
+    if not token:
+        return [
+            Check(
+                "token",
+                "fail",
+                "no token: runners and the API were not checked",
+                "pass --token or set WATCHKEEPER_TOKEN (`watchkeeper token create --role viewer`)",
+            )
+        ]
+    response = http.get("/api/v1/runners", headers={"Authorization": f"Bearer {token}"})
+    if response.status_code in {401, 403}:
+        return [
+            Check(
+                "token",
+                "fail",
+                f"the server refused it (HTTP {response.status_code})",
+                "create one with `watchkeeper token create --role viewer` on the server's host",
+            )
+        ]
+    if not response.is_success:
+        return [Check("token", "fail", f"HTTP {response.status_code} listing runners", "")]
+    runners = response.json().get("runners", [])
+    live = [r for r in runners if r.get("alive")]
+    lost = [r for r in runners if not r.get("alive") and not r.get("stopped_at")]
+    checks = [Check("token", "ok", "accepted")]
+    if lost:
+        names = ", ".join(str(r.get("name") or r.get("id")) for r in lost[:5])
+        checks.append(
+            Check(
+                "runners",
+                "warn",
+                f"{len(live)} alive, {len(lost)} silent: {names}",
+                "restart `watchkeeper runner` on their hosts; their tasks are reclaimed",
+            )
+        )
+    else:
+        checks.append(Check("runners", "ok", f"{len(live)} alive"))
+    return checks
+
+
+def _chats(found: Settings) -> list[Check]:
+    platforms = configured_platforms(found)
+    if not platforms:
+        return [
+            Check(
+                "chats",
+                "warn",
+                "no chat platform configured: notices go to the log only",
+                "run `watchkeeper init --platform telegram` (or discord, slack)",
+            )
+        ]
+    return [token_check(found, name) for name in platforms]
