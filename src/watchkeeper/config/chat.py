@@ -61,10 +61,22 @@ class OpsConfig(BaseModel):
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
-    webhook_url: str | None = None
-    webhook_secret: str | None = None
-    timeout_s: float = Field(default=5.0, gt=0, le=60)
-    channels: list[str] = Field(default_factory=lambda: ["log"])
+    webhook_url: str | None = Field(
+        default=None, description="where supervision notices are POSTed (JSON)"
+    )
+    webhook_secret: str | None = Field(
+        default=None,
+        description="signs them: `X-Watchkeeper-Signature: sha256=HMAC(secret, timestamp + "
+        '"." + body)`, the timestamp in `X-Watchkeeper-Timestamp`',
+    )
+    timeout_s: float = Field(
+        default=5.0, gt=0, le=60, description="the time limit of one webhook request"
+    )
+    channels: list[str] = Field(
+        default_factory=lambda: ["log"],
+        description="where notices go: `PLATFORM:CHAT[/THREAD]` (`slack:C0123`, "
+        "`telegram:-1001234/7`, `discord:123456`), `webhook` or `log`",
+    )
 
     @field_validator("channels")
     @classmethod
@@ -93,10 +105,19 @@ class ChatConfig(BaseModel):
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
-    bot_token: str | None = None
-    bot_token_env: str | None = None
-    base_url: str
-    timeout_s: float = Field(default=10.0, gt=0, le=120)
+    bot_token: str | None = Field(
+        default=None,
+        description="the bot's token (prefer `bot_token_env`); without one no card is sent there",
+    )
+    bot_token_env: str | None = Field(
+        default=None,
+        description="the environment variable holding the token; an unset one is a "
+        "configuration error",
+    )
+    base_url: str = Field(description="the API root (a fake one in tests)")
+    timeout_s: float = Field(
+        default=10.0, gt=0, le=120, description="the time limit of one API call"
+    )
 
 
 class TelegramConfig(ChatConfig):
@@ -105,23 +126,37 @@ class TelegramConfig(ChatConfig):
     webhook_secret: _TelegramSecret = Field(
         default=None, description="checked in X-Telegram-Bot-Api-Secret-Token"
     )
-    base_url: str = "https://api.telegram.org"
+    base_url: str = Field(
+        default="https://api.telegram.org", description="the API root (a fake one in tests)"
+    )
 
 
 class DiscordConfig(ChatConfig):
     """The Discord bot and its interactions endpoint (``/webhooks/discord``)."""
 
-    application_id: str | None = None
+    application_id: str | None = Field(
+        default=None,
+        description="the application's id, for follow-up messages (taken from the interaction "
+        "when unset)",
+    )
     public_key: _DiscordKey = Field(default=None, description="hex Ed25519 key of the application")
-    base_url: str = "https://discord.com/api/v10"
+    base_url: str = Field(
+        default="https://discord.com/api/v10", description="the API root (a fake one in tests)"
+    )
 
 
 class SlackConfig(ChatConfig):
     """The Slack app: Web API for posting, interactivity on ``/webhooks/slack``."""
 
-    signing_secret: _SlackSecret = None
-    signing_secret_env: str | None = None
-    base_url: str = "https://slack.com/api"
+    signing_secret: _SlackSecret = Field(
+        default=None, description="checks interactivity requests (prefer `signing_secret_env`)"
+    )
+    signing_secret_env: str | None = Field(
+        default=None, description="the environment variable holding it"
+    )
+    base_url: str = Field(
+        default="https://slack.com/api", description="the API root (a fake one in tests)"
+    )
 
 
 class AdminsConfig(BaseModel):
@@ -129,9 +164,9 @@ class AdminsConfig(BaseModel):
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
-    slack: list[str] = Field(default_factory=list)
-    telegram: list[str] = Field(default_factory=list)
-    discord: list[str] = Field(default_factory=list)
+    slack: list[str] = Field(default_factory=list, description="Slack user ids that may act")
+    telegram: list[str] = Field(default_factory=list, description="Telegram user ids that may act")
+    discord: list[str] = Field(default_factory=list, description="Discord user ids that may act")
 
     def allows(self, platform: str, user_id: str) -> bool:
         """Whether ``user_id`` is an admin on ``platform``."""

@@ -42,10 +42,23 @@ class Settings(BaseModel):
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
-    data_dir: Path = Path(DEFAULT_DATA_DIR)
-    database_url: str | None = None
-    check_interval_s: float = Field(default=30.0, gt=0, le=3600)
-    down_after_s: float = Field(default=300.0, gt=0)
+    data_dir: Path = Field(
+        default=Path(DEFAULT_DATA_DIR),
+        description="where the SQLite database, the record key and local state live",
+    )
+    database_url: str | None = Field(
+        default=None,
+        description="`sqlite:///path` or `postgresql+psycopg://user@host/db` (default: SQLite in "
+        "`data_dir`); `WATCHKEEPER_DATABASE_URL` overrides it",
+    )
+    check_interval_s: float = Field(
+        default=30.0, gt=0, le=3600, description="the longest time between two sweeps"
+    )
+    down_after_s: float = Field(
+        default=300.0,
+        gt=0,
+        description="how long sweeps may keep failing before operators are told",
+    )
     kinds: dict[str, KindConfig] = Field(default_factory=dict)
     ops: chat.OpsConfig = chat.OpsConfig()
     server: tables.ServerConfig = tables.ServerConfig()

@@ -18,12 +18,17 @@ class ActionConfig(BaseModel):
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
-    method: Literal["GET", "POST", "PUT", "PATCH", "DELETE"] = "POST"
-    url: str | None = None
+    method: Literal["GET", "POST", "PUT", "PATCH", "DELETE"] = Field(
+        default="POST", description="the HTTP method of the call"
+    )
+    url: str | None = Field(default=None, description="the URL template to call")
     auth_header: str | None = Field(default=None, description="the Authorization header's value")
     auth_header_env: str | None = Field(default=None, description="environment variable holding it")
-    expected_status: list[int] = Field(default_factory=lambda: [200, 201, 202, 204])
-    timeout_s: float = Field(default=10.0, gt=0, le=300)
+    expected_status: list[int] = Field(
+        default_factory=lambda: [200, 201, 202, 204],
+        description="the statuses that count as done; any other is a failed action",
+    )
+    timeout_s: float = Field(default=10.0, gt=0, le=300, description="the call's time limit")
     entry_point: str | None = Field(default=None, description="package.module:function")
 
     @model_validator(mode="after")
@@ -49,14 +54,32 @@ class KindConfig(BaseModel):
 
     model_config = ConfigDict(extra="allow", frozen=True)
 
-    adapter: str = "push"
-    preset: str | None = None
-    budget_s: float | None = Field(default=None, gt=0)
-    expected_s: float | None = Field(default=None, gt=0)
-    timeout_s: float = Field(default=10.0, gt=0, le=600)
-    reports: tuple[str, ...] = ()
+    adapter: str = Field(default="push", description="`push`, `sql`, or an installed plugin's name")
+    preset: str | None = Field(
+        default=None,
+        description="the preset the table starts from (default: the table's name, when it names "
+        "one); every other key the table sets wins",
+    )
+    budget_s: float | None = Field(
+        default=None,
+        gt=0,
+        description="seconds without progress before running work is stalled "
+        "(default: the preset's, else 600)",
+    )
+    expected_s: float | None = Field(
+        default=None, gt=0, description="seconds the work is expected to take; past it, slow"
+    )
+    timeout_s: float = Field(
+        default=10.0, gt=0, le=600, description="the time limit of one read of this kind"
+    )
+    reports: tuple[str, ...] = Field(
+        default=(),
+        description="the conditions (`failed`, `stuck`, `stalled`) the work already alerts on "
+        "by itself: recorded and listed, never messaged (default: the preset's)",
+    )
     actions: dict[Literal["cancel", "retry", "close_turn"], ActionConfig] = Field(
-        default_factory=dict
+        default_factory=dict,
+        description="How the kind performs each action (see decisions.md, Kind actions).",
     )
 
     @model_validator(mode="before")
@@ -104,9 +127,15 @@ class RunbooksConfig(BaseModel):
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
-    retry_failed_without_effects: bool = False
-    retry_out_of_attempts: bool = False
-    close_abandoned_turns: bool = False
+    retry_failed_without_effects: bool = Field(
+        default=False, description="retry a failed task whose effects are `none`"
+    )
+    retry_out_of_attempts: bool = Field(
+        default=False, description="retry a job that ran out of attempts"
+    )
+    close_abandoned_turns: bool = Field(
+        default=False, description="close a chat turn left open with nothing running it"
+    )
 
 
 class DiagnoseConfig(BaseModel):
@@ -114,10 +143,14 @@ class DiagnoseConfig(BaseModel):
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
-    base_url: str | None = None
-    model: str | None = None
-    api_key_env: str | None = None
-    timeout_s: float = Field(default=20.0, gt=0, le=300)
+    base_url: str | None = Field(default=None, description="the endpoint's API root")
+    model: str | None = Field(default=None, description="the model to ask")
+    api_key_env: str | None = Field(
+        default=None, description="the environment variable holding the API key"
+    )
+    timeout_s: float = Field(
+        default=20.0, gt=0, le=300, description="the time limit of one diagnosis"
+    )
 
     @model_validator(mode="after")
     def _complete(self) -> DiagnoseConfig:
@@ -131,11 +164,21 @@ class ServerConfig(BaseModel):
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
-    host: str = "127.0.0.1"
-    port: int = Field(default=8750, ge=1, le=65535)
-    #: Long-polls and event streams one token, and the whole server, may hold open at once.
-    long_waits_per_token: int = Field(default=8, ge=1, le=10_000)
-    long_waits_total: int = Field(default=64, ge=1, le=100_000)
+    host: str = Field(default="127.0.0.1", description="the address to listen on")
+    port: int = Field(default=8750, ge=1, le=65535, description="the port to listen on")
+    long_waits_per_token: int = Field(
+        default=8,
+        ge=1,
+        le=10_000,
+        description="long-polls and event streams one token may hold open at once; past it "
+        "the request gets 429 with Retry-After",
+    )
+    long_waits_total: int = Field(
+        default=64,
+        ge=1,
+        le=100_000,
+        description="long-polls and event streams the whole server may hold open at once",
+    )
 
 
 class OrgConfig(BaseModel):
@@ -143,8 +186,14 @@ class OrgConfig(BaseModel):
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
-    max_concurrent_jobs: int | None = Field(default=None, ge=1)
-    monthly_agent_minutes: float | None = Field(default=None, gt=0)
+    max_concurrent_jobs: int | None = Field(
+        default=None, ge=1, description="jobs of the org that may run at once (default: no cap)"
+    )
+    monthly_agent_minutes: float | None = Field(
+        default=None,
+        gt=0,
+        description="runner minutes the org may use in a calendar month (default: no cap)",
+    )
     launcher: str | None = Field(
         default=None, min_length=1, description="command that cold-starts a runner for the org"
     )
@@ -155,12 +204,30 @@ class QueueConfig(BaseModel):
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
-    lease_s: float = Field(default=60.0, ge=1, le=86400)
-    max_attempts: int = Field(default=3, ge=1, le=100)
-    runner_offline_after_s: float = Field(default=30.0, gt=0, le=86400)
-    provision_timeout_s: float = Field(default=300.0, gt=0, le=86400)
-    provision_retry_s: float = Field(default=120.0, gt=0, le=86400)
-    launcher_timeout_s: float = Field(default=60.0, gt=0, le=3600)
+    lease_s: float = Field(
+        default=60.0, ge=1, le=86400, description="a lease lapses this long after its last renewal"
+    )
+    max_attempts: int = Field(
+        default=3, ge=1, le=100, description="lapsed leases re-queue a task this many times in all"
+    )
+    runner_offline_after_s: float = Field(
+        default=30.0,
+        gt=0,
+        le=86400,
+        description="a runner without a heartbeat this long is offline",
+    )
+    provision_timeout_s: float = Field(
+        default=300.0,
+        gt=0,
+        le=86400,
+        description="a cold start that produced no runner by then failed",
+    )
+    provision_retry_s: float = Field(
+        default=120.0, gt=0, le=86400, description="try a failed cold start again after this long"
+    )
+    launcher_timeout_s: float = Field(
+        default=60.0, gt=0, le=3600, description="the time limit of one launcher command"
+    )
 
 
 class PriceOverride(BaseModel):
@@ -171,10 +238,14 @@ class PriceOverride(BaseModel):
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
-    input_per_mtok: float = Field(ge=0)
-    output_per_mtok: float = Field(ge=0)
-    cache_read_per_mtok: float | None = Field(default=None, ge=0)
-    cache_write_per_mtok: float | None = Field(default=None, ge=0)
+    input_per_mtok: float = Field(ge=0, description="USD per million input tokens")
+    output_per_mtok: float = Field(ge=0, description="USD per million output tokens")
+    cache_read_per_mtok: float | None = Field(
+        default=None, ge=0, description="USD per million cached input tokens read"
+    )
+    cache_write_per_mtok: float | None = Field(
+        default=None, ge=0, description="USD per million input tokens written to the cache"
+    )
 
 
 class ForgeConfig(BaseModel):
@@ -189,15 +260,33 @@ class ForgeConfig(BaseModel):
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
-    github_secret: str | None = None
-    github_secret_env: str | None = None
-    linear_secret: str | None = None
-    linear_secret_env: str | None = None
-    job_pattern: str = r"wk-job[:/](j-[0-9a-f]{1,60})"
-    linear_label: str = "watchkeeper"
-    linear_org: str = "default"
-    linear_fleet: str = "default"
-    linear_argv: list[str] = Field(default_factory=list)
+    github_secret: str | None = Field(
+        default=None, description="the GitHub webhook's secret (prefer `github_secret_env`)"
+    )
+    github_secret_env: str | None = Field(
+        default=None, description="the environment variable holding it"
+    )
+    linear_secret: str | None = Field(
+        default=None, description="the Linear webhook's signing secret (prefer `linear_secret_env`)"
+    )
+    linear_secret_env: str | None = Field(
+        default=None, description="the environment variable holding it"
+    )
+    job_pattern: str = Field(
+        default=r"wk-job[:/](j-[0-9a-f]{1,60})",
+        description="finds job ids in a pull request's title, body or branch; its first group is "
+        "the id",
+    )
+    linear_label: str = Field(
+        default="watchkeeper", description="the Linear label that makes an issue a job"
+    )
+    linear_org: str = Field(default="default", description="the org of jobs from Linear")
+    linear_fleet: str = Field(default="default", description="the fleet of jobs from Linear")
+    linear_argv: list[str] = Field(
+        default_factory=list,
+        description="the command a Linear issue's job runs; without it the request is kept as "
+        "pending",
+    )
 
     @field_validator("job_pattern")
     @classmethod
@@ -219,4 +308,6 @@ class RecordsConfig(BaseModel):
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
-    key_env: str | None = None
+    key_env: str | None = Field(
+        default=None, description="the environment variable holding the signing key"
+    )
