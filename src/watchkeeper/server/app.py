@@ -16,7 +16,7 @@ from watchkeeper.notify.channels.registry import build_channels
 from watchkeeper.notify.service import Notifier
 from watchkeeper.queue.reconcile import mark_interrupted
 from watchkeeper.runtime import Runtime
-from watchkeeper.server import errors
+from watchkeeper.server import api_docs, errors
 from watchkeeper.server.deps import Services
 from watchkeeper.server.limits import BodyLimit
 from watchkeeper.server.routes_cluster import router as cluster_router
@@ -108,6 +108,9 @@ def create_app(
         version=__version__,
         description="Supervises long-running work by its progress.",
         lifespan=lifespan,
+        # Served by api_docs from the package instead: FastAPI's pages load from a CDN.
+        docs_url=None,
+        redoc_url=None,
     )
     services: Services = runtime  # the routes see the runtime only through its services
     app.state.services = services
@@ -129,5 +132,6 @@ def create_app(
     app.include_router(slack_router)
     app.include_router(forge_router)
     install_dashboard(app)
+    api_docs.install(app)
     app.add_middleware(BodyLimit)
     return app
