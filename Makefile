@@ -6,10 +6,12 @@ STAMP := $(VENV)/.installed
 
 .PHONY: serve test lint typecheck unit venv clean
 
-$(STAMP): pyproject.toml
+# The pinned, hashed lock is what CI and every clone install, so all test the same versions.
+$(STAMP): pyproject.toml requirements-dev.lock
 	test -d $(VENV) || $(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
-	$(BIN)/pip install --quiet -e '.[dev]'
+	$(BIN)/pip install --quiet --require-hashes -r requirements-dev.lock
+	$(BIN)/pip install --quiet --no-deps -e .
 	touch $(STAMP)
 
 venv: $(STAMP)
