@@ -173,7 +173,8 @@ class Client:
         return self.request_object("GET", "/api/v1/runs", params={"all": all})
 
     def get_run(self, kind: str, run_id: str) -> dict[str, Any]:
-        """One push run."""
+        """One run as reported, with ``verdict`` (``None``: nothing wrong), ``incident_id``,
+        ``decision`` and ``card`` (its chat card's sending state)."""
         return self.request_object("GET", f"/api/v1/runs/{kind}/{run_id}")
 
     def replicas(self) -> dict[str, Any]:

@@ -33,20 +33,24 @@ def test_db_upgrade_and_current(config_file: Path) -> None:
 
 
 def test_tokens_and_local_runs(config_file: Path) -> None:
+    # Only `serve` and `db` make a store; the token commands then write into it when asked.
+    assert wk("--config", str(config_file), "db", "upgrade").returncode == 0
+    store = str(config_file.parent / "data")
     created = wk(
-        "--config", str(config_file), "token", "create", "--role", "reporter", "--name", "ci"
-    )
+        "--config", str(config_file), "token", "create", "--role", "reporter", "--name", "ci",
+        "--store", store,
+    )  # fmt: skip
     assert created.returncode == 0, created.stderr
     assert created.stdout.strip().splitlines()[-1].startswith("wk_")
     listed = wk("--config", str(config_file), "token", "list")
     assert "ci" in listed.stdout and "reporter" in listed.stdout
-    bad = wk("--config", str(config_file), "token", "create", "--role", "root")
+    bad = wk("--config", str(config_file), "token", "create", "--role", "root", "--store", store)
     assert bad.returncode == 1
     assert "unknown role 'root': use one of admin, reporter, viewer" in bad.stderr
     assert "Traceback" not in bad.stderr
     unknown = wk("--config", str(config_file), "token", "revoke", "999")
     assert unknown.returncode == 1 and "no token 999" in unknown.stderr
-    listing = wk("--config", str(config_file), "runs", "--json")
+    listing = wk("--config", str(config_file), "runs", "--json", "--store", store)
     assert listing.returncode == 0, listing.stderr
     assert json.loads(listing.stdout)["running"] == []
 

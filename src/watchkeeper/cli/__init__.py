@@ -9,6 +9,7 @@ import typer
 
 from watchkeeper.cli import db, demo, doctor, incidents, init, replicas, report, runs, serve, token
 from watchkeeper.cli import procs as procs_cli
+from watchkeeper.cli import show
 from watchkeeper.cli import queue as queue_cli
 from watchkeeper.cli import silences as silences_cli
 from watchkeeper.cli import testcard as testcard_cli
@@ -41,6 +42,7 @@ def _global(
 app.command("serve")(serve.serve)
 app.command("demo")(demo.demo)
 app.command("runs")(runs.runs)
+app.command("show")(show.show)
 app.command("replicas")(replicas.replicas)
 app.add_typer(report.app, name="report")
 app.add_typer(token.app, name="token")

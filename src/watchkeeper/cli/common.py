@@ -5,9 +5,12 @@ from __future__ import annotations
 import contextlib
 from collections.abc import Iterator
 from dataclasses import dataclass
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import typer
+
+from watchkeeper.errors import WatchkeeperError
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -50,19 +53,86 @@ def state(ctx: typer.Context) -> CliState:
     return found if isinstance(found, CliState) else CliState()
 
 
+class NoStore(WatchkeeperError, http_status=404, code="no_store"):
+    """A command that reads a local store found none where it looked; it makes none."""
+
+
+#: Commands that read this host's store and never make one: only ``serve``, ``db`` (and the
+#: commands that start work here) may create it. Keyed by the command's first word.
+_READS_STORE = frozenset(
+    {"ps", "status", "logs", "wait", "abort", "reclaim", "park", "parked", "token"}
+)
+
+
 def settings(ctx: typer.Context) -> Settings:
-    """Load and validate the configuration (``--config`` or ``WATCHKEEPER_CONFIG``)."""
+    """Load and validate the configuration (``--config`` or ``WATCHKEEPER_CONFIG``).
+
+    For a command that only reads the local store, a store that does not exist
+    is an error here, before anything could create it.
+    """
     from watchkeeper import config
 
-    return config.load(state(ctx).config_path)
+    loaded = config.load(state(ctx).config_path)
+    words = ctx.command_path.split()[1:2]
+    if words and words[0] in _READS_STORE:
+        require_store(loaded)
+    if words == ["verify-record"]:
+        _require_record_key(loaded)
+    return loaded
+
+
+def store_settings(ctx: typer.Context, store: str | None) -> Settings:
+    """The configuration, pointed at ``--store`` (a data folder or a database URL) when given;
+    the store must exist either way."""
+    loaded = settings(ctx)
+    if store:
+        if "://" in store:
+            loaded = loaded.model_copy(update={"database_url": store})
+        else:
+            loaded = loaded.model_copy(update={"data_dir": Path(store), "database_url": None})
+    require_store(loaded)
+    return loaded
+
+
+def require_store(loaded: Settings) -> None:
+    """Raise :class:`NoStore` when the configured SQLite store does not exist.
+
+    A server database (PostgreSQL) is named on purpose; whether it answers is
+    told by the first query.
+    """
+    url = loaded.resolved_database_url
+    if not url.startswith("sqlite:///"):
+        return
+    path = Path(url.removeprefix("sqlite:///").split("?", 1)[0])
+    if path.is_file():
+        return
+    where = path.parent if path.name == "watchkeeper.db" else path
+    raise NoStore(
+        f"no watchkeeper store at {where}: this command reads the store `watchkeeper serve` "
+        "keeps and never makes one. Run it where that server keeps its data, or name the "
+        "store with --config FILE (or WATCHKEEPER_CONFIG) or --store PATH"
+    )
+
+
+def _require_record_key(loaded: Settings) -> None:
+    """``verify-record`` checks with an existing key: a new one would call every record invalid."""
+    if loaded.records.key_env:
+        return
+    key = loaded.data_dir / "record.key"
+    if not key.is_file():
+        raise NoStore(
+            f"no record key at {key}: verify where the server that signed the record keeps its "
+            "data (--config FILE or WATCHKEEPER_CONFIG), or set [records] key_env"
+        )
 
 
 @contextlib.contextmanager
-def local_runtime(ctx: typer.Context) -> Iterator[Runtime]:
-    """The local store and adapters, opened as ``serve`` would, closed on the way out."""
+def local_runtime(ctx: typer.Context, store: str | None = None) -> Iterator[Runtime]:
+    """An existing local store and its adapters, opened as ``serve`` would, closed on the way
+    out; ``store`` is ``--store`` (default: the configuration's)."""
     from watchkeeper.runtime import Runtime
 
-    runtime = Runtime.open(settings(ctx))
+    runtime = Runtime.open(store_settings(ctx, store))
     try:
         yield runtime
     finally:

@@ -10,6 +10,7 @@ from typing import Any
 import typer
 
 from watchkeeper.cli.common import console, local_runtime
+from watchkeeper.cli.options import SERVER, STORE, TOKEN, connect
 
 _STYLE = {"stalled": "yellow", "stuck": "red", "failed": "bold red", "slow": "cyan"}
 
@@ -18,35 +19,29 @@ def runs(
     ctx: typer.Context,
     all_: bool = typer.Option(False, "--all", "-a", help="add what finished in the last day"),
     as_json: bool = typer.Option(False, "--json", help="print JSON instead of a table"),
-    server: str | None = typer.Option(
-        None,
-        "--server",
-        envvar="WATCHKEEPER_URL",
-        help="read from this server instead of the local store",
-    ),
-    token: str | None = typer.Option(None, "--token", envvar="WATCHKEEPER_TOKEN", help="API token"),
+    server: str | None = SERVER,
+    token: str | None = TOKEN,
+    store: str | None = STORE,
 ) -> None:
-    """List what needs attention and what runs."""
-    data = _from_server(server, token, all_) if server else _from_store(ctx, all_)
+    """List what needs attention and what runs, as the server sees it."""
+    data = _from_store(ctx, store, all_) if store else _from_server(server, token, all_)
     if as_json:
         console.print_json(json.dumps(data))
         return
     render(data, all_)
 
 
-def _from_server(server: str, token: str | None, all_: bool) -> dict[str, Any]:
-    from watchkeeper.client import Client
-
-    with Client(server, token) as client:
+def _from_server(server: str | None, token: str | None, all_: bool) -> dict[str, Any]:
+    with connect(server, token) as client:
         return client.runs(all=all_)
 
 
-def _from_store(ctx: typer.Context, all_: bool) -> dict[str, Any]:
+def _from_store(ctx: typer.Context, store: str, all_: bool) -> dict[str, Any]:
     import asyncio
 
     from watchkeeper.watch.overview import overview_json
 
-    with local_runtime(ctx) as runtime:
+    with local_runtime(ctx, store) as runtime:
         overview = asyncio.run(runtime.overview(include_finished=all_))
     return overview_json(overview, limit=int(os.environ.get("WATCHKEEPER_RUNS_LIMIT", "500")))
 

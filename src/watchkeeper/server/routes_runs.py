@@ -2,12 +2,16 @@
 
 from __future__ import annotations
 
+from datetime import datetime
 from typing import Any
 
 from fastapi import APIRouter, Body, Depends, Query, Request
 from fastapi.responses import JSONResponse
+from pydantic import BaseModel
+from starlette.concurrency import run_in_threadpool
 
 from watchkeeper.clock import rfc3339
+from watchkeeper.errors import NotFound
 from watchkeeper.server.auth import reporter, viewer
 from watchkeeper.server.deps import services
 from watchkeeper.server.schemas import (
@@ -22,7 +26,7 @@ from watchkeeper.server.schemas import (
     StartRun,
     Waiting,
 )
-from watchkeeper.watch.overview import overview_json
+from watchkeeper.watch.overview import Overview, judged_json, overview_json
 from watchkeeper.watch.reports import NewRun, PushRun, Reports
 
 ERRORS: dict[int | str, dict[str, Any]] = {
@@ -99,10 +103,97 @@ async def list_runs(
     return overview_json(overview, limit)
 
 
-@router.get("/{kind}/{run_id}", response_model=RunOut, dependencies=[Depends(viewer)])
-def get_run(kind: KindName, run_id: RunId, request: Request) -> JSONResponse:
-    """One push run."""
-    return run_out(_reports(request).get(kind, run_id))
+class VerdictOut(BaseModel):
+    """What the judge says of a run now: its condition and since when."""
+
+    condition: str
+    since: datetime
+    reason: str
+    paged: bool
+
+
+class DecisionOut(BaseModel):
+    """The decision taken on a run's incident."""
+
+    action: str
+    by: str
+    via: str
+    at: datetime
+
+
+class CardOut(BaseModel):
+    """The chat card of a run's incident: how far sending it got (``pending``, ``sending``,
+    ``sent``, ``failed``, ``maybe_sent``), where, and the last error."""
+
+    state: str
+    channel: str
+    message_id: str | None
+    error: str | None
+
+
+class RunDetailOut(RunOut):
+    """One run with what the judge says of it: ``verdict`` (``None``: nothing wrong), its
+    open ``incident_id``, the ``decision`` taken on it and its chat ``card``."""
+
+    verdict: VerdictOut | None = None
+    incident_id: int | None = None
+    decision: DecisionOut | None = None
+    card: CardOut | None = None
+
+
+def _judged(overview: Overview, kind: str, run_id: str) -> dict[str, Any] | None:
+    """The run's line in the runs list (any section), or ``None`` when it is not listed."""
+    sections = (overview.attention, overview.running, overview.dealt_with, overview.finished)
+    for section in sections:
+        for item in section:
+            if (item.run.kind, item.run.run_id) == (kind, run_id):
+                where = (kind, run_id)
+                return judged_json(
+                    item, overview.incidents.get(where), overview.last_seen.get(where)
+                )
+    return None
+
+
+def _card(request: Request, incident_id: int | None) -> dict[str, Any] | None:
+    """The first card sent about the incident (edits and notes thread under it)."""
+    outbox = getattr(getattr(services(request), "store", None), "outbox", None)
+    if incident_id is None or outbox is None:
+        return None
+    for delivery in outbox.for_incident(incident_id):
+        if delivery.purpose == "card":
+            return {
+                "state": delivery.status.value,
+                "channel": delivery.channel,
+                "message_id": delivery.platform_message_id,
+                "error": delivery.error,
+            }
+    return None
+
+
+@router.get("/{kind}/{run_id}", response_model=RunDetailOut, dependencies=[Depends(viewer)])
+async def get_run(kind: KindName, run_id: RunId, request: Request) -> JSONResponse:
+    """One run: as reported, and what the judge says of it now (verdict, incident, decision,
+    card). Runs of kinds read from their own stores carry the runs list's fields instead of
+    the reported ones."""
+    overview = await services(request).overview(include_finished=True)
+    judged = _judged(overview, kind, run_id)
+    try:
+        pushed = await run_in_threadpool(_reports(request).get, kind, run_id)
+    except NotFound:
+        if judged is None:
+            raise
+        body = dict(judged)
+    else:
+        body = run_json(pushed)
+    seen = judged or {}
+    incident_id = seen.get("incident_id")
+    body.update(
+        verdict=seen.get("verdict"),
+        incident_id=incident_id,
+        decision=seen.get("decision"),
+        card=await run_in_threadpool(_card, request, incident_id),
+    )
+    return JSONResponse(body)
 
 
 @router.post("/{kind}/{run_id}/progress", response_model=RunOut, dependencies=[Depends(reporter)])
