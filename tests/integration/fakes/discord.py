@@ -399,6 +399,8 @@ def fake_discord() -> Iterator[FakeDiscord]:
                     return _followup(fake, followup[1], followup[2], body)
             if self.headers.get("Authorization") != f"Bot {fake.token}":
                 raise _Error(401, {"message": "401: Unauthorized", "code": 0})
+            if path == "/users/@me" and self.command == "GET":
+                return _user(BOT_USER_ID, "watchkeeper") | {"bot": True}
             create, edit = _CREATE.match(path), _EDIT.match(path)
             if create and self.command == "POST":
                 _fault(fake)
@@ -409,7 +411,7 @@ def fake_discord() -> Iterator[FakeDiscord]:
                     return _edit(fake, edit[1], edit[2], body)
             raise _Error(404, {"message": "404: Not Found", "code": 0})
 
-        do_POST = do_PATCH = _serve  # noqa: N815
+        do_GET = do_POST = do_PATCH = _serve  # noqa: N815
 
         def log_message(self, *args: object) -> None:
             return

@@ -319,6 +319,9 @@ def fake_slack() -> Iterator[FakeSlack]:
             if self.headers.get("Authorization") != f"Bearer {fake.token}":
                 raise _Refusal("not_authed" if "Authorization" not in self.headers else
                                "invalid_auth")  # fmt: skip
+            if path == "/auth.test":
+                return {"ok": True, "url": "https://fake.slack.com/", "team": "Fake",
+                        "user": "watchkeeper", "team_id": "T0FAKE", "user_id": "U0BOT"}  # fmt: skip
             if path == "/chat.postMessage":
                 _fault(fake)
                 with fake.changed:

@@ -42,6 +42,7 @@ CHAT_NOT_FOUND = "Bad Request: chat not found"
 
 _METHODS: dict[str, type[BaseModel]] = {
     "getMe": methods.GetMe,
+    "getWebhookInfo": methods.GetWebhookInfo,
     "sendMessage": methods.SendMessage,
     "editMessageText": methods.EditMessageText,
     "editMessageReplyMarkup": methods.EditMessageReplyMarkup,
@@ -120,6 +121,9 @@ class FakeTelegram:
     faults: list[tuple[str, int, str, int | None]] = field(default_factory=list)
     #: sendMessage calls allowed per chat before 429s (``None``: unlimited).
     per_chat_limit: int | None = None
+    #: What getWebhookInfo reports: the URL updates go to, and Telegram's last error there.
+    webhook_url: str = ""
+    webhook_error: str = ""
     limit_retry_after: int = 3
     lock: threading.Lock = field(default_factory=threading.Lock)
     changed: threading.Condition = field(init=False)
@@ -328,6 +332,12 @@ class FakeTelegram:
                 can_join_groups=True, can_read_all_group_messages=False,
                 supports_inline_queries=False,
             ).model_dump(mode="json", exclude_none=True, by_alias=True)  # fmt: skip
+        if method == "getWebhookInfo":
+            return types.WebhookInfo(
+                url=self.webhook_url, has_custom_certificate=False, pending_update_count=0,
+                last_error_date=1 if self.webhook_error else None,
+                last_error_message=self.webhook_error or None,
+            ).model_dump(mode="json", exclude_none=True)  # fmt: skip
         if method == "answerCallbackQuery":
             query_id = str(body["callback_query_id"])
             if any(a.callback_query_id == query_id for a in self.answers):
