@@ -14,7 +14,6 @@ import typer
 
 from watchkeeper import logsafety
 from watchkeeper.cli.common import console, settings
-from watchkeeper.config import check_secrets
 
 if TYPE_CHECKING:
     from watchkeeper.runtime import Runtime
@@ -27,6 +26,9 @@ def serve(
     access_log: bool = typer.Option(False, "--access-log", help="log every request"),
 ) -> None:
     """Start the server with the sweep loop."""
+    # Imported here: every other command loads this module, and the configuration's models
+    # cost more than a whole `runs` against a server.
+    from watchkeeper.config import check_secrets
     from watchkeeper.server.app import create_app
 
     logsafety.install(logging.INFO)

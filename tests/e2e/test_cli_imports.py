@@ -1,0 +1,38 @@
+"""`watchkeeper runs` asks the server before it loads anything the server side needs."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+from ..support.cli import cli_env
+
+#: The real command line, then the top-level packages it had loaded, as JSON on stdout.
+PROBE = textwrap.dedent(
+    """
+    import json, sys
+    from watchkeeper.cli import main
+
+    status = main(sys.argv[1:])
+    print(json.dumps({"status": status, "modules": sorted({m.split(".")[0] for m in sys.modules})}))
+    """
+)
+
+#: What only `serve`, `db` or a local store need. (Typer itself loads pydantic.)
+SERVER_SIDE = {"sqlalchemy", "alembic", "fastapi", "uvicorn", "starlette", "psycopg"}
+
+
+def test_runs_loads_nothing_of_the_server_side(tmp_path: Path) -> None:
+    # As a user types it: no flags, no WATCHKEEPER_* settings, whatever answers or not.
+    bare = {name: "" for name in os.environ if name.startswith("WATCHKEEPER_")}
+    probe = subprocess.run(
+        [sys.executable, "-c", PROBE, "runs"],
+        capture_output=True, text=True, timeout=60, env=cli_env(bare), cwd=tmp_path, check=False,
+    )  # fmt: skip
+    result = json.loads(probe.stdout.strip().splitlines()[-1])
+    assert SERVER_SIDE.isdisjoint(result["modules"]), SERVER_SIDE & set(result["modules"])
+    assert "watchkeeper" in result["modules"]
