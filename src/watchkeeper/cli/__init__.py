@@ -7,9 +7,20 @@ import traceback
 
 import typer
 
-from watchkeeper.cli import db, demo, doctor, incidents, init, replicas, report, runs, serve, token
+from watchkeeper.cli import (
+    db,
+    demo,
+    doctor,
+    incidents,
+    init,
+    replicas,
+    report,
+    runs,
+    serve,
+    show,
+    token,
+)
 from watchkeeper.cli import procs as procs_cli
-from watchkeeper.cli import show
 from watchkeeper.cli import queue as queue_cli
 from watchkeeper.cli import silences as silences_cli
 from watchkeeper.cli import testcard as testcard_cli
@@ -22,10 +33,17 @@ app = typer.Typer(
     help="Supervise long-running work by its progress.",
     no_args_is_help=True,
     pretty_exceptions_enable=False,
-    add_completion=False,
     # Help is plain text: `[/THREAD]` or `[server]` in it is what the user types, not markup.
     rich_markup_mode=None,
 )
+
+
+def _print_version(asked: bool) -> None:
+    if asked:
+        from importlib.metadata import version
+
+        print(f"watchkeeper {version('watchkeeper')}")
+        raise typer.Exit
 
 
 @app.callback()
@@ -35,6 +53,9 @@ def _global(
         None, "--config", "-c", envvar="WATCHKEEPER_CONFIG", help="watchkeeper.toml to use"
     ),
     debug: bool = typer.Option(False, "--debug", help="show tracebacks on errors"),
+    _version: bool = typer.Option(
+        False, "--version", is_eager=True, callback=_print_version, help="print the version; exit"
+    ),
 ) -> None:
     ctx.obj = CliState(config_path=config, debug=debug)
 
