@@ -8,6 +8,7 @@ leases, their recovery and cold starts, and runners may live on other hosts.
 
 from __future__ import annotations
 
+import re
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -30,6 +31,17 @@ from watchkeeper.cli.options import (
 _JOB = typer.Argument(..., help="the job's id (see `watchkeeper jobs`)")
 _TASK = typer.Argument(..., help="the task's id (see `watchkeeper job JOB_ID`)")
 task_app = typer.Typer(help="One task of a job.", no_args_is_help=True)
+# The server's form of a job or task id; anything else names no job, whatever it looks like.
+_ID = re.compile(r"[a-z]-[0-9a-f]{1,60}")
+
+
+def _known_form(what: str, value: str, where: str) -> str:
+    """``value`` if it can be a ``what``'s id, else "no such", naming where the ids are listed."""
+    if _ID.fullmatch(value) is None:
+        from watchkeeper.errors import NotFound
+
+        raise NotFound(f"no {what} {value!r}: {what} ids look like {what[0]}-1a2b3c; see {where}")
+    return value
 
 
 def submit(
@@ -61,6 +73,7 @@ def submit(
     if resume:
         if not task_id:
             raise typer.BadParameter("--resume needs --task-id", param_hint="--task-id")
+        _known_form("task", task_id, "`watchkeeper job JOB_ID`")
         with connect(server, token) as client:
             task = client.jobs.resume(task_id, payload if argv else None)
         if as_json:
@@ -164,6 +177,7 @@ def _job_command(
         token: str | None = TOKEN,
         as_json: bool = JSON,
     ) -> None:
+        _known_form("job", job_id, "`watchkeeper jobs`")
         with connect(server, token) as client:
             body = getattr(client.jobs, call)(job_id)
         if as_json:
@@ -241,6 +255,8 @@ def runner(
     from watchkeeper.queue.task_env import check_pass_env
 
     logsafety.install(logging.INFO)
+    # A runner's log is its tasks' story; the local store's schema steps are not news each start.
+    logging.getLogger("alembic").setLevel(logging.WARNING)
     folder = data_dir or settings(ctx).data_dir / "runner"
     passed = check_pass_env(pass_env)
     options = RunnerOptions(
@@ -314,6 +330,7 @@ def task_output(
     """What a task printed: the redacted tail its runner sent when it ended, or ``--all`` of it."""
     if follow and not whole:
         raise typer.BadParameter("--follow needs --all: only all of the output grows as it runs")
+    _known_form("task", task_id, "`watchkeeper job JOB_ID`")
     with connect(server, token) as client:
         if whole and follow and not as_json:
             _follow_output(client, task_id, interval)

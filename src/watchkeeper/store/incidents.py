@@ -342,7 +342,7 @@ class IncidentStore(Accessor):
         with self._read("reading an incident") as conn:
             row = conn.execute(select(incidents).where(incidents.c.id == incident_id)).first()
             if row is None:
-                raise NotFound(f"no incident {incident_id}; list them with GET /api/v1/incidents")
+                raise NotFound(f"no incident {incident_id}; list them with `watchkeeper incidents`")
             if not with_events:
                 return Incident.from_row(row)
             events = conn.execute(

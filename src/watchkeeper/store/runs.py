@@ -164,7 +164,7 @@ class PushRunStore(Accessor):
             select(push_runs.c.kind, push_runs.c.status).where(push_runs.c.run_id == run_id)
         ).first()
         if row is None:
-            raise NotFound(f"no {kind} run {run_id!r}: start it first with POST /api/v1/runs")
+            raise NotFound(f"no {kind} run {run_id!r}: start it first (`watchkeeper report start`)")
         _same_kind(row, kind, run_id)
         raise Conflict(
             f"{kind} run {run_id!r} has already ended ({row.status}); "

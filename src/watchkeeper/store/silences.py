@@ -109,7 +109,7 @@ class SilenceStore(Accessor):
         with self._read("reading a silence") as conn:
             row = conn.execute(select(silences).where(silences.c.id == silence_id)).first()
         if row is None:
-            raise NotFound(f"no silence {silence_id}; list them with GET /api/v1/silences")
+            raise NotFound(f"no silence {silence_id}; list them with `watchkeeper silence list`")
         return record_from_row(Silence, row, times=_TIMES)
 
     def list(self, active_at: datetime | None = None, limit: int = 200) -> builtins.list[Silence]:

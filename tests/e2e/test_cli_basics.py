@@ -1,0 +1,121 @@
+"""The basics a newcomer expects of the command line, each run as a user runs it."""
+
+from __future__ import annotations
+
+import importlib.metadata
+import json
+import signal
+import subprocess
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from tests.integration.server import LiveServer, live_server
+from tests.support.cli import WK, cli_env, wk
+from tests.support.waiting import wait_for
+from watchkeeper.runtime import Runtime
+
+
+@pytest.fixture
+def server(runtime: Runtime) -> Iterator[LiveServer]:
+    with live_server(runtime) as live:
+        yield live
+
+
+def admin_env(server: LiveServer) -> dict[str, str]:
+    return {"WATCHKEEPER_URL": server.url, "WATCHKEEPER_TOKEN": server.tokens["admin"]}
+
+
+def test_version_names_the_installed_release() -> None:
+    done = wk("--version")
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == f"watchkeeper {importlib.metadata.version('watchkeeper')}"
+
+
+def test_shell_completion_is_offered() -> None:
+    shown = wk("--show-completion", "bash")
+    assert shown.returncode == 0, shown.stderr
+    assert "_WATCHKEEPER_COMPLETE" in shown.stdout
+    assert "--install-completion" in wk("--help").stdout
+
+
+@pytest.mark.parametrize("db_url", ["sqlite"], indirect=True)
+@pytest.mark.parametrize("command", ["job", "cancel", "retry", "delete"])
+def test_a_malformed_job_id_is_no_such_job(server: LiveServer, command: str) -> None:
+    done = wk(command, "not a job id!", env=admin_env(server))
+    assert done.returncode == 1
+    assert "no job 'not a job id!'" in done.stderr
+    assert "watchkeeper jobs" in done.stderr
+    assert "pattern" not in done.stderr and "^" not in done.stderr
+
+
+@pytest.mark.parametrize("db_url", ["sqlite"], indirect=True)
+def test_a_malformed_task_id_is_no_such_task(server: LiveServer) -> None:
+    done = wk("task", "output", "../x", env=admin_env(server))
+    assert done.returncode == 1
+    assert "no task '../x'" in done.stderr
+    assert "pattern" not in done.stderr
+
+
+@pytest.mark.parametrize("db_url", ["sqlite"], indirect=True)
+def test_errors_name_commands_not_api_paths(server: LiveServer) -> None:
+    missing = wk("silence", "expire", "4242", env=admin_env(server))
+    assert missing.returncode == 1
+    assert "no silence 4242" in missing.stderr
+    assert "`watchkeeper silence list`" in missing.stderr
+    assert "/api/" not in missing.stderr
+    unknown = wk("diagnose", "4242", env=admin_env(server))
+    assert unknown.returncode == 1
+    assert "no incident 4242" in unknown.stderr
+    assert "`watchkeeper incidents`" in unknown.stderr
+    assert "/api/" not in unknown.stderr
+
+
+@pytest.mark.parametrize("db_url", ["sqlite"], indirect=True)
+def test_piped_output_keeps_long_lines_whole(server: LiveServer) -> None:
+    words = ["echo", *(f"word{i:03d}" for i in range(40))]
+    submitted = wk("submit", "--fleet", "f", "--org", "o", "--", *words, env=admin_env(server))
+    assert submitted.returncode == 0, submitted.stderr
+    job_id = submitted.stdout.splitlines()[0]
+    env = cli_env(admin_env(server))
+    env.pop("COLUMNS")  # as a pipe into grep or a file sees it: no terminal, no width
+    env.pop("LINES", None)
+    shown = subprocess.run(
+        [*WK, "job", job_id], capture_output=True, text=True, env=env, timeout=60, check=False
+    )
+    assert shown.returncode == 0, shown.stderr
+    command_lines = [line for line in shown.stdout.splitlines() if "command" in line]
+    assert len(command_lines) == 1
+    assert command_lines[0].rstrip().endswith("word039")
+    assert len(command_lines[0]) > 80
+
+
+@pytest.mark.parametrize("db_url", ["sqlite"], indirect=True)
+def test_a_runner_logs_no_line_per_poll(server: LiveServer, tmp_path: Path) -> None:
+    runner = subprocess.Popen(
+        [*WK, "runner", "--fleet", "f", "--poll-interval", "0.01", "--data-dir", str(tmp_path)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=cli_env(admin_env(server)),
+    )
+    try:
+        submitted = wk("submit", "--fleet", "f", "--org", "o", "--json", "--", "true",
+                       env=admin_env(server))  # fmt: skip
+        job_id = json.loads(submitted.stdout)["id"]
+
+        def finished() -> bool:
+            shown = json.loads(wk("job", job_id, "--json", env=admin_env(server)).stdout)
+            return bool(shown["status"] == "succeeded")
+
+        wait_for(finished, what="the runner to run the job")
+    finally:
+        runner.send_signal(signal.SIGTERM)
+        _, stderr = runner.communicate(timeout=60)
+    assert runner.returncode == 0, stderr
+    assert "/lease" not in stderr
+    assert "HTTP Request" not in stderr
+    # What a runner's log tells: it serves, and what each task did; not the local store's set-up.
+    assert "alembic" not in stderr
+    assert "serves fleet f" in stderr
