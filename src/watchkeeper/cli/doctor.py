@@ -10,7 +10,7 @@ import typer
 
 from watchkeeper.cli.checks import Check, configured_platforms, failed, print_checks, token_check
 from watchkeeper.cli.common import settings as load_settings
-from watchkeeper.cli.options import SERVER, TOKEN
+from watchkeeper.cli.options import SERVER, TOKEN, TOKEN_ENV, URL_ENV, server_url
 
 if TYPE_CHECKING:
     import httpx
@@ -38,8 +38,12 @@ def doctor(
     except ConfigError as exc:
         found = None
         checks.append(Check("configuration", "fail", str(exc), "fix the file, then run again"))
-    url = (server or _configured_url(found)).rstrip("/")
-    checks.extend(check_server(url, token or os.environ.get("WATCHKEEPER_TOKEN"), found))
+    if found is None and not (server or os.environ.get(URL_ENV)):
+        # The server's address would come from the file that just failed.
+        print_checks("watchkeeper", checks)
+        raise typer.Exit(1)
+    url, source = server_url(server)
+    checks.extend(check_server(url, source, token or os.environ.get(TOKEN_ENV), found))
     if found is not None:
         checks.extend(_chats(found))
     print_checks(f"watchkeeper at {url}", checks)
@@ -54,18 +58,7 @@ def _config_source(ctx: typer.Context) -> str:
     return f"read {chosen}" if chosen else "no file: the defaults"
 
 
-def _configured_url(found: Settings | None) -> str:
-    from watchkeeper.client import DEFAULT_URL
-
-    if found is None:
-        return DEFAULT_URL
-    host = found.server.host
-    # A server listening on every interface is reached on this machine through loopback.
-    host = "127.0.0.1" if host in {"0.0.0.0", "::", ""} else host  # noqa: S104
-    return f"http://{host}:{found.server.port}"
-
-
-def check_server(url: str, token: str | None, found: Settings | None) -> list[Check]:
+def check_server(url: str, source: str, token: str | None, found: Settings | None) -> list[Check]:
     """The server's answer, its store and sweeper, the token, and the runners."""
     import httpx
 
@@ -76,9 +69,8 @@ def check_server(url: str, token: str | None, found: Settings | None) -> list[Ch
             checks.extend(_health(health, found))
             checks.extend(_with_token(http, token))
     except httpx.HTTPError as exc:
-        return [
-            Check("server", "fail", f"no server answers at {url} ({type(exc).__name__})", _START)
-        ]
+        detail = f"no server answers at {url} (from {source}): {type(exc).__name__}"
+        return [Check("server", "fail", detail, _START)]
     return checks
 
 
