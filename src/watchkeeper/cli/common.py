@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import os
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -20,6 +21,9 @@ if TYPE_CHECKING:
     from watchkeeper.runtime import Runtime
 
 
+_PIPED_WIDTH = 10_000
+
+
 class _LazyConsole:
     """A Rich console created on first use: most commands print little, and start fast."""
 
@@ -31,7 +35,11 @@ class _LazyConsole:
         if self._console is None:
             from rich.console import Console
 
-            self._console = Console(stderr=self._stderr)
+            found = Console(stderr=self._stderr)
+            if not found.is_terminal and "COLUMNS" not in os.environ:
+                # Piped into grep or a file: a line is cut where it ends, not at Rich's 80 columns.
+                found = Console(stderr=self._stderr, width=_PIPED_WIDTH)
+            self._console = found
         return getattr(self._console, name)
 
 
