@@ -119,3 +119,27 @@ def test_a_runner_logs_no_line_per_poll(server: LiveServer, tmp_path: Path) -> N
     # What a runner's log tells: it serves, and what each task did; not the local store's set-up.
     assert "alembic" not in stderr
     assert "serves fleet f" in stderr
+
+
+@pytest.mark.parametrize("db_url", ["sqlite"], indirect=True)
+def test_runs_watch_shows_the_list_again_until_ctrl_c(server: LiveServer) -> None:
+    watching = subprocess.Popen(
+        [*WK, "runs", "--watch", "0.1"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=cli_env(admin_env(server)),
+    )
+    assert watching.stdout is not None
+    try:
+        shown = 0
+        for line in watching.stdout:
+            shown += line.startswith("Needs attention (0)")
+            if shown == 3:
+                break
+        assert shown == 3, watching.stderr.read() if watching.stderr else ""
+    finally:
+        watching.send_signal(signal.SIGINT)
+        _, stderr = watching.communicate(timeout=60)
+    assert watching.returncode == 0, stderr
+    assert "aborted" not in stderr

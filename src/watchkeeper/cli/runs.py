@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import Any
 
@@ -22,13 +23,38 @@ def runs(
     server: str | None = SERVER,
     token: str | None = TOKEN,
     store: str | None = STORE,
+    watch: float | None = typer.Option(
+        None, "--watch", min=0.1, metavar="SECONDS", help="show it again every SECONDS; Ctrl-C ends"
+    ),
 ) -> None:
     """List what needs attention and what runs, as the server sees it."""
-    data = _from_store(ctx, store, all_) if store else _from_server(server, token, all_)
-    if as_json:
-        console.print_json(json.dumps(data))
+
+    def show() -> None:
+        data = _from_store(ctx, store, all_) if store else _from_server(server, token, all_)
+        if as_json:
+            console.print_json(json.dumps(data))
+            return
+        render(data, all_)
+
+    if watch is None:
+        show()
+    else:
+        _watch(watch, show)
+
+
+def _watch(every: float, show: Callable[[], None]) -> None:
+    """``show``, then again every ``every`` seconds until Ctrl-C: the way out, not an error."""
+    import time
+
+    try:
+        while True:
+            if console.is_terminal:
+                console.clear()
+            show()
+            console.print(f"again every {every:g} s; Ctrl-C ends", style="dim", highlight=False)
+            time.sleep(every)
+    except KeyboardInterrupt:
         return
-    render(data, all_)
 
 
 def _from_server(server: str | None, token: str | None, all_: bool) -> dict[str, Any]:
