@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import importlib.util
+import re
 import sys
 from pathlib import Path
 from types import ModuleType
@@ -71,3 +72,39 @@ def test_a_field_without_a_description_is_refused() -> None:
 
     with pytest.raises(ValueError, match=r"undocumented.*description="):
         _generator().table_rows(Bare)
+
+
+def _commands_named_in_docs() -> set[tuple[str, str]]:
+    """``(page, command)`` for every ``watchkeeper COMMAND`` written as code in the docs."""
+    named = set()
+    code = re.compile(r"`([^`\n]+)`|^```(?:sh|console)\n(.*?)^```", re.MULTILINE | re.DOTALL)
+    call = re.compile(
+        r"(?:^|[\s$(])(?:\.venv/bin/)?watchkeeper((?:\s+-[-\w]+(?:\s+[\w./]+)?)*)"
+        r"\s+([a-z][a-z-]*)\b"
+    )
+    for page in [*sorted((ROOT / "docs").glob("*.md")), ROOT / "README.md"]:
+        for match in code.finditer(page.read_text(encoding="utf-8")):
+            for line in (match.group(1) or match.group(2) or "").splitlines():
+                for found in call.finditer(line):
+                    named.add((page.name, found.group(2)))
+    return named
+
+
+def test_every_command_the_docs_name_exists() -> None:
+    import typer
+
+    from watchkeeper.cli import app
+
+    commands = set(typer.main.get_command(app).commands)  # type: ignore[attr-defined]
+    missing = sorted(
+        f"{page}: watchkeeper {name}"
+        for page, name in _commands_named_in_docs()
+        if name not in commands
+    )
+    assert not missing, "the docs name commands that do not exist:\n" + "\n".join(missing)
+
+
+def test_no_page_promises_for_later_what_exists() -> None:
+    # Both shipped: the queue's resume and interrupted marker, and admins acting over the API.
+    assert "## Not here yet" not in (ROOT / "docs" / "timeline.md").read_text(encoding="utf-8")
+    assert "later, acts on incidents" not in (ROOT / "docs" / "api.md").read_text(encoding="utf-8")
