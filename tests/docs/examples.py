@@ -21,7 +21,7 @@ LANGUAGES = ("python", "sh", "toml")
 DEFAULT_URL = "http://127.0.0.1:8750"
 TOKEN_PLACEHOLDER = "wk_..."
 
-_FENCE = re.compile(r"^```(\w+)\s*$")
+_FENCE = re.compile(r"^(\s*)```(\w+)\s*$")
 _MARKER = re.compile(r"^<!--\s*example:\s*(\w+)\s*(.*?)\s*-->$")
 
 
@@ -59,16 +59,19 @@ def examples(path: Path) -> list[Example]:
         if not fence:
             index += 1
             continue
+        indent, language = fence.groups()
         end = index + 1
-        while end < len(lines) and not lines[end].startswith("```"):
+        while end < len(lines) and not lines[end].strip().startswith("```"):
             end += 1
-        if fence.group(1) in LANGUAGES:
+        if language in LANGUAGES:
+            # A block inside a list item is indented with it; the reader copies it without.
+            body = [line.removeprefix(indent) for line in lines[index + 1 : end]]
             found.append(
                 Example(
                     page=str(path.relative_to(ROOT)),
                     line=index + 1,
-                    language=fence.group(1),
-                    code="\n".join(lines[index + 1 : end]) + "\n",
+                    language=language,
+                    code="\n".join(body) + "\n",
                     skip=_skip_reason(lines, index, path),
                 )
             )
