@@ -108,3 +108,14 @@ def test_no_page_promises_for_later_what_exists() -> None:
     # Both shipped: the queue's resume and interrupted marker, and admins acting over the API.
     assert "## Not here yet" not in (ROOT / "docs" / "timeline.md").read_text(encoding="utf-8")
     assert "later, acts on incidents" not in (ROOT / "docs" / "api.md").read_text(encoding="utf-8")
+
+
+def test_the_presets_table_says_what_the_presets_are() -> None:
+    from watchkeeper.config.presets import PRESETS
+
+    text = (ROOT / "docs" / "configuration.md").read_text(encoding="utf-8")
+    rows = dict(re.findall(r"^\| `(\w+)` \| (\d+) \| `\[[^]]*\]` \|", text, re.MULTILINE))
+    listed = {name: float(budget) for name, budget in rows.items() if name in PRESETS}
+    assert listed == {name: preset.budget_s for name, preset in PRESETS.items()}, (
+        "the presets table in docs/configuration.md differs from config/presets.py"
+    )
