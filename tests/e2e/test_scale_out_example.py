@@ -95,7 +95,13 @@ def test_the_token_job_leaves_a_reporter_token_for_the_runners(tmp_path: Path) -
     )
     # The container has `watchkeeper` on its PATH; here it is next to this interpreter.
     path = f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}"
-    env = cli_env({"WATCHKEEPER_CONFIG": str(file), "PATH": path})
+    database = f"sqlite:///{tmp_path / 'data' / 'watchkeeper.db'}"
+    env = cli_env(
+        {"WATCHKEEPER_CONFIG": str(file), "PATH": path, "WATCHKEEPER_DATABASE_URL": database}
+    )
+    # In the example a healthy replica has made the database; here `db upgrade` makes it.
+    made = subprocess.run(["watchkeeper", "db", "upgrade"], env=env, capture_output=True, text=True)
+    assert made.returncode == 0, made.stderr
     for _ in range(2):  # the second run keeps the first token
         done = subprocess.run(["sh", "-c", command], env=env, capture_output=True, text=True)
         assert done.returncode == 0, done.stderr
