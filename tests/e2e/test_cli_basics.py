@@ -2,8 +2,12 @@
 
 from __future__ import annotations
 
+import contextlib
 import importlib.metadata
 import json
+import os
+import pty
+import select
 import signal
 import subprocess
 from collections.abc import Iterator
@@ -14,6 +18,7 @@ import pytest
 from tests.integration.server import LiveServer, live_server
 from tests.support.cli import WK, cli_env, wk
 from tests.support.waiting import wait_for
+from watchkeeper.procs.engine import ProcEngine
 from watchkeeper.runtime import Runtime
 
 
@@ -143,3 +148,47 @@ def test_runs_watch_shows_the_list_again_until_ctrl_c(server: LiveServer) -> Non
         _, stderr = watching.communicate(timeout=60)
     assert watching.returncode == 0, stderr
     assert "aborted" not in stderr
+
+
+def test_wait_on_a_terminal_shows_the_last_step_and_its_age(
+    engine: ProcEngine, tmp_path: Path
+) -> None:
+    config = tmp_path / "watchkeeper.toml"
+    config.write_text(f'data_dir = "{engine.data_dir}"\ndatabase_url = "{engine.store.url}"\n')
+    gate = tmp_path / "go"
+    held = f'while [ ! -e "{gate}" ]; do sleep 0.05; done'
+    started = wk("--config", str(config), "run", "--detach", "--", "sh", "-c", held)
+    assert started.returncode == 0, started.stderr
+    run_id = started.stdout.strip()
+    engine.progress(run_id, "copying shard 3 of 9")
+    primary, secondary = pty.openpty()
+    waiting = subprocess.Popen(
+        [*WK, "--config", str(config), "wait", run_id],
+        stdin=secondary,
+        stdout=secondary,
+        stderr=secondary,
+        env=cli_env({"TERM": "xterm"}),
+    )
+    os.close(secondary)
+    seen = bytearray()
+
+    def read_some() -> bytes:
+        if select.select([primary], [], [], 0.1)[0]:
+            with contextlib.suppress(OSError):  # EIO: the terminal's other end closed
+                seen.extend(os.read(primary, 65536))
+        return bytes(seen)
+
+    try:
+        shown = wait_for(
+            lambda: b"copying shard 3 of 9" in read_some() and b" ago" in seen,
+            what="the spinner to show the run's step and age",
+        )
+        assert shown
+        assert run_id.encode() in seen
+    finally:
+        gate.touch()
+        assert waiting.wait(timeout=60) == 0
+        os.close(primary)
+    piped = wk("--config", str(config), "wait", run_id)
+    assert piped.returncode == 0
+    assert "copying shard" not in piped.stdout + piped.stderr  # no spinner into a pipe

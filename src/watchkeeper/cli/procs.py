@@ -20,7 +20,10 @@ if TYPE_CHECKING:
     from collections.abc import Iterator
     from pathlib import Path
 
+    from rich.text import Text
+
     from watchkeeper.procs.engine import ProcEngine
+    from watchkeeper.records.procs import ProcRun
 
 _RUN = typer.Argument(..., help="the run's id (see `watchkeeper ps`)")
 _DURATION_UNITS = {"s": 1.0, "m": 60.0, "h": 3600.0, "d": 86400.0}
@@ -195,9 +198,16 @@ def wait(
     run_id: str = _RUN,
     timeout: str | None = typer.Option(None, "--timeout", help="give up after this long"),
 ) -> None:
-    """Block until the run ends; exit with its exit status."""
+    """Block until the run ends; exit with its exit status.
+
+    On a terminal a spinner tells the run's last step and how long ago it moved.
+    """
     with _engine(ctx) as engine:
-        run = engine.wait(run_id, timeout_s=parse_duration(timeout, "--timeout"))
+        timeout_s = parse_duration(timeout, "--timeout")
+        if console.is_terminal:
+            run = _wait_showing(engine, run_id, timeout_s)
+        else:
+            run = engine.wait(run_id, timeout_s=timeout_s)
     if not run.status.ended:
         from watchkeeper.procs.errors import ProcsError
 
@@ -205,6 +215,45 @@ def wait(
     if run.reason:
         console.print(f"{run_id} {run.status.value}: {run.reason}", highlight=False)
     raise typer.Exit(exit_status(run.exit_code, run.signal, run.status.value))
+
+
+def _wait_showing(engine: ProcEngine, run_id: str, timeout_s: float | None) -> ProcRun:
+    """``engine.wait`` a second at a time, a spinner showing where the run is meanwhile."""
+    import time
+
+    deadline = None if timeout_s is None else time.monotonic() + timeout_s
+    with console.status(_where(engine.status(run_id))) as spinner:
+        while True:
+            left = 1.0 if deadline is None else min(1.0, max(0.0, deadline - time.monotonic()))
+            run = engine.wait(run_id, timeout_s=left)
+            if run.status.ended or (deadline is not None and time.monotonic() >= deadline):
+                return run
+            spinner.update(_where(engine.status(run_id)))
+
+
+def _where(body: dict[str, Any]) -> Text:
+    """One line: the run, its status, its last step and the age of its last progress."""
+    from datetime import UTC, datetime
+
+    from rich.text import Text
+
+    moved = body.get("progress_at") or body.get("started_at")
+    age = ""
+    if moved:
+        when = datetime.fromisoformat(str(moved).replace("Z", "+00:00"))
+        seconds = max(0, int((datetime.now(UTC) - when).total_seconds()))
+        age = f", moved {_age(seconds)} ago"
+    step = body.get("step") or "no step reported yet"
+    # Plain text: a step is what the work wrote, and may hold brackets.
+    return Text(f"{body['id']} {body['effective_status']}: {step}{age}")
+
+
+def _age(seconds: int) -> str:
+    if seconds < 120:
+        return f"{seconds} s"
+    if seconds < 7200:
+        return f"{seconds // 60} min"
+    return f"{seconds // 3600} h"
 
 
 def abort(
