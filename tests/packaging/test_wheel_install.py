@@ -123,4 +123,6 @@ def test_the_built_wheel_installs_offline_into_a_clean_venv_and_serves(tmp_path:
     assert not Path(where).is_relative_to(REPO), where
     helped = _run(installed / "watchkeeper", "--help", cwd=home)
     assert "serve" in helped.stdout
+    told = _run(installed / "watchkeeper", "--version", cwd=home)
+    assert told.stdout.strip() == f"watchkeeper {__version__}"
     _serve(installed, home)
