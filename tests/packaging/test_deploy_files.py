@@ -20,6 +20,7 @@ from typing import Any
 
 import pytest
 import yaml
+from packaging.requirements import Requirement
 
 from watchkeeper import config
 
@@ -61,6 +62,23 @@ def test_what_the_dockerfile_copies_exists_and_reaches_the_build() -> None:
     for source in sources:
         assert (ROOT / source).exists(), f"the Dockerfile copies {source}, which is not there"
         assert source.rstrip("/") in kept, f"{source} is left out of the build context"
+
+
+def test_the_image_installs_the_versions_the_lock_pins(tmp_path: Path) -> None:
+    run = next(args for instruction, args in _dockerfile() if "constraints.txt" in args)
+    assert "-c /tmp/constraints.txt ." in run
+    # The Dockerfile's own command, run here on the real lock.
+    derive = run.split("&&")[0].replace("/tmp/constraints.txt", str(tmp_path / "c.txt"))
+    subprocess.run(["sh", "-c", derive], cwd=ROOT, check=True)
+    pins = [
+        Requirement(line)
+        for line in (tmp_path / "c.txt").read_text().splitlines()
+        if line.strip() and not line.lstrip().startswith("#")
+    ]
+    lock = (ROOT / "requirements-dev.lock").read_text()
+    assert len(pins) == len(re.findall(r"^\S+==\S+", lock, flags=re.MULTILINE))
+    assert all([spec.operator for spec in pin.specifier] == ["=="] for pin in pins)
+    assert "fastapi" in {pin.name for pin in pins}
 
 
 def test_the_image_serves_its_baked_configuration_on_the_port_it_checks() -> None:
