@@ -365,6 +365,9 @@ class Cluster:
                 "title": f"relay {run_id}",
                 "effects": "none",
                 "origin": {"platform": "telegram", "chat_id": str(chat_id)},
+                # Its owner stays alive however long a loaded machine takes: the run stays
+                # stalled and never turns stuck, which would be a new condition and card.
+                "lease_s": 86400,
             },
             via=via,
         )
@@ -415,6 +418,19 @@ class Cluster:
                 if call.method == "sendMessage"
                 and not (cards_only and _replies(call.body))
             )  # fmt: skip
+
+    def sent_to(self, chats: list[str]) -> list[tuple[str, object, str]]:
+        """Every ``sendMessage`` to ``chats``: chat, the message it answers, its first words."""
+        with self.telegram.lock:
+            return [
+                (
+                    str(call.body.get("chat_id")),
+                    _replies(call.body),
+                    str(call.body.get("text"))[:80],
+                )
+                for call in self.telegram.calls
+                if call.method == "sendMessage" and str(call.body.get("chat_id")) in chats
+            ]
 
     def notes_sent_twice(self) -> list[tuple[str, object, str]]:
         """Threaded notes whose chat, card and words reached the fake more than once."""
