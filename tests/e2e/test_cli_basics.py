@@ -10,6 +10,7 @@ import pty
 import select
 import signal
 import subprocess
+import threading
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -17,6 +18,7 @@ import pytest
 
 from tests.integration.server import LiveServer, live_server
 from tests.support.cli import WK, cli_env, wk
+from tests.support.tcp_proxy import tcp_proxy
 from tests.support.waiting import wait_for
 from watchkeeper.procs.engine import ProcEngine
 from watchkeeper.runtime import Runtime
@@ -192,3 +194,48 @@ def test_wait_on_a_terminal_shows_the_last_step_and_its_age(
     piped = wk("--config", str(config), "wait", run_id)
     assert piped.returncode == 0
     assert "copying shard" not in piped.stdout + piped.stderr  # no spinner into a pipe
+
+
+@pytest.mark.parametrize("db_url", ["sqlite"], indirect=True)
+def test_a_runner_tells_an_outage_once_not_at_every_poll(
+    server: LiveServer, tmp_path: Path
+) -> None:
+    port = int(server.url.rstrip("/").rsplit(":", 1)[1])
+    lines: list[str] = []
+    with tcp_proxy(("127.0.0.1", port)) as proxy:
+        env = {**admin_env(server), "WATCHKEEPER_URL": f"http://127.0.0.1:{proxy.port}"}
+        runner = subprocess.Popen(
+            [*WK, "runner", "--fleet", "f", "--data-dir", str(tmp_path),
+             "--poll-interval", "0.01", "--heartbeat-interval", "0.05"],
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.PIPE,
+            text=True,
+            env=cli_env(env),
+        )  # fmt: skip
+        assert runner.stderr is not None
+        reader = threading.Thread(target=lambda: lines.extend(runner.stderr or ()), daemon=True)
+        reader.start()
+
+        def told(text: str) -> bool:
+            return any(text in line for line in list(lines))
+
+        try:
+            wait_for(lambda: told("serves fleet f"), what="the runner to register")
+            proxy.cut()
+            wait_for(
+                lambda: told("Leasing failed") and told("Heartbeat failed"),
+                what="the runner to see the server gone",
+            )
+            proxy.restore()
+            wait_for(
+                lambda: told("Leasing works again") and told("Heartbeat works again"),
+                what="the runner to see the server back",
+            )
+        finally:
+            runner.send_signal(signal.SIGTERM)
+            runner.wait(timeout=60)
+            reader.join(timeout=60)
+            runner.stderr.close()
+    assert runner.returncode == 0, "".join(lines)
+    assert sum("Leasing failed" in line for line in lines) == 1, "".join(lines)
+    assert sum("Heartbeat failed" in line for line in lines) == 1, "".join(lines)

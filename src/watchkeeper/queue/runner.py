@@ -146,6 +146,9 @@ class RunnerDaemon:
         self._expiry = threading.Lock()
         self._timeline = Timeline(client)
         self._shipper = Shipper(client, options.poll_s)
+        # Calls failing now: an outage is told once when it starts and once when it ends, not
+        # at every poll or beat while it lasts.
+        self._failing: set[str] = set()
 
     @classmethod
     def open(
@@ -224,6 +227,7 @@ class RunnerDaemon:
         while not stop.wait(self.options.heartbeat_s):
             try:
                 self.client.runners.heartbeat(self.runner_id)
+                self._works("Heartbeat")
             except ClientError as exc:
                 if exc.status in (404, 409):
                     log.error(
@@ -234,7 +238,18 @@ class RunnerDaemon:
                     )
                     stop.set()
                     return
-                log.warning("Heartbeat failed: %s", exc, extra={"action": "runner_heartbeat"})
+                self._fails("Heartbeat", exc, "runner_heartbeat")
+
+    def _fails(self, what: str, exc: ClientError, action: str) -> None:
+        """A warning when ``what`` starts failing; while it goes on failing, debug lines only."""
+        level = logging.DEBUG if what in self._failing else logging.WARNING
+        self._failing.add(what)
+        log.log(level, "%s failed: %s", what, exc, extra={"action": action})
+
+    def _works(self, what: str) -> None:
+        if what in self._failing:
+            self._failing.discard(what)
+            log.info("%s works again", what, extra={"action": "runner_recovered"})
 
     # Leasing and starting ------------------------------------------------------------
 
@@ -246,8 +261,9 @@ class RunnerDaemon:
         asked = self.clock.now()
         try:
             tasks = self.client.runners.lease(self.runner_id, free)
+            self._works("Leasing")
         except ClientError as exc:
-            log.warning("Leasing failed: %s", exc, extra={"action": "runner_lease"})
+            self._fails("Leasing", exc, "runner_lease")
             tasks = []
         if len(tasks) < free:
             self._next_poll = self.clock.now() + self.options.poll_s
