@@ -44,7 +44,7 @@ from __future__ import annotations
 import logging
 import os
 import threading
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -52,14 +52,13 @@ from watchkeeper.client_timeline import Timeline
 from watchkeeper.clock import Clock, MonotonicClock
 from watchkeeper.errors import ClientError, WatchkeeperError
 from watchkeeper.procs import identity, layout
-from watchkeeper.procs.launch import LaunchRequest, LeaseLine
+from watchkeeper.procs.launch import LaunchRequest
+from watchkeeper.queue.held import EXPIRY_MARGIN, HeldTask
 from watchkeeper.queue.shipping import Shipment, Shipper
 from watchkeeper.queue.task_env import task_env
 from watchkeeper.records.procs import ProcStatus
 
 if TYPE_CHECKING:
-    import subprocess
-
     from watchkeeper.client import Client
     from watchkeeper.client_failover import FailoverClient
     from watchkeeper.procs.engine import ProcEngine
@@ -67,9 +66,6 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 #: How often the loop looks at its subprocesses; their exit is noticed within this.
 TICK_S = 0.05
-#: The share of a lease kept in hand: a subprocess whose lease could not be renewed is
-#: aborted this long before the lease lapses, with half of it as the abort's grace.
-EXPIRY_MARGIN = 0.25
 #: How much of a failed start's run log the task's outcome carries.
 START_LOG_TAIL = 600
 
@@ -92,37 +88,6 @@ class RunnerOptions:
     pass_env: tuple[str, ...] = ()
 
 
-@dataclass
-class _Held:
-    """A task this runner holds: its lease and its subprocess."""
-
-    task_id: str
-    token: str
-    renew_every: float
-    next_renew: float
-    lease_s: float
-    #: When (on the runner's clock) the subprocess must start stopping, unless renewed.
-    stop_by: float
-    run_id: str | None = None
-    shim: subprocess.Popen[bytes] | None = None
-    #: How the shim hears of each renewal; it stops the command itself if none comes in time.
-    lease: LeaseLine | None = None
-    log_size: int = 0
-    outcome: dict[str, Any] | None = field(default=None)
-    job_id: str | None = None
-    org: str | None = None
-    #: Whether the output tail and the end event went out (once, before the outcome).
-    told: bool = False
-    shipment: Shipment | None = None
-    #: Set once (under the daemon's lock) by whoever stops the subprocess for a lapsing lease.
-    expiring: bool = False
-
-    @property
-    def margin(self) -> float:
-        """How long before its lease lapses the subprocess starts stopping."""
-        return self.lease_s * EXPIRY_MARGIN
-
-
 class RunnerDaemon:
     """One executor daemon. ``run(stop)`` serves until ``stop`` is set.
 
@@ -141,7 +106,7 @@ class RunnerDaemon:
         self.engine = engine
         self.clock: Clock = clock or MonotonicClock()
         self.runner_id: str | None = None
-        self.held: dict[str, _Held] = {}
+        self.held: dict[str, HeldTask] = {}
         self._next_poll = 0.0
         self._expiry = threading.Lock()
         self._timeline = Timeline(client)
@@ -274,7 +239,7 @@ class RunnerDaemon:
         lease_s = float(task["lease_s"])
         # Never later than a third of the lease: two renewals may fail before the margin.
         every = min(self.options.renew_s or lease_s / 3, lease_s / 3)
-        held = _Held(
+        held = HeldTask(
             str(task["id"]),
             str(task["lease_token"]),
             every,
@@ -335,7 +300,7 @@ class RunnerDaemon:
             elif now >= held.next_renew:
                 self._renew(held, now)
 
-    def _renew(self, held: _Held, now: float) -> None:
+    def _renew(self, held: HeldTask, now: float) -> None:
         size = self._log_size(held)
         sent = self.clock.now()
         try:
@@ -368,14 +333,14 @@ class RunnerDaemon:
                 if held.outcome is None and now >= held.stop_by and self._claim_expiry(held):
                     self._stop_command(held)
 
-    def _claim_expiry(self, held: _Held) -> bool:
+    def _claim_expiry(self, held: HeldTask) -> bool:
         with self._expiry:
             if held.expiring:
                 return False
             held.expiring = True
             return True
 
-    def _stop_command(self, held: _Held) -> None:
+    def _stop_command(self, held: HeldTask) -> None:
         log.warning(
             "Could not renew the lease on task %s: stopping its command before its lease "
             "lapses, so the server may hand the task to another runner",
@@ -385,11 +350,11 @@ class RunnerDaemon:
         if held.run_id is not None and held.shim is not None and held.shim.poll() is None:
             self.engine.abort(held.run_id, grace_s=self._stop_grace(held))
 
-    def _stop_grace(self, held: _Held) -> float:
+    def _stop_grace(self, held: HeldTask) -> float:
         """How long a command stopped for a lapsing lease gets before SIGKILL."""
         return min(self.options.grace_s, held.margin / 2)
 
-    def _expire(self, held: _Held) -> None:
+    def _expire(self, held: HeldTask) -> None:
         # Whichever thread stopped the command, only the main loop forgets the task.
         if self._claim_expiry(held):
             self._stop_command(held)
@@ -397,13 +362,13 @@ class RunnerDaemon:
             held.shim.wait()
         self._forget(held)
 
-    def _forget(self, held: _Held) -> None:
+    def _forget(self, held: HeldTask) -> None:
         """Drop a task whose command has ended: its shim needs no more renewals."""
         self.held.pop(held.task_id, None)
         if held.lease is not None:
             held.lease.close()
 
-    def _log_size(self, held: _Held) -> int:
+    def _log_size(self, held: HeldTask) -> int:
         if held.run_id is None:
             return 0
         try:
@@ -411,7 +376,7 @@ class RunnerDaemon:
         except OSError:
             return held.log_size
 
-    def _abort(self, held: _Held, why: str) -> None:
+    def _abort(self, held: HeldTask, why: str) -> None:
         self._forget(held)
         if held.run_id is not None and held.shim is not None and held.shim.poll() is None:
             self.engine.abort(held.run_id, grace_s=self.options.grace_s)
@@ -429,7 +394,7 @@ class RunnerDaemon:
             if held.outcome is not None:
                 self._report(held)
 
-    def _outcome(self, held: _Held) -> dict[str, Any]:
+    def _outcome(self, held: HeldTask) -> dict[str, Any]:
         assert held.run_id is not None
         run = self.engine.refresh(held.run_id)
         if run.status is ProcStatus.SUCCEEDED:
@@ -437,7 +402,7 @@ class RunnerDaemon:
         reason = run.reason or f"ended {run.status.value}"
         return {"failed": reason, "exit_code": run.exit_code}
 
-    def _tell(self, held: _Held, outcome: dict[str, Any]) -> None:
+    def _tell(self, held: HeldTask, outcome: dict[str, Any]) -> None:
         """The output tail and the end event, once, before the outcome is reported."""
         held.told = True
         if held.shipment is not None:
@@ -449,7 +414,7 @@ class RunnerDaemon:
         else:
             self._phase(held, "task_end", "failed", f"{outcome['failed']}; {said}".strip("; "))
 
-    def _phase(self, held: _Held, phase: str, outcome: str | None, detail: str) -> None:
+    def _phase(self, held: HeldTask, phase: str, outcome: str | None, detail: str) -> None:
         event = {"phase": phase, "task_id": held.task_id, "job_id": held.job_id, "org": held.org}
         event |= {"outcome": outcome, "detail": detail or None}
         try:
@@ -463,7 +428,7 @@ class RunnerDaemon:
                 extra={"action": "runner_timeline"},
             )
 
-    def _report(self, held: _Held) -> None:
+    def _report(self, held: HeldTask) -> None:
         outcome = held.outcome
         assert outcome is not None
         if not held.told:
