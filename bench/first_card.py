@@ -50,7 +50,12 @@ def until_first_card(clone: Path, env: dict[str, str]) -> float:
         cwd=clone, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
     )  # fmt: skip
     lines: Queue[str] = Queue()
-    threading.Thread(target=lambda: [lines.put(x) for x in demo.stdout or []], daemon=True).start()
+
+    def pump() -> None:
+        for line in demo.stdout or []:
+            lines.put(line)
+
+    threading.Thread(target=pump, daemon=True).start()
     try:
         while time.monotonic() - started < WAIT_S:
             try:
