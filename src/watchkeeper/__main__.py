@@ -2,6 +2,6 @@
 
 import sys
 
-from watchkeeper.cli import main
+from watchkeeper.entry import main
 
 sys.exit(main())

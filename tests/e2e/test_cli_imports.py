@@ -17,7 +17,7 @@ PROBE = textwrap.dedent(
     import json, sys
     from watchkeeper.cli import main
 
-    status = main(sys.argv[1:])
+    status = main(sys.argv[1:]) if "cli" in main.__module__ else main()
     print(json.dumps({"status": status, "modules": sorted({m.split(".")[0] for m in sys.modules})}))
     """
 )
@@ -36,3 +36,21 @@ def test_runs_loads_nothing_of_the_server_side(tmp_path: Path) -> None:
     result = json.loads(probe.stdout.strip().splitlines()[-1])
     assert SERVER_SIDE.isdisjoint(result["modules"]), SERVER_SIDE & set(result["modules"])
     assert "watchkeeper" in result["modules"]
+
+
+#: As the installed `watchkeeper` script starts: through the entry point, not the CLI module.
+ENTRY_PROBE = PROBE.replace(
+    "from watchkeeper.cli import main", "from watchkeeper.entry import main"
+)
+
+
+def test_the_command_skips_httpxs_own_command_line_client(tmp_path: Path) -> None:
+    # `import httpx` would load httpx's CLI (Rich progress bars, Pygments lexers) for nothing.
+    bare = {name: "" for name in os.environ if name.startswith("WATCHKEEPER_")}
+    probe = subprocess.run(
+        [sys.executable, "-c", ENTRY_PROBE, "runs"],
+        capture_output=True, text=True, timeout=60, env=cli_env(bare), cwd=tmp_path, check=False,
+    )  # fmt: skip
+    result = json.loads(probe.stdout.strip().splitlines()[-1])
+    assert "httpx" in result["modules"]  # it did ask the server
+    assert "pygments" not in result["modules"]

@@ -1,0 +1,19 @@
+"""The ``watchkeeper`` command's entry point, kept apart so it runs before anything heavy.
+
+``import httpx`` also loads httpx's own command-line client (Rich progress bars,
+Pygments lexers) whenever Rich is installed. The command never uses it, and it is a
+good part of the start-up: ``None`` in ``sys.modules`` makes that one import fail,
+which httpx allows for. Library users who import :mod:`watchkeeper` are not affected.
+"""
+
+from __future__ import annotations
+
+import sys
+
+
+def main() -> int:
+    """Run the command line."""
+    sys.modules.setdefault("httpx._main", None)  # type: ignore[arg-type]
+    from watchkeeper.cli import main as run
+
+    return run()
