@@ -41,7 +41,10 @@ def test_version_names_the_installed_release() -> None:
 
 
 def test_shell_completion_is_offered() -> None:
-    shown = wk("--show-completion", "bash")
+    # Typer guesses the shell from the parent process (`sh` under make, which it cannot
+    # serve); its documented switch lets the shell be named instead.
+    named = {"_TYPER_COMPLETE_TEST_DISABLE_SHELL_DETECTION": "1"}
+    shown = wk("--show-completion", "bash", env=named)
     assert shown.returncode == 0, shown.stderr
     assert "_WATCHKEEPER_COMPLETE" in shown.stdout
     assert "--install-completion" in wk("--help").stdout

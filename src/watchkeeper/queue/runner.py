@@ -258,7 +258,7 @@ class RunnerDaemon:
             env=task_env(os.environ, self.options.pass_env, url=self.client.url, task=task),
             die_with_parent=True,
             # The shim stops the command by itself if this runner freezes and cannot.
-            lease=(held.stop_by - self.clock.now(), self._stop_grace(held)),
+            lease=(self._shim_stop_in(held), self._stop_grace(held)),
         )
         try:
             launched = self.engine.start(request)
@@ -321,7 +321,7 @@ class RunnerDaemon:
         held.next_renew = now + held.renew_every
         held.stop_by = sent + held.lease_s - held.margin
         if held.lease is not None:
-            held.lease.renew(held.stop_by - self.clock.now(), self._stop_grace(held))
+            held.lease.renew(self._shim_stop_in(held), self._stop_grace(held))
 
     # Lapsing leases ------------------------------------------------------------------
 
@@ -349,6 +349,12 @@ class RunnerDaemon:
         )
         if held.run_id is not None and held.shim is not None and held.shim.poll() is None:
             self.engine.abort(held.run_id, grace_s=self._stop_grace(held))
+
+    def _shim_stop_in(self, held: HeldTask) -> float:
+        """How long the shim lets the command run unless renewed: a little past this runner's
+        own stop, so the runner stops it when it can and the shim only when it cannot (frozen);
+        even then, SIGKILL comes a quarter of the margin before the lease lapses."""
+        return held.stop_by + held.margin / 4 - self.clock.now()
 
     def _stop_grace(self, held: HeldTask) -> float:
         """How long a command stopped for a lapsing lease gets before SIGKILL."""
