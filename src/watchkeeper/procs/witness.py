@@ -59,8 +59,12 @@ class Witness(NamedTuple):
 
     @property
     def succeeded(self) -> bool:
-        """Exited with status 0."""
-        return self.exit_code == 0 and self.signal is None
+        """Exited with status 0 of its own accord.
+
+        A command the shim ended (its owner went away, its lease ran out) did not
+        succeed, even if a trap made it exit 0: the witness then says why it ended.
+        """
+        return self.exit_code == 0 and self.signal is None and self.error is None
 
 
 def write_json_atomic(path: PathLike, data: dict[str, object]) -> None:

@@ -351,10 +351,10 @@ class RunnerDaemon:
             self.engine.abort(held.run_id, grace_s=self._stop_grace(held))
 
     def _shim_stop_in(self, held: HeldTask) -> float:
-        """How long the shim lets the command run unless renewed: a little past this runner's
-        own stop, so the runner stops it when it can and the shim only when it cannot (frozen);
-        even then, SIGKILL comes a quarter of the margin before the lease lapses."""
-        return held.stop_by + held.margin / 4 - self.clock.now()
+        """How long the shim lets the command run unless renewed: a few of this runner's ticks
+        past its own stop, so the runner stops it when it can and the shim only when it
+        cannot (frozen), still well inside the margin before the lease lapses."""
+        return held.stop_by + min(4 * TICK_S, held.margin / 8) - self.clock.now()
 
     def _stop_grace(self, held: HeldTask) -> float:
         """How long a command stopped for a lapsing lease gets before SIGKILL."""
@@ -395,6 +395,10 @@ class RunnerDaemon:
         for held in list(self.held.values()):
             if held.expiring:
                 continue  # its lease is lapsing: nothing can be reported, it is only dropped
+            if held.outcome is None and self.clock.now() >= held.stop_by:
+                # The same, seen first here: the runner was frozen past its own stop, and the
+                # shim stopped the command for it. The next renewal pass drops it.
+                continue
             if held.outcome is None and held.shim is not None and held.shim.poll() is not None:
                 held.outcome = self._outcome(held)
             if held.outcome is not None:
