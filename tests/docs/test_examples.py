@@ -45,6 +45,8 @@ def test_the_examples_are_found_and_every_skip_says_why() -> None:
 def test_toml_example_is_a_valid_configuration(example: Example) -> None:
     raw = tomllib.loads(example.code)
     settings = config.parse(raw, example.name)
+    # config.parse raises on a bad example; every kind the example names must come through.
+    assert set(raw.get("kinds", {})) <= set(settings.kinds), example.name
     for name, kind in settings.kinds.items():
         if kind.adapter == "sql" and str(kind.options.get("url", "")).startswith("sqlite"):
             _run_on_sqlite(f"{example.name} kinds.{name}", str(kind.options["query"]))
