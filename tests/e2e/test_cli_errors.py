@@ -70,3 +70,11 @@ def test_an_unexpected_exception_with_debug_shows_the_traceback() -> None:
     assert "in explode\nRuntimeError: the widget broke\n" in result.stderr
     assert result.stderr.rstrip().endswith("error: the widget broke\n  caused by: 'missing'")
     assert "--debug for the traceback" not in result.stderr
+
+
+def test_a_cause_repeated_by_a_wrapping_library_is_said_once() -> None:
+    # Nothing listens on port 9 of loopback: httpx wraps the refusal in an error of its own.
+    done = wk("runs", "--server", "http://127.0.0.1:9")
+    assert done.returncode == 1
+    causes = [line for line in done.stderr.splitlines() if "caused by:" in line]
+    assert causes and len(causes) == len(set(causes)), done.stderr

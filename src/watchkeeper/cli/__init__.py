@@ -114,8 +114,12 @@ def _report(exc: BaseException, debug: bool) -> None:
     if debug:
         _say(traceback.format_exc())
     _say(f"error: {str(exc) or type(exc).__name__}")
+    said: set[str] = set()
     for cause in _causes(exc):
-        _say(f"  caused by: {_line(cause)}")
+        # Libraries often wrap an error in one that says the same words: say them once.
+        if (line := _line(cause)) not in said:
+            said.add(line)
+            _say(f"  caused by: {line}")
 
 
 def _causes(exc: BaseException) -> list[BaseException]:
