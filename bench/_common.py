@@ -284,14 +284,26 @@ def _cli(config_path: Path) -> list[str]:
 
 
 def create_token(config_path: Path, role: str = "reporter") -> str:
-    """Create a token with ``watchkeeper token create`` and return its secret."""
-    done = subprocess.run(
-        [*_cli(config_path), "token", "create", "--role", role, "--name", "bench"],
-        capture_output=True,
-        text=True,
-        check=True,
-        env=_clean_env(),
-    )
+    """Create a token in the configuration's store (made first when new) and return its secret.
+
+    ``token create`` asks a server unless it is given ``--store``; the benches create
+    tokens before their server starts, so they name the store the server will use.
+    """
+    import tomllib
+
+    configured = tomllib.loads(config_path.read_text(encoding="utf-8"))
+    store = configured.get("database_url") or configured.get("data_dir") or str(config_path.parent)
+    for argv in (
+        ["db", "upgrade"],
+        ["token", "create", "--role", role, "--name", "bench", "--store", store],
+    ):
+        done = subprocess.run(
+            [*_cli(config_path), *argv],
+            capture_output=True,
+            text=True,
+            check=True,
+            env=_clean_env(),
+        )
     for line in done.stdout.splitlines():
         if line.strip().startswith("wk_"):
             return line.strip()
