@@ -1,5 +1,9 @@
 """Circuit breaker: per-call overhead, the half-open probe, closed-state concurrency.
 
+The slow-probe test holds the half-open probe in flight past three reset
+timeouts while new callers arrive each timeout, and reports the most probes
+ever in flight at once (the goal is 1).
+
 Compares watchkeeper's CircuitBreaker with pybreaker in the same run. Run from
 the repository root with the bench venv (see bench/requirements-supervise.txt):
 
@@ -92,6 +96,71 @@ def watchkeeper_probe(callers: int) -> tuple[int, int]:
     return entered, fast
 
 
+def watchkeeper_slow_probe(callers: int, timeouts: int = 3) -> tuple[int, int]:
+    """Most calls in flight at once while one probe outlives ``timeouts`` reset
+    timeouts (ManualClock), and the callers refused meanwhile."""
+    clock = ManualClock()
+    breaker = CircuitBreaker("slow-probe", fail_max=1, reset_timeout_s=10, clock=clock)
+    with contextlib.suppress(ZeroDivisionError):
+        breaker.call(lambda: 1 / 0)
+    clock.advance(10)
+    state = {"now": 0, "peak": 0, "refused": 0}
+
+    async def run() -> None:
+        release = asyncio.Event()
+
+        async def call() -> None:
+            state["now"] += 1
+            state["peak"] = max(state["peak"], state["now"])
+            await release.wait()
+            state["now"] -= 1
+
+        tasks = [asyncio.create_task(breaker.call_async(call))]
+        for _ in range(timeouts):
+            await asyncio.sleep(0)
+            clock.advance(10)
+            tasks += [asyncio.create_task(breaker.call_async(call)) for _ in range(callers)]
+        await asyncio.sleep(0.01)
+        release.set()
+        for result in await asyncio.gather(*tasks, return_exceptions=True):
+            state["refused"] += isinstance(result, CircuitOpenError)
+
+    asyncio.run(run())
+    return state["peak"], state["refused"]
+
+
+def pybreaker_slow_probe(callers: int, timeouts: int = 3) -> int:
+    """Most calls in flight at once while one probe outlives ``timeouts`` reset
+    timeouts (real time: pybreaker reads the system clock)."""
+    reset_s = 0.05
+    breaker = pybreaker.CircuitBreaker(fail_max=1, reset_timeout=reset_s)
+    with contextlib.suppress(ZeroDivisionError, pybreaker.CircuitBreakerError):
+        breaker.call(lambda: 1 / 0)
+    time.sleep(reset_s * 1.2)
+    lock = threading.Lock()
+    state = {"now": 0, "peak": 0}
+
+    def call(hold_s: float) -> None:
+        with lock:
+            state["now"] += 1
+            state["peak"] = max(state["peak"], state["now"])
+        time.sleep(hold_s)
+        with lock:
+            state["now"] -= 1
+
+    def caller(hold_s: float) -> None:
+        with contextlib.suppress(pybreaker.CircuitBreakerError):
+            breaker.call(call, hold_s)
+
+    with ThreadPoolExecutor(callers + 1) as pool:
+        pool.submit(caller, reset_s * (timeouts + 0.5))
+        for _ in range(timeouts):
+            time.sleep(reset_s)
+            for _ in range(callers // timeouts):
+                pool.submit(caller, 0.0)
+    return state["peak"]
+
+
 def pybreaker_probe(callers: int) -> tuple[int, int, int]:
     """Probes that ran while half-open, callers failed fast, callers that waited."""
     breaker = pybreaker.CircuitBreaker(fail_max=1, reset_timeout=0.05)
@@ -167,6 +236,12 @@ def main() -> None:
     print(
         f"  pybreaker:   probes through {probes}, failed fast {pfast}, waited on its lock {waited}"
     )
+
+    wk_slow, refused = watchkeeper_slow_probe(args.callers)
+    pb_slow = pybreaker_slow_probe(args.callers)
+    print("probe held past 3 reset timeouts, callers arriving each timeout")
+    print(f"  watchkeeper: probes in flight at once {wk_slow}, refused {refused}")
+    print(f"  pybreaker:   calls in flight at once {pb_slow}")
 
     wk = CircuitBreaker("conc")
     pb = pybreaker.CircuitBreaker()

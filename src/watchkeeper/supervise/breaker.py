@@ -1,5 +1,10 @@
 """Circuit breaker: closed, open, half-open with exactly one probe.
 
+The probe holds the half-open slot until it returns or raises, however long
+that takes, or until its ``probe_timeout_s`` (if set) elapses: then it counts
+as a failed probe, the circuit opens for a reset timeout counted from that
+deadline, and the probe's late result changes nothing.
+
 Admission and bookkeeping are short compare-and-set steps on a
 :class:`~watchkeeper.supervise.breaker_state.BreakerStateStore`; the protected
 call runs outside any lock, so calls in the closed state run concurrently.
@@ -112,6 +117,8 @@ class CircuitBreaker(AsyncScope):
 
     Use it as a decorator (sync or async functions), with ``call``/``call_async``,
     or as a context manager (``with breaker:`` / ``async with breaker:``).
+    ``probe_timeout_s`` bounds how long the half-open probe may hold the slot
+    (``None``, the default: until it ends); the call itself is never interrupted.
     ``exclude`` lists exceptions that are the caller's business, not the
     dependency's failure: they never count as failures (they prove the
     dependency answered). Cancellation and other non-``Exception`` errors
@@ -124,6 +131,7 @@ class CircuitBreaker(AsyncScope):
         *,
         fail_max: int = 5,
         reset_timeout_s: float = 30.0,
+        probe_timeout_s: float | None = None,
         window: FailureRateWindow | None = None,
         exclude: tuple[type[BaseException], ...] = (),
         store: BreakerStateStore | None = None,
@@ -132,9 +140,15 @@ class CircuitBreaker(AsyncScope):
     ) -> None:
         if fail_max < 1 or reset_timeout_s <= 0:
             raise ConfigurationError("breaker needs fail_max >= 1 and reset_timeout_s > 0")
+        if probe_timeout_s is not None and not probe_timeout_s > 0:  # also refuses NaN
+            raise ConfigurationError(
+                f"breaker {name!r}: probe_timeout_s must be a number of seconds > 0, "
+                f"or None for no limit; got {probe_timeout_s!r}"
+            )
         self.name = name
         self.fail_max = fail_max
         self.reset_timeout_s = reset_timeout_s
+        self.probe_timeout_s = probe_timeout_s
         self.window = window
         self.exclude = exclude
         self.store: BreakerStateStore = store or InMemoryStateStore()
@@ -279,10 +293,18 @@ class CircuitBreaker(AsyncScope):
                 return current
             now = self._clock.now()
             opened_at = now if current.opened_at is None else current.opened_at
+            if current.state is CircuitState.HALF_OPEN:
+                deadline = self._probe_deadline(opened_at)
+                if deadline is None or now < deadline:
+                    # One probe until it ends: the earliest another can start is
+                    # a reset timeout after it fails.
+                    raise self._rejection(current.state, now + self.reset_timeout_s, now)
+                # The probe ran out of time: a failed probe, wherever it runs.
+                current = self._expire(current, deadline)
+                continue
             retry_at = opened_at + self.reset_timeout_s
             if now < retry_at:
                 raise self._rejection(current.state, retry_at, now)
-            # OPEN past its timeout, or HALF_OPEN whose probe never reported back.
             probe = BreakerState(CircuitState.HALF_OPEN, current.failure_count, now)
             stored = self.store.compare_and_set(self.name, current, probe)
             if stored is not None:
@@ -292,6 +314,17 @@ class CircuitBreaker(AsyncScope):
         now = self._clock.now()
         raise self._rejection(CircuitState.HALF_OPEN, now + self.reset_timeout_s, now)
 
+    def _probe_deadline(self, started_at: float) -> float | None:
+        return None if self.probe_timeout_s is None else started_at + self.probe_timeout_s
+
+    def _expire(self, probing: BreakerState, deadline: float) -> BreakerState:
+        """Record a timed-out probe as failed at its deadline; the state now stored."""
+        opened = BreakerState(CircuitState.OPEN, probing.failure_count, deadline)
+        stored = self.store.compare_and_set(self.name, probing, opened)
+        current = stored if stored is not None else self.store.load(self.name)
+        self._observe(current)
+        return current
+
     def _rejection(self, state: CircuitState, retry_at: float, now: float) -> CircuitOpenError:
         next(self._rejections)
         return CircuitOpenError(self.name, state.value, retry_at, retry_at - now)
@@ -299,6 +332,16 @@ class CircuitBreaker(AsyncScope):
     # -- outcomes --------------------------------------------------------------
 
     def _settle(self, permit: _Permit, exc: BaseException | None) -> None:
+        if isinstance(permit, _Probe):
+            deadline = self._probe_deadline(cast(float, permit.state.opened_at))
+            if deadline is not None and self._clock.now() >= deadline:
+                # Too late: whatever it says, it failed at its deadline (if no one
+                # recorded that yet); the version check ignores it otherwise.
+                next(self._failures)
+                self._update(
+                    permit, lambda s: BreakerState(CircuitState.OPEN, s.failure_count, deadline)
+                )
+                return
         if exc is None or (isinstance(exc, Exception) and isinstance(exc, self.exclude)):
             next(self._successes if exc is None else self._ignored)
             self._on_success(permit)

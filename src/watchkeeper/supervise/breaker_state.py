@@ -37,8 +37,9 @@ class CircuitState(enum.StrEnum):
 class BreakerState:
     """One breaker's shared state.
 
-    ``opened_at`` is when the circuit opened (OPEN) or when the single probe was
-    let through (HALF_OPEN), on the breaker's clock. ``version`` grows by one on
+    ``opened_at`` is when the circuit opened (OPEN; for a probe that ran past its
+    probe timeout, that deadline) or when the single probe was let through
+    (HALF_OPEN), on the breaker's clock. ``version`` grows by one on
     every successful compare-and-set.
     """
 
