@@ -60,7 +60,8 @@ queue_tasks = sa.Table(
     sa.Column("failure_fingerprint", sa.String(200), nullable=True),
     # Free-form marks on the task, e.g. ``interrupted_at`` (``queue/reconcile.py``).
     sa.Column("metadata", sa.JSON, nullable=True),
-    sa.Index(None, "status", "fleet", "queued_at"),
+    # Matches the lease's filter and order, so a page is read without sorting the queue.
+    sa.Index(None, "status", "fleet", "queued_at", "id"),
     sa.Index(None, "job_id"),
     sa.Index(None, "runner_id"),
     sa.Index(None, "finished_at"),
