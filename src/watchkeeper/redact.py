@@ -15,8 +15,8 @@ running its plugin set per call costs far more than one regex pre-check.
 :func:`redact` sits on the timeline ingest path, so speed matters here.
 
 Speed: most texts hold no secret. One compiled alternation of every shape's
-cheap trigger (a prefix or keyword) is searched first; only texts it finds
-anything in go through the individual patterns.
+cheap trigger (a prefix or keyword) is searched first; a text it finds anything
+in goes through the patterns of the shapes whose triggers it holds, no others.
 """
 
 from __future__ import annotations
@@ -78,7 +78,8 @@ class Shape:
 
     name: str
     #: Regexes matched against the lower-cased text, each starting with a literal character
-    #: so the combined pre-check can skip ahead quickly; any hit runs every pattern.
+    #: so the combined pre-check can skip ahead quickly. The pattern runs only on a text
+    #: where one of them occurs, so each must occur in every text the pattern matches.
     triggers: tuple[str, ...]
     pattern: re.Pattern[str]
     replacement: str | Callable[[re.Match[str]], str] = MASK
@@ -192,18 +193,46 @@ SHAPES: tuple[Shape, ...] = (
     ),
 )
 
-_TRIGGER = re.compile(
-    "|".join(dict.fromkeys(trigger for shape in SHAPES for trigger in shape.triggers))
+_TRIGGERS = tuple(dict.fromkeys(trigger for shape in SHAPES for trigger in shape.triggers))
+_TRIGGER = re.compile("|".join(_TRIGGERS))
+#: Every position where some trigger starts: a plain search would report only the first
+#: alternative there ("authorization" hides "auth") and skip what its match covers.
+_TRIGGER_STARTS = re.compile(f"(?=(?:{'|'.join(_TRIGGERS)}))")
+_EACH_TRIGGER = tuple(
+    (
+        re.compile(trigger),
+        frozenset(i for i, shape in enumerate(SHAPES) if trigger in shape.triggers),
+    )
+    for trigger in _TRIGGERS
 )
 
 
 def redact(text: str) -> str:
     """``text`` with every secret it appears to contain replaced by ``[redacted]``."""
-    if not _TRIGGER.search(text.lower()):
+    lower = text.lower()
+    if not _TRIGGER.search(lower):
         return text
-    for shape in SHAPES:
-        text = shape.rewrite(text)
+    for index in sorted(_triggered(lower)):
+        text = SHAPES[index].rewrite(text)
     return text
+
+
+def _triggered(lower: str) -> set[int]:
+    """The indexes of the shapes whose triggers occur in ``lower``.
+
+    A shape's pattern cannot match where none of its triggers occurs, so the others
+    are skipped: most texts that hold a trigger name one shape, and running all twenty
+    patterns on each was most of the timeline's ingest time.
+    """
+    wanted: set[int] = set()
+    for start in _TRIGGER_STARTS.finditer(lower):
+        at = start.start()
+        for trigger, shapes in _EACH_TRIGGER:
+            if not shapes <= wanted and trigger.match(lower, at):
+                wanted |= shapes
+        if len(wanted) == len(SHAPES):
+            break
+    return wanted
 
 
 def tail(text: str, lines: int = 20, max_chars: int = 4000) -> str:

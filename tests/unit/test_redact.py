@@ -150,3 +150,31 @@ def test_hostile_input_is_redacted_in_one_pass(hostile: str) -> None:
     # Patterns that backtrack over unbounded runs take minutes on these; bounded ones, moments.
     cleaned = redact(hostile)
     assert len(cleaned) <= len(hostile) + len(MASK)
+
+
+def _every_shape(text: str) -> str:
+    """What redaction gave when every pattern ran on any text with a trigger in it."""
+    for shape in SHAPES:
+        text = shape.rewrite(text)
+    return text
+
+
+def test_running_only_the_triggered_shapes_masks_exactly_what_all_of_them_did() -> None:
+    import random
+
+    rng = random.Random(17)
+    pieces = [before + secret + after for _, before, secret, after in SAMPLES]
+    # Triggers that start at one position or sit inside each other's matches.
+    pieces += [
+        "authorization_token=abc123def456ghi",
+        "Authorization: Bearer eyJabcdefgh.ijklmnopq.rstuvwxyz0",
+        "https://user:" + "sk-" + _B64[:20] + "@host/x?api_key=zzz&passwd=p",
+        "aws secret_token = " + _B64[:40],
+        "max_tokens=4096 auth=secret-value",
+        "-----END RSA PRIVATE KEY-----",
+    ]
+    for _ in range(400):
+        text = " ".join(rng.sample(pieces, rng.randint(1, 4)))
+        cut = rng.randint(0, len(text))
+        for sample in (text, text[:cut], text[cut:], text.upper(), text.replace(" ", "\n")):
+            assert redact(sample) == _every_shape(sample), sample
