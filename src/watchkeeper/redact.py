@@ -198,13 +198,26 @@ _TRIGGER = re.compile("|".join(_TRIGGERS))
 #: Every position where some trigger starts: a plain search would report only the first
 #: alternative there ("authorization" hides "auth") and skip what its match covers.
 _TRIGGER_STARTS = re.compile(f"(?=(?:{'|'.join(_TRIGGERS)}))")
-_EACH_TRIGGER = tuple(
-    (
-        re.compile(trigger),
-        frozenset(i for i, shape in enumerate(SHAPES) if trigger in shape.triggers),
+
+
+def _first_character(trigger: str) -> str:
+    """The literal every match of ``trigger`` starts with (each trigger starts with one)."""
+    if trigger.startswith("\\"):
+        return trigger[1]
+    if trigger[0] in "[(.*+?{|^$":
+        raise ValueError(f"the trigger {trigger!r} must start with a literal character")
+    return trigger[0]
+
+
+#: Per first character: the triggers starting with it, each with the shapes it stands for.
+_TRIGGERS_AT: dict[str, list[tuple[re.Pattern[str], frozenset[int]]]] = {}
+for _trigger in _TRIGGERS:
+    _TRIGGERS_AT.setdefault(_first_character(_trigger), []).append(
+        (
+            re.compile(_trigger),
+            frozenset(i for i, shape in enumerate(SHAPES) if _trigger in shape.triggers),
+        )
     )
-    for trigger in _TRIGGERS
-)
 
 
 def redact(text: str) -> str:
@@ -227,7 +240,7 @@ def _triggered(lower: str) -> set[int]:
     wanted: set[int] = set()
     for start in _TRIGGER_STARTS.finditer(lower):
         at = start.start()
-        for trigger, shapes in _EACH_TRIGGER:
+        for trigger, shapes in _TRIGGERS_AT[lower[at]]:
             if not shapes <= wanted and trigger.match(lower, at):
                 wanted |= shapes
         if len(wanted) == len(SHAPES):
