@@ -29,7 +29,6 @@ from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 from watchkeeper.client_part import ApiPart
-from watchkeeper.clock import rfc3339
 from watchkeeper.errors import ClientError
 
 if TYPE_CHECKING:
@@ -39,7 +38,12 @@ MAX_BATCH = 5000
 
 
 def _wire(value: Any) -> Any:
-    return rfc3339(value) if isinstance(value, datetime) else value
+    if not isinstance(value, datetime):
+        return value
+    # The clock module loads asyncio: only a batch that carries a datetime pays for it.
+    from watchkeeper.clock import rfc3339
+
+    return rfc3339(value)
 
 
 class Timeline(ApiPart):

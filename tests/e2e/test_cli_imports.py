@@ -9,6 +9,8 @@ import sys
 import textwrap
 from pathlib import Path
 
+import pytest
+
 from ..support.cli import cli_env
 
 #: The real command line, then the top-level packages it had loaded, as JSON on stdout.
@@ -54,3 +56,59 @@ def test_the_command_skips_httpxs_own_command_line_client(tmp_path: Path) -> Non
     result = json.loads(probe.stdout.strip().splitlines()[-1])
     assert "httpx" in result["modules"]  # it did ask the server
     assert "pygments" not in result["modules"]
+
+
+#: What the commands that only ask a server, or only print, must not load: the server side,
+#: the configuration's and Typer's validation (pydantic), and the event loop.
+HEAVY = SERVER_SIDE | {"pydantic", "pydantic_core", "asyncio"}
+
+
+def _entry_modules(tmp_path: Path, *argv: str) -> set[str]:
+    """The top-level packages the installed command had loaded when ``argv`` ended."""
+    bare = {name: "" for name in os.environ if name.startswith("WATCHKEEPER_")}
+    probe = subprocess.run(
+        [sys.executable, "-c", ENTRY_PROBE, *argv],
+        capture_output=True, text=True, timeout=60, env=cli_env(bare), cwd=tmp_path, check=False,
+    )  # fmt: skip
+    assert probe.stdout.strip(), probe.stderr
+    return set(json.loads(probe.stdout.strip().splitlines()[-1])["modules"])
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ("--version",),
+        ("runs", "--server", "http://127.0.0.1:9"),
+        ("runs", "--json", "--all", "--server", "http://127.0.0.1:9"),
+        (
+            "report",
+            "progress",
+            "crawl",
+            "r-1",
+            "--step",
+            "page 3",
+            "--server",
+            "http://127.0.0.1:9",
+        ),
+        ("show", "r-1", "--server", "http://127.0.0.1:9"),
+        ("status", "p-1", "--server", "http://127.0.0.1:9"),
+    ],
+    ids=["version", "runs", "runs-json", "report-progress", "show", "status"],
+)
+def test_commands_that_ask_the_server_load_nothing_heavy(
+    tmp_path: Path, argv: tuple[str, ...]
+) -> None:
+    loaded = _entry_modules(tmp_path, *argv)
+    assert "watchkeeper" in loaded
+    assert HEAVY.isdisjoint(loaded), sorted(HEAVY & loaded)
+
+
+def test_status_loads_no_web_server(tmp_path: Path) -> None:
+    # `status` reads this host's store, so it needs the configuration and the database layer,
+    # but never the web framework or the migrations.
+    (tmp_path / "watchkeeper.toml").write_text('data_dir = "data"\n')
+    loaded = _entry_modules(
+        tmp_path, "--config", str(tmp_path / "watchkeeper.toml"), "status", "p-1"
+    )
+    web = {"fastapi", "uvicorn", "starlette", "alembic"}
+    assert web.isdisjoint(loaded), sorted(web & loaded)

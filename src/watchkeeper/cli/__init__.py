@@ -11,6 +11,7 @@ from watchkeeper.cli import (
     db,
     demo,
     doctor,
+    fastparams,
     incidents,
     init,
     replicas,
@@ -27,6 +28,9 @@ from watchkeeper.cli import testcard as testcard_cli
 from watchkeeper.cli import timeline as timeline_cli
 from watchkeeper.cli.common import CliState, err_console
 from watchkeeper.errors import WatchkeeperError
+
+# Plain option values are then converted without loading pydantic (see the module).
+fastparams.install()
 
 app = typer.Typer(
     name="watchkeeper",
