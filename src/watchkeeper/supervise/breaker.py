@@ -3,7 +3,8 @@
 The probe holds the half-open slot until it returns or raises, however long
 that takes, or until its ``probe_timeout_s`` (if set) elapses: then it counts
 as a failed probe, the circuit opens for a reset timeout counted from that
-deadline, and the probe's late result changes nothing.
+deadline, and the probe's late result changes nothing. A probe whose process
+died (state shared between processes) counts as failed when another notices.
 
 Admission and bookkeeping are short compare-and-set steps on a
 :class:`~watchkeeper.supervise.breaker_state.BreakerStateStore`; the protected
@@ -30,6 +31,7 @@ from watchkeeper.supervise.breaker_state import (
     BreakerStateStore,
     CircuitState,
     InMemoryStateStore,
+    Prober,
 )
 from watchkeeper.supervise.errors import CircuitOpenError, ConfigurationError
 from watchkeeper.supervise.scope import AsyncScope
@@ -294,6 +296,10 @@ class CircuitBreaker(AsyncScope):
             now = self._clock.now()
             opened_at = now if current.opened_at is None else current.opened_at
             if current.state is CircuitState.HALF_OPEN:
+                if current.prober is not None and current.prober.gone():
+                    # Its process died mid-probe: a failed probe, from when that was seen.
+                    current = self._expire(current, now)
+                    continue
                 deadline = self._probe_deadline(opened_at)
                 if deadline is None or now < deadline:
                     # One probe until it ends: the earliest another can start is
@@ -305,7 +311,9 @@ class CircuitBreaker(AsyncScope):
             retry_at = opened_at + self.reset_timeout_s
             if now < retry_at:
                 raise self._rejection(current.state, retry_at, now)
-            probe = BreakerState(CircuitState.HALF_OPEN, current.failure_count, now)
+            probe = BreakerState(
+                CircuitState.HALF_OPEN, current.failure_count, now, prober=Prober.this_process()
+            )
             stored = self.store.compare_and_set(self.name, current, probe)
             if stored is not None:
                 self._observe(stored)
@@ -317,9 +325,9 @@ class CircuitBreaker(AsyncScope):
     def _probe_deadline(self, started_at: float) -> float | None:
         return None if self.probe_timeout_s is None else started_at + self.probe_timeout_s
 
-    def _expire(self, probing: BreakerState, deadline: float) -> BreakerState:
-        """Record a timed-out probe as failed at its deadline; the state now stored."""
-        opened = BreakerState(CircuitState.OPEN, probing.failure_count, deadline)
+    def _expire(self, probing: BreakerState, at: float) -> BreakerState:
+        """Record a timed-out or orphaned probe as failed at ``at``; the state now stored."""
+        opened = BreakerState(CircuitState.OPEN, probing.failure_count, at)
         stored = self.store.compare_and_set(self.name, probing, opened)
         current = stored if stored is not None else self.store.load(self.name)
         self._observe(current)

@@ -15,12 +15,15 @@ import fcntl
 import json
 import logging
 import os
+import socket
 import tempfile
 import threading
 from collections.abc import Iterator
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Protocol, runtime_checkable
+
+import psutil
 
 logger = logging.getLogger(__name__)
 
@@ -34,19 +37,80 @@ class CircuitState(enum.StrEnum):
 
 
 @dataclass(frozen=True)
+class Prober:
+    """The process that holds a half-open probe: its host, pid and start time."""
+
+    host: str
+    pid: int
+    started: float
+
+    @classmethod
+    def this_process(cls) -> Prober:
+        """This process (read once per pid, so a forked child names itself)."""
+        pid = os.getpid()
+        me = _ME.get(pid)
+        if me is None:
+            me = _ME[pid] = cls(socket.gethostname(), pid, psutil.Process(pid).create_time())
+        return me
+
+    def gone(self) -> bool:
+        """Whether this prober is certainly dead: on this host, and its pid is free,
+        a zombie, or now another process (a different start time).
+
+        A prober on another host, or one we may not look at, is never taken
+        for dead: a live probe must not be counted as failed.
+        """
+        me = Prober.this_process()
+        if self.host != me.host:
+            return False
+        if self.pid == me.pid:
+            return not _same_start(self.started, me.started)
+        try:
+            process = psutil.Process(self.pid)
+            with process.oneshot():  # every refused caller asks: one read of /proc
+                if process.status() == psutil.STATUS_ZOMBIE:
+                    return True
+                return not _same_start(self.started, process.create_time())
+        except psutil.NoSuchProcess:
+            return True
+        except psutil.Error:
+            return False
+
+    @classmethod
+    def from_json(cls, data: object) -> Prober | None:
+        """The prober in a stored state, or ``None`` if none (or unreadable) is named."""
+        if not isinstance(data, dict):
+            return None
+        host, pid, started = data.get("host"), data.get("pid"), data.get("started")
+        if isinstance(host, str) and isinstance(pid, int) and isinstance(started, int | float):
+            return cls(host, pid, float(started))
+        return None
+
+
+_ME: dict[int, Prober] = {}
+
+
+def _same_start(a: float, b: float) -> bool:
+    # Start times are clock ticks (1/100 s) after boot; allow for float rounding only.
+    return abs(a - b) < 0.005
+
+
+@dataclass(frozen=True)
 class BreakerState:
     """One breaker's shared state.
 
     ``opened_at`` is when the circuit opened (OPEN; for a probe that ran past its
     probe timeout, that deadline) or when the single probe was let through
     (HALF_OPEN), on the breaker's clock. ``version`` grows by one on
-    every successful compare-and-set.
+    every successful compare-and-set. ``prober`` names the process holding
+    the probe (HALF_OPEN), so that others can tell when it died mid-probe.
     """
 
     state: CircuitState = CircuitState.CLOSED
     failure_count: int = 0
     opened_at: float | None = None
     version: int = 0
+    prober: Prober | None = None
 
     def to_json(self) -> dict[str, object]:
         """The state as a JSON object (what a file store keeps)."""
@@ -62,6 +126,7 @@ class BreakerState:
             failure_count=int(count) if isinstance(count, int | float) else 0,
             opened_at=float(opened) if isinstance(opened, int | float) else None,
             version=int(version) if isinstance(version, int | float) else 0,
+            prober=Prober.from_json(data.get("prober")),
         )
 
 
