@@ -77,6 +77,31 @@ class Procs(ApiPart):
         )
         return str(result["text"])
 
+    def log_from(self, run_id: str, offset: int = 0, *, whole_lines: bool = True) -> dict[str, Any]:
+        """The run's output from byte ``offset`` on, secrets redacted, for following it.
+
+        Returns ``text``, ``next_offset`` (where to ask next), ``size`` and
+        ``ended``. While the run goes on, ``text`` stops after the last complete
+        line (a secret is never split between two pieces); ``whole_lines=False``
+        adds the unfinished last line, for a reader that asks no more. Follow a
+        run by asking again from ``next_offset`` until ``ended`` and
+        ``next_offset`` has reached ``size``::
+
+            offset = 0
+            while True:
+                piece = client.procs.log_from(run_id, offset)
+                print(piece["text"], end="")
+                offset = piece["next_offset"]
+                if piece["ended"] and offset >= piece["size"]:
+                    break
+                time.sleep(0.5)
+        """
+        return self._client.request_object(
+            "GET",
+            f"/api/v1/procs/{run_id}/log",
+            params={"offset": offset, "whole_lines": whole_lines},
+        )
+
     def wait(self, run_id: str, *, timeout_s: float | None = None) -> dict[str, Any]:
         """Block until the run ends (or ``timeout_s`` passes); returns the run.
 

@@ -65,11 +65,11 @@ class NoStore(WatchkeeperError, http_status=404, code="no_store"):
     """A command that reads a local store found none where it looked; it makes none."""
 
 
-#: Commands that read this host's store and never make one: only ``serve``, ``db`` (and the
-#: commands that start work here) may create it. Keyed by the command's first word.
-_READS_STORE = frozenset(
-    {"ps", "status", "logs", "wait", "abort", "reclaim", "park", "parked", "token"}
-)
+#: Commands that read the configured store itself and never make one: only ``serve``, ``db``
+#: (and ``run``, which starts work here) may create it. Keyed by the command's first word.
+#: The process commands are not here: they talk to a server, or read ``--store PATH``,
+#: which :func:`store_settings` checks.
+_READS_STORE = frozenset({"token"})
 
 
 def settings(ctx: typer.Context) -> Settings:

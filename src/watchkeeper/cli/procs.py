@@ -1,8 +1,11 @@
 """Commands for the processes watchkeeper starts on this host.
 
 ``run``, ``ps``, ``status``, ``logs``, ``wait``, ``abort``, ``reclaim``,
-``park`` and ``parked``. Every command works on the local
-store; heavy modules are imported inside the commands so start-up stays fast.
+``park`` and ``parked``. ``run`` starts its command on this host, or on the
+server's host when ``--server`` is given on its command line. The others talk
+to the server (found as :mod:`watchkeeper.cli.options` says) and read a local
+store only when asked with ``--store PATH``; they print the same either way.
+Heavy modules are imported inside the commands so start-up stays fast.
 """
 
 from __future__ import annotations
@@ -13,17 +16,24 @@ from typing import TYPE_CHECKING, Any
 
 import typer
 
-from watchkeeper.cli.common import console, settings
-from watchkeeper.cli.options import JSON, print_json, print_rows, say
+from watchkeeper.cli.common import console, settings, store_settings
+from watchkeeper.cli.options import (
+    JSON,
+    SERVER,
+    STORE,
+    TOKEN,
+    connect,
+    print_json,
+    print_rows,
+    say,
+)
+from watchkeeper.cli.procs_remote import print_log, start_there, wait_showing, wait_there
 
 if TYPE_CHECKING:
     from collections.abc import Iterator
     from pathlib import Path
 
-    from rich.text import Text
-
     from watchkeeper.procs.engine import ProcEngine
-    from watchkeeper.records.procs import ProcRun
 
 _RUN = typer.Argument(..., help="the run's id (see `watchkeeper ps`)")
 _DURATION_UNITS = {"s": 1.0, "m": 60.0, "h": 3600.0, "d": 86400.0}
@@ -47,11 +57,13 @@ def parse_duration(value: str | None, option: str) -> float | None:
     return seconds
 
 
-def _engine(ctx: typer.Context) -> closing[ProcEngine]:
-    """This host's engine over the configured store, closed when the ``with`` block ends."""
+def _engine(ctx: typer.Context, store: str | None = None) -> closing[ProcEngine]:
+    """This host's engine, closed when the ``with`` block ends: over ``--store`` (which must
+    exist) when given, else over the configured store (``run`` may create it)."""
     from watchkeeper.procs.engine import ProcEngine
 
-    return closing(ProcEngine.open(settings(ctx)))
+    loaded = settings(ctx) if store is None else store_settings(ctx, store)
+    return closing(ProcEngine.open(loaded))
 
 
 def run(
@@ -67,8 +79,18 @@ def run(
     session: str | None = typer.Option(
         None, "--session", envvar="WATCHKEEPER_SESSION_ID", help="the agent session it belongs to"
     ),
+    server: str | None = typer.Option(
+        None,
+        "--server",
+        help="start it on this server's host instead of here (never taken from the environment)",
+    ),
+    token: str | None = TOKEN,
 ) -> None:
-    """Record a run, then start CMD under watchkeeper (`watchkeeper run -- CMD ARGS...`)."""
+    """Record a run, then start CMD under watchkeeper (`watchkeeper run -- CMD ARGS...`).
+
+    It runs on this host; with --server URL, on that server's host, in the
+    server's working folder (an admin token is needed there).
+    """
     from watchkeeper.cli.report import _parse_origin
     from watchkeeper.procs.launch import LaunchRequest
 
@@ -76,6 +98,21 @@ def run(
         from watchkeeper.errors import InvalidInput
 
         raise InvalidInput(f"--on-done-url {on_done_url!r}: must be an http:// or https:// URL")
+    if server:
+        options = {
+            "name": name,
+            "budget_s": parse_duration(budget, "--budget"),
+            "timeout_s": parse_duration(timeout, "--timeout"),
+            "origin": _parse_origin(origin),
+            "session": session,
+            "on_done_cmd": on_done,
+            "on_done_url": on_done_url,
+        }
+        with connect(server, token) as client:
+            ended_there = start_there(client, list(argv), detach=detach, options=options)
+        if ended_there is None:
+            return
+        raise typer.Exit(_exit_of(ended_there))
     request = LaunchRequest(
         argv=tuple(argv),
         name=name,
@@ -105,14 +142,26 @@ def exit_status(exit_code: int | None, signal: int | None, status: str) -> int:
     return 0 if status == "succeeded" else 1
 
 
+def _exit_of(run: dict[str, Any]) -> int:
+    """:func:`exit_status` of a run as the API and ``status --json`` show it."""
+    return exit_status(run["exit_code"], run["signal"], run["status"])
+
+
 def ps(
     ctx: typer.Context,
     all_: bool = typer.Option(False, "--all", "-a", help="add runs that ended in the last day"),
     as_json: bool = JSON,
+    server: str | None = SERVER,
+    token: str | None = TOKEN,
+    store: str | None = STORE,
 ) -> None:
     """List process runs."""
-    with _engine(ctx) as engine:
-        rows = [engine.describe(run) for run in engine.runs(include_finished=all_)]
+    if store:
+        with _engine(ctx, store) as engine:
+            rows = [engine.describe(run) for run in engine.runs(include_finished=all_)]
+    else:
+        with connect(server, token) as client:
+            rows = client.procs.list(all=all_)
     print_rows(as_json, "Process runs", _RUN_COLUMNS, rows, _run_row)
 
 
@@ -137,10 +186,21 @@ def _exit_text(row: dict[str, Any]) -> str:
     return "" if row["exit_code"] is None else str(row["exit_code"])
 
 
-def status(ctx: typer.Context, run_id: str = _RUN, as_json: bool = JSON) -> None:
+def status(
+    ctx: typer.Context,
+    run_id: str = _RUN,
+    as_json: bool = JSON,
+    server: str | None = SERVER,
+    token: str | None = TOKEN,
+    store: str | None = STORE,
+) -> None:
     """One run: its status as it really is, owner, exit, hooks (it settles nothing)."""
-    with _engine(ctx) as engine:
-        body = engine.status(run_id)
+    if store:
+        with _engine(ctx, store) as engine:
+            body = engine.status(run_id)
+    else:
+        with connect(server, token) as client:
+            body = client.procs.get(run_id)
     if as_json:
         print_json(body)
         return
@@ -173,11 +233,18 @@ def logs(
     ctx: typer.Context,
     run_id: str = _RUN,
     follow: bool = typer.Option(False, "--follow", "-f", help="keep printing until it ends"),
+    server: str | None = SERVER,
+    token: str | None = TOKEN,
+    store: str | None = STORE,
 ) -> None:
     """Print a run's output (stdout and stderr), secrets redacted as the API shows it."""
     from watchkeeper.redact import redact_lines
 
-    with _engine(ctx) as engine:
+    if not store:
+        with connect(server, token) as client:
+            print_log(client, run_id, follow=follow)
+        return
+    with _engine(ctx, store) as engine:
         chunks = engine.follow(run_id) if follow else _read_chunks(engine.log_path(run_id))
         for cleaned in redact_lines(chunks):
             sys.stdout.buffer.write(cleaned)
@@ -197,63 +264,39 @@ def wait(
     ctx: typer.Context,
     run_id: str = _RUN,
     timeout: str | None = typer.Option(None, "--timeout", help="give up after this long"),
+    server: str | None = SERVER,
+    token: str | None = TOKEN,
+    store: str | None = STORE,
 ) -> None:
     """Block until the run ends; exit with its exit status.
 
     On a terminal a spinner tells the run's last step and how long ago it moved.
     """
-    with _engine(ctx) as engine:
-        timeout_s = parse_duration(timeout, "--timeout")
-        if console.is_terminal:
-            run = _wait_showing(engine, run_id, timeout_s)
-        else:
-            run = engine.wait(run_id, timeout_s=timeout_s)
-    if not run.status.ended:
+    timeout_s = parse_duration(timeout, "--timeout")
+    if store:
+        with _engine(ctx, store) as engine:
+            run = _wait_here(engine, run_id, timeout_s)
+    else:
+        with connect(server, token) as client:
+            run = wait_there(client, run_id, timeout_s)
+    if run["status"] not in ("succeeded", "failed", "cancelled"):
         from watchkeeper.procs.errors import ProcsError
 
-        raise ProcsError(f"process run {run_id} is still {run.status.value} after {timeout}")
-    if run.reason:
-        console.print(f"{run_id} {run.status.value}: {run.reason}", highlight=False)
-    raise typer.Exit(exit_status(run.exit_code, run.signal, run.status.value))
+        raise ProcsError(f"process run {run_id} is still {run['status']} after {timeout}")
+    if run["reason"]:
+        console.print(f"{run_id} {run['status']}: {run['reason']}", highlight=False)
+    raise typer.Exit(_exit_of(run))
 
 
-def _wait_showing(engine: ProcEngine, run_id: str, timeout_s: float | None) -> ProcRun:
-    """``engine.wait`` a second at a time, a spinner showing where the run is meanwhile."""
-    import time
-
-    deadline = None if timeout_s is None else time.monotonic() + timeout_s
-    with console.status(_where(engine.status(run_id))) as spinner:
-        while True:
-            left = 1.0 if deadline is None else min(1.0, max(0.0, deadline - time.monotonic()))
-            run = engine.wait(run_id, timeout_s=left)
-            if run.status.ended or (deadline is not None and time.monotonic() >= deadline):
-                return run
-            spinner.update(_where(engine.status(run_id)))
-
-
-def _where(body: dict[str, Any]) -> Text:
-    """One line: the run, its status, its last step and the age of its last progress."""
-    from datetime import UTC, datetime
-
-    from rich.text import Text
-
-    moved = body.get("progress_at") or body.get("started_at")
-    age = ""
-    if moved:
-        when = datetime.fromisoformat(str(moved).replace("Z", "+00:00"))
-        seconds = max(0, int((datetime.now(UTC) - when).total_seconds()))
-        age = f", moved {_age(seconds)} ago"
-    step = body.get("step") or "no step reported yet"
-    # Plain text: a step is what the work wrote, and may hold brackets.
-    return Text(f"{body['id']} {body['effective_status']}: {step}{age}")
-
-
-def _age(seconds: int) -> str:
-    if seconds < 120:
-        return f"{seconds} s"
-    if seconds < 7200:
-        return f"{seconds // 60} min"
-    return f"{seconds // 3600} h"
+def _wait_here(engine: ProcEngine, run_id: str, timeout_s: float | None) -> dict[str, Any]:
+    """Wait on the run in the local store; on a terminal, a spinner shows where it is."""
+    if not console.is_terminal:
+        return engine.wait(run_id, timeout_s=timeout_s).as_dict()
+    return wait_showing(
+        lambda left: engine.wait(run_id, timeout_s=left).as_dict(),
+        lambda: engine.status(run_id),
+        timeout_s,
+    )
 
 
 def abort(
@@ -261,26 +304,49 @@ def abort(
     run_id: str = _RUN,
     grace: str | None = typer.Option(None, "--grace", help="SIGTERM, then SIGKILL after this"),
     as_json: bool = JSON,
+    server: str | None = SERVER,
+    token: str | None = TOKEN,
+    store: str | None = STORE,
 ) -> None:
     """Abort a run: SIGTERM its process group, SIGKILL after a grace period."""
-    with _engine(ctx) as engine:
-        result = engine.abort(run_id, grace_s=parse_duration(grace, "--grace"))
+    grace_s = parse_duration(grace, "--grace")
+    if store:
+        with _engine(ctx, store) as engine:
+            result = engine.abort(run_id, grace_s=grace_s)
+        data = {"outcome": result.outcome.value, "detail": result.detail,
+                "status": result.run.status.value}  # fmt: skip
+    else:
+        with connect(server, token) as client:
+            answer = client.procs.abort(run_id, grace_s=grace_s)
+        data = {"outcome": answer["outcome"], "detail": answer["detail"],
+                "status": answer["run"]["status"]}  # fmt: skip
     if as_json:
-        print_json({"outcome": result.outcome.value, "detail": result.detail,
-                     "status": result.run.status.value})  # fmt: skip
+        print_json(data)
         return
-    say(f"{result.outcome.value}: {result.detail}")
+    say(f"{data['outcome']}: {data['detail']}")
 
 
-def reclaim(ctx: typer.Context, as_json: bool = JSON) -> None:
-    """Settle this host's runs now: read witnesses, reclaim stale runs, enforce timeouts."""
-    with _engine(ctx) as engine:
-        report = engine.reap()
-    data = {
-        "collected": report.collected,
-        "reclaimed": report.reclaimed,
-        "timed_out": report.timed_out,
-    }
+def reclaim(
+    ctx: typer.Context,
+    as_json: bool = JSON,
+    server: str | None = SERVER,
+    token: str | None = TOKEN,
+    store: str | None = STORE,
+) -> None:
+    """Settle the runs of the server's host (or, with --store, this host's) now: read
+    witnesses, reclaim stale runs, enforce timeouts."""
+    if store:
+        with _engine(ctx, store) as engine:
+            report = engine.reap()
+        data = {
+            "collected": report.collected,
+            "reclaimed": report.reclaimed,
+            "timed_out": report.timed_out,
+        }
+    else:
+        with connect(server, token) as client:
+            answer = client.procs.reclaim()
+        data = {key: answer[key] for key in ("collected", "reclaimed", "timed_out")}
     if as_json:
         print_json(data)
         return
@@ -301,19 +367,36 @@ def park(
         "--progress",
         help="what the session achieved since it was last woken (recorded; resets no breaker)",
     ),
+    server: str | None = SERVER,
+    token: str | None = TOKEN,
+    store: str | None = STORE,
 ) -> None:
     """Record that a session handed back, waiting on a run; the engine wakes it."""
-    with _engine(ctx) as engine:
-        parked = engine.park(session, reason, until, wake_cmd=wake, progress=progress)
-    console.print(
-        f"parked {parked.session} until {parked.until_run} ({parked.id})", highlight=False
-    )
+    if store:
+        with _engine(ctx, store) as engine:
+            done = engine.park(session, reason, until, wake_cmd=wake, progress=progress)
+        where = (done.session, done.until_run, done.id)
+    else:
+        with connect(server, token) as client:
+            answer = client.procs.park(session, until, reason, wake_cmd=wake, progress=progress)
+        where = (answer["session"], answer["until"], answer["id"])
+    console.print(f"parked {where[0]} until {where[1]} ({where[2]})", highlight=False)
 
 
-def parked(ctx: typer.Context, as_json: bool = JSON) -> None:
+def parked(
+    ctx: typer.Context,
+    as_json: bool = JSON,
+    server: str | None = SERVER,
+    token: str | None = TOKEN,
+    store: str | None = STORE,
+) -> None:
     """Parked sessions, what each waits on, and which became wakeable."""
-    with _engine(ctx) as engine:
-        rows = [view.as_dict() for view in engine.parked()]
+    if store:
+        with _engine(ctx, store) as engine:
+            rows = [view.as_dict() for view in engine.parked()]
+    else:
+        with connect(server, token) as client:
+            rows = client.procs.parked()
     print_rows(as_json, "Parked sessions", _PARK_COLUMNS, rows, _park_row)
 
 

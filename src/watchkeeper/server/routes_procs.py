@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+from pathlib import Path
 from typing import Annotated, Any
 
 import httpx
@@ -18,6 +19,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from watchkeeper.access.tokens import Role, TokenInfo
 from watchkeeper.errors import InvalidInput
+from watchkeeper.redact import MAX_LINE_BYTES, redact, redact_bytes
 from watchkeeper.server.auth import admin, reporter, viewer
 from watchkeeper.server.deps import made_once, services
 from watchkeeper.server.fields import Line, Text
@@ -41,6 +43,9 @@ ABORTS_PER_TOKEN = 8
 ABORTS_TOTAL = 32
 #: Longest single argument Linux passes to a program (``MAX_ARG_STRLEN``).
 ARG_MAX = 128 * 1024
+#: Most output one ``log`` request from an offset answers (more than the longest line kept
+#: whole for the redactor, ``MAX_LINE_BYTES``).
+LOG_PIECE_MAX = 1024 * 1024
 
 
 class _Body(BaseModel):
@@ -220,14 +225,64 @@ def get_log(
     run_id: RunId,
     request: Request,
     tail_bytes: int = Query(65536, ge=1, le=4 * 1024 * 1024),
+    offset: int | None = Query(
+        None, ge=0, description="the output from this byte on (a follower's `next_offset`)"
+    ),
+    whole_lines: bool = Query(
+        True, description="false: also the unfinished last line, for a reader that stops here"
+    ),
 ) -> dict[str, Any]:
-    """The end of the run's output, with secrets redacted."""
-    from watchkeeper.procs.layout import read_tail
-    from watchkeeper.redact import redact
+    """The run's output, secrets redacted: its end, or (``offset``) what follows that byte.
 
-    path = services(request).procs.log_path(run_id)
+    From ``offset``, up to 1 MiB is answered, cut after the last complete line
+    while the run goes on (``whole_lines``), so a secret written in two pieces
+    is redacted whole; ``next_offset`` is where to ask next and ``ended`` says
+    the run has ended, so a follower stops once ``next_offset`` reaches ``size``.
+    """
+    from watchkeeper.procs.layout import read_tail
+
+    engine = services(request).procs
+    # The run's state is read before its log: a run that had ended then has its whole log.
+    ended = engine.get(run_id).status.ended
+    path = engine.log_path(run_id)
     size = path.stat().st_size if path.exists() else 0
-    return {"id": run_id, "size": size, "text": redact(read_tail(path, tail_bytes))}
+    if offset is None:
+        text = redact(read_tail(path, tail_bytes))
+        return {"id": run_id, "size": size, "next_offset": size, "ended": ended, "text": text}
+    piece = _log_piece(path, offset)
+    final = not whole_lines or (ended and offset + len(piece) >= size)
+    cut = _whole_lines(piece, final=final)
+    return {
+        "id": run_id,
+        "size": size,
+        "offset": offset,
+        "next_offset": offset + cut,
+        "ended": ended,
+        "text": redact_bytes(piece[:cut]).decode("utf-8"),
+    }
+
+
+def _log_piece(path: Path, offset: int) -> bytes:
+    """At most :data:`LOG_PIECE_MAX` bytes of the file from ``offset`` (nothing if missing)."""
+    try:
+        with path.open("rb") as file:
+            file.seek(offset)
+            return file.read(LOG_PIECE_MAX)
+    except FileNotFoundError:
+        return b""
+
+
+def _whole_lines(piece: bytes, *, final: bool) -> int:
+    """How much of ``piece`` to answer: up to its last line end, unless it is the last piece.
+
+    A line longer than the redactor waits for (``MAX_LINE_BYTES``) goes as it is,
+    as it does in a local read, or a follower would never move on.
+    """
+    if final:
+        return len(piece)
+    # A carriage return ends a line too: progress bars redraw with it and never print "\n".
+    cut = max(piece.rfind(b"\n"), piece.rfind(b"\r")) + 1
+    return len(piece) if cut == 0 and len(piece) >= MAX_LINE_BYTES else cut
 
 
 @router.get(f"{PREFIX}/{{run_id}}/wait")
