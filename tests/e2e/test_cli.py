@@ -42,13 +42,13 @@ def test_tokens_and_local_runs(config_file: Path) -> None:
     )  # fmt: skip
     assert created.returncode == 0, created.stderr
     assert created.stdout.strip().splitlines()[-1].startswith("wk_")
-    listed = wk("--config", str(config_file), "token", "list")
+    listed = wk("--config", str(config_file), "token", "list", "--store", store)
     assert "ci" in listed.stdout and "reporter" in listed.stdout
     bad = wk("--config", str(config_file), "token", "create", "--role", "root", "--store", store)
     assert bad.returncode == 1
     assert "unknown role 'root': use one of admin, reporter, viewer" in bad.stderr
     assert "Traceback" not in bad.stderr
-    unknown = wk("--config", str(config_file), "token", "revoke", "999")
+    unknown = wk("--config", str(config_file), "token", "revoke", "999", "--store", store)
     assert unknown.returncode == 1 and "no token 999" in unknown.stderr
     listing = wk("--config", str(config_file), "runs", "--json", "--store", store)
     assert listing.returncode == 0, listing.stderr
@@ -92,7 +92,7 @@ def test_second_start_prints_no_new_token(served: tuple[str, str], config_file: 
     url, token = served
     response = httpx.get(url + "/api/v1/runs", headers={"Authorization": f"Bearer {token}"})
     assert response.status_code == 200
-    listed = wk("--config", str(config_file), "token", "list")
+    listed = wk("--config", str(config_file), "token", "list", "--server", url, "--token", token)
     assert listed.stdout.count("first admin") == 1
 
 

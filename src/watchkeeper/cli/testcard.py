@@ -1,4 +1,9 @@
-"""``watchkeeper test-card``: post a card to every ops chat, to see that cards arrive."""
+"""``watchkeeper test-card``: post a card to every ops chat, to see that cards arrive.
+
+Without ``--server`` the card goes out from this host, through the platforms of
+this configuration. With ``--server`` (and an admin ``--token``) the running
+server posts it through its own platforms: what its cards will use.
+"""
 
 from __future__ import annotations
 
@@ -9,15 +14,13 @@ import typer
 
 from watchkeeper.cli.checks import Check, failed, print_checks
 from watchkeeper.cli.common import settings as load_settings
-from watchkeeper.errors import InvalidInput
+from watchkeeper.cli.options import TOKEN, connect
+from watchkeeper.notify.testcard import TEXT, CardResult, no_chat, places_for
 
 if TYPE_CHECKING:
     from watchkeeper.config import Settings
 
-TEXT = (
-    "watchkeeper test card: this chat receives watchkeeper's cards. "
-    "Stalled, stuck or failed work will be reported here, with buttons to act on it."
-)
+__all__ = ["TEXT", "post_test_card", "send_test_cards"]
 
 
 def post_test_card(
@@ -27,10 +30,18 @@ def post_test_card(
         "--chat",
         help="PLATFORM:CHAT[/THREAD] to post to (repeatable); default: every [ops] channels chat",
     ),
+    server: str | None = typer.Option(
+        None, "--server", help="have this server post it, through its own platforms"
+    ),
+    token: str | None = TOKEN,
 ) -> None:
-    """Post a test card to the ops chats of the configuration, through each platform's API."""
-    found = load_settings(ctx)
-    checks = send_test_cards(found, chat)
+    """Post a test card to the ops chats, through each platform's API (or the server's)."""
+    if server:
+        with connect(server, token) as client:
+            body = client.request_object("POST", "/api/v1/test-card", json={"chats": chat})
+        checks = [_check(CardResult(**card)) for card in body["cards"]]
+    else:
+        checks = send_test_cards(load_settings(ctx), chat)
     print_checks("Test card", checks)
     if failed(checks):
         raise typer.Exit(1)
@@ -40,24 +51,9 @@ def send_test_cards(settings: Settings, chats: Sequence[str] = ()) -> list[Check
     """Post the test card to ``chats`` (default: ``[ops] channels``); one check per chat."""
     import asyncio
 
-    places = list(chats) or [c for c in settings.ops.channels if c != "log"]
-    for place in places:
-        platform, _, rest = place.partition(":")
-        if place != "webhook" and (platform not in {"telegram", "discord", "slack"} or not rest):
-            raise InvalidInput(
-                f"--chat {place!r}: write PLATFORM:CHAT[/THREAD], PLATFORM one of "
-                "telegram, discord, slack (for example telegram:-1001234567890)"
-            )
+    places = places_for(settings.ops.channels, chats)
     if not places:
-        return [
-            Check(
-                "test card",
-                "fail",
-                "no chat to post to: [ops] channels lists none",
-                'add channels = ["telegram:CHAT_ID"] (or discord:, slack:) under [ops], '
-                "or pass --chat",
-            )
-        ]
+        return [_check(no_chat())]
     return asyncio.run(_send_all(settings, places))
 
 
@@ -65,53 +61,19 @@ async def _send_all(settings: Settings, places: list[str]) -> list[Check]:
     from watchkeeper.errors import ConfigError
     from watchkeeper.notify.channels.base import Channel
     from watchkeeper.notify.channels.registry import build_channels
-    from watchkeeper.notify.message import Message
-    from watchkeeper.notify.router import parse_place
+    from watchkeeper.notify.testcard import post_test_cards
 
     try:
         channels: dict[str, Channel] = build_channels(settings)
     except ConfigError as exc:
         return [Check("test card", "fail", str(exc), "export the variable, then try again")]
-    message = Message(TEXT, (), "watchkeeper test card")
-    checks = []
     try:
-        for place in places:
-            target = parse_place(place)
-            channel = channels.get(target.channel)
-            if channel is None:
-                checks.append(_unconfigured(place, target.channel))
-                continue
-            # A fresh key per call: each test card is a new message, never a resend.
-            result = await channel.send(target, message, f"test-card-{id(message)}-{place}")
-            if result.outcome.value == "sent":
-                checks.append(Check(f"card to {place}", "ok", "posted"))
-            else:
-                checks.append(
-                    Check(
-                        f"card to {place}",
-                        "fail",
-                        f"not posted: {result.error}",
-                        _hint(target.channel),
-                    )
-                )
+        return [_check(found) for found in await post_test_cards(channels, places)]
     finally:
         for channel in channels.values():
             await channel.aclose()
-    return checks
 
 
-def _unconfigured(place: str, platform: str) -> Check:
-    if platform == "webhook":
-        return Check(f"card to {place}", "fail", "[ops] webhook_url is not set", "set it")
-    return Check(
-        f"card to {place}",
-        "fail",
-        f"[{platform}] has no bot token",
-        f"set bot_token_env in [{platform}] and export that variable",
-    )
-
-
-def _hint(platform: str) -> str:
-    if platform == "webhook":
-        return "check that [ops] webhook_url answers POST with 2xx"
-    return f"check the chat id, and that the bot is a member of that chat on {platform}"
+def _check(result: CardResult) -> Check:
+    name = f"card to {result.chat}" if result.chat else "test card"
+    return Check(name, result.state, result.detail, result.hint)

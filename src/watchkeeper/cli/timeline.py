@@ -1,22 +1,33 @@
 """Commands for timelines: ``record``, ``verify-record`` and ``spend``.
 
-``record`` and ``spend`` ask a watchkeeper server (``--server`` or
-``WATCHKEEPER_URL``, ``--token`` or ``WATCHKEEPER_TOKEN``). ``verify-record``
-checks a record file locally with this configuration's record key
-(``[records] key_env``, or ``DATA_DIR/record.key`` of the server that signed
-it): exit status 0 when it is valid, 1 with the reason when it is not.
+Each asks a watchkeeper server (``--server`` or ``WATCHKEEPER_URL``,
+``--token`` or ``WATCHKEEPER_TOKEN``). ``verify-record`` sends the record file
+to the server, which checks it with its record key; with ``--store PATH`` it
+checks locally with the key kept in that data folder (or ``[records]
+key_env``). Exit status 0 when it is valid, 1 with the reason when it is not.
 """
 
 from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import typer
 
-from watchkeeper.cli.common import console, settings
-from watchkeeper.cli.options import JSON, SERVER, TOKEN, connect, print_json, print_table, say
+from watchkeeper.cli.common import NoStore, console, state
+from watchkeeper.cli.options import (
+    JSON,
+    SERVER,
+    TOKEN,
+    connect,
+    print_json,
+    print_table,
+    say,
+)
+
+if TYPE_CHECKING:
+    from watchkeeper.config import Settings
 
 
 def record(
@@ -40,20 +51,57 @@ def record(
 def verify_record(
     ctx: typer.Context,
     file: Path = typer.Argument(..., help="a record written by `watchkeeper record --out`"),
+    server: str | None = SERVER,
+    token: str | None = TOKEN,
+    store: str | None = typer.Option(
+        None,
+        "--store",
+        help="check here with the record key of this data folder instead of asking a server",
+    ),
 ) -> None:
-    """Check a record's signature with this server's record key: exit 0 valid, 1 invalid."""
-    from watchkeeper.timeline import record as records
-
+    """Have the server check a record's signature with its key: exit 0 valid, 1 invalid."""
     try:
         data = file.read_bytes()
     except OSError as exc:
         say(f"invalid: cannot read {file}: {exc.strerror}", stderr=True)
         raise typer.Exit(1) from None
-    verdict = records.verify(data, records.load_key(settings(ctx)))
-    if not verdict.valid:
-        say(f"invalid: {verdict.reason}", stderr=True)
+    if store:
+        from watchkeeper.timeline import record as records
+
+        found = records.verify(data, records.load_key(_key_settings(ctx, store)))
+        valid, reason = found.valid, found.reason
+    else:
+        with connect(server, token) as client:
+            answer = client.request_object(
+                "POST",
+                "/api/v1/records/verify",
+                content=data,
+                headers={"Content-Type": "application/json"},
+            )
+        valid, reason = bool(answer["valid"]), str(answer["reason"])
+    if not valid:
+        say(f"invalid: {reason}", stderr=True)
         raise typer.Exit(1)
-    say(verdict.reason)
+    say(reason)
+
+
+def _key_settings(ctx: typer.Context, store: str) -> Settings:
+    """The configuration pointed at ``--store``, whose record key must exist: a key made now
+    would call every record invalid."""
+    from watchkeeper import config
+
+    loaded = config.load(state(ctx).config_path)
+    if "://" in store:
+        loaded = loaded.model_copy(update={"database_url": store})
+    else:
+        loaded = loaded.model_copy(update={"data_dir": Path(store), "database_url": None})
+    key = loaded.data_dir / "record.key"
+    if not loaded.records.key_env and not key.is_file():
+        raise NoStore(
+            f"no record key at {key}: name the data folder of the server that signed the record "
+            "with --store PATH, or set [records] key_env"
+        )
+    return loaded
 
 
 def spend(

@@ -1,14 +1,15 @@
 """``watchkeeper token``: API tokens.
 
-``create`` asks the server (an admin ``--token``), so the token is one that
-server accepts; with ``--store PATH`` it writes into that existing local store
-instead. ``list`` and ``revoke`` work on the store of the configuration (or
-``--store``), which must exist: no token command makes a store.
+Every token command asks the server (an admin ``--token``): ``create`` makes
+a token that server accepts, ``list`` and ``revoke`` see and change what it
+trusts. With ``--store PATH`` they work on that existing local store instead;
+no token command makes a store.
 """
 
 from __future__ import annotations
 
 from datetime import datetime
+from typing import Any
 
 import typer
 
@@ -41,15 +42,35 @@ def create(
 
 
 @app.command("list")
-def list_tokens(ctx: typer.Context, store: str | None = STORE) -> None:
-    """List tokens (never their secrets)."""
-    with local_runtime(ctx, store) as runtime:
-        tokens = runtime.tokens.list()
-    rows = [
-        [str(t.id), t.name, t.role.value, _minute(t.created_at), _minute(t.revoked_at)]
-        for t in tokens
-    ]
+def list_tokens(
+    ctx: typer.Context,
+    server: str | None = SERVER,
+    token: str | None = TOKEN,
+    store: str | None = STORE,
+) -> None:
+    """List the server's tokens (never their secrets); an admin --token."""
+    if store:
+        with local_runtime(ctx, store) as runtime:
+            rows = [
+                [str(t.id), t.name, t.role.value, _minute(t.created_at), _minute(t.revoked_at)]
+                for t in runtime.tokens.list()
+            ]
+    else:
+        with connect(server, token) as client:
+            body = client.request_object("GET", "/api/v1/tokens")
+        rows = [_api_row(t) for t in body["tokens"]]
     print_table("Tokens", ("id", "name", "role", "created", "revoked"), rows)
+
+
+def _api_row(found: dict[str, Any]) -> list[str]:
+    made, revoked = found["created_at"], found["revoked_at"]
+    return [
+        str(found["id"]),
+        found["name"],
+        found["role"],
+        _minute(datetime.fromisoformat(made)),
+        _minute(None if revoked is None else datetime.fromisoformat(revoked)),
+    ]
 
 
 def _minute(at: datetime | None) -> str:
@@ -60,9 +81,19 @@ def _minute(at: datetime | None) -> str:
 def revoke(
     ctx: typer.Context,
     token_id: int = typer.Argument(..., help="the token's id"),
+    server: str | None = SERVER,
+    token: str | None = TOKEN,
     store: str | None = STORE,
 ) -> None:
-    """Revoke a token."""
-    with local_runtime(ctx, store) as runtime:
-        runtime.tokens.revoke(token_id)
-    say(f"token {token_id} revoked")
+    """Revoke a token on the server (an admin --token): it is refused from then on."""
+    if store:
+        with local_runtime(ctx, store) as runtime:
+            runtime.tokens.revoke(token_id)
+        say(f"token {token_id} revoked")
+        return
+    with connect(server, token) as client:
+        done = client.request_object("POST", f"/api/v1/tokens/{token_id}/revoke")
+    if done["already_revoked"]:
+        say(f"token {token_id} was already revoked")
+    else:
+        say(f"token {token_id} revoked")

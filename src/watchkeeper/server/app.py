@@ -34,6 +34,7 @@ from watchkeeper.server.routes_slack import router as slack_router
 from watchkeeper.server.routes_system import router as system_router
 from watchkeeper.server.routes_telegram import router as telegram_router
 from watchkeeper.server.routes_timeline import router as timeline_router
+from watchkeeper.server.routes_tokens import router as tokens_router
 from watchkeeper.server.web import install as install_dashboard
 from watchkeeper.watch.reports import Reports
 
@@ -126,6 +127,7 @@ def create_app(
     app.include_router(silences_router)
     app.include_router(decide_router)
     app.include_router(system_router)
+    app.include_router(tokens_router)
     app.include_router(cluster_router)
     app.include_router(telegram_router)
     app.include_router(discord_router)

@@ -1,18 +1,22 @@
-"""Health, metrics and tokens."""
+"""Health, metrics, making tokens, the schema revision and the test card."""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Annotated, Any, Literal
 
 from fastapi import APIRouter, Depends, Request, Response
 from fastapi.responses import JSONResponse
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
+from pydantic import BaseModel, ConfigDict, Field
 
 from watchkeeper.clock import rfc3339
-from watchkeeper.server.auth import admin
+from watchkeeper.notify.testcard import places_for, post_test_cards
+from watchkeeper.server.auth import admin, viewer
 from watchkeeper.server.deps import services
+from watchkeeper.server.fields import Line
 from watchkeeper.server.routes_runs import ERRORS
 from watchkeeper.server.schemas import CreateToken
+from watchkeeper.watch.schema import schema_revisions
 
 router = APIRouter(tags=["system"])
 
@@ -59,3 +63,61 @@ def create_token(body: CreateToken, request: Request) -> dict[str, Any]:
     """Create a token; its secret is shown in this answer only."""
     info, secret = services(request).tokens.create(body.role, body.name)
     return {"id": info.id, "name": info.name, "role": info.role.value, "token": secret}
+
+
+class SchemaOut(BaseModel):
+    """``GET /api/v1/schema``: what ``watchkeeper db current --server`` prints."""
+
+    database: str | None = Field(description="the database's revision; null when it is empty")
+    code: str | None = Field(description="the newest revision this server's code ships")
+
+
+@router.get(
+    "/api/v1/schema", response_model=SchemaOut, dependencies=[Depends(viewer)], responses=ERRORS
+)
+def schema(request: Request) -> SchemaOut:
+    """The schema revision of the server's database and the one its code expects."""
+    database, code = schema_revisions(services(request).cluster.store)
+    return SchemaOut(database=database, code=code)
+
+
+class TestCardIn(BaseModel):
+    """``POST /api/v1/test-card``: where to post; none means every ``[ops] channels`` chat."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    chats: list[Annotated[str, Line(200)]] = Field(
+        default=[], max_length=50, description="PLATFORM:CHAT[/THREAD] each"
+    )
+
+
+class CardOut(BaseModel):
+    """How the card went to one chat (``chat`` is empty when there was nowhere to post)."""
+
+    chat: str
+    state: Literal["ok", "fail"]
+    detail: str
+    hint: str = Field(description="how to fix it, when it failed")
+
+
+class TestCardOut(BaseModel):
+    """Whether every card was posted, and how each went."""
+
+    ok: bool
+    cards: list[CardOut]
+
+
+@router.post(
+    "/api/v1/test-card",
+    response_model=TestCardOut,
+    dependencies=[Depends(admin)],
+    responses=ERRORS,
+)
+async def test_card(body: TestCardIn, request: Request) -> TestCardOut:
+    """Post the test card through this server's own platforms, as its cards go out."""
+    settings = services(request).settings
+    places = places_for(settings.ops.channels, body.chats)
+    channels = request.app.state.channels
+    found = await post_test_cards(channels, places)
+    cards = [CardOut(chat=c.chat, state=c.state, detail=c.detail, hint=c.hint) for c in found]
+    return TestCardOut(ok=all(c.state == "ok" for c in cards), cards=cards)

@@ -4,7 +4,8 @@ Reporters send timeline events in batches of up to 5,000, stored all or
 nothing: one bad event refuses the batch with a 4xx naming its index and
 field. A body may be gzip-compressed (``Content-Encoding: gzip``), which is
 how the SDK sends it: the server's body limit applies to the bytes sent.
-Viewers read timelines, spend and signed execution records. A running
+Viewers read timelines, spend and signed execution records, and have a
+record file checked against the server's key. A running
 task's own token (``$WATCHKEEPER_TOKEN`` in its environment) may send events
 about its own task only; its task, job and org are filled in when left out.
 """
@@ -12,6 +13,7 @@ about its own task only; its task, job and org are filled in when left out.
 from __future__ import annotations
 
 import dataclasses
+import json
 import zlib
 from datetime import datetime
 from typing import Annotated, Any
@@ -239,3 +241,46 @@ def job_record(job_id: Ident, request: Request) -> dict[str, Any]:
     """The signed execution record of a finished job."""
     found = services(request)
     return found.timeline.record(job_id, found.queue.find_job(job_id), record_key(request))
+
+
+class VerdictOut(BaseModel):
+    """``POST /api/v1/records/verify``: whether the record is authentic, and if not, why."""
+
+    valid: bool
+    reason: str
+
+
+@router.post(
+    "/api/v1/records/verify",
+    response_model=VerdictOut,
+    dependencies=[Depends(viewer)],
+    openapi_extra={
+        "requestBody": {
+            "required": True,
+            "description": "a record as `watchkeeper record --out` writes it",
+            "content": {"application/json": {"schema": {"type": "object"}}},
+        }
+    },
+)
+async def verify_record(request: Request) -> VerdictOut | JSONResponse:
+    """Check a record's signatures with this server's record key (bodies up to the usual limit)."""
+    raw = await request.body()
+    try:
+        parsed = json.loads(raw)
+    except (ValueError, UnicodeDecodeError) as exc:
+        return error_response(400, "malformed_json", f"the body is not valid JSON: {exc}")
+    if not isinstance(parsed, dict):
+        return error_response(
+            422,
+            "invalid",
+            "the body must be a JSON object: a record as `watchkeeper record --out` writes it",
+            field="body",
+        )
+    key = await run_in_threadpool(record_key, request)
+    try:
+        verdict = record.verify(raw, key)
+    except (AttributeError, TypeError, ValueError):
+        # A field of the wrong type deep inside (a link that is not an object) is not a record.
+        reason = "not a watchkeeper execution record: a field has the wrong type"
+        return VerdictOut(valid=False, reason=reason)
+    return VerdictOut(valid=verdict.valid, reason=verdict.reason)
