@@ -3,14 +3,21 @@
 What it measures:
 
 - Burn-down: ``--tasks`` no-op tasks drained by ``--runners`` competing
-  runner processes, each an in-process lease/complete loop against the store
-  (no subprocesses, no HTTP), on SQLite and on PostgreSQL; tasks per second
-  from the start signal to the last runner leaving. Each runner leases up to
-  ``--batch`` tasks per transaction and completes each in its own (the way the
-  daemon reports). In the same run, on the same PostgreSQL: pgqueuer (one
+  workers, on SQLite and on PostgreSQL, in ``--rounds`` interleaved rounds
+  (each round runs every system once, in turn). Watchkeeper twice: in-process
+  (a lease/complete loop on the store, no HTTP) and through ``watchkeeper
+  serve`` (runner processes leasing and completing over HTTP with the
+  client). Each leases up to ``--batch`` tasks per call and completes each on
+  its own (the way the daemon reports). On the same PostgreSQL: pgqueuer (one
   ``QueueManager`` per process, ``batch_size=--batch``, drain mode) and
-  procrastinate (one worker per process, ``concurrency=1``, ``wait=False``)
-  drain the same number of no-op jobs with the same number of processes.
+  procrastinate (one worker per process, ``concurrency=1``, ``wait=False``).
+  Every system's tables are analyzed after filling. The clock runs from the
+  start signal to the system's last completion as its own table records it
+  (not to its workers' exit: pgqueuer's idle in 1 s steps before they leave).
+  Beside each rate: CPU per task of the workers (and of the server, over
+  HTTP), and of the local PostgreSQL's processes (the whole server, so
+  anything else it runs meanwhile counts too). Rates and the ratios of ours to
+  each peer (per round) are given as min / median / max.
 - Enqueue-to-lease latency at a fixed arrival rate (``--rate`` tasks/s for
   ``--seconds``): one producer submits on a schedule, the runners poll every
   10 ms when the queue is empty; latency is ``leased_at - queued_at``.
@@ -25,6 +32,7 @@ Run::
 
     .venv-bench/bin/python bench/queue_drain.py                     # everything, both databases
     .venv-bench/bin/python bench/queue_drain.py --tasks 5000 --no-peers
+    .venv-bench/bin/python bench/queue_drain.py --tasks 500 --rounds 1 --only-burn   # a quick check
 """
 
 from __future__ import annotations
@@ -37,8 +45,10 @@ sys.path.append(sys.path.pop(0))
 
 import argparse
 import asyncio
+import contextlib
 import multiprocessing as mp
 import os
+import resource
 import signal
 import statistics
 import subprocess
@@ -46,11 +56,13 @@ import tempfile
 import threading
 import time
 from collections.abc import Callable
+from dataclasses import dataclass
 from datetime import timedelta
 from pathlib import Path
 from typing import Any
 from urllib.parse import unquote
 
+import psutil
 from sqlalchemy import select
 
 from _common import (
@@ -60,6 +72,7 @@ from _common import (
     machine,
     percentile,
     print_table,
+    serve,
     settings_for,
     write_json,
 )
@@ -82,6 +95,130 @@ def _fill(queue: QueueService, count: int, org: str = "bench", fleet: str = "cpu
     new = NewJob("noop", org, fleet, NOOP, "bench", lease_s=600)
     for start in range(0, count, 5000):
         queue.store.submit_many([new] * min(5000, count - start), utcnow())
+
+
+# -- burn-down: what every system shares ----------------------------------------------------
+
+
+@dataclass
+class Drained:
+    """One system's drain of ``tasks`` no-op tasks in one round.
+
+    The clock starts at the start signal and stops at the system's last
+    completion as its own table records it, not when its workers exit: a peer's
+    workers may idle a while before they notice the queue is empty. CPU is the
+    seconds the workers (and watchkeeper's server, over HTTP) spent, per task;
+    PostgreSQL's is every ``postgres`` process of the local server, so it also
+    counts anything else that server did meanwhile.
+    """
+
+    tasks: int
+    seconds: float
+    cpu_s: float
+    pg_cpu_s: float | None
+
+    @property
+    def rate(self) -> float:
+        """Tasks per second."""
+        return self.tasks / self.seconds
+
+    @property
+    def cpu_ms_per_task(self) -> float:
+        """Worker (and server) CPU milliseconds per task."""
+        return 1000 * self.cpu_s / self.tasks
+
+    @property
+    def pg_cpu_ms_per_task(self) -> float | None:
+        """PostgreSQL CPU milliseconds per task, when its processes are on this machine."""
+        return None if self.pg_cpu_s is None else 1000 * self.pg_cpu_s / self.tasks
+
+
+def _rusage_s(who: int) -> float:
+    used = resource.getrusage(who)
+    return used.ru_utime + used.ru_stime
+
+
+def _process_cpu_s(pid: int) -> float:
+    """CPU seconds of a process and of its children, live and reaped."""
+    process = psutil.Process(pid)
+    times = process.cpu_times()
+    total = times.user + times.system + times.children_user + times.children_system
+    for child in process.children(recursive=True):
+        with contextlib.suppress(psutil.Error):
+            child_times = child.cpu_times()
+            total += child_times.user + child_times.system
+    return total
+
+
+def _postgres_cpu_s() -> float | None:
+    """CPU seconds of the local PostgreSQL's processes, the exited backends included
+    (their time moves to the postmaster's reaped children)."""
+    total, seen = 0.0, False
+    for process in psutil.process_iter(["name"]):
+        if process.info["name"] != "postgres":
+            continue
+        with contextlib.suppress(psutil.Error):
+            times = process.cpu_times()
+            total += times.user + times.system + times.children_user + times.children_system
+            seen = True
+    return total if seen else None
+
+
+class _Meter:
+    """CPU of this process's joined children (or of itself, for threads), the server, PostgreSQL."""
+
+    def __init__(self, backend: str, *, threads: bool = False, server_pid: int | None = None):
+        self.who = resource.RUSAGE_SELF if threads else resource.RUSAGE_CHILDREN
+        self.server_pid = server_pid
+        self.pg = backend == "postgresql"
+        self.began = self._read()
+
+    def _read(self) -> tuple[float, float, float | None]:
+        server = 0.0 if self.server_pid is None else _process_cpu_s(self.server_pid)
+        return _rusage_s(self.who), server, _postgres_cpu_s() if self.pg else None
+
+    def spent(self) -> tuple[float, float | None]:
+        """CPU seconds of the workers and server, and of PostgreSQL, since the meter started."""
+        ended = self._read()
+        pg = None if ended[2] is None or self.began[2] is None else ended[2] - self.began[2]
+        return (ended[0] - self.began[0]) + (ended[1] - self.began[1]), pg
+
+
+def _analyze(url: str) -> None:
+    """Fresh planner statistics on every table of the database, as each system gets them."""
+    from sqlalchemy import create_engine, text
+
+    engine = create_engine(url)
+    try:
+        with engine.begin() as conn:
+            if engine.dialect.name == "sqlite":
+                conn.execute(text("ANALYZE"))
+                return
+            names = conn.execute(
+                text(
+                    "SELECT table_name FROM information_schema.tables "
+                    "WHERE table_schema = current_schema() AND table_type = 'BASE TABLE'"
+                )
+            ).scalars()
+            for name in list(names):
+                conn.execute(text(f'ANALYZE "{name}"'))
+    finally:
+        engine.dispose()
+
+
+def _last_at(url: str, sql: str) -> float:
+    """The epoch of a system's last completion, read from its own table."""
+    from sqlalchemy import create_engine, text
+
+    engine = create_engine(url)
+    try:
+        with engine.connect() as conn:
+            value = conn.execute(text(sql)).scalar()
+    finally:
+        engine.dispose()
+    if value is None:
+        raise RuntimeError(f"no completion recorded ({sql})")
+    return float(value)
 
 
 # -- burn-down: ours -----------------------------------------------------------------------
@@ -138,8 +275,11 @@ def _runners(queue: QueueService, count: int, capacity: int, fleet: str = "cpu")
             for _ in range(count)]  # fmt: skip
 
 
-def burn_ours(backend: str, args: argparse.Namespace, batch: int) -> float:
-    """Tasks per second for our runners draining ``args.tasks`` no-op tasks."""
+LAST_OURS = "SELECT MAX(finished_at) FROM queue_tasks"
+
+
+def burn_ours(backend: str, args: argparse.Namespace, batch: int) -> Drained:
+    """Our runners draining ``args.tasks`` no-op tasks in-process (store calls, no HTTP)."""
     with (
         tempfile.TemporaryDirectory(prefix="wk-bench-") as tmp,
         database(backend, Path(tmp)) as url,
@@ -148,6 +288,7 @@ def burn_ours(backend: str, args: argparse.Namespace, batch: int) -> float:
         store = Store(url)
         queue = QueueService(store, settings_for(folder, url))
         _fill(queue, args.tasks)
+        _analyze(url)
         ids = _runners(queue, args.runners, batch)
         shared = _shared(backend, store)
         go, _ = _events(backend)
@@ -156,16 +297,72 @@ def burn_ours(backend: str, args: argparse.Namespace, batch: int) -> float:
         for proc in procs:
             proc.start()
         time.sleep(0.5)  # let every process connect before the start signal
-        started = time.perf_counter()
+        meter = _Meter(backend, threads=backend == "sqlite")
+        started = time.time()
         go.set()
         for proc in procs:
             proc.join()
-        elapsed = time.perf_counter() - started
+        cpu, pg = meter.spent()
+        last = _last_at(url, LAST_OURS)
         left = len(queue.store.queued())
         store.close()
         assert left == 0
         assert all(getattr(proc, "exitcode", 0) == 0 for proc in procs)
-    return args.tasks / elapsed
+    return Drained(args.tasks, last - started, cpu, pg)
+
+
+def _http_drain(base_url: str, token: str, runner_id: str, batch: int, go: Any) -> None:
+    from watchkeeper.client import Client
+
+    client = Client(base_url, token, timeout=60.0)
+    beat = time.monotonic()
+    go.wait()
+    while True:
+        tasks = client.runners.lease(runner_id, max=batch)
+        if not tasks:
+            return
+        for task in tasks:
+            client.runners.complete(str(task["id"]), str(task["lease_token"]))
+        if time.monotonic() - beat > HEARTBEAT_EVERY_S:
+            client.runners.heartbeat(runner_id)
+            beat = time.monotonic()
+
+
+def burn_ours_http(backend: str, args: argparse.Namespace, batch: int) -> Drained:
+    """Runner processes draining through ``watchkeeper serve``: lease and complete over HTTP."""
+    from watchkeeper.client import Client
+
+    with (
+        tempfile.TemporaryDirectory(prefix="wk-bench-") as tmp,
+        database(backend, Path(tmp)) as url,
+        serve(url, Path(tmp)) as server,
+    ):
+        store = Store(url, migrate=False)
+        queue = QueueService(store, settings_for(Path(tmp), url))
+        _fill(queue, args.tasks)
+        store.close()
+        _analyze(url)
+        with Client(server.base_url, server.token) as client:
+            ids = [str(client.runners.register("cpu", capacity=batch, host="bench",
+                                               pid=os.getpid())["id"])
+                   for _ in range(args.runners)]  # fmt: skip
+        go = FORK.Event()
+        procs = [FORK.Process(target=_http_drain, args=(server.base_url, server.token, rid,
+                                                        batch, go))
+                 for rid in ids]  # fmt: skip
+        for proc in procs:
+            proc.start()
+        time.sleep(0.5)
+        meter = _Meter(backend, server_pid=server.pid)
+        started = time.time()
+        go.set()
+        for proc in procs:
+            proc.join()
+        cpu, pg = meter.spent()
+        if any(proc.exitcode != 0 for proc in procs):
+            raise RuntimeError(f"an HTTP runner failed; the server's log: {server.log}")
+        last = _last_at(url, LAST_OURS)
+    return Drained(args.tasks, last - started, cpu, pg)
 
 
 # -- burn-down: peers ----------------------------------------------------------------------
@@ -200,8 +397,14 @@ def _pgqueuer_worker(url: str, batch: int, go: Any) -> None:
     asyncio.run(main())
 
 
-def burn_pgqueuer(args: argparse.Namespace) -> float:
-    """Jobs per second for pgqueuer draining the same number of no-op jobs."""
+#: pgqueuer deletes a finished job and logs it; the log's last success is its last completion.
+LAST_PGQUEUER = (
+    "SELECT EXTRACT(EPOCH FROM MAX(created)) FROM pgqueuer_log WHERE status = 'successful'"
+)
+
+
+def burn_pgqueuer(args: argparse.Namespace) -> Drained:
+    """pgqueuer draining the same number of no-op jobs with as many processes."""
     import psycopg
     from pgqueuer import PsycopgDriver, Queries
 
@@ -218,7 +421,10 @@ def burn_pgqueuer(args: argparse.Namespace) -> float:
             await conn.close()
 
         asyncio.run(prepare())
-        return _time_workers(args, lambda go: (_pgqueuer_worker, (url, args.batch, go)))
+        _analyze(url)
+        return _time_workers(
+            args, url, LAST_PGQUEUER, lambda go: (_pgqueuer_worker, (url, args.batch, go))
+        )
 
 
 def _procrastinate_app(url: str) -> Any:
@@ -242,8 +448,13 @@ def _procrastinate_worker(url: str, go: Any) -> None:
     app.run_worker(wait=False, concurrency=1, install_signal_handlers=False)
 
 
-def burn_procrastinate(args: argparse.Namespace) -> float:
-    """Jobs per second for procrastinate draining the same number of no-op jobs."""
+LAST_PROCRASTINATE = (
+    "SELECT EXTRACT(EPOCH FROM MAX(at)) FROM procrastinate_events WHERE type = 'succeeded'"
+)
+
+
+def burn_procrastinate(args: argparse.Namespace) -> Drained:
+    """procrastinate draining the same number of no-op jobs with as many processes."""
     with tempfile.TemporaryDirectory() as tmp, database("postgresql", Path(tmp)) as url:
         app = _procrastinate_app(url)
         with app.open():
@@ -251,12 +462,18 @@ def burn_procrastinate(args: argparse.Namespace) -> float:
             task = app.tasks["noop"]
             for start in range(0, args.tasks, 5000):
                 task.batch_defer(*[{}] * min(5000, args.tasks - start))
-        return _time_workers(args, lambda go: (_procrastinate_worker, (url, go)))
+        _analyze(url)
+        return _time_workers(
+            args, url, LAST_PROCRASTINATE, lambda go: (_procrastinate_worker, (url, go))
+        )
 
 
 def _time_workers(
-    args: argparse.Namespace, target: Callable[[Any], tuple[Any, tuple[Any, ...]]]
-) -> float:
+    args: argparse.Namespace,
+    url: str,
+    last_sql: str,
+    target: Callable[[Any], tuple[Any, tuple[Any, ...]]],
+) -> Drained:
     go = FORK.Event()
     procs = []
     for _ in range(args.runners):
@@ -265,14 +482,16 @@ def _time_workers(
     for proc in procs:
         proc.start()
     time.sleep(1.0)  # every worker connected and registered its task
-    started = time.perf_counter()
+    meter = _Meter("postgresql")
+    started = time.time()
     go.set()
     for proc in procs:
         proc.join()
-    elapsed = time.perf_counter() - started
+    # Taken after the workers exit: their idle tail costs little CPU but is not hidden.
+    cpu, pg = meter.spent()
     if any(proc.exitcode != 0 for proc in procs):
         raise RuntimeError("a worker failed")
-    return args.tasks / elapsed
+    return Drained(args.tasks, _last_at(url, last_sql) - started, cpu, pg)
 
 
 # -- latency at a fixed arrival rate -------------------------------------------------------
@@ -413,12 +632,14 @@ def main() -> None:
     parser.add_argument("--tasks", type=int, default=50_000)
     parser.add_argument("--runners", type=int, default=8)
     parser.add_argument("--batch", type=int, default=10)
+    parser.add_argument("--rounds", type=int, default=3, help="interleaved burn-down rounds")
     parser.add_argument("--rate", type=float, default=300.0)
     parser.add_argument("--seconds", type=float, default=10.0)
     parser.add_argument("--kills", type=int, default=5)
     parser.add_argument("--blocked", type=int, default=10_000)
     parser.add_argument("--db", choices=("sqlite", "postgresql", "both"), default="both")
     parser.add_argument("--no-peers", action="store_true", help="skip pgqueuer and procrastinate")
+    parser.add_argument("--no-http", action="store_true", help="skip the runs through the server")
     parser.add_argument("--batch1", action="store_true", help="also burn down leasing 1 at a time")
     parser.add_argument("--only-burn", action="store_true", help="burn-down figures only")
     parser.add_argument("--json", metavar="PATH")
@@ -427,10 +648,8 @@ def main() -> None:
     backends = ("sqlite", "postgresql") if args.db == "both" else (args.db,)
     results: dict[str, Any] = {}
     for backend in backends:
-        figures: dict[str, Any] = {}
-        figures["burn_tasks_per_s"] = burn_ours(backend, args, args.batch)
-        if args.batch1:
-            figures["burn_tasks_per_s_batch1"] = burn_ours(backend, args, 1)
+        figures: dict[str, Any] = {"burn": burn_rounds(backend, args)}
+        figures["burn_tasks_per_s"] = figures["burn"]["systems"][IN_PROCESS]["rate"]["median"]
         if not args.only_burn:
             figures["latency"] = latency(backend, args)
             kills = relapse(backend, args.kills)
@@ -439,36 +658,93 @@ def main() -> None:
             figures["blocked"] = blocked(backend, args.blocked)
         results[backend] = figures
         _show(backend, args, figures)
-    if "postgresql" in backends and not args.no_peers:
-        results["peers"] = _peers(args)
     payload = {"benchmark": "queue", "command": command_line(),
                "machine": machine(PG_ADMIN_URL), "results": results}  # fmt: skip
     write_json(args.json, payload)
     print(f"\ncommand: {payload['command']}")
 
 
-def _peers(args: argparse.Namespace) -> dict[str, Any]:
-    peers: dict[str, Any] = {}
-    for name, function in (("pgqueuer", burn_pgqueuer), ("procrastinate", burn_procrastinate)):
-        try:
-            peers[name] = function(args)
-        except Exception as exc:  # noqa: BLE001 - a peer that cannot run is reported, not hidden
-            peers[name] = f"could not run: {type(exc).__name__}: {exc}"
-    print_table(
-        f"Burn-down on PostgreSQL, {args.tasks:,} no-op jobs, {args.runners} processes (jobs/s)",
-        list(peers.items()),
-    )
-    return peers
+IN_PROCESS = "watchkeeper in-process"
+OVER_HTTP = "watchkeeper over HTTP"
+PEERS = ("pgqueuer", "procrastinate")
+
+
+def _systems(backend: str, args: argparse.Namespace) -> dict[str, Callable[[], Drained]]:
+    systems: dict[str, Callable[[], Drained]] = {
+        IN_PROCESS: lambda: burn_ours(backend, args, args.batch)
+    }
+    if args.batch1:
+        systems[f"{IN_PROCESS}, batch 1"] = lambda: burn_ours(backend, args, 1)
+    if not args.no_http:
+        systems[OVER_HTTP] = lambda: burn_ours_http(backend, args, args.batch)
+    if backend == "postgresql" and not args.no_peers:
+        systems["pgqueuer"] = lambda: burn_pgqueuer(args)
+        systems["procrastinate"] = lambda: burn_procrastinate(args)
+    return systems
+
+
+def _spread(values: list[float]) -> dict[str, float]:
+    return {"min": min(values), "median": statistics.median(values), "max": max(values)}
+
+
+def burn_rounds(backend: str, args: argparse.Namespace) -> dict[str, Any]:
+    """Every system drains once per round, in turn, so a slow spell of the machine falls on
+    all of them; rates, CPU per task and the per-round ratios of ours to each peer."""
+    systems = _systems(backend, args)
+    drained: dict[str, list[Drained]] = {name: [] for name in systems}
+    failed: dict[str, str] = {}
+    for _ in range(args.rounds):
+        for name, run in systems.items():
+            if name in failed:
+                continue
+            try:
+                drained[name].append(run())
+            except Exception as exc:
+                if name not in PEERS:
+                    raise
+                failed[name] = f"could not run: {type(exc).__name__}: {exc}"
+    figures: dict[str, Any] = {}
+    for name, runs in drained.items():
+        if not runs:
+            continue
+        pg = [x for x in (r.pg_cpu_ms_per_task for r in runs) if x is not None]
+        figures[name] = {
+            "rate": _spread([r.rate for r in runs]),
+            "cpu_ms_per_task": _spread([r.cpu_ms_per_task for r in runs]),
+            "pg_cpu_ms_per_task": _spread(pg) if pg else None,
+        }
+    ratios: dict[str, Any] = {}
+    for ours in (IN_PROCESS, OVER_HTTP):
+        for peer in PEERS:
+            if drained.get(ours) and drained.get(peer):
+                pairs = zip(drained[ours], drained[peer], strict=True)
+                ratios[f"{ours} / {peer}"] = _spread([a.rate / b.rate for a, b in pairs])
+    return {"rounds": args.rounds, "systems": figures, "ratios": ratios, "failed": failed}
 
 
 def _show(backend: str, args: argparse.Namespace, figures: dict[str, Any]) -> None:
-    rows: list[tuple[str, object]] = [
-        (f"burn-down, {args.runners} runners, batch {args.batch} (tasks/s)",
-         figures["burn_tasks_per_s"]),
-    ]  # fmt: skip
-    if "burn_tasks_per_s_batch1" in figures:
-        rows.append((f"burn-down, {args.runners} runners, batch 1 (tasks/s)",
-                     figures["burn_tasks_per_s_batch1"]))  # fmt: skip
+    burn = figures["burn"]
+    rows: list[tuple[str, object]] = []
+    for name, f in burn["systems"].items():
+        rate, cpu, pg = f["rate"], f["cpu_ms_per_task"], f["pg_cpu_ms_per_task"]
+        rows.append(
+            (
+                f"{name}: tasks/s min / median / max",
+                f"{rate['min']:,.0f} / {rate['median']:,.0f} / {rate['max']:,.0f}",
+            )
+        )
+        rows.append((f"{name}: CPU ms per task, workers+server (median)", cpu["median"]))
+        if pg is not None:
+            rows.append((f"{name}: CPU ms per task, PostgreSQL (median)", pg["median"]))
+    for name, spread in burn["ratios"].items():
+        rows.append(
+            (
+                f"rate ratio {name}, min / median / max",
+                f"{spread['min']:.2f} / {spread['median']:.2f} / {spread['max']:.2f}",
+            )
+        )
+    for name, why in burn["failed"].items():
+        rows.append((name, why))
     if "latency" in figures:
         lat, kill, why = figures["latency"], figures["sigkill_to_relase_s"], figures["blocked"]
         rows += [
@@ -479,7 +755,9 @@ def _show(backend: str, args: argparse.Namespace, figures: dict[str, Any]) -> No
             (f"blocked reasons for {int(why['tasks']):,} queued tasks, median (s)",
              why["median_s"]),
         ]  # fmt: skip
-    print_table(f"watchkeeper queue on {backend}", rows)
+    title = (f"queue on {backend}: {args.tasks:,} no-op tasks, {args.runners} workers, "
+             f"batch {args.batch}, {args.rounds} interleaved round(s)")  # fmt: skip
+    print_table(title, rows)
 
 
 if __name__ == "__main__":
