@@ -2,44 +2,58 @@
 
 from __future__ import annotations
 
+import os
 import sys
 import traceback
+from importlib import import_module
+from typing import Any
 
 import typer
 
-from watchkeeper.cli import (
-    db,
-    demo,
-    doctor,
-    fastparams,
-    incidents,
-    init,
-    replicas,
-    report,
-    runs,
-    serve,
-    show,
-    token,
-)
-from watchkeeper.cli import procs as procs_cli
-from watchkeeper.cli import queue as queue_cli
-from watchkeeper.cli import silences as silences_cli
-from watchkeeper.cli import testcard as testcard_cli
-from watchkeeper.cli import timeline as timeline_cli
+from watchkeeper.cli import fastparams
 from watchkeeper.cli.common import CliState, err_console
 from watchkeeper.errors import WatchkeeperError
 
 # Plain option values are then converted without loading pydantic (see the module).
 fastparams.install()
 
-app = typer.Typer(
-    name="watchkeeper",
-    help="Supervise long-running work by its progress.",
-    no_args_is_help=True,
-    pretty_exceptions_enable=False,
-    # Help is plain text: `[/THREAD]` or `[server]` in it is what the user types, not markup.
-    rich_markup_mode=None,
-)
+#: Every command in the order ``--help`` lists them: its words, the module under
+#: ``watchkeeper.cli`` that holds it, the attribute, and how it is added ("command": a
+#: function; "group": a Typer app; "stop": a function whose options end at its first argument).
+#: A command line that names one of them imports only that module (see :func:`main`).
+COMMANDS: tuple[tuple[str, str, str, str], ...] = (
+    ("serve", "serve", "serve", "command"),
+    ("demo", "demo", "demo", "command"),
+    ("runs", "runs", "runs", "command"),
+    ("show", "show", "show", "command"),
+    ("replicas", "replicas", "replicas", "command"),
+    ("report", "report", "app", "group"),
+    ("token", "token", "app", "group"),
+    ("db", "db", "app", "group"),
+    ("incidents", "silences", "incidents_app", "incidents"),
+    ("silence", "silences", "app", "group"),
+    ("decide", "incidents", "decide", "command"),
+    ("diagnose", "incidents", "diagnose", "command"),
+    ("runbooks", "incidents", "runbooks", "command"),
+    ("run", "procs", "run", "stop"),
+    *((name, "procs", name, "command") for name in (
+        "ps", "status", "logs", "wait", "abort", "reclaim", "park", "parked"
+    )),
+    ("submit", "queue", "submit", "stop"),
+    *((name, "queue", name, "command") for name in (
+        "jobs", "job", "cancel", "retry", "delete", "runner", "runners"
+    )),
+    ("task", "queue", "task_app", "group"),
+    ("record", "timeline", "record", "command"),
+    ("verify-record", "timeline", "verify_record", "command"),
+    ("spend", "timeline", "spend", "command"),
+    ("init", "init", "init", "command"),
+    ("test-card", "testcard", "post_test_card", "command"),
+    ("doctor", "doctor", "doctor", "command"),
+)  # fmt: skip
+
+#: Global options that take a value: the word after them is not a command.
+_VALUED = frozenset({"--config", "-c"})
 
 
 def _print_version(asked: bool) -> None:
@@ -50,7 +64,6 @@ def _print_version(asked: bool) -> None:
         raise typer.Exit
 
 
-@app.callback()
 def _global(
     ctx: typer.Context,
     config: str | None = typer.Option(
@@ -64,31 +77,62 @@ def _global(
     ctx.obj = CliState(config_path=config, debug=debug)
 
 
-app.command("serve")(serve.serve)
-app.command("demo")(demo.demo)
-app.command("runs")(runs.runs)
-app.command("show")(show.show)
-app.command("replicas")(replicas.replicas)
-app.add_typer(report.app, name="report")
-app.add_typer(token.app, name="token")
-app.add_typer(db.app, name="db")
-app.add_typer(silences_cli.incidents_app(incidents.incidents), name="incidents")
-app.add_typer(silences_cli.app, name="silence")
-for _name in ("decide", "diagnose", "runbooks"):
-    app.command(_name)(getattr(incidents, _name))
-app.command("run", context_settings={"allow_interspersed_args": False})(procs_cli.run)
-for _name in ("ps", "status", "logs", "wait", "abort", "reclaim", "park", "parked"):
-    app.command(_name)(getattr(procs_cli, _name))
-app.command("submit", context_settings={"allow_interspersed_args": False})(queue_cli.submit)
-for _name in ("jobs", "job", "cancel", "retry", "delete", "runner", "runners"):
-    app.command(_name)(getattr(queue_cli, _name))
-app.add_typer(queue_cli.task_app, name="task")
-app.command("record")(timeline_cli.record)
-app.command("verify-record")(timeline_cli.verify_record)
-app.command("spend")(timeline_cli.spend)
-app.command("init")(init.init)
-app.command("test-card")(testcard_cli.post_test_card)
-app.command("doctor")(doctor.doctor)
+def build(names: frozenset[str] | None = None) -> typer.Typer:
+    """The ``watchkeeper`` app with the commands ``names`` (default: every command)."""
+    built = typer.Typer(
+        name="watchkeeper",
+        help="Supervise long-running work by its progress.",
+        no_args_is_help=True,
+        pretty_exceptions_enable=False,
+        # Help is plain text: `[/THREAD]` or `[server]` in it is what the user types, not markup.
+        rich_markup_mode=None,
+    )
+    built.callback()(_global)
+    for name, module, attribute, how in COMMANDS:
+        if names is not None and name not in names:
+            continue
+        found = getattr(import_module(f"watchkeeper.cli.{module}"), attribute)
+        if how == "group":
+            built.add_typer(found, name=name)
+        elif how == "incidents":
+            from watchkeeper.cli import incidents
+
+            built.add_typer(found(incidents.incidents), name=name)
+        elif how == "stop":
+            built.command(name, context_settings={"allow_interspersed_args": False})(found)
+        else:
+            built.command(name)(found)
+    return built
+
+
+def __getattr__(name: str) -> Any:
+    # `watchkeeper.cli.app`, every command included, is built when first asked for.
+    if name != "app":
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    built = globals()["app"] = build()
+    return built
+
+
+def _named(argv: list[str]) -> frozenset[str] | None:
+    """The one command ``argv`` names, when it surely names one; else ``None`` (every command).
+
+    Help, the version, an option this cannot place, shell completion and an unknown word
+    all go to the whole app, so whatever they print stays exactly as before.
+    """
+    if any(key.endswith("_COMPLETE") for key in os.environ):
+        return None
+    known = {name for name, *_ in COMMANDS}
+    words = iter(argv)
+    for word in words:
+        if word in _VALUED:
+            next(words, None)
+        elif word == "--debug" or word.startswith("--config="):
+            continue
+        elif word in known:
+            return frozenset({word})
+        else:
+            return None
+    return None
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -96,7 +140,7 @@ def main(argv: list[str] | None = None) -> int:
     debug = "--debug" in (argv if argv is not None else sys.argv)
     try:
         # Standalone mode lets Typer print usage errors itself and end with SystemExit.
-        app(args=argv, prog_name="watchkeeper")
+        _app(argv)(args=argv, prog_name="watchkeeper")
     except SystemExit as exc:
         return exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
     except WatchkeeperError as exc:
@@ -111,6 +155,16 @@ def main(argv: list[str] | None = None) -> int:
             _say("run again with --debug for the traceback")
         return 1
     return 0
+
+
+def _app(argv: list[str] | None) -> typer.Typer:
+    """The whole app when it was built already (perhaps with more commands), else what
+    ``argv`` needs."""
+    built = globals().get("app")
+    if isinstance(built, typer.Typer):
+        return built
+    names = _named(sys.argv[1:] if argv is None else argv)
+    return build(names) if names is not None else __getattr__("app")
 
 
 def _report(exc: BaseException, debug: bool) -> None:
