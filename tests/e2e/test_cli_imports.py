@@ -11,6 +11,8 @@ from pathlib import Path
 
 import pytest
 
+from watchkeeper.cli import COMMANDS
+
 from ..support.cli import cli_env
 
 #: The real command line, then the top-level packages it had loaded, as JSON on stdout.
@@ -63,15 +65,23 @@ def test_the_command_skips_httpxs_own_command_line_client(tmp_path: Path) -> Non
 HEAVY = SERVER_SIDE | {"pydantic", "pydantic_core", "asyncio"}
 
 
+#: The entry point's probe, naming every module it had loaded, not only the top-level ones.
+FULL_PROBE = ENTRY_PROBE.replace('{m.split(".")[0] for m in sys.modules}', "sys.modules")
+
+
 def _entry_modules(tmp_path: Path, *argv: str) -> set[str]:
-    """The top-level packages the installed command had loaded when ``argv`` ended."""
+    """Every module the installed command had loaded when ``argv`` ended."""
     bare = {name: "" for name in os.environ if name.startswith("WATCHKEEPER_")}
     probe = subprocess.run(
-        [sys.executable, "-c", ENTRY_PROBE, *argv],
+        [sys.executable, "-c", FULL_PROBE, *argv],
         capture_output=True, text=True, timeout=60, env=cli_env(bare), cwd=tmp_path, check=False,
     )  # fmt: skip
     assert probe.stdout.strip(), probe.stderr
     return set(json.loads(probe.stdout.strip().splitlines()[-1])["modules"])
+
+
+def _packages(modules: set[str]) -> set[str]:
+    return {name.split(".")[0] for name in modules}
 
 
 @pytest.mark.parametrize(
@@ -98,17 +108,20 @@ def _entry_modules(tmp_path: Path, *argv: str) -> set[str]:
 def test_commands_that_ask_the_server_load_nothing_heavy(
     tmp_path: Path, argv: tuple[str, ...]
 ) -> None:
-    loaded = _entry_modules(tmp_path, *argv)
+    modules = _entry_modules(tmp_path, *argv)
+    loaded = _packages(modules)
     assert "watchkeeper" in loaded
     assert HEAVY.isdisjoint(loaded), sorted(HEAVY & loaded)
+    # At most the module of the command named: not every command's module and what it imports.
+    every = {f"watchkeeper.cli.{module}" for _, module, *_ in COMMANDS}
+    assert len(every & modules) <= 1, sorted(every & modules)
 
 
 def test_status_loads_no_web_server(tmp_path: Path) -> None:
     # `status` reads this host's store, so it needs the configuration and the database layer,
     # but never the web framework or the migrations.
     (tmp_path / "watchkeeper.toml").write_text('data_dir = "data"\n')
-    loaded = _entry_modules(
-        tmp_path, "--config", str(tmp_path / "watchkeeper.toml"), "status", "p-1"
-    )
+    config = str(tmp_path / "watchkeeper.toml")
+    loaded = _packages(_entry_modules(tmp_path, "--config", config, "status", "p-1"))
     web = {"fastapi", "uvicorn", "starlette", "alembic"}
     assert web.isdisjoint(loaded), sorted(web & loaded)

@@ -130,6 +130,8 @@ def _named(argv: list[str]) -> frozenset[str] | None:
             continue
         elif word in known:
             return frozenset({word})
+        elif word == "--version" and next(words, None) is None:
+            return frozenset()  # it prints the version before any command is looked at
         else:
             return None
     return None
