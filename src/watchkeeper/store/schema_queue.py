@@ -95,11 +95,16 @@ queue_provisions = sa.Table(
     epoch("updated_at", nullable=False),
 )
 
+# An org's month is spread over a few rows (``slot``): completions of one org running
+# at once each add to a row no other holds, and every reader sums the slots.
 queue_spend = sa.Table(
     "queue_spend",
     metadata,
     sa.Column("org", sa.String(100), primary_key=True),
     sa.Column("month", sa.String(7), primary_key=True),
+    sa.Column(
+        "slot", sa.Integer, primary_key=True, autoincrement=False, default=0, server_default="0"
+    ),
     sa.Column("agent_seconds", sa.Float, nullable=False, default=0.0),
 )
 

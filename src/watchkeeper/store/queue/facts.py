@@ -84,9 +84,9 @@ def org_loads(
     ).all()
     spent = dict(
         conn.execute(
-            select(queue_spend.c.org, queue_spend.c.agent_seconds).where(
-                queue_spend.c.month == month_of(now), queue_spend.c.org.in_(list(orgs))
-            )
+            select(queue_spend.c.org, func.sum(queue_spend.c.agent_seconds))
+            .where(queue_spend.c.month == month_of(now), queue_spend.c.org.in_(list(orgs)))
+            .group_by(queue_spend.c.org)  # an org's month is spread over slots
         ).all()
     )
     loads = {org: OrgLoad(org, 0, float(spent.get(org, 0.0)) / 60.0) for org in orgs}

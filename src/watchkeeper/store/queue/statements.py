@@ -23,6 +23,7 @@ from sqlalchemy import (
     update,
 )
 
+from watchkeeper.store.queue.ledger import spend_slot
 from watchkeeper.store.queue.rows import QUEUED, RUNNING, R, T
 from watchkeeper.store.schema import api_tokens
 from watchkeeper.store.schema_queue import queue_events, queue_runners, queue_spend, queue_tasks
@@ -142,11 +143,16 @@ def end_statement(status: str, sqlite: bool) -> Any:
 
     task = moved.cte("moved")
     spent = pg_insert(queue_spend).from_select(
-        ["org", "month", "agent_seconds"],
-        select(task.c.org, bindparam("p_month", type_=String), at - task.c.leased_at),
+        ["org", "month", "slot", "agent_seconds"],
+        select(
+            task.c.org,
+            bindparam("p_month", type_=String),
+            spend_slot(task.c.org),
+            at - task.c.leased_at,
+        ),
     )
     spent = spent.on_conflict_do_update(
-        index_elements=["org", "month"],
+        index_elements=["org", "month", "slot"],
         set_={"agent_seconds": queue_spend.c.agent_seconds + spent.excluded.agent_seconds},
     )
     logged = insert(queue_events).from_select(
