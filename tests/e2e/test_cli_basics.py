@@ -155,10 +155,16 @@ def test_runs_watch_shows_the_list_again_until_ctrl_c(server: LiveServer) -> Non
     assert "aborted" not in stderr
 
 
+@pytest.mark.parametrize("way", ["server", "store"])
 def test_wait_on_a_terminal_shows_the_last_step_and_its_age(
-    engine: ProcEngine, tmp_path: Path
+    engine: ProcEngine, server: LiveServer, tmp_path: Path, way: str
 ) -> None:
+    # Over the server by default; the run's own store with --store.
+    env = admin_env(server) if way == "server" else {}
     config = tmp_path / "watchkeeper.toml"
+    local = way == "store"
+    named = ("--config", str(config)) if local else ()
+    store = ("--store", engine.store.url) if local else ()
     config.write_text(f'data_dir = "{engine.data_dir}"\ndatabase_url = "{engine.store.url}"\n')
     gate = tmp_path / "go"
     held = f'while [ ! -e "{gate}" ]; do sleep 0.05; done'
@@ -168,11 +174,11 @@ def test_wait_on_a_terminal_shows_the_last_step_and_its_age(
     engine.progress(run_id, "copying shard 3 of 9")
     primary, secondary = pty.openpty()
     waiting = subprocess.Popen(
-        [*WK, "--config", str(config), "wait", run_id],
+        [*WK, *named, "wait", run_id, *store],
         stdin=secondary,
         stdout=secondary,
         stderr=secondary,
-        env=cli_env({"TERM": "xterm"}),
+        env=cli_env({"TERM": "xterm", **env}),
     )
     os.close(secondary)
     seen = bytearray()
@@ -194,7 +200,7 @@ def test_wait_on_a_terminal_shows_the_last_step_and_its_age(
         gate.touch()
         assert waiting.wait(timeout=60) == 0
         os.close(primary)
-    piped = wk("--config", str(config), "wait", run_id)
+    piped = wk(*named, "wait", run_id, *store, env=env)
     assert piped.returncode == 0
     assert "copying shard" not in piped.stdout + piped.stderr  # no spinner into a pipe
 

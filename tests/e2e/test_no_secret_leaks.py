@@ -128,9 +128,11 @@ def test_cli_logs_prints_redacted_output(
     go = tmp_path / "go"
     go.touch()
     run_id = _start(runtime, go)
-    assert wk("--config", str(cli_config), "wait", run_id).returncode == 0
-    printed = wk("--config", str(cli_config), "logs", run_id)
+    # The run's store, read here rather than through a server.
+    local = ("--config", str(cli_config), "--store", runtime.settings.resolved_database_url)
+    assert wk(*local[:2], "wait", run_id, *local[2:]).returncode == 0
+    printed = wk(*local[:2], "logs", run_id, *local[2:])
     assert printed.returncode == 0, printed.stderr
     assert printed.stdout == f"start\nkey {MASK} loaded\n"
-    followed = wk("--config", str(cli_config), "logs", "--follow", run_id)
+    followed = wk(*local[:2], "logs", "--follow", run_id, *local[2:])
     assert followed.stdout == f"start\nkey {MASK} loaded\n"

@@ -92,18 +92,18 @@ def test_reclaim_leaves_a_run_it_cannot_see_and_status_shows_it_unknown(
     before = engine.get(run.run_id)
     command = [*hidden, sys.executable, "-m", "watchkeeper", "--config", str(config)]
 
-    reclaimed = wk("reclaim", "--json", command=command)
+    reclaimed = wk("reclaim", "--json", "--store", engine.store.url, command=command)
     assert reclaimed.returncode == 0, reclaimed.stderr
     assert json.loads(reclaimed.stdout)["reclaimed"] == []
     assert engine.get(run.run_id).as_dict() == before.as_dict()
     assert not fired_file.exists()
     assert before.pid is not None and not gone(before.pid)
 
-    shown = wk("status", run.run_id, "--json", command=command)
+    shown = wk("status", run.run_id, "--json", "--store", engine.store.url, command=command)
     assert shown.returncode == 0, shown.stderr
     body = json.loads(shown.stdout)
     assert (body["status"], body["effective_status"], body["alive"]) == ("running", "unknown", None)
-    listed = wk("ps", "--json", command=command)
+    listed = wk("ps", "--json", "--store", engine.store.url, command=command)
     assert [row["effective_status"] for row in json.loads(listed.stdout)] == ["unknown"]
 
     # Seen plainly the run is alive and ours, and stays running.
@@ -121,7 +121,7 @@ def test_abort_of_a_run_it_cannot_see_refuses_and_changes_nothing(
     before = engine.get(run.run_id)
     command = [*hidden, sys.executable, "-m", "watchkeeper", "--config", str(config)]
 
-    aborted = wk("abort", run.run_id, command=command)
+    aborted = wk("abort", run.run_id, "--store", engine.store.url, command=command)
     # Unknown is not gone: no "already exited", no run failed as lost, no signal sent.
     assert aborted.returncode != 0
     assert "cannot be seen" in aborted.stderr, aborted.stderr

@@ -58,11 +58,13 @@ def test_the_status_command_reads_a_stale_run_without_settling_it(
 ) -> None:
     fired_file = tmp_path / "fired"
     before = _stale_run(engine, fired_file)
-    shown = wk("--config", str(config), "status", before.run_id)
+    # The run's own store, read here: a look at it through a server is the API's test.
+    local = ("--store", engine.store.url)
+    shown = wk("--config", str(config), "status", before.run_id, *local)
     assert shown.returncode == 0, shown.stderr
     assert "stale" in shown.stdout and "running" in shown.stdout
     _untouched(engine, before, fired_file)
-    reclaimed = wk("--config", str(config), "reclaim")
+    reclaimed = wk("--config", str(config), "reclaim", *local)
     assert f"reclaimed: {before.run_id}" in reclaimed.stdout, reclaimed.stderr
     _settled_by_reclaim(engine, before, fired_file)
 

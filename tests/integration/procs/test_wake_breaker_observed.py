@@ -34,25 +34,27 @@ SESSION = "looping-agent"
 
 
 @pytest.fixture
-def served(tmp_path: Path, store: Store) -> Iterator[tuple[LiveServer, ProcEngine, Path]]:
+def served(tmp_path: Path, store: Store) -> Iterator[tuple[LiveServer, ProcEngine]]:
     settings = make_settings(tmp_path, store.url)
     runtime = Runtime.open(settings, store=store, clock=utcnow, notifier=OpsNotifier(settings.ops))
-    config = tmp_path / "watchkeeper.toml"
-    config.write_text(f'data_dir = "{settings.data_dir}"\ndatabase_url = "{store.url}"\n')
     # The test sweeps by hand with this engine, on the server's data folder.
     engine = ProcEngine(store, settings.data_dir, clock=utcnow, grace_s=2.0)
     with live_server(runtime) as server:
-        yield server, engine, config
+        yield server, engine
     runtime.sweeper.close()
     kill_leftovers(engine)
 
 
-def park_by_cli(config: Path, run_id: str, progress: str | None = None) -> None:
-    args = ["--config", str(config), "park", "--session", SESSION, "--until", run_id]
-    args += ["--reason", "waiting on the build"]
+def server_env(server: LiveServer) -> dict[str, str]:
+    """The command line pointed at the test server, as an admin."""
+    return {"WATCHKEEPER_URL": server.url, "WATCHKEEPER_TOKEN": server.tokens["admin"]}
+
+
+def park_by_cli(server: LiveServer, run_id: str, progress: str | None = None) -> None:
+    args = ["park", "--session", SESSION, "--until", run_id, "--reason", "waiting on the build"]
     if progress is not None:
         args += ["--progress", progress]
-    done = wk(*args)
+    done = wk(*args, env=server_env(server))
     assert done.returncode == 0, done.stderr
 
 
@@ -61,9 +63,9 @@ def states(engine: ProcEngine) -> list[ParkState]:
 
 
 def test_the_sessions_own_word_does_not_reset_the_breaker_but_a_log_line_does(
-    served: tuple[LiveServer, ProcEngine, Path], tmp_path: Path
+    served: tuple[LiveServer, ProcEngine], tmp_path: Path
 ) -> None:
-    server, engine, config = served
+    server, engine = served
     with Client(server.url, server.tokens["admin"]) as admin:
         ended = admin.procs.start(["true"], cwd=str(tmp_path))["id"]
         admin.procs.wait(ended, timeout_s=30)
@@ -80,18 +82,18 @@ def test_the_sessions_own_word_does_not_reset_the_breaker_but_a_log_line_does(
             # The session's own word, over the API and on the command line: recorded, no reset.
             answer = reporter.procs.session_progress(SESSION, f"api note {attempt}")
             assert answer["released"] == 0
-            park_by_cli(config, ended, progress=f"cli note {attempt}")
+            park_by_cli(server, ended, progress=f"cli note {attempt}")
             engine.sweep(utcnow())
     assert states(engine) == [ParkState.WOKEN] * WAKE_LIMIT + [ParkState.SUPPRESSED] * 2
     breaker = engine.procs.session(SESSION)
     assert breaker.wakes_without_progress == WAKE_LIMIT
     assert breaker.progress_note == f"cli note {rounds - 1}"
-    shown = json.loads(wk("--config", str(config), "parked", "--json").stdout)
+    shown = json.loads(wk("parked", "--json", env=server_env(server)).stdout)
     assert {row["progress_note"] for row in shown} == {f"cli note {rounds - 1}"}
     assert all(row["breaker_open"] for row in shown)
 
     # Parked on the build, which has written nothing yet: still held.
-    park_by_cli(config, build)
+    park_by_cli(server, build)
     engine.sweep(utcnow())
     engine.sweep(utcnow())
     assert states(engine)[WAKE_LIMIT:] == [ParkState.SUPPRESSED] * 2 + [ParkState.WAITING]
