@@ -1,11 +1,13 @@
-"""How long the ``watchkeeper`` command takes to start: ``runs`` against a live local server,
-``--help``, and a bare ``python -c pass`` measured in the same run for comparison.
+"""How long the ``watchkeeper`` command takes to start, side by side with ``python -c pass``:
+``--version``, ``runs``, ``status RUN`` and ``report progress`` against a live local server.
 
     .venv/bin/python bench/cli_startup.py [-n 15]
 
-It starts ``watchkeeper serve`` on a fresh data folder and a free port, then
-runs each command N times as a user would (a new process each time) and prints
-the median and the spread in milliseconds, as text and as JSON (``--json PATH``).
+It starts ``watchkeeper serve`` on a fresh data folder and a free port, starts a process
+run and reports a run there, then runs every command once per round, N rounds, each as a
+user would (a new process of the installed ``watchkeeper`` script). A round runs all of
+them back to back, so a busy spell slows every command alike. It prints each one's median,
+spread and median over ``python -c pass`` in milliseconds, as text and as JSON (``--json``).
 """
 
 from __future__ import annotations
@@ -28,6 +30,9 @@ import httpx
 
 PYTHON = sys.executable
 WK = (PYTHON, "-m", "watchkeeper")
+#: The console script users run, next to this interpreter (``-m`` when it is not installed).
+SCRIPT = Path(PYTHON).with_name("watchkeeper")
+COMMAND = (str(SCRIPT),) if SCRIPT.exists() else WK
 
 
 def free_port() -> int:
@@ -37,19 +42,32 @@ def free_port() -> int:
         return port
 
 
-def timed(argv: Sequence[str], env: dict[str, str], n: int) -> dict[str, float]:
-    """Median, min and max wall time in ms of ``n`` runs of ``argv`` (each must exit 0)."""
-    samples = []
+def once(argv: Sequence[str], env: dict[str, str]) -> float:
+    """Wall time in ms of one run of ``argv``, which must exit 0."""
+    began = time.perf_counter()
+    done = subprocess.run(argv, env=env, capture_output=True, text=True, check=False)
+    took = (time.perf_counter() - began) * 1000
+    if done.returncode != 0:
+        raise SystemExit(f"{' '.join(argv)} failed: {done.stderr.strip()}")
+    return took
+
+
+def rounds(commands: dict[str, Sequence[str]], env: dict[str, str], n: int) -> dict[str, Any]:
+    """``n`` rounds of every command once; per command the median, min and max in ms and the
+    median over the first command's (the yardstick)."""
+    samples: dict[str, list[float]] = {name: [] for name in commands}
     for _ in range(n):
-        began = time.perf_counter()
-        done = subprocess.run(argv, env=env, capture_output=True, text=True, check=False)
-        samples.append((time.perf_counter() - began) * 1000)
-        if done.returncode != 0:
-            raise SystemExit(f"{' '.join(argv)} failed: {done.stderr.strip()}")
+        for name, argv in commands.items():
+            samples[name].append(once(argv, env))
+    base = statistics.median(samples[next(iter(commands))])
     return {
-        "median_ms": round(statistics.median(samples), 1),
-        "min_ms": round(min(samples), 1),
-        "max_ms": round(max(samples), 1),
+        name: {
+            "median_ms": round(statistics.median(taken), 1),
+            "min_ms": round(min(taken), 1),
+            "max_ms": round(max(taken), 1),
+            "over_python_ms": round(statistics.median(taken) - base, 1),
+        }
+        for name, taken in samples.items()
     }
 
 
@@ -81,10 +99,24 @@ def serve(folder: Path, env: dict[str, str]) -> tuple[subprocess.Popen[str], str
     raise SystemExit("the server did not answer /healthz within 30 s")
 
 
+def prepare(folder: Path, env: dict[str, str]) -> tuple[str, str]:
+    """A finished process run in the server's store and a run reported to it: their ids."""
+    config = str(folder / "watchkeeper.toml")
+    started = subprocess.run(
+        [*COMMAND, "--config", config, "run", "--detach", "--", "true"],
+        env=env, capture_output=True, text=True, check=True,
+    )  # fmt: skip
+    subprocess.run(
+        [*COMMAND, "report", "start", "crawl", "start-up", "--run-id", "r-start-up"],
+        env=env, capture_output=True, text=True, check=True,
+    )  # fmt: skip
+    return started.stdout.strip(), "r-start-up"
+
+
 def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
     """Measure and print; returns the figures."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("-n", type=int, default=15, help="runs of each command (default 15)")
+    parser.add_argument("-n", type=int, default=15, help="rounds (default 15)")
     parser.add_argument("--json", type=Path, help="also write the figures here")
     args = parser.parse_args(argv)
     base = {k: v for k, v in os.environ.items() if not k.startswith("WATCHKEEPER_")}
@@ -92,18 +124,30 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
         process, url, token = serve(Path(tmp), base)
         try:
             env = {**base, "WATCHKEEPER_URL": url, "WATCHKEEPER_TOKEN": token, "COLUMNS": "120"}
-            figures = {
-                "python -c pass": timed((PYTHON, "-c", "pass"), env, args.n),
-                "watchkeeper --help": timed((*WK, "--help"), env, args.n),
-                "watchkeeper runs": timed((*WK, "runs"), env, args.n),
-            }
+            proc_run, run_id = prepare(Path(tmp), env)
+            config = str(Path(tmp) / "watchkeeper.toml")
+            figures = rounds(
+                {
+                    "python -c pass": (PYTHON, "-c", "pass"),
+                    "watchkeeper --version": (*COMMAND, "--version"),
+                    "watchkeeper runs": (*COMMAND, "runs"),
+                    "watchkeeper status RUN": (*COMMAND, "--config", config, "status", proc_run),
+                    "watchkeeper report progress": (
+                        *COMMAND, "report", "progress", "crawl", run_id, "--step", "a step"
+                    ),
+                },
+                env,
+                args.n,
+            )  # fmt: skip
         finally:
             process.send_signal(signal.SIGINT)
             process.wait(timeout=30)
     result = {"n": args.n, "python": sys.version.split()[0], "figures": figures}
+    print(f"{args.n} rounds; milliseconds")
+    print(f"{'command':<29} {'median':>7} {'min':>7} {'max':>7} {'over python':>12}")
     for name, figure in figures.items():
-        print(f"{name:<22} median {figure['median_ms']:7.1f} ms"
-              f"  (min {figure['min_ms']:.1f}, max {figure['max_ms']:.1f})")  # fmt: skip
+        print(f"{name:<29} {figure['median_ms']:7.1f} {figure['min_ms']:7.1f}"
+              f" {figure['max_ms']:7.1f} {figure['over_python_ms']:+12.1f}")  # fmt: skip
     if args.json:
         args.json.write_text(json.dumps(result, indent=2) + "\n")
     return result
