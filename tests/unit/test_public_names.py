@@ -34,8 +34,8 @@ PARTS = {
     "incidents": ["ack", "decide", "diagnose", "get", "list"],
     "runbooks": ["list", "switch"],
     "procs": [
-        "abort", "get", "list", "log", "park", "parked", "progress", "reclaim", "session_progress",
-        "start", "wait",
+        "abort", "get", "list", "log", "log_from", "park", "parked", "progress", "reclaim",
+        "session_progress", "start", "wait",
     ],
     "jobs": ["cancel", "delete", "get", "list", "output", "resume", "retry", "submit", "task"],
     "runners": [
