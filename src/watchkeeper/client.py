@@ -54,7 +54,13 @@ class Client:
         token = token or os.environ.get(TOKEN_ENV)
         headers = {"Authorization": f"Bearer {token}"} if token else {}
         self._http = httpx.Client(
-            base_url=self.url, headers=headers, timeout=timeout, transport=transport
+            base_url=self.url,
+            headers=headers,
+            timeout=timeout,
+            transport=transport,
+            # Loading the system's certificates is a good part of a command's start-up; a
+            # client of a plain http:// server never speaks TLS, so it needs none.
+            verify=not self.url.startswith("http://"),
         )
         self.incidents = Incidents(self)
         self.runbooks = Runbooks(self)
