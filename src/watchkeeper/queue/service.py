@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
@@ -33,8 +33,9 @@ from watchkeeper.records.queue import (
     Recovery,
     Runner,
     Task,
+    TaskStatus,
 )
-from watchkeeper.store.queue import QueueStore
+from watchkeeper.store.queue import End, QueueStore
 
 if TYPE_CHECKING:
     from watchkeeper.config import Settings
@@ -341,6 +342,22 @@ class QueueService:
         if task is None:
             raise LeaseLost(task_id)
         return task
+
+    def end_many(self, ends: Sequence[End]) -> list[Task | LeaseLost]:
+        """Record several outcomes in one transaction, each under its own lease.
+
+        In the place of each: the ended task, or :class:`LeaseLost` when its
+        lease is gone (that outcome alone is not recorded). A failure without a
+        fingerprint gets one from its reason.
+        """
+        ends = [
+            end
+            if end.status is not TaskStatus.FAILED or end.fingerprint
+            else replace(end, fingerprint=failure_fingerprint(end.reason or ""))
+            for end in ends
+        ]
+        found = self.store.end_many(ends, self.clock())
+        return [LeaseLost(e.task_id) if t is None else t for e, t in zip(ends, found, strict=True)]
 
     def fail(
         self,

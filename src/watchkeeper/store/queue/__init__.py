@@ -7,6 +7,7 @@ and :class:`QueueStore` is all of them over one engine:
 - ``control``: cancel, retry and delete, as a person asks
 - ``runners``: register, heartbeat, stop, and who holds what
 - ``leases``: lease, renew, complete, fail (with ``statements``, built once)
+- ``ends``: several outcomes in one transaction, each under its own lease
 - ``recovery``: take back leases whose runner is gone
 - ``markers``: the interrupted marker of start-up reconciliation
 - ``output``: the redacted output tail a runner sends when its task ends
@@ -21,6 +22,7 @@ abandoned lease, a new lease) removes it in the same transaction.
 from __future__ import annotations
 
 from watchkeeper.store.queue.control import Control
+from watchkeeper.store.queue.ends import End, Ends
 from watchkeeper.store.queue.facts import Facts
 from watchkeeper.store.queue.jobs import Jobs
 from watchkeeper.store.queue.leases import Admit, Leases
@@ -30,8 +32,10 @@ from watchkeeper.store.queue.provisions import Provisions
 from watchkeeper.store.queue.recovery import Recoveries
 from watchkeeper.store.queue.runners import Runners
 
-__all__ = ["INTERRUPTED", "Admit", "QueueStore", "TaskOutput"]
+__all__ = ["INTERRUPTED", "Admit", "End", "QueueStore", "TaskOutput"]
 
 
-class QueueStore(Jobs, Control, Runners, Leases, Recoveries, Markers, Facts, Provisions, Output):
+class QueueStore(
+    Jobs, Control, Runners, Leases, Ends, Recoveries, Markers, Facts, Provisions, Output
+):
     """Reads and moves the queue's rows. Every move is one transaction."""
