@@ -22,7 +22,8 @@ from watchkeeper.errors import StoreUnavailable
 from watchkeeper.notify.channels.base import Channel, SendOutcome, SendResult
 from watchkeeper.notify.message import Message, Target
 from watchkeeper.store import Store
-from watchkeeper.store.outbox import Delivery, DeliveryStatus
+from watchkeeper.store.outbox import Delivery, DeliveryStatus, PaceRequest
+from watchkeeper.store.pacing import platform_place
 
 log = logging.getLogger(__name__)
 #: Retries of a definite non-send before it is given up as failed.
@@ -69,6 +70,7 @@ class Deliverer:
         self.clock = clock
         self.pace: Clock = pace or WallClock()
         self.claimer = claimer or f"{socket.gethostname()}:{os.getpid()}"
+        self._bounds: dict[str, asyncio.Semaphore] = {}
 
     async def deliver_due(self, limit: int = 200) -> int:
         """Send what is due now; returns how many calls were made."""
@@ -87,31 +89,52 @@ class Deliverer:
         return self.store.outbox.recover_orphaned(now, live, overdue=ORPHANED_AFTER)
 
     async def _serve(self, place: str, items: list[Delivery]) -> int:
+        """One conversation's due rows, in order, each at its slot; other conversations'
+        run alongside, sharing their platform's calls in flight."""
         calls = 0
-        outbox = self.store.outbox
         for delivery in items:
             channel = self.channels.get(delivery.channel)
-            # Claimed before a slot is taken: a slot is spent only on a message this replica
-            # will send, however many replicas look at the same due rows.
-            if not await asyncio.to_thread(
-                outbox.claim, delivery.id, self.claimer, self.clock(), CLAIM_FOR
-            ):
-                continue  # another deliverer has it
-            now_s = self.pace.now()
-            rate = channel.per_chat_rate if channel is not None else 1.0
+            # The claim and the slot are one transaction: a slot is spent only on a message this
+            # replica will send, and a slot too far off leaves the row pending, untouched.
             wait = await asyncio.to_thread(
-                self.store.pacing.reserve, place, now_s, 1 / rate, MAX_PACE_WAIT_S
-            )
+                self.store.outbox.claim_paced, delivery.id, self.claimer, self.clock(),
+                CLAIM_FOR, self._slot(channel, delivery),
+            )  # fmt: skip
+            if wait is False:
+                continue  # another deliverer has it
             if wait is None:
-                # The rest of this conversation waits for the next pass, unsent and unclaimed.
-                await self._keep(outbox.release, delivery.id, self.claimer, self.clock())
-                break
+                break  # the rest of this conversation waits for the next pass
             if wait > 0:
-                await self.pace.sleep_until(now_s + wait)  # only this conversation waits
-            result = await self._call(channel, delivery)
+                await self.pace.sleep_until(self.pace.now() + wait)  # only this one waits
+            async with self._in_flight(delivery.channel, channel):
+                result = await self._call(channel, delivery)
+            if result.hold_s:
+                key = self._pace_key(channel, delivery)
+                await self._keep(self.store.pacing.hold, key, self.pace.now() + result.hold_s)
             await self._keep(self._settle, delivery, channel, result)
             calls += 1
         return calls
+
+    def _pace_key(self, channel: Channel | None, delivery: Delivery) -> str:
+        target = Target.from_json(delivery.target)
+        return channel.pace_key(target) if channel is not None else target.place
+
+    def _slot(self, channel: Channel | None, delivery: Delivery) -> PaceRequest:
+        """The pacing rows a send to ``delivery``'s conversation takes its slot from."""
+        target = Target.from_json(delivery.target)
+        gap = channel.chat_gap_s(target) if channel is not None else 1.0
+        gaps = {self._pace_key(channel, delivery): gap}
+        if channel is not None and channel.global_rate:
+            gaps[platform_place(delivery.channel)] = 1.0 / channel.global_rate
+        return PaceRequest(gaps, self.pace.now(), MAX_PACE_WAIT_S)
+
+    def _in_flight(self, name: str, channel: Channel | None) -> asyncio.Semaphore:
+        """The bound on one platform's calls at once."""
+        bound = self._bounds.get(name)
+        if bound is None:
+            limit = channel.max_in_flight if channel is not None else 1
+            bound = self._bounds[name] = asyncio.Semaphore(limit)
+        return bound
 
     async def _keep(self, write: Callable[..., object], *args: object) -> None:
         """A write that records what a call did: tried again while the database is away for a

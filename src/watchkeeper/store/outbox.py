@@ -16,6 +16,7 @@ from watchkeeper.clock import to_epoch
 from watchkeeper.store.base import Accessor, record_from_row
 from watchkeeper.store.engine import translate_errors, write_transaction
 from watchkeeper.store.incidents import _event
+from watchkeeper.store.pacing import next_slot, take_slot
 from watchkeeper.store.queueing import NewDelivery, insert_deliveries
 from watchkeeper.store.schema_notify import deliveries, inbound
 
@@ -53,6 +54,15 @@ class Delivery(NewDelivery):
         """Build from a ``deliveries`` row."""
         status = DeliveryStatus(row._mapping["status"])
         return record_from_row(cls, row, times=("next_attempt_at",), status=status)
+
+
+@dataclass(frozen=True, slots=True)
+class PaceRequest:
+    """The slot a claim takes: each pacing row and its gap, now, and how long it may wait."""
+
+    gaps: dict[str, float]
+    now_s: float
+    max_wait_s: float
 
 
 class OutboxStore(Accessor):
@@ -111,6 +121,45 @@ class OutboxStore(Accessor):
         )
         with self._write("claiming a message") as conn:
             return conn.execute(statement).rowcount == 1
+
+    def claim_paced(
+        self,
+        delivery_id: int,
+        claimer: str,
+        now: datetime,
+        claim_for: timedelta,
+        slot: PaceRequest,
+    ) -> float | bool | None:
+        """Claim a delivery and take its send slot in one transaction: the seconds to wait
+        (from ``slot.now_s``) before the call.
+
+        ``False`` when the row is no longer pending (another deliverer has it);
+        ``None`` when its slot is more than ``slot.max_wait_s`` away, and then
+        neither the row nor a slot is taken. Only a claimed row spends a slot,
+        however many replicas look at the same due rows.
+        """
+        claim = (
+            update(deliveries)
+            .where(
+                deliveries.c.id == delivery_id,
+                deliveries.c.status == DeliveryStatus.PENDING.value,
+            )
+            .values(
+                status=DeliveryStatus.SENDING.value,
+                claimed_by=claimer[:200],
+                claim_until=to_epoch(now + claim_for),
+                attempts=deliveries.c.attempts + 1,
+                updated_at=to_epoch(now),
+            )
+        )
+        with self._write("claiming a message") as conn:
+            at = next_slot(conn, self._sqlite, list(slot.gaps), slot.now_s, slot.max_wait_s)
+            if at is None:
+                return None
+            if conn.execute(claim).rowcount != 1:
+                return False
+            take_slot(conn, slot.gaps, at)
+        return at - slot.now_s
 
     def release(self, delivery_id: int, claimer: str, now: datetime) -> bool:
         """sending -> pending before any call was made: the claim is undone, attempts too.

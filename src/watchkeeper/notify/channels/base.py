@@ -49,6 +49,9 @@ class SendResult:
     message_id: str | None = None
     error: str | None = None
     retry_after_s: float | None = None
+    #: Seconds the conversation's route may take no other call (the platform said its
+    #: bucket is spent), whatever the call's outcome.
+    hold_s: float | None = None
 
 
 def classify_error(exc: httpx.HTTPError) -> SendResult:
@@ -89,6 +92,20 @@ class Channel(ABC):
     idempotent_sends = False
     #: Posts per second allowed to one conversation (the platform's own limit).
     per_chat_rate = 1.0
+    #: Posts per second allowed across every conversation of the bot (``None``: no limit).
+    global_rate: float | None = None
+    #: Calls in flight at once: enough to keep many conversations going, few enough that
+    #: the HTTP client's pool stays cheap (its bookkeeping grows with every open request).
+    max_in_flight = 8
+
+    def pace_key(self, target: Target) -> str:
+        """The pacing row of ``target``: its conversation, thread and all, unless the
+        platform counts a chat's threads together."""
+        return target.place
+
+    def chat_gap_s(self, target: Target) -> float:
+        """Seconds between two posts to the conversation of ``target``."""
+        return 1.0 / self.per_chat_rate
 
     @abstractmethod
     async def send(self, target: Target, message: Message, idempotency_key: str) -> SendResult:
@@ -143,7 +160,10 @@ class ChatChannel(Channel, Generic[ConfigT]):
     def __init__(self, config: ConfigT, http: httpx.AsyncClient | None = None) -> None:
         self.config = config
         self._owns_http = http is None
-        self._http = http or httpx.AsyncClient(timeout=config.timeout_s)
+        limits = httpx.Limits(
+            max_connections=self.max_in_flight, max_keepalive_connections=self.max_in_flight
+        )
+        self._http = http or httpx.AsyncClient(timeout=config.timeout_s, limits=limits)
         self.base_url = config.base_url.rstrip("/")
         setting = f"{self.name}.bot_token"
         self._token: str | None

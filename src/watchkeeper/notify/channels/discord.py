@@ -12,6 +12,7 @@ No call is ever retried here: the outbox alone decides whether to send again.
 from __future__ import annotations
 
 import logging
+from dataclasses import replace
 from typing import Any
 
 import httpx
@@ -120,6 +121,9 @@ class DiscordChannel(ChatChannel[DiscordConfig]):
     name = "discord"
     idempotent_sends = True
     per_chat_rate = 1.0
+    #: Discord's global limit: 50 requests a second per bot. Each channel's route has a
+    #: bucket of its own, which the answers' ``X-RateLimit-*`` headers describe.
+    global_rate: float | None = 50.0
 
     async def send(self, target: Target, message: Message, idempotency_key: str) -> SendResult:
         """Create a message in ``target.chat_id`` (or in the thread, itself a channel)."""
@@ -184,9 +188,23 @@ class DiscordChannel(ChatChannel[DiscordConfig]):
 
 
 def _result(response: httpx.Response) -> SendResult:
-    if not response.is_success:
-        return failure(response)
-    return SendResult(SendOutcome.SENT, message_id=_message_id(response))
+    result = (
+        failure(response)
+        if not response.is_success
+        else SendResult(SendOutcome.SENT, message_id=_message_id(response))
+    )
+    hold = bucket_spent_for(response)
+    return result if hold is None else replace(result, hold_s=hold)
+
+
+def bucket_spent_for(response: httpx.Response) -> float | None:
+    """Seconds until the route's bucket refills, when this answer spent its last call."""
+    if response.headers.get("X-RateLimit-Remaining") != "0":
+        return None
+    try:
+        return max(0.0, float(response.headers.get("X-RateLimit-Reset-After", "")))
+    except ValueError:
+        return None
 
 
 def _message_id(response: httpx.Response) -> str | None:

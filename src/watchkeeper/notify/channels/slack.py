@@ -140,6 +140,10 @@ class SlackChannel(ChatChannel[SlackConfig]):
     idempotent_sends = False
     per_chat_rate = 1.0
 
+    def pace_key(self, target: Target) -> str:
+        """One row per chat: Slack counts the posts to a chat's threads together."""
+        return Target(self.name, target.chat_id).place
+
     async def send(self, target: Target, message: Message, idempotency_key: str) -> SendResult:
         """``chat.postMessage``; the message id is Slack's ``ts``."""
         body = self._body(lambda: post_body(target, message))
