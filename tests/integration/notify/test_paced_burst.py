@@ -1,0 +1,85 @@
+"""A burst of cards to many chats, under a platform that enforces its limits: every card goes
+once, none earns a 429, chats are served side by side and each chat's cards in order."""
+
+from __future__ import annotations
+
+import asyncio
+
+from watchkeeper.clock import ManualClock
+from watchkeeper.config import TelegramConfig
+from watchkeeper.notify.channels.telegram import TelegramChannel
+from watchkeeper.notify.deliverer import Deliverer
+from watchkeeper.notify.message import Message, Target
+from watchkeeper.store import Store
+from watchkeeper.store.outbox import DeliveryStatus
+from watchkeeper.store.queueing import NewDelivery
+
+from .limited import TOKEN, LimitedPlatform, limited_platform
+
+CHATS = 12
+PER_CHAT = 3
+#: The platform-wide limit of this test's bot, low enough that a burst to 12 chats overruns it.
+GLOBAL_RATE = 8.0
+DEADLINE_S = 60.0
+
+
+def cards(chats: int, per_chat: int) -> list[NewDelivery]:
+    """``per_chat`` cards to each of ``chats`` private chats, chat by chat."""
+    return [
+        NewDelivery(f"burst-{chat}-{i}", None, "card", "telegram",
+                    Target("telegram", str(1000 + chat)).as_json(),
+                    Message(f"card {chat}.{i}").as_json())
+        for i in range(per_chat)
+        for chat in range(chats)
+    ]  # fmt: skip
+
+
+def deliver_all(store: Store, clock: ManualClock, platform: LimitedPlatform) -> Deliverer:
+    """Passes of a deliverer with the real Telegram channel until nothing is pending."""
+    config = TelegramConfig(bot_token=TOKEN, base_url=platform.base_url, timeout_s=10)
+    channel = TelegramChannel(config)
+    channel.global_rate = GLOBAL_RATE
+    deliverer = Deliverer(store, {"telegram": channel}, clock)
+
+    async def passes() -> None:
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + DEADLINE_S
+        try:
+            while store.outbox.counts().get("pending") and loop.time() < deadline:
+                await deliverer.deliver_due()
+                if not store.outbox.due(clock(), 1):
+                    break  # what is left waits for a retry: the assertions below say why
+        finally:
+            await channel.aclose()
+
+    asyncio.run(passes())
+    return deliverer
+
+
+def test_a_burst_to_many_chats_earns_no_429_and_goes_once(store: Store, clock: ManualClock) -> None:
+    ids = store.outbox.enqueue(cards(CHATS, PER_CHAT), clock())
+    with limited_platform(per_chat_rate=1.0, global_rate=GLOBAL_RATE) as platform:
+        deliver_all(store, clock, platform)
+
+    assert platform.refused == 0, f"{platform.refused} calls were refused with 429"
+    texts = [a.text for a in platform.accepted]
+    assert sorted(texts) == sorted(f"card {c}.{i}" for c in range(CHATS) for i in range(PER_CHAT))
+    for delivery_id in ids:
+        delivery = store.outbox.get(delivery_id)
+        assert (delivery.status, delivery.attempts) == (DeliveryStatus.SENT, 1)
+
+
+def test_chats_are_served_together_each_in_order_and_at_its_pace(
+    store: Store, clock: ManualClock
+) -> None:
+    store.outbox.enqueue(cards(CHATS, PER_CHAT), clock())
+    # Each answer waits a little for another call: calls made together are seen together.
+    with limited_platform(per_chat_rate=1.0, global_rate=None, pair_wait_s=0.5) as platform:
+        deliverer = deliver_all(store, clock, platform)
+
+    bound = deliverer.channels["telegram"].max_in_flight
+    assert 1 < platform.max_in_flight <= bound, platform.max_in_flight
+    assert platform.refused == 0  # the platform holds each chat to one message a second
+    for chat in range(CHATS):
+        seen = platform.in_chat(str(1000 + chat))
+        assert [a.text for a in seen] == [f"card {chat}.{i}" for i in range(PER_CHAT)]
