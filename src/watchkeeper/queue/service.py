@@ -306,14 +306,14 @@ class QueueService:
         def admit(task: QueuedTask, runner: Runner, load: OrgLoad) -> bool:
             return rules.lease_block(task, runner, load, self.policy, now) is None
 
-        leases = self.store.lease(
+        leases, marked = self.store.lease_marked(
             runner_id,
             now,
             limit=limit,
             admit=admit,
             load_needed=lambda org: self.policy.org(org).capped,
         )
-        self._running_again([lease.task for lease in leases], on_update)
+        self._running_again([lease.task for lease in leases if lease.task.id in marked], on_update)
         return leases
 
     def renew(

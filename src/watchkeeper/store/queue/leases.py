@@ -16,6 +16,7 @@ lease_token = ?`` and the lease still live: zero rows means the lease is gone.
 from __future__ import annotations
 
 import dataclasses
+import secrets
 from collections.abc import Callable, Sequence
 from datetime import datetime
 from typing import Any
@@ -28,6 +29,7 @@ from watchkeeper.records.queue import Lease, OrgLoad, QueuedTask, Runner, Task, 
 from watchkeeper.store.queue.base import Part
 from watchkeeper.store.queue.facts import org_loads
 from watchkeeper.store.queue.ledger import add_spend, log_events
+from watchkeeper.store.queue.markers import INTERRUPTED
 from watchkeeper.store.queue.rows import (
     RUNNING,
     T,
@@ -39,6 +41,7 @@ from watchkeeper.store.queue.rows import (
 )
 from watchkeeper.store.queue.statements import (
     LOCK_QUEUED,
+    LOCK_QUEUED_MANY,
     RUNNER_WITH_LOAD,
     candidates_statement,
     claim_statement,
@@ -46,7 +49,12 @@ from watchkeeper.store.queue.statements import (
     queued_orgs_statement,
 )
 from watchkeeper.store.schema_queue import queue_tasks
-from watchkeeper.store.tokens import mint_task_tokens, revoke_task_tokens
+from watchkeeper.store.tokens import (
+    TOKEN_PREFIX,
+    hash_token,
+    mint_task_tokens,
+    revoke_task_tokens,
+)
 
 #: Admits a queued task for a runner given the org's load; the lease rule of ``queue/rules.py``.
 Admit = Callable[[QueuedTask, Runner, OrgLoad], bool]
@@ -73,26 +81,46 @@ class Leases(Part):
         org with queued tasks is locked (on PostgreSQL), so two runners never
         both take the last slot of an org.
         """
+        return self.lease_marked(
+            runner_id, now, limit=limit, admit=admit, load_needed=load_needed, page=page
+        )[0]
+
+    def lease_marked(
+        self,
+        runner_id: str,
+        now: datetime,
+        *,
+        limit: int,
+        admit: Admit,
+        load_needed: Callable[[str], bool],
+        page: int = 256,
+    ) -> tuple[list[Lease], set[str]]:
+        """:meth:`lease`, and the ids of the leased tasks a restart had marked
+        interrupted (read from the claimed rows: no second read for the usual none)."""
         at = to_epoch(now)
         with self._write("leasing tasks") as conn:
             runner = _serving_runner(conn, runner_id)
             picker = _Picker(conn, runner, admit, now, lock_rows=not self._sqlite)
             chosen = picker.pick(limit, load_needed, page)
-            leases = self._claim(conn, runner_id, chosen, at) if chosen else []
-            log_events(conn, [(x.task.id, x.task.job_id) for x in leases], at, "leased", runner_id)
-        return leases
+            return self._claim(conn, runner_id, chosen, at) if chosen else ([], set())
 
     def _claim(
         self, conn: Connection, runner_id: str, task_ids: list[str], at: float
-    ) -> list[Lease]:
-        rows = conn.execute(
-            claim_statement(self._sqlite),
-            {"p_ids": task_ids, "p_runner": runner_id, "p_at": at},
-        ).all()
+    ) -> tuple[list[Lease], set[str]]:
+        params: dict[str, Any] = {"p_ids": task_ids, "p_runner": runner_id, "p_at": at}
         order = {task_id: index for index, task_id in enumerate(task_ids)}
-        minted = mint_task_tokens(conn, [(row.id, row.job_id) for row in rows], at)
+        if self._sqlite:
+            rows = conn.execute(claim_statement(True), params).all()
+            minted = mint_task_tokens(conn, [(row.id, row.job_id) for row in rows], at)
+            log_events(conn, [(row.id, row.job_id) for row in rows], at, "leased", runner_id)
+        else:  # the claim stores the tokens and the timeline entries itself
+            minted = {task_id: TOKEN_PREFIX + secrets.token_urlsafe(32) for task_id in task_ids}
+            params["p_ids_all"] = task_ids
+            params["p_hashes"] = [hash_token(minted[task_id]) for task_id in task_ids]
+            rows = conn.execute(claim_statement(False), params).all()
         leases = [Lease(task_from_row(row), row.lease_token, minted[row.id]) for row in rows]
-        return sorted(leases, key=lambda lease: order[lease.task.id])
+        marked = {row.id for row in rows if _marked(row._mapping["metadata"])}
+        return sorted(leases, key=lambda lease: order[lease.task.id]), marked
 
     def renew(
         self,
@@ -170,6 +198,10 @@ class Leases(Part):
         return task_from_row(row)
 
 
+def _marked(meta: Any) -> bool:
+    return isinstance(meta, dict) and bool(meta.get(INTERRUPTED))
+
+
 def _serving_runner(conn: Connection, runner_id: str) -> Runner:
     missing = f"no runner {runner_id!r}: register first"
     row = found(conn, RUNNER_WITH_LOAD, missing, {"p_runner": runner_id})
@@ -224,6 +256,9 @@ class _Picker:
         capped_orgs: set[str],
         load_needed: Callable[[str], bool],
     ) -> None:
+        if not capped_orgs and self.lock_rows:
+            self._take_uncapped(rows, limit, load_needed)
+            return
         if capped_orgs:
             self.running_jobs |= _running_jobs(self.conn, [r for r in rows if r.org in capped_orgs])
         for row in rows:
@@ -243,6 +278,30 @@ class _Picker:
             if not task.job_running:
                 self.running_jobs.add(row.job_id)
                 self.loads[row.org] = dataclasses.replace(load, running_jobs=load.running_jobs + 1)
+
+    def _take_uncapped(
+        self, rows: Sequence[Any], limit: int, load_needed: Callable[[str], bool]
+    ) -> None:
+        """PostgreSQL, no capped org in play: what one admits depends on the others only
+        through the runner's count, so the admitted rows are locked together, one
+        statement per try; rows another lease holds are passed over and the next try
+        takes from the rest of the page."""
+        left = [row for row in rows if not load_needed(row.org)]
+        while left and self._wants(limit):
+            want = min(limit - len(self.chosen), self.runner.capacity - self.runner.running)
+            admitted: list[str] = []
+            while left and len(admitted) < want:
+                row = left.pop(0)
+                task = QueuedTask(row.id, row.job_id, row.org, row.fleet, False)
+                if self.admit(task, self.runner, OrgLoad(row.org)):
+                    admitted.append(row.id)
+            if not admitted:
+                return
+            locked = set(self.conn.execute(LOCK_QUEUED_MANY, {"p_ids": admitted}).scalars())
+            taken = [task_id for task_id in admitted if task_id in locked]
+            self.chosen += taken
+            running = self.runner.running + len(taken)
+            self.runner = dataclasses.replace(self.runner, running=running)
 
     def _lock(self, task_id: str) -> bool:
         if not self.lock_rows:

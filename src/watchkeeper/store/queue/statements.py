@@ -14,6 +14,7 @@ from sqlalchemy import (
     String,
     bindparam,
     cast,
+    column,
     delete,
     func,
     insert,
@@ -22,11 +23,13 @@ from sqlalchemy import (
     tuple_,
     update,
 )
+from sqlalchemy.dialects.postgresql import ARRAY
 
 from watchkeeper.store.queue.ledger import spend_slot
 from watchkeeper.store.queue.rows import QUEUED, RUNNING, R, T
 from watchkeeper.store.schema import api_tokens
 from watchkeeper.store.schema_queue import queue_events, queue_runners, queue_spend, queue_tasks
+from watchkeeper.store.tokens import TASK_ROLE
 
 #: The runner and how many tasks it holds, in one read.
 RUNNER_WITH_LOAD = select(
@@ -81,16 +84,31 @@ LOCK_QUEUED = (
 )
 
 
+#: PostgreSQL: take the admitted tasks' rows of one page for this lease, skipping any
+#: another lease holds or already took; never waits, so leases never deadlock.
+LOCK_QUEUED_MANY = (
+    select(T.id)
+    .where(T.id.in_(bindparam("p_ids", expanding=True)), T.status == QUEUED)
+    .with_for_update(skip_locked=True, of=queue_tasks)
+)
+
+
 @functools.lru_cache(maxsize=2)
 def claim_statement(sqlite: bool) -> Any:
     """Claim a batch in one statement; each row gets a fresh random token from the
-    database (PostgreSQL's gen_random_uuid, SQLite's randomblob)."""
+    database (PostgreSQL's gen_random_uuid, SQLite's randomblob).
+
+    On PostgreSQL the same statement also removes any token the tasks still had,
+    stores the new task tokens (their hashes come in ``p_hashes``, parallel to
+    ``p_ids``) and puts ``leased`` on each task's timeline: a lease is one round
+    trip after the rows are picked.
+    """
     if sqlite:
         token: Any = func.lower(func.hex(func.randomblob(16)))
     else:
         token = func.replace(cast(func.gen_random_uuid(), String), "-", "")
     at = bindparam("p_at", type_=Float)
-    return (
+    claimed = (
         update(queue_tasks)
         .where(T.id.in_(bindparam("p_ids", expanding=True)), T.status == QUEUED)
         .values(
@@ -106,6 +124,32 @@ def claim_statement(sqlite: bool) -> Any:
         )
         .returning(*queue_tasks.c)
     )
+    if sqlite:
+        return claimed
+    claim = claimed.cte("claimed")
+    given = func.unnest(
+        bindparam("p_ids_all", type_=ARRAY(String)), bindparam("p_hashes", type_=ARRAY(String))
+    ).table_valued(column("task_id", String), column("token_hash", String))
+    given = given.render_derived(name="given", with_types=False)
+    minted = insert(api_tokens).from_select(
+        ["name", "role", "token_hash", "created_at", "task_id", "job_id"],
+        select(
+            literal("task ") + claim.c.id,
+            literal(TASK_ROLE, String),
+            given.c.token_hash,
+            at,
+            claim.c.id,
+            claim.c.job_id,
+        ).where(given.c.task_id == claim.c.id),
+    )
+    logged = insert(queue_events).from_select(
+        ["task_id", "job_id", "at", "type", "detail"],
+        select(claim.c.id, claim.c.job_id, at, literal("leased", String), claim.c.runner_id),
+    )
+    # Every part sees the table as it was before the statement: this removes only
+    # tokens from before, never the ones minted beside it.
+    revoked = delete(api_tokens).where(api_tokens.c.task_id.in_(select(claim.c.id)))
+    return select(claim).add_cte(revoked.cte("revoked"), minted.cte("minted"), logged.cte("logged"))
 
 
 @functools.lru_cache(maxsize=16)
