@@ -108,20 +108,12 @@ class TelegramChannel(ChatChannel[TelegramConfig]):
     name = "telegram"
     idempotent_sends = False
     per_chat_rate = 1.0
-    #: Telegram's bot limits: about 30 messages a second overall, 20 a minute to one group.
+    #: Telegram's bot limit: about 30 messages a second across all chats.
     global_rate: float | None = 30.0
-    group_gap_s = 3.0
 
     def pace_key(self, target: Target) -> str:
         """One row per chat: Telegram counts the posts to a chat's threads together."""
         return Target(self.name, target.chat_id).place
-
-    def chat_gap_s(self, target: Target) -> float:
-        """One second in a private chat; three in a group or channel (negative ids,
-        ``@name``), whose limit is 20 messages a minute."""
-        chat = target.chat_id or ""
-        group = chat.startswith(("-", "@"))
-        return max(1.0 / self.per_chat_rate, self.group_gap_s if group else 0.0)
 
     def __init__(self, config: TelegramConfig, http: httpx.AsyncClient | None = None) -> None:
         super().__init__(config, http)
