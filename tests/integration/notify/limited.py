@@ -105,6 +105,8 @@ async def _serve(platform: LimitedPlatform, ready: threading.Event, stop: asynci
                     0,
                 )  # fmt: skip
                 body = json.loads(await reader.readexactly(length) or b"{}")
+                # Judged on arrival, as a platform does; only the answer is held.
+                status, answer = platform.answer(body)
                 platform.in_flight += 1
                 platform.max_in_flight = max(platform.max_in_flight, platform.in_flight)
                 async with arrived:
@@ -115,7 +117,6 @@ async def _serve(platform: LimitedPlatform, ready: threading.Event, stop: asynci
                             arrived.wait_for(lambda: platform.in_flight > 1),
                             platform.pair_wait_s,
                         )
-                status, answer = platform.answer(body)
                 raw = json.dumps(answer).encode()
                 writer.write(
                     f"HTTP/1.1 {status} X\r\nContent-Type: application/json\r\n".encode()
