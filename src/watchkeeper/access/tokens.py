@@ -64,6 +64,16 @@ class TokenService:
         """The live operator token for ``secret`` (a dashboard login; never cached)."""
         return self._tokens.authenticate(secret) if secret else None
 
+    def cached(self, secret: str) -> tuple[bool, TokenInfo | None]:
+        """Whether the cache still answers for ``secret`` and, if so, its answer.
+
+        Never asks the database, so an event loop may call it; on a miss, call :meth:`check`.
+        """
+        kept = self._kept.get(hash_token(secret))
+        if kept is not None and kept[1] > time.monotonic():
+            return True, kept[0]
+        return False, None
+
     def check(self, secret: str) -> TokenInfo | TaskToken | None:
         """The live token of either kind for ``secret``, from the cache while it is fresh."""
         digest = hash_token(secret)

@@ -6,8 +6,11 @@ import asyncio
 import contextlib
 import logging
 from collections.abc import AsyncIterator, Awaitable, Callable
+from typing import Any
 
 from fastapi import FastAPI
+from fastapi.openapi.utils import get_openapi
+from starlette.routing import BaseRoute
 
 from watchkeeper import __version__
 from watchkeeper.clock import from_epoch
@@ -40,10 +43,56 @@ from watchkeeper.watch.reports import Reports
 
 log = logging.getLogger(__name__)
 
+#: The API's routers in the order the OpenAPI document lists them (the process routes first).
+ROUTERS = (
+    procs_router,
+    queue_router,
+    timeline_router,
+    events_router,
+    runs_router,
+    incidents_router,
+    silences_router,
+    decide_router,
+    system_router,
+    tokens_router,
+    cluster_router,
+    telegram_router,
+    discord_router,
+    slack_router,
+    forge_router,
+)
+
 
 def reports_for(runtime: Runtime) -> Reports:
     """The write side of push runs, wired to ``runtime``'s store, settings, loop and clock."""
     return runtime.reports
+
+
+def _reports_matched_first(app: FastAPI, included: dict[int, list[BaseRoute]]) -> None:
+    """Match the report routes (most of the traffic) before the others; document them in order.
+
+    A request is matched against the routes one by one, so the report routes go
+    second: only the process routes stay ahead, since one of them
+    (``/api/v1/runs/process/{run_id}/progress``) would otherwise be taken by
+    ``/api/v1/runs/{kind}/{run_id}/progress``. The OpenAPI document keeps the
+    order the routers were included in.
+    """
+    documented = list(app.router.routes)
+    first = [*included[id(procs_router)], *included[id(runs_router)]]
+    app.router.routes[:] = [*first, *(route for route in documented if route not in first)]
+
+    def openapi() -> dict[str, Any]:
+        if app.openapi_schema is None:
+            app.openapi_schema = get_openapi(
+                title=app.title,
+                version=app.version,
+                openapi_version=app.openapi_version,
+                description=app.description,
+                routes=documented,
+            )
+        return app.openapi_schema
+
+    app.openapi = openapi  # type: ignore[method-assign]
 
 
 def create_app(
@@ -118,22 +167,13 @@ def create_app(
     app.state.notifier = notifier
     app.state.channels = notifier.channels
     errors.install(app)
-    app.include_router(procs_router)
-    app.include_router(queue_router)
-    app.include_router(timeline_router)
-    app.include_router(events_router)
-    app.include_router(runs_router)
-    app.include_router(incidents_router)
-    app.include_router(silences_router)
-    app.include_router(decide_router)
-    app.include_router(system_router)
-    app.include_router(tokens_router)
-    app.include_router(cluster_router)
-    app.include_router(telegram_router)
-    app.include_router(discord_router)
-    app.include_router(slack_router)
-    app.include_router(forge_router)
+    included: dict[int, list[BaseRoute]] = {}  # by id(): routers are not hashable
+    for router in ROUTERS:
+        before = len(app.router.routes)
+        app.include_router(router)
+        included[id(router)] = app.router.routes[before:]
     install_dashboard(app)
     api_docs.install(app)
+    _reports_matched_first(app, included)
     app.add_middleware(BodyLimit)
     return app

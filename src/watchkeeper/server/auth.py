@@ -7,10 +7,11 @@ must then hold it to its own task with :func:`own_task_only`.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 
 from fastapi import Depends, HTTPException, Request
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
+from starlette.concurrency import run_in_threadpool
 
 from watchkeeper.access.tokens import Role, TaskToken, TokenInfo
 from watchkeeper.server.deps import services
@@ -19,7 +20,7 @@ _bearer = HTTPBearer(auto_error=False, description="An API token: `Authorization
 _CHALLENGE = {"WWW-Authenticate": "Bearer"}
 
 
-def _token(
+async def _token(
     request: Request, credentials: HTTPAuthorizationCredentials | None
 ) -> TokenInfo | TaskToken:
     if credentials is None or credentials.scheme.lower() != "bearer":
@@ -29,20 +30,26 @@ def _token(
             "(create one with `watchkeeper token create`)",
             headers=_CHALLENGE,
         )
-    token = services(request).tokens.check(credentials.credentials)
+    tokens = services(request).tokens
+    # The checks run on the event loop: a token the cache answers for costs no thread hop.
+    # Only a miss (and every task token, never cached) asks the database, off the loop.
+    hit, kept = tokens.cached(credentials.credentials)
+    token: TokenInfo | TaskToken | None = kept
+    if not hit:
+        token = await run_in_threadpool(tokens.check, credentials.credentials)
     if token is None:
         raise HTTPException(401, "unknown or revoked token", headers=_CHALLENGE)
     return token
 
 
-def require(role: Role) -> Callable[..., TokenInfo]:
+def require(role: Role) -> Callable[..., Awaitable[TokenInfo]]:
     """A dependency that admits tokens whose role includes ``role``."""
 
-    def check(
+    async def check(
         request: Request,
         credentials: HTTPAuthorizationCredentials | None = Depends(_bearer),
     ) -> TokenInfo:
-        token = _token(request, credentials)
+        token = await _token(request, credentials)
         if isinstance(token, TaskToken):
             raise HTTPException(
                 403,
@@ -58,11 +65,11 @@ def require(role: Role) -> Callable[..., TokenInfo]:
     return check
 
 
-def _reporter_or_task(
+async def _reporter_or_task(
     request: Request,
     credentials: HTTPAuthorizationCredentials | None = Depends(_bearer),
 ) -> TokenInfo | TaskToken:
-    token = _token(request, credentials)
+    token = await _token(request, credentials)
     if isinstance(token, TokenInfo) and not token.role.allows(Role.REPORTER):
         raise HTTPException(
             403, f"this needs the reporter role; token {token.name!r} is {token.role.value}"

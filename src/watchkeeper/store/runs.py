@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import Row, and_, bindparam, case, func, insert, select, update
+from sqlalchemy import Row, and_, bindparam, case, func, insert, literal, select, update
 
 from watchkeeper.clock import from_epoch, to_epoch
 from watchkeeper.contract import ACTIVE_STATUSES, RunStatus
@@ -255,7 +255,8 @@ def _move_statement(keys: tuple[str, ...], counts_as_move: bool) -> Any:
             and_(
                 push_runs.c.run_id == bindparam("w_run_id"),
                 push_runs.c.kind == bindparam("w_kind"),
-                push_runs.c.status.in_(_ACTIVE),
+                # Plain parameters, not an expanding IN: that one is re-rendered on every call.
+                push_runs.c.status.in_([literal(status) for status in _ACTIVE]),
             )
         )
         .values(values)

@@ -97,14 +97,15 @@ class Reports:
     def progress(self, kind: str, run_id: str, step: str | None, at: datetime | None) -> PushRun:
         """Something meaningful moved: bumps progress, resumes waiting work."""
         self._check_kind(kind)
-        when = self._at(at, self.clock(), "at")
+        now = self.clock()
+        when = self._at(at, now, "at")
         values: dict[str, object] = {
             "progress_at": to_epoch(when),
             "status": RunStatus.RUNNING.value,
         }
         if step is not None:
             values["step"] = step
-        run = self.store.runs.move(kind, run_id, self.clock(), values)
+        run = self.store.runs.move(kind, run_id, now, values)
         self._poke(run)
         return run
 
