@@ -154,6 +154,17 @@ class Runners(ApiPart):
         body = {"lease_token": lease_token, "exit_code": exit_code}
         return self._post(f"/api/v1/tasks/{task_id}/complete", body)
 
+    def report(self, outcomes: builtins.list[dict[str, Any]]) -> builtins.list[dict[str, Any]]:
+        """Record several tasks' outcomes in one request (and one transaction).
+
+        Each outcome: ``task_id``, ``lease_token``, ``exit_code``, and for a
+        failure its ``reason`` (and ``fingerprint``). The answer has one entry
+        per outcome, in order: the task, or ``{"id", "code": "lease_lost"}``
+        for one whose lease is gone (that one alone was not recorded).
+        """
+        answer = self._post("/api/v1/tasks/outcomes", {"outcomes": outcomes})
+        return list(answer["outcomes"])
+
     def fail(
         self,
         task_id: str,

@@ -19,6 +19,7 @@ from watchkeeper.contract import fingerprint as failure_fingerprint
 from watchkeeper.errors import InvalidInput, NotFound
 from watchkeeper.queue import control, launcher, rollup, rules
 from watchkeeper.queue.errors import LeaseLost
+from watchkeeper.queue.group import GroupCommit
 from watchkeeper.queue.topology import topology
 from watchkeeper.queue.views import TaskUpdated, task_json
 from watchkeeper.records.queue import (
@@ -35,7 +36,8 @@ from watchkeeper.records.queue import (
     Task,
     TaskStatus,
 )
-from watchkeeper.store.queue import End, QueueStore
+from watchkeeper.store.queue import End as End  # the outcome a route records
+from watchkeeper.store.queue import QueueStore
 
 if TYPE_CHECKING:
     from watchkeeper.config import Settings
@@ -97,6 +99,7 @@ class QueueService:
             launchers if launchers is not None else _configured_launchers(settings)
         )
         self._recovered_at: datetime | None = None
+        self.group: GroupCommit[End, Task | LeaseLost] = GroupCommit(self._end_together)
 
     # Jobs ----------------------------------------------------------------------------
 
@@ -344,7 +347,9 @@ class QueueService:
         return task
 
     def end_many(self, ends: Sequence[End]) -> list[Task | LeaseLost]:
-        """Record several outcomes in one transaction, each under its own lease.
+        """Record several outcomes, each under its own lease, in one transaction with
+        those other threads send at the same moment (:mod:`group`); returns after
+        that commit.
 
         In the place of each: the ended task, or :class:`LeaseLost` when its
         lease is gone (that outcome alone is not recorded). A failure without a
@@ -356,6 +361,9 @@ class QueueService:
             else replace(end, fingerprint=failure_fingerprint(end.reason or ""))
             for end in ends
         ]
+        return self.group.run(ends)
+
+    def _end_together(self, ends: list[End]) -> list[Task | LeaseLost]:
         found = self.store.end_many(ends, self.clock())
         return [LeaseLost(e.task_id) if t is None else t for e, t in zip(ends, found, strict=True)]
 

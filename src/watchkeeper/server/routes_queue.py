@@ -35,9 +35,10 @@ from watchkeeper.queue.output import (
     cut_note,
     ship,
 )
+from watchkeeper.queue.service import End
 from watchkeeper.queue.topology import runner_json
 from watchkeeper.queue.views import TaskUpdated, event_json, job_json, task_json
-from watchkeeper.records.queue import JobStatus, NewRunner, TaskStatus
+from watchkeeper.records.queue import JobStatus, NewRunner, Task, TaskStatus
 from watchkeeper.server.auth import admin, reporter, viewer
 from watchkeeper.server.deps import services
 from watchkeeper.server.fields import ExitCode, JsonObject, Line, Pid, Text
@@ -114,6 +115,23 @@ class FailIn(_Body):
     reason: Annotated[str, Text(REASON_MAX, min_length=1)]
     fingerprint: Annotated[str, Line(200)] | None = None
     exit_code: ExitCode | None = None
+
+
+class OutcomeIn(_Body):
+    """One task's outcome in ``POST /api/v1/tasks/outcomes``: failed when it has a
+    ``reason``, else succeeded."""
+
+    task_id: Id
+    lease_token: LeaseToken
+    exit_code: ExitCode | None = 0
+    reason: Annotated[str, Text(REASON_MAX, min_length=1)] | None = None
+    fingerprint: Annotated[str, Line(200)] | None = None
+
+
+class OutcomesIn(_Body):
+    """``POST /api/v1/tasks/outcomes``: outcomes a runner has at once, recorded together."""
+
+    outcomes: list[OutcomeIn] = Field(min_length=1, max_length=100)
 
 
 class OutputIn(_Body):
@@ -248,21 +266,54 @@ def renew(task_id: Id, body: RenewIn, request: Request) -> dict[str, Any]:
     "/api/v1/tasks/{task_id}/complete", dependencies=[Depends(reporter)], response_model=None
 )
 def complete(task_id: Id, body: CompleteIn, request: Request) -> dict[str, Any]:
-    """Record success under a live lease."""
-    return services(request).queue.complete(task_id, body.lease_token, body.exit_code).as_dict()
+    """Record success under a live lease (committed with other outcomes sent meanwhile)."""
+    end = End(task_id, body.lease_token, TaskStatus.SUCCEEDED, body.exit_code)
+    return _ended(services(request).queue.end_many([end])[0]).as_dict()
 
 
 @router.post("/api/v1/tasks/{task_id}/fail", dependencies=[Depends(reporter)], response_model=None)
 def fail(task_id: Id, body: FailIn, request: Request) -> dict[str, Any]:
-    """Record failure under a live lease."""
-    task = services(request).queue.fail(
-        task_id,
-        body.lease_token,
-        body.reason,
-        fingerprint=body.fingerprint,
-        exit_code=body.exit_code,
+    """Record failure under a live lease (committed with other outcomes sent meanwhile)."""
+    end = End(
+        task_id, body.lease_token, TaskStatus.FAILED, body.exit_code, body.reason, body.fingerprint
     )
-    return task.as_dict()
+    return _ended(services(request).queue.end_many([end])[0]).as_dict()
+
+
+def _ended(result: Task | LeaseLost) -> Task:
+    if isinstance(result, LeaseLost):
+        raise result
+    return result
+
+
+@router.post("/api/v1/tasks/outcomes", dependencies=[Depends(reporter)], response_model=None)
+def outcomes(body: OutcomesIn, request: Request) -> dict[str, Any]:
+    """Record several tasks' outcomes, each under its own lease, in one transaction.
+
+    Answered after the commit, one entry per outcome in order: the task, or
+    ``{"id", "code": "lease_lost"}`` for one whose lease is gone (only that
+    outcome is refused; the others are recorded).
+    """
+    ends = [
+        End(
+            item.task_id,
+            item.lease_token,
+            TaskStatus.FAILED if item.reason is not None else TaskStatus.SUCCEEDED,
+            item.exit_code,
+            item.reason,
+            item.fingerprint,
+        )
+        for item in body.outcomes
+    ]
+    found = services(request).queue.end_many(ends)
+    return {
+        "outcomes": [
+            {"id": end.task_id, "code": "lease_lost", "message": str(result)}
+            if isinstance(result, LeaseLost)
+            else result.as_dict()
+            for end, result in zip(ends, found, strict=True)
+        ]
+    }
 
 
 @router.post(
