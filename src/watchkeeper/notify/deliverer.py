@@ -38,6 +38,8 @@ MAX_PACE_WAIT_S = 2.0
 CLAIM_FOR = timedelta(seconds=CALL_TIMEOUT_S + MAX_PACE_WAIT_S + 30.0)
 #: A live replica's send whose claim ran out this long ago is stuck, not in flight.
 ORPHANED_AFTER = timedelta(seconds=10 * CALL_TIMEOUT_S)
+#: A send this much later than its slot pushes the conversation's next slot back.
+LATE_S = 0.02
 #: Tries of a write recording a call's outcome, over about a minute of database trouble.
 KEEP_TRIES = 15
 
@@ -96,20 +98,26 @@ class Deliverer:
             channel = self.channels.get(delivery.channel)
             # The claim and the slot are one transaction: a slot is spent only on a message this
             # replica will send, and a slot too far off leaves the row pending, untouched.
+            slot = self._slot(channel, delivery)
             wait = await asyncio.to_thread(
                 self.store.outbox.claim_paced, delivery.id, self.claimer, self.clock(),
-                CLAIM_FOR, self._slot(channel, delivery),
+                CLAIM_FOR, slot,
             )  # fmt: skip
             if wait is False:
                 continue  # another deliverer has it
             if wait is None:
                 break  # the rest of this conversation waits for the next pass
-            if wait > 0:
-                await self.pace.sleep_until(self.pace.now() + wait)  # only this one waits
+            at = slot.now_s + wait
+            await self.pace.sleep_until(at)  # only this conversation waits
             async with self._in_flight(delivery.channel, channel):
+                sent_at = self.pace.now()
                 result = await self._call(channel, delivery)
+            key = self._pace_key(channel, delivery)
+            if sent_at - at > LATE_S:
+                # Sent later than its slot (a busy machine): the next one keeps the whole gap.
+                gap = slot.gaps[key]
+                await self._keep(self.store.pacing.hold, key, sent_at + gap)
             if result.hold_s:
-                key = self._pace_key(channel, delivery)
                 await self._keep(self.store.pacing.hold, key, self.pace.now() + result.hold_s)
             await self._keep(self._settle, delivery, channel, result)
             calls += 1
