@@ -54,6 +54,7 @@ from watchkeeper.errors import ClientError, WatchkeeperError
 from watchkeeper.procs import identity, layout
 from watchkeeper.procs.launch import LaunchRequest
 from watchkeeper.queue.held import EXPIRY_MARGIN, HeldTask
+from watchkeeper.queue.report_batch import report_together
 from watchkeeper.queue.shipping import Shipment, Shipper
 from watchkeeper.queue.task_env import task_env
 from watchkeeper.records.procs import ProcStatus
@@ -401,8 +402,11 @@ class RunnerDaemon:
                 continue
             if held.outcome is None and held.shim is not None and held.shim.poll() is not None:
                 held.outcome = self._outcome(held)
-            if held.outcome is not None:
-                self._report(held)
+        ended = [h for h in self.held.values() if h.outcome is not None and not h.expiring]
+        if len(ended) > 1:  # ended in the same pass: one request, one commit
+            report_together(self.client, ended, self._tell, self._report, self._forget)
+        elif ended:
+            self._report(ended[0])
 
     def _outcome(self, held: HeldTask) -> dict[str, Any]:
         assert held.run_id is not None
