@@ -1,32 +1,46 @@
-"""Decision latency under 64 concurrent pressers, and decisions per second.
+"""Decision latency: 64 presses in flight at once against one presser, and decisions per second.
 
-What it measures: ``--incidents`` open incidents (failed push runs), decided
-one after another in rounds. In each round ``--pressers`` separate processes
-wait on a barrier and then press the same incident at the same moment, as a
-busy channel does when everyone presses one card; exactly one press wins and
-63 are told who won. The button is Dismiss, so the figures are the decision
-machinery itself (read the incident, check the work's current state token,
-one conditional UPDATE, record the press), not an owning system's answer
-time. Latency is per press, from the barrier's release to the answer,
-winners and losers together. On 2 cores, 64 processes pressing at once also
-wait for a core: that wait is part of the figure.
+Two modes, each deciding open incidents (failed push runs) with the Dismiss
+button, so the figures are the decision machinery itself (read the incident,
+check the work's current state token, one conditional UPDATE, record the
+press), not an owning system's answer time. Exactly one press of an incident
+wins; the others are told who won.
 
-Goal (issue 3): p99 at most 50 ms on SQLite here.
+``--mode http`` (the default; the figure users see): a real ``watchkeeper
+serve`` on loopback and ONE ``httpx.AsyncClient`` in this process. In every
+round, ``--incidents`` incidents are pressed by one presser, one press at a
+time (the floor), and ``--incidents`` others each get ``--pressers`` presses
+in flight at once, as a busy channel does when everyone presses one card.
+Latency is per press, from the moment the presses go out to its answer,
+winners and losers together. ``--rounds`` rounds interleave the two, and every
+figure is given as min / median / max over the rounds. Client and server
+share the machine's cores: that wait is part of the figure.
+
+``--mode processes`` (the older measure): ``--pressers`` separate processes
+wait on a barrier and press the same incident in process, with no HTTP, one
+incident after another.
+
+Goal (issue 3): p99 at most 100 ms with 64 presses in flight over HTTP.
 
 Run::
 
-    .venv/bin/python bench/decide.py                  # SQLite
+    .venv/bin/python bench/decide.py                  # SQLite, over HTTP
     .venv/bin/python bench/decide.py --db both --json decide.json
+    .venv/bin/python bench/decide.py --mode processes
 """
 
 from __future__ import annotations
 
 import argparse
+import asyncio
 import multiprocessing
+import statistics
 import tempfile
 import time
 from pathlib import Path
 from typing import Any
+
+import httpx
 
 import _common as common
 from watchkeeper.clock import ManualClock
@@ -35,6 +49,7 @@ from watchkeeper.runtime import Runtime
 from watchkeeper.server.app import reports_for
 from watchkeeper.store import Store
 from watchkeeper.store.runs import NewRun
+from watchkeeper.store.tokens import Role
 
 FORK = multiprocessing.get_context("fork")
 
@@ -49,11 +64,10 @@ def prepare(url: str, folder: Path, incidents: int) -> tuple[Any, list[tuple[int
     for index in range(incidents):
         reports.start(NewRun("swarm_task", f"t{index}", "task", None, "none", None, None, 90))
         reports.fail("swarm_task", f"t{index}", "worker died", None, None)
-    import asyncio
-
     opened = asyncio.run(runtime.sweeper.sweep()).applied.opened
     pairs = [(i, store.incidents.get(i).state_token) for i in opened]
     runtime.close()
+    store.engine.dispose()
     return settings, pairs
 
 
@@ -79,7 +93,14 @@ def presser(settings: Any, pairs: list[tuple[int, str]], name: str, barrier: Any
 
 
 def measure(backend: str, args: argparse.Namespace) -> common.Figures:
-    """Everything for one database."""
+    """Everything for one database, in the chosen mode."""
+    if args.mode == "http":
+        return measure_http(backend, args)
+    return measure_processes(backend, args)
+
+
+def measure_processes(backend: str, args: argparse.Namespace) -> common.Figures:
+    """64 processes pressing in process, one incident after another."""
     with (
         tempfile.TemporaryDirectory(prefix="wk-decide-") as folder,
         common.database(backend, Path(folder)) as url,
@@ -115,8 +136,131 @@ def measure(backend: str, args: argparse.Namespace) -> common.Figures:
     }
 
 
+# -- one async client over HTTP ---------------------------------------------------------------
+
+
+async def _press_all(
+    client: httpx.AsyncClient, incident_id: int, token: str, count: int
+) -> tuple[list[float], list[dict[str, Any]]]:
+    """``count`` presses of one incident in flight at once; latencies from their release."""
+    path = f"/api/v1/incidents/{incident_id}/decide"
+    body = {"action": "dismiss", "state_token": token}
+    released = time.perf_counter()
+
+    async def one() -> tuple[float, dict[str, Any]]:
+        response = await client.post(path, json=body)
+        took = time.perf_counter() - released
+        answer = response.json()
+        return took, answer.get("error", {}).get("press", answer)
+
+    done = await asyncio.gather(*(one() for _ in range(count)))
+    return [d[0] for d in done], [d[1] for d in done]
+
+
+def _check(incident_id: int, answers: list[dict[str, Any]]) -> int:
+    """One winner, every other press told who won; returns the winners (always 1)."""
+    won = [a for a in answers if a["outcome"] == "dismissed"]
+    lost = [a for a in answers if a["outcome"] != "dismissed"]
+    if len(won) != 1 or any(a["outcome"] != "already_decided" for a in lost):
+        outcomes = sorted({a["outcome"] for a in answers})
+        raise RuntimeError(f"incident {incident_id}: {len(won)} winners, outcomes {outcomes}")
+    return 1
+
+
+async def _series(
+    client: httpx.AsyncClient, pairs: list[tuple[int, str]], count: int
+) -> list[float]:
+    """Incidents one after another, each pressed ``count`` times at once."""
+    latencies: list[float] = []
+    for incident_id, token in pairs:
+        took, answers = await _press_all(client, incident_id, token, count)
+        _check(incident_id, answers)
+        latencies += took
+    return latencies
+
+
+async def _rounds(
+    base_url: str, secret: str, pairs: list[tuple[int, str]], args: argparse.Namespace
+) -> list[dict[str, list[float]]]:
+    per_round = args.incidents
+    rounds: list[dict[str, list[float]]] = []
+    limits = httpx.Limits(max_connections=args.pressers, max_keepalive_connections=args.pressers)
+    headers = {"Authorization": f"Bearer {secret}"}
+    async with httpx.AsyncClient(
+        base_url=base_url, headers=headers, limits=limits, timeout=120
+    ) as client:
+        # Open every connection first: a round measures presses, not TCP handshakes.
+        await asyncio.gather(*(client.get("/healthz") for _ in range(args.pressers)))
+        for number in range(args.rounds):
+            start = 2 * per_round * number
+            mine = pairs[start : start + 2 * per_round]
+            single, crowd = mine[:per_round], mine[per_round:]
+            figures: dict[str, list[float]] = {}
+            # Interleaved, and each goes first every other round.
+            parts = [("single", single, 1), ("concurrent", crowd, args.pressers)]
+            for name, chosen, count in parts if number % 2 == 0 else parts[::-1]:
+                figures[name] = await _series(client, chosen, count)
+            rounds.append(figures)
+    return rounds
+
+
+def measure_http(backend: str, args: argparse.Namespace) -> common.Figures:
+    """One async client against a real server: one presser against many presses in flight."""
+    with (
+        tempfile.TemporaryDirectory(prefix="wk-decide-") as folder,
+        common.database(backend, Path(folder)) as url,
+    ):
+        _, pairs = prepare(url, Path(folder), 2 * args.incidents * args.rounds)
+        store = Store(url, migrate=False)
+        _, secret = store.tokens.create(Role.ADMIN, "bench admin", common_now())
+        store.engine.dispose()
+        with common.serve(url, Path(folder)) as server:
+            rounds = asyncio.run(_rounds(server.base_url, secret, pairs, args))
+    result: common.Figures = {
+        "mode": "http",
+        "pressers": args.pressers,
+        "incidents_per_round": args.incidents,
+        "rounds": args.rounds,
+    }
+    for part in ("single", "concurrent"):
+        for q in (50, 99):
+            per_round = [common.percentile(r[part], q) * 1000 for r in rounds]
+            result[f"{part}_p{q}_ms"] = {
+                "min": min(per_round),
+                "median": statistics.median(per_round),
+                "max": max(per_round),
+                "rounds": per_round,
+            }
+    return result
+
+
+def show_http(backend: str, f: common.Figures) -> None:
+    """Print the HTTP mode's figures."""
+
+    def spread(key: str) -> str:
+        s = f[key]
+        return f"{s['min']:.1f} / {s['median']:.1f} / {s['max']:.1f}"
+
+    common.print_table(
+        f"decisions over HTTP, one async client ({backend}); min / median / max over "
+        f"{f['rounds']} rounds of {f['incidents_per_round']} incidents",
+        [
+            ("one presser p50 (ms)", spread("single_p50_ms")),
+            ("one presser p99 (ms)", spread("single_p99_ms")),
+            (f"{f['pressers']} in flight p50 (ms)", spread("concurrent_p50_ms")),
+            (
+                f"{f['pressers']} in flight p99 (ms)",
+                spread("concurrent_p99_ms") + "  (goal: median <= 100 ms)",
+            ),
+        ],
+    )
+
+
 def show(backend: str, f: common.Figures) -> None:
     """Print one database's figures."""
+    if f.get("mode") == "http":
+        show_http(backend, f)
+        return
     common.print_table(
         f"decisions, {f['pressers']} concurrent pressers ({backend})",
         [
@@ -137,8 +281,12 @@ def show(backend: str, f: common.Figures) -> None:
 def main() -> None:
     """Parse the options and run."""
     parser = common.parser(__doc__ or "")
-    parser.add_argument("--incidents", type=int, default=100, help="incidents to decide")
-    parser.add_argument("--pressers", type=int, default=64, help="concurrent processes")
+    parser.add_argument("--mode", choices=("http", "processes"), default="http")
+    parser.add_argument(
+        "--incidents", type=int, default=20, help="incidents per round (http) or in all"
+    )
+    parser.add_argument("--pressers", type=int, default=64, help="presses in flight at once")
+    parser.add_argument("--rounds", type=int, default=3, help="interleaved rounds (http)")
     args = parser.parse_args()
     common.run_backends(args, "decide", measure, show)
 

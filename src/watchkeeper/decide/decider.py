@@ -14,6 +14,7 @@ import re
 import socket
 from collections.abc import Mapping
 from dataclasses import dataclass
+from datetime import datetime
 from enum import StrEnum
 
 from watchkeeper.clock import Now
@@ -22,11 +23,12 @@ from watchkeeper.contract import Action, Condition, Effects, RunView
 from watchkeeper.decide.actors import Actor, via_label
 from watchkeeper.decide.diagnose import Diagnoser
 from watchkeeper.decide.offer import DECIDING, JOURNALLED, buttons, label
+from watchkeeper.decide.turns import Turns
 from watchkeeper.errors import InvalidInput, WatchkeeperError
 from watchkeeper.kinds.actions import ActionFailed, ActionRequest
 from watchkeeper.kinds.base import Adapter
 from watchkeeper.store import Store
-from watchkeeper.store.decisions import ActionRecord, ActionStatus, Claim, Press
+from watchkeeper.store.decisions import ActionRecord, ActionStatus, Claim, ClaimResult, Press
 from watchkeeper.store.incidents import Decision, Incident, IncidentStatus
 
 log = logging.getLogger(__name__)
@@ -113,6 +115,7 @@ class Decider:
         self.host = socket.gethostname()
         #: Journalled with each action, so other replicas recover it once this one is gone.
         self.replica = replica
+        self._turns = Turns()
 
     def offered(self, incident: Incident, run: RunView | None = None) -> list[Action]:
         """The buttons ``incident`` shows now."""
@@ -142,38 +145,63 @@ class Decider:
         incident = self.store.incidents.get(incident_id, with_events=chosen is Action.DIAGNOSE)
         if chosen is Action.DIAGNOSE:
             return self._diagnose(incident, actor)
-        if not actor.is_admin:
-            why = f"only admins act: {actor.name} is not an admin on {via_label(actor.via)}"
-            return self._lose(incident, chosen, state_token, actor, Outcome.REFUSED, why)
-        if incident.decision is not None:
-            message = decided_message(incident.decision)
-            return self._lose(
-                incident, chosen, state_token, actor, Outcome.ALREADY_DECIDED, message
-            )
-        if incident.status is IncidentStatus.RESOLVED:
-            why = f"nothing to decide: the incident is resolved ({incident.resolution})"
-            return self._lose(incident, chosen, state_token, actor, Outcome.STALE, why)
+        early = self._early_loss(incident, chosen, actor)
+        if early is not None:
+            return self._lose(incident, chosen, state_token, actor, *early)
         if not state_token:
             raise InvalidInput(
                 "state_token is required: send the token shown with the incident", "state_token"
             )
-        adapter = self.adapters.get(incident.key.kind)
+        with self._turns.turn(incident.id) as waited:
+            if waited:
+                # Another press of this card went first here and has most likely decided it:
+                # this one is answered from a read, without queueing for the write lock.
+                incident = self.store.incidents.get(incident.id, with_events=False)
+                early = self._early_loss(incident, chosen, actor)
+            if early is None:
+                adapter = self.adapters.get(incident.key.kind)
+                early = self._check(incident, chosen, state_token, adapter)
+            if early is None:
+                claim = self._claim_in_turn(incident, chosen, state_token, actor)
+        if early is not None:
+            return self._lose(incident, chosen, state_token, actor, *early)
+        return self._after_claim(incident, chosen, state_token, actor, adapter, *claim)
+
+    def _early_loss(
+        self, incident: Incident, chosen: Action, actor: Actor
+    ) -> tuple[Outcome, str] | None:
+        """Why a press loses whatever its token says, or ``None``."""
+        if not actor.is_admin:
+            return Outcome.REFUSED, (
+                f"only admins act: {actor.name} is not an admin on {via_label(actor.via)}"
+            )
+        if incident.decision is not None:
+            return Outcome.ALREADY_DECIDED, decided_message(incident.decision)
+        if incident.status is IncidentStatus.RESOLVED:
+            why = f"nothing to decide: the incident is resolved ({incident.resolution})"
+            return Outcome.STALE, why
+        return None
+
+    def _check(
+        self, incident: Incident, chosen: Action, state_token: str, adapter: Adapter | None
+    ) -> tuple[Outcome, str] | None:
+        """Why an undecided incident's press loses (the work moved, not offered), or ``None``."""
         run = self._current(adapter, incident)
         moved = state_token != incident.state_token or (
             run is not None and run.state_token != state_token
         )
         if moved:
-            why = (
+            return Outcome.STALE, (
                 "the work has moved on since this was shown (it progressed, ended or was "
                 "retried); look again before acting"
             )
-            return self._lose(incident, chosen, state_token, actor, Outcome.STALE, why)
         offered = self.offered(incident, run)
         if chosen not in offered:
             names = ", ".join(label(a) for a in offered)
-            why = f"{label(chosen)} is not offered for this incident; offered: {names}"
-            return self._lose(incident, chosen, state_token, actor, Outcome.NOT_OFFERED, why)
-        return self._claim(incident, chosen, state_token, actor, adapter)
+            return Outcome.NOT_OFFERED, (
+                f"{label(chosen)} is not offered for this incident; offered: {names}"
+            )
+        return None
 
     def _current(self, adapter: Adapter | None, incident: Incident) -> RunView | None:
         if adapter is None:
@@ -186,14 +214,9 @@ class Decider:
                 "try again when the kind can be read"
             ) from exc
 
-    def _claim(
-        self,
-        incident: Incident,
-        action: Action,
-        state_token: str,
-        actor: Actor,
-        adapter: Adapter | None,
-    ) -> PressResult:
+    def _claim_in_turn(
+        self, incident: Incident, action: Action, state_token: str, actor: Actor
+    ) -> tuple[ClaimResult, datetime]:
         assert action in DECIDING
         now = self.clock()
         claim = Claim(
@@ -209,7 +232,18 @@ class Decider:
             resolution=f"dismissed by {actor.name}" if action is Action.DISMISS else None,
             replica=self.replica,
         )
-        result = self.store.decisions.claim(claim, incident.key.kind, incident.key.run_id, now)
+        return self.store.decisions.claim(claim, incident.key.kind, incident.key.run_id, now), now
+
+    def _after_claim(
+        self,
+        incident: Incident,
+        action: Action,
+        state_token: str,
+        actor: Actor,
+        adapter: Adapter | None,
+        result: ClaimResult,
+        now: datetime,
+    ) -> PressResult:
         if not result.won:
             return self._explain_loss(incident.id, action, state_token, actor)
         decision = Decision(action.value, actor.name, actor.via, now)

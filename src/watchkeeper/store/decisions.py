@@ -8,15 +8,17 @@ before the kind's function runs.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import threading
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from enum import StrEnum
 from typing import Any
 
-from sqlalchemy import Connection, Row, insert, select, update
+from sqlalchemy import Connection, Engine, Row, insert, select, update
 
 from watchkeeper.clock import from_epoch, to_epoch
+from watchkeeper.errors import StoreError, WatchkeeperError
 from watchkeeper.store.base import Accessor, record_from_row, upsert
 from watchkeeper.store.incidents import Decision, IncidentKey, IncidentStatus, _event
 
@@ -101,6 +103,83 @@ class ClaimResult:
     action_id: int | None = None
 
 
+class _GroupCommit:
+    """Rows from many threads written together: one transaction for every row waiting.
+
+    The first thread to arrive writes; the others wait for the transaction that
+    holds their row and return once it has committed, or raise its error. When
+    many presses of one card arrive at once, they take the write lock once
+    between them instead of once each.
+    """
+
+    def __init__(self, write: Callable[[Sequence[Press]], None]) -> None:
+        self._write_rows = write
+        self._lock = threading.Lock()
+        self._waiting: list[tuple[Press, _Slot]] = []
+        self._writing = False
+
+    def write(self, press: Press) -> None:
+        slot = _Slot()
+        with self._lock:
+            self._waiting.append((press, slot))
+            leads, self._writing = not self._writing, True
+        if leads:
+            self._write_until_done()
+        slot.done.wait()
+        if slot.error is not None:
+            raise slot.error
+
+    def _write_until_done(self) -> None:
+        batch: list[tuple[Press, _Slot]] = []
+        try:
+            while True:
+                with self._lock:
+                    batch, self._waiting = self._waiting, []
+                    if not batch:
+                        self._writing = False
+                        return
+                error: WatchkeeperError | None = None
+                try:
+                    self._write_rows([press for press, _ in batch])
+                except WatchkeeperError as exc:  # every waiter hears of it, the writer too
+                    error = exc
+                for _, slot in batch:
+                    slot.error = error
+                    slot.done.set()
+                batch = []
+        except BaseException:
+            # Not an error of the database (a bug, an interrupt): no waiter may hang on it.
+            with self._lock:
+                left, self._waiting, self._writing = batch + self._waiting, [], False
+            for _, slot in left:
+                slot.error = StoreError("the press was not recorded: its write was interrupted")
+                slot.done.set()
+            raise
+
+
+class _Slot:
+    """One row's wait for its transaction."""
+
+    __slots__ = ("done", "error")
+
+    def __init__(self) -> None:
+        self.done = threading.Event()
+        self.error: BaseException | None = None
+
+
+def _press_values(press: Press) -> dict[str, Any]:
+    return {
+        "incident_id": press.incident_id,
+        "at": to_epoch(press.at),
+        "actor": press.actor[:200],
+        "via": press.via[:32],
+        "action": press.action[:32],
+        "state_token": press.state_token[:100] if press.state_token else None,
+        "outcome": press.outcome,
+        "detail": press.detail[:2000] if press.detail else None,
+    }
+
+
 def _record(row: Row[Any]) -> ActionRecord:
     status = ActionStatus(row._mapping["status"])
     return record_from_row(ActionRecord, row, times=("started_at", "finished_at"), status=status)
@@ -108,6 +187,10 @@ def _record(row: Row[Any]) -> ActionRecord:
 
 class DecisionStore(Accessor):
     """Conditional decisions, the press history and the action journal."""
+
+    def __init__(self, engine: Engine) -> None:
+        super().__init__(engine)
+        self._losers = _GroupCommit(self._record_presses)
 
     def claim(self, claim: Claim, kind: str, run_id: str, now: datetime) -> ClaimResult:
         """Try to decide: exactly one claim per incident wins, on every replica."""
@@ -175,23 +258,19 @@ class DecisionStore(Accessor):
         return ClaimResult(True, action_id)
 
     def record_press(self, press: Press) -> None:
-        """Append a press that did not win (refused, stale, already decided, diagnosed)."""
+        """Append a press that did not win (refused, stale, already decided, diagnosed).
+
+        Returns once the row is committed; presses recorded at the same moment from
+        other threads share its transaction.
+        """
+        self._losers.write(press)
+
+    def _record_presses(self, rows: Sequence[Press]) -> None:
         with self._write("recording a press") as conn:
-            self._press(conn, press)
+            conn.execute(insert(presses), [_press_values(press) for press in rows])
 
     def _press(self, conn: Connection, press: Press) -> None:
-        conn.execute(
-            insert(presses).values(
-                incident_id=press.incident_id,
-                at=to_epoch(press.at),
-                actor=press.actor[:200],
-                via=press.via[:32],
-                action=press.action[:32],
-                state_token=press.state_token[:100] if press.state_token else None,
-                outcome=press.outcome,
-                detail=press.detail[:2000] if press.detail else None,
-            )
-        )
+        conn.execute(insert(presses).values(**_press_values(press)))
 
     def finish_action(
         self,
