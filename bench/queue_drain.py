@@ -7,8 +7,10 @@ What it measures:
   (each round runs every system once, in turn). Watchkeeper twice: in-process
   (a lease/complete loop on the store, no HTTP) and through ``watchkeeper
   serve`` (runner processes leasing and completing over HTTP with the
-  client). Each leases up to ``--batch`` tasks per call and completes each on
-  its own (the way the daemon reports). On the same PostgreSQL: pgqueuer (one
+  client). Each leases up to ``--batch`` tasks per call and reports their
+  outcomes in one call (the way the daemon reports tasks that end in the same
+  pass; over HTTP the server also commits outcomes that arrive together from
+  several runners in one transaction). On the same PostgreSQL: pgqueuer (one
   ``QueueManager`` per process, ``batch_size=--batch``, drain mode) and
   procrastinate (one worker per process, ``concurrency=1``, ``wait=False``).
   Every system's tables are analyzed after filling. The clock runs from the
@@ -77,8 +79,8 @@ from _common import (
     write_json,
 )
 from watchkeeper.clock import utcnow
-from watchkeeper.queue.service import QueueService
-from watchkeeper.records.queue import NewJob, NewRunner
+from watchkeeper.queue.service import End, QueueService
+from watchkeeper.records.queue import NewJob, NewRunner, TaskStatus
 from watchkeeper.store import Store
 
 FORK = mp.get_context("fork")
@@ -233,8 +235,8 @@ def _drain(url: str, folder: Path, runner_id: str, batch: int, go: Any, poll_s: 
     try:
         while True:
             leases = queue.lease(runner_id, limit=batch)
-            for lease in leases:
-                queue.complete(lease.task.id, lease.token)
+            if leases:
+                queue.end_many([End(x.task.id, x.token, TaskStatus.SUCCEEDED) for x in leases])
             if time.monotonic() - beat > HEARTBEAT_EVERY_S:
                 queue.heartbeat(runner_id)
                 beat = time.monotonic()
@@ -321,8 +323,9 @@ def _http_drain(base_url: str, token: str, runner_id: str, batch: int, go: Any) 
         tasks = client.runners.lease(runner_id, max=batch)
         if not tasks:
             return
-        for task in tasks:
-            client.runners.complete(str(task["id"]), str(task["lease_token"]))
+        client.runners.report(
+            [{"task_id": t["id"], "lease_token": t["lease_token"], "exit_code": 0} for t in tasks]
+        )
         if time.monotonic() - beat > HEARTBEAT_EVERY_S:
             client.runners.heartbeat(runner_id)
             beat = time.monotonic()

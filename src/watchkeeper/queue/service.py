@@ -315,6 +315,9 @@ class QueueService:
             limit=limit,
             admit=admit,
             load_needed=lambda org: self.policy.org(org).capped,
+            # Enough to pass over what other leases are taking meanwhile, no more to build.
+            page=max(64, 8 * limit),
+            caps_possible=any(org.capped for org in self.policy.orgs.values()),
         )
         self._running_again([lease.task for lease in leases if lease.task.id in marked], on_update)
         return leases

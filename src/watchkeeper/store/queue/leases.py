@@ -72,6 +72,7 @@ class Leases(Part):
         admit: Admit,
         load_needed: Callable[[str], bool],
         page: int = 256,
+        caps_possible: bool = True,
     ) -> list[Lease]:
         """Lease up to ``limit`` queued tasks of the runner's fleet that ``admit`` allows.
 
@@ -82,8 +83,9 @@ class Leases(Part):
         both take the last slot of an org.
         """
         return self.lease_marked(
-            runner_id, now, limit=limit, admit=admit, load_needed=load_needed, page=page
-        )[0]
+            runner_id, now, limit=limit, admit=admit, load_needed=load_needed, page=page,
+            caps_possible=caps_possible,
+        )[0]  # fmt: skip
 
     def lease_marked(
         self,
@@ -94,14 +96,18 @@ class Leases(Part):
         admit: Admit,
         load_needed: Callable[[str], bool],
         page: int = 256,
+        caps_possible: bool = True,
     ) -> tuple[list[Lease], set[str]]:
         """:meth:`lease`, and the ids of the leased tasks a restart had marked
-        interrupted (read from the claimed rows: no second read for the usual none)."""
+        interrupted (read from the claimed rows: no second read for the usual none).
+
+        ``caps_possible=False`` (no org has a cap) spares reading the queued orgs.
+        """
         at = to_epoch(now)
         with self._write("leasing tasks") as conn:
             runner = _serving_runner(conn, runner_id)
             picker = _Picker(conn, runner, admit, now, lock_rows=not self._sqlite)
-            chosen = picker.pick(limit, load_needed, page)
+            chosen = picker.pick(limit, load_needed, page, caps_possible=caps_possible)
             return self._claim(conn, runner_id, chosen, at) if chosen else ([], set())
 
     def _claim(
@@ -225,11 +231,16 @@ class _Picker:
         self.running_jobs: set[str] = set()
         self.chosen: list[str] = []
 
-    def pick(self, limit: int, load_needed: Callable[[str], bool], page: int) -> list[str]:
+    def pick(
+        self, limit: int, load_needed: Callable[[str], bool], page: int, *, caps_possible: bool
+    ) -> list[str]:
         """The ids of up to ``limit`` tasks to claim, oldest first."""
         scope = {"p_fleet": self.runner.fleet, "p_org": self.runner.org}
         tied = self.runner.org is not None
-        orgs = self.conn.execute(queued_orgs_statement(tied), scope).scalars()
+        # Every queued task of the fleet is read for its org: a cost only caps need.
+        orgs: Any = []
+        if caps_possible:
+            orgs = self.conn.execute(queued_orgs_statement(tied), scope).scalars()
         # All capped orgs are locked up front, in one sorted pass: locking them as
         # pages reveal them could have two leases wait on each other.
         capped = sorted(org for org in orgs if load_needed(org))
@@ -286,7 +297,8 @@ class _Picker:
         through the runner's count, so the admitted rows are locked together, one
         statement per try; rows another lease holds are passed over and the next try
         takes from the rest of the page."""
-        left = [row for row in rows if not load_needed(row.org)]
+        needed = {org: load_needed(org) for org in {row.org for row in rows}}
+        left = [row for row in rows if not needed[row.org]]
         while left and self._wants(limit):
             want = min(limit - len(self.chosen), self.runner.capacity - self.runner.running)
             admitted: list[str] = []
