@@ -294,26 +294,26 @@ class _Picker:
         self, rows: Sequence[Any], limit: int, load_needed: Callable[[str], bool]
     ) -> None:
         """PostgreSQL, no capped org in play: what one admits depends on the others only
-        through the runner's count, so the admitted rows are locked together, one
-        statement per try; rows another lease holds are passed over and the next try
-        takes from the rest of the page."""
+        through the runner's count, so the oldest admitted rows no other lease holds
+        are locked together, in one statement for the page."""
         needed = {org: load_needed(org) for org in {row.org for row in rows}}
-        left = [row for row in rows if not needed[row.org]]
-        while left and self._wants(limit):
-            want = min(limit - len(self.chosen), self.runner.capacity - self.runner.running)
-            admitted: list[str] = []
-            while left and len(admitted) < want:
-                row = left.pop(0)
-                task = QueuedTask(row.id, row.job_id, row.org, row.fleet, False)
-                if self.admit(task, self.runner, OrgLoad(row.org)):
-                    admitted.append(row.id)
-            if not admitted:
-                return
-            locked = set(self.conn.execute(LOCK_QUEUED_MANY, {"p_ids": admitted}).scalars())
-            taken = [task_id for task_id in admitted if task_id in locked]
-            self.chosen += taken
-            running = self.runner.running + len(taken)
-            self.runner = dataclasses.replace(self.runner, running=running)
+        admitted = [
+            row.id
+            for row in rows
+            if not needed[row.org]
+            and self.admit(
+                QueuedTask(row.id, row.job_id, row.org, row.fleet, False),
+                self.runner,
+                OrgLoad(row.org),
+            )
+        ]
+        want = min(limit - len(self.chosen), self.runner.capacity - self.runner.running)
+        if not admitted or want <= 0:
+            return
+        params = {"p_ids": admitted, "p_want": want}
+        taken = list(self.conn.execute(LOCK_QUEUED_MANY, params).scalars())
+        self.chosen += taken
+        self.runner = dataclasses.replace(self.runner, running=self.runner.running + len(taken))
 
     def _lock(self, task_id: str) -> bool:
         if not self.lock_rows:

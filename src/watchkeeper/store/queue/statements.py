@@ -84,11 +84,14 @@ LOCK_QUEUED = (
 )
 
 
-#: PostgreSQL: take the admitted tasks' rows of one page for this lease, skipping any
-#: another lease holds or already took; never waits, so leases never deadlock.
+#: PostgreSQL: take the oldest ``p_want`` of a page's admitted tasks for this lease,
+#: skipping any another lease holds or already took; never waits, so leases never
+#: deadlock, and runners leasing together each get different rows in one statement.
 LOCK_QUEUED_MANY = (
     select(T.id)
     .where(T.id.in_(bindparam("p_ids", expanding=True)), T.status == QUEUED)
+    .order_by(T.queued_at, T.id)
+    .limit(bindparam("p_want", type_=Integer))
     .with_for_update(skip_locked=True, of=queue_tasks)
 )
 
