@@ -138,12 +138,13 @@ class _GroupCommit:
                     if not batch:
                         self._writing = False
                         return
-                error: WatchkeeperError | None = None
                 try:
                     self._write_rows([press for press, _ in batch])
-                except WatchkeeperError as exc:  # every waiter hears of it, the writer too
-                    error = exc
-                for _, slot in batch:
+                    errors: list[WatchkeeperError | None] = [None] * len(batch)
+                except WatchkeeperError as exc:
+                    # One bad row (its incident deleted meanwhile) must not lose the others.
+                    errors = [exc] if len(batch) == 1 else [self._alone(p) for p, _ in batch]
+                for (_, slot), error in zip(batch, errors, strict=True):
                     slot.error = error
                     slot.done.set()
                 batch = []
@@ -155,6 +156,13 @@ class _GroupCommit:
                 slot.error = StoreError("the press was not recorded: its write was interrupted")
                 slot.done.set()
             raise
+
+    def _alone(self, press: Press) -> WatchkeeperError | None:
+        try:
+            self._write_rows([press])
+        except WatchkeeperError as exc:
+            return exc
+        return None
 
 
 class _Slot:
