@@ -181,3 +181,18 @@ def test_no_server_is_said_plainly_and_nothing_is_made(
     from_env = wk(*argv, env={"WATCHKEEPER_URL": url}, cwd=empty)
     if args[0] != "test-card":  # without --server, test-card posts from this host, as before
         assert f"cannot reach watchkeeper at {url} (from WATCHKEEPER_URL)" in said(from_env)
+
+
+def test_token_commands_read_the_store_named_wherever_they_run(tmp_path: Path, empty: Path) -> None:
+    # No configuration names a store here: --store alone says where the tokens are.
+    store = tmp_path / "kept-elsewhere"
+    assert wk("db", "upgrade", "--store", str(store), cwd=empty).returncode == 0
+    made = wk(
+        "token", "create", "--role", "viewer", "--name", "ci", "--store", str(store), cwd=empty
+    )
+    assert made.returncode == 0, made.stderr
+    listed = wk("token", "list", "--store", str(store), cwd=empty)
+    assert listed.returncode == 0, listed.stderr
+    assert "ci" in listed.stdout and "viewer" in listed.stdout
+    revoked = wk("token", "revoke", "1", "--store", str(store), cwd=empty)
+    assert revoked.returncode == 0, revoked.stderr

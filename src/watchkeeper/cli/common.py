@@ -65,28 +65,18 @@ class NoStore(WatchkeeperError, http_status=404, code="no_store"):
     """A command that reads a local store found none where it looked; it makes none."""
 
 
-#: Commands that read the configured store itself and never make one: only ``serve``, ``db``
-#: (and ``run``, which starts work here) may create it. Keyed by the command's first word.
-#: The process commands are not here: they talk to a server, or read ``--store PATH``,
-#: which :func:`store_settings` checks.
-_READS_STORE = frozenset({"token"})
-
-
 def settings(ctx: typer.Context) -> Settings:
-    """Load and validate the configuration (``--config`` or ``WATCHKEEPER_CONFIG``).
-
-    For a command that only reads the local store, a store that does not exist
-    is an error here, before anything could create it.
-    """
+    """Load and validate the configuration (``--config`` or ``WATCHKEEPER_CONFIG``)."""
     from watchkeeper import config
 
-    loaded = config.load(state(ctx).config_path)
-    words = ctx.command_path.split()[1:2]
-    if words and words[0] in _READS_STORE:
-        require_store(loaded)
-    if words == ["verify-record"]:
-        _require_record_key(loaded)
-    return loaded
+    return config.load(state(ctx).config_path)
+
+
+def pointed_at(loaded: Settings, store: str) -> Settings:
+    """``loaded`` with its store replaced by ``store``: a database URL or a data folder."""
+    if "://" in store:
+        return loaded.model_copy(update={"database_url": store})
+    return loaded.model_copy(update={"data_dir": Path(store), "database_url": None})
 
 
 def store_settings(ctx: typer.Context, store: str | None) -> Settings:
@@ -94,10 +84,7 @@ def store_settings(ctx: typer.Context, store: str | None) -> Settings:
     the store must exist either way."""
     loaded = settings(ctx)
     if store:
-        if "://" in store:
-            loaded = loaded.model_copy(update={"database_url": store})
-        else:
-            loaded = loaded.model_copy(update={"data_dir": Path(store), "database_url": None})
+        loaded = pointed_at(loaded, store)
     require_store(loaded)
     return loaded
 
@@ -120,18 +107,6 @@ def require_store(loaded: Settings) -> None:
         "keeps and never makes one. Run it where that server keeps its data, or name the "
         "store with --config FILE (or WATCHKEEPER_CONFIG) or --store PATH"
     )
-
-
-def _require_record_key(loaded: Settings) -> None:
-    """``verify-record`` checks with an existing key: a new one would call every record invalid."""
-    if loaded.records.key_env:
-        return
-    key = loaded.data_dir / "record.key"
-    if not key.is_file():
-        raise NoStore(
-            f"no record key at {key}: verify where the server that signed the record keeps its "
-            "data (--config FILE or WATCHKEEPER_CONFIG), or set [records] key_env"
-        )
 
 
 @contextlib.contextmanager

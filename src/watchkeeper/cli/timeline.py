@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 import typer
 
-from watchkeeper.cli.common import NoStore, console, state
+from watchkeeper.cli.common import NoStore, console, pointed_at, settings
 from watchkeeper.cli.options import (
     JSON,
     SERVER,
@@ -88,13 +88,7 @@ def verify_record(
 def _key_settings(ctx: typer.Context, store: str) -> Settings:
     """The configuration pointed at ``--store``, whose record key must exist: a key made now
     would call every record invalid."""
-    from watchkeeper import config
-
-    loaded = config.load(state(ctx).config_path)
-    if "://" in store:
-        loaded = loaded.model_copy(update={"database_url": store})
-    else:
-        loaded = loaded.model_copy(update={"data_dir": Path(store), "database_url": None})
+    loaded = pointed_at(settings(ctx), store)
     key = loaded.data_dir / "record.key"
     if not loaded.records.key_env and not key.is_file():
         raise NoStore(
