@@ -39,7 +39,7 @@ PARTS = {
     ],
     "jobs": ["cancel", "delete", "get", "list", "output", "resume", "retry", "submit", "task"],
     "runners": [
-        "complete", "fail", "heartbeat", "lease", "list", "output", "register", "renew",
+        "complete", "fail", "heartbeat", "lease", "list", "output", "register", "renew", "report",
         "ship_output", "stop",
         "topology",
     ],
