@@ -14,6 +14,12 @@ import sys
 def main() -> int:
     """Run the command line."""
     sys.modules.setdefault("httpx._main", None)  # type: ignore[arg-type]
+    # Reports sent from shell loops skip the command-line framework (see the module).
+    from watchkeeper.cli_fast import main as report
+
+    status = report(sys.argv[1:])
+    if status is not None:
+        return status
     from watchkeeper.cli import main as run
 
     return run()
