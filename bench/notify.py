@@ -196,6 +196,8 @@ def measure(backend: str, args: argparse.Namespace) -> common.Figures:
     }
     results: common.Figures = {}
     for mode, (paced, bare, name) in modes.items():
+        if args.mode and not any(m.lower() in mode.lower() for m in args.mode):
+            continue
         rounds = []
         for _ in range(args.rounds):
             with (
@@ -252,6 +254,10 @@ def main() -> None:
     parser.add_argument("--chats", type=int, default=100)
     parser.add_argument("--per-chat", type=int, default=4)
     parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument(
+        "--mode", action="append", default=[],
+        help="run only the modes whose name holds this text (repeatable), e.g. 'telegram'",
+    )  # fmt: skip
     args = parser.parse_args()
     common.run_backends(args, "notify", measure, show)
 

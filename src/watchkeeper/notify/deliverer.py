@@ -21,8 +21,9 @@ from watchkeeper.clock import Clock, Now, WallClock
 from watchkeeper.errors import StoreUnavailable
 from watchkeeper.notify.channels.base import Channel, SendOutcome, SendResult
 from watchkeeper.notify.message import Message, Target
+from watchkeeper.notify.sendgate import SendGate
 from watchkeeper.store import Store
-from watchkeeper.store.outbox import Delivery, DeliveryStatus, PaceRequest
+from watchkeeper.store.outbox import Delivery, DeliveryStatus, NotYet, PaceRequest
 from watchkeeper.store.pacing import platform_place
 
 log = logging.getLogger(__name__)
@@ -40,6 +41,8 @@ CLAIM_FOR = timedelta(seconds=CALL_TIMEOUT_S + MAX_PACE_WAIT_S + 30.0)
 ORPHANED_AFTER = timedelta(seconds=10 * CALL_TIMEOUT_S)
 #: A send this much later than its slot pushes the conversation's next slot back.
 LATE_S = 0.02
+#: How far a replica behind its platform-wide schedule may send ahead of an even pace.
+GLOBAL_CATCH_UP_S = 0.5
 #: Tries of a write recording a call's outcome, over about a minute of database trouble.
 KEEP_TRIES = 15
 
@@ -73,9 +76,14 @@ class Deliverer:
         self.pace: Clock = pace or WallClock()
         self.claimer = claimer or f"{socket.gethostname()}:{os.getpid()}"
         self._bounds: dict[str, asyncio.Semaphore] = {}
+        self._gate = SendGate(self.pace)
+        #: The earliest slot of a conversation held back by its pace (epoch seconds of
+        #: ``pace``) in the last pass, or ``None``.
+        self.next_slot_s: float | None = None
 
     async def deliver_due(self, limit: int = 200) -> int:
         """Send what is due now; returns how many calls were made."""
+        self.next_slot_s = None
         now = self.clock()
         due = await asyncio.to_thread(self.store.outbox.due, now, limit)
         by_place: dict[str, list[Delivery]] = defaultdict(list)
@@ -105,23 +113,39 @@ class Deliverer:
             )  # fmt: skip
             if wait is False:
                 continue  # another deliverer has it
-            if wait is None:
+            if isinstance(wait, NotYet):
+                self._held_back(wait.at_s)
                 break  # the rest of this conversation waits for the next pass
             at = slot.now_s + wait
             await self.pace.sleep_until(at)  # only this conversation waits
             async with self._in_flight(delivery.channel, channel):
-                sent_at = self.pace.now()
-                result = await self._call(channel, delivery)
-            key = self._pace_key(channel, delivery)
+                prepared = await self._prepare(channel, delivery)
+                if isinstance(prepared, SendResult) or channel is None:
+                    result, sent_at = self._no_call(prepared, delivery), at
+                else:
+                    # Measured as the call goes out, after every wait of ours: a late send
+                    # pushes its rows back by what the platform will see.
+                    sent_at = await self._gate.wait(slot.gaps, slot.bursts)
+                    result = await self._call(channel, delivery, prepared)
+            holds: dict[str, float] = {}
             if sent_at - at > LATE_S:
-                # Sent later than its slot (a busy machine): the next one keeps the whole gap.
-                gap = slot.gaps[key]
-                await self._keep(self.store.pacing.hold, key, sent_at + gap)
+                # Sent later than its slot (a busy machine): the next ones keep the whole gap,
+                # in the conversation and across the platform.
+                holds = {row: sent_at + gap for row, gap in slot.gaps.items()
+                         if row not in slot.bursts}  # fmt: skip
             if result.hold_s:
-                await self._keep(self.store.pacing.hold, key, self.pace.now() + result.hold_s)
+                key = self._pace_key(channel, delivery)
+                holds[key] = max(holds.get(key, 0.0), self.pace.now() + result.hold_s)
+            if holds:
+                await self._keep(self.store.pacing.hold_all, holds)
             await self._keep(self._settle, delivery, channel, result)
             calls += 1
         return calls
+
+    def _held_back(self, at_s: float) -> None:
+        """A conversation's next slot is at ``at_s``: the next pass need not start later."""
+        if self.next_slot_s is None or at_s < self.next_slot_s:
+            self.next_slot_s = at_s
 
     def _pace_key(self, channel: Channel | None, delivery: Delivery) -> str:
         target = Target.from_json(delivery.target)
@@ -132,9 +156,18 @@ class Deliverer:
         target = Target.from_json(delivery.target)
         gap = channel.chat_gap_s(target) if channel is not None else 1.0
         gaps = {self._pace_key(channel, delivery): gap}
-        if channel is not None and channel.global_rate:
-            gaps[platform_place(delivery.channel)] = 1.0 / channel.global_rate
-        return PaceRequest(gaps, self.pace.now(), MAX_PACE_WAIT_S)
+        bursts: dict[str, float] = {}
+        if channel is not None:
+            for row, (row_gap, burst) in channel.burst_paces(target).items():
+                gaps[row], bursts[row] = row_gap, burst
+            if channel.global_rate:
+                row = platform_place(delivery.channel)
+                gaps[row] = 1.0 / channel.global_rate
+                # Locally only: a replica that fell behind may catch up within the platform's
+                # own bucket; the store's schedule keeps the even pace.
+                bursts[row] = GLOBAL_CATCH_UP_S
+        store_bursts = {row: b for row, b in bursts.items() if not row.startswith("*")}
+        return PaceRequest(gaps, self.pace.now(), MAX_PACE_WAIT_S, bursts=store_bursts)
 
     def _in_flight(self, name: str, channel: Channel | None) -> asyncio.Semaphore:
         """The bound on one platform's calls at once."""
@@ -159,15 +192,20 @@ class Deliverer:
                             delay, extra={"action": "deliver"})  # fmt: skip
                 await asyncio.sleep(delay)
 
-    async def _call(self, channel: Channel | None, delivery: Delivery) -> SendResult:
+    def _no_call(self, prepared: Target | SendResult, delivery: Delivery) -> SendResult:
+        if isinstance(prepared, SendResult):
+            return prepared
+        return SendResult(SendOutcome.FAILED, error=f"channel {delivery.channel} is not configured")
+
+    async def _prepare(self, channel: Channel | None, delivery: Delivery) -> Target | SendResult:
+        """Where the call goes, or how it ends without one."""
         if channel is None:
             return SendResult(
                 SendOutcome.FAILED, error=f"channel {delivery.channel} is not configured"
             )
-        anchored = await asyncio.to_thread(self._anchor, delivery)
-        if isinstance(anchored, SendResult):
-            return anchored
-        target = anchored
+        return await asyncio.to_thread(self._anchor, delivery)
+
+    async def _call(self, channel: Channel, delivery: Delivery, target: Target) -> SendResult:
         message = Message.from_json(delivery.payload)
         try:
             async with asyncio.timeout(CALL_TIMEOUT_S):

@@ -4,7 +4,7 @@ at a time; the rules of what to send live in ``notify/``."""
 from __future__ import annotations
 
 from collections.abc import Collection, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from enum import StrEnum
 from typing import Any
@@ -16,7 +16,7 @@ from watchkeeper.clock import to_epoch
 from watchkeeper.store.base import Accessor, record_from_row
 from watchkeeper.store.engine import translate_errors, write_transaction
 from watchkeeper.store.incidents import _event
-from watchkeeper.store.pacing import next_slot, take_slot
+from watchkeeper.store.pacing import earliest, take_slot
 from watchkeeper.store.queueing import NewDelivery, insert_deliveries
 from watchkeeper.store.schema_notify import deliveries, inbound
 
@@ -63,6 +63,15 @@ class PaceRequest:
     gaps: dict[str, float]
     now_s: float
     max_wait_s: float
+    #: Rows allowing a burst: how long before their ``next_at`` a send may go.
+    bursts: dict[str, float] = field(default_factory=dict)
+
+
+@dataclass(frozen=True, slots=True)
+class NotYet:
+    """A claim not made: the delivery's slot is further off than the claim may wait."""
+
+    at_s: float
 
 
 class OutboxStore(Accessor):
@@ -129,14 +138,15 @@ class OutboxStore(Accessor):
         now: datetime,
         claim_for: timedelta,
         slot: PaceRequest,
-    ) -> float | bool | None:
+    ) -> float | bool | NotYet:
         """Claim a delivery and take its send slot in one transaction: the seconds to wait
         (from ``slot.now_s``) before the call.
 
         ``False`` when the row is no longer pending (another deliverer has it);
-        ``None`` when its slot is more than ``slot.max_wait_s`` away, and then
-        neither the row nor a slot is taken. Only a claimed row spends a slot,
-        however many replicas look at the same due rows.
+        ``NotYet`` (with the slot's moment) when its slot is more than
+        ``slot.max_wait_s`` away, and then neither the row nor a slot is taken.
+        Only a claimed row spends a slot, however many replicas look at the same
+        due rows.
         """
         claim = (
             update(deliveries)
@@ -153,9 +163,9 @@ class OutboxStore(Accessor):
             )
         )
         with self._write("claiming a message") as conn:
-            at = next_slot(conn, self._sqlite, list(slot.gaps), slot.now_s, slot.max_wait_s)
-            if at is None:
-                return None
+            at = earliest(conn, self._sqlite, list(slot.gaps), slot.now_s, slot.bursts)
+            if at > slot.now_s + slot.max_wait_s:
+                return NotYet(at)
             if conn.execute(claim).rowcount != 1:
                 return False
             take_slot(conn, slot.gaps, at)

@@ -6,11 +6,18 @@ rows, so N of them send no faster than one would. A platform-wide limit is a
 row of its own (``*telegram``) taken in the same transaction as the
 conversation's, so the send goes at the later of the two moments and both
 rows move on from there.
+
+A row may allow a burst: with ``burst_s`` its ``next_at`` is the moment its
+allowance would be back in full (a virtual schedule, one ``gap`` per send),
+and a send may go ``burst_s`` before it. A Telegram group's 20 a minute is a
+row with a 3 s gap and a 57 s burst: 20 at once, then one every 3 s.
 """
 
 from __future__ import annotations
 
-from sqlalchemy import Connection, select, update
+from collections.abc import Mapping
+
+from sqlalchemy import Connection, case, select, update
 from sqlalchemy.dialects.postgresql import insert as postgresql_insert
 from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 
@@ -25,12 +32,17 @@ def platform_place(channel: str) -> str:
     return f"*{channel}"
 
 
-def next_slot(
-    conn: Connection, sqlite: bool, places: list[str], now_s: float, max_wait_s: float
-) -> float | None:
-    """The earliest moment every row of ``places`` allows, locked for this transaction;
-    ``None`` when it is more than ``max_wait_s`` away. Nothing is taken yet."""
+def earliest(
+    conn: Connection,
+    sqlite: bool,
+    places: list[str],
+    now_s: float,
+    bursts: Mapping[str, float] | None = None,
+) -> float:
+    """The earliest moment every row of ``places`` allows (a row with a burst allowance
+    ``bursts[place]`` that much before its ``next_at``), locked for this transaction."""
     dialect_insert = sqlite_insert if sqlite else postgresql_insert
+    bursts = {p[:400]: b for p, b in (bursts or {}).items()}
     places = sorted(p[:400] for p in places)  # one lock order for every replica: no deadlock
     for place in places:
         conn.execute(
@@ -38,17 +50,33 @@ def next_slot(
             .values(place=place, next_at=now_s)
             .on_conflict_do_nothing(index_elements=[P.place])
         )
-    query = select(P.next_at).where(P.place.in_(places))
+    query = select(P.place, P.next_at).where(P.place.in_(places))
     if not sqlite:  # SQLite's BEGIN IMMEDIATE already holds every other writer off
         query = query.with_for_update()
-    at = max([now_s, *(float(v) for v in conn.execute(query).scalars())])
+    rows = conn.execute(query).all()
+    return max([now_s, *(float(r.next_at) - bursts.get(r.place, 0.0) for r in rows)])
+
+
+def next_slot(
+    conn: Connection,
+    sqlite: bool,
+    places: list[str],
+    now_s: float,
+    max_wait_s: float,
+    bursts: Mapping[str, float] | None = None,
+) -> float | None:
+    """The earliest moment every row of ``places`` allows, locked for this transaction;
+    ``None`` when it is more than ``max_wait_s`` away. Nothing is taken yet."""
+    at = earliest(conn, sqlite, places, now_s, bursts)
     return None if at > now_s + max_wait_s else at
 
 
-def take_slot(conn: Connection, gaps: dict[str, float], at: float) -> None:
-    """Spend the slot at ``at``: each place's next free moment is ``gap`` after it."""
+def take_slot(conn: Connection, gaps: Mapping[str, float], at: float) -> None:
+    """Spend the slot at ``at``: each place's schedule moves on by its ``gap`` from ``at``
+    (or from its own ``next_at``, still ahead when the row allows a burst)."""
     for place, gap in gaps.items():
-        conn.execute(update(chat_pacing).where(P.place == place[:400]).values(next_at=at + gap))
+        later = case((P.next_at > at, P.next_at), else_=at)
+        conn.execute(update(chat_pacing).where(P.place == place[:400]).values(next_at=later + gap))
 
 
 class PacingStore(Accessor):
@@ -80,10 +108,15 @@ class PacingStore(Accessor):
 
     def hold(self, place: str, until_s: float) -> None:
         """No slot for ``place`` before ``until_s`` (a platform said its bucket is spent)."""
+        self.hold_all({place: until_s})
+
+    def hold_all(self, until: Mapping[str, float]) -> None:
+        """No slot for each place before its moment in ``until``, in one transaction."""
         with self._write("pausing a conversation") as conn:
-            next_slot(conn, self._sqlite, [place], until_s, 0.0)
-            conn.execute(
-                update(chat_pacing)
-                .where(P.place == place[:400], P.next_at < until_s)
-                .values(next_at=until_s)
-            )
+            earliest(conn, self._sqlite, list(until), min(until.values()))
+            for place, until_s in until.items():
+                conn.execute(
+                    update(chat_pacing)
+                    .where(P.place == place[:400], P.next_at < until_s)
+                    .values(next_at=until_s)
+                )

@@ -47,6 +47,8 @@ class LimitedPlatform:
     url: str = ""
     accepted: list[Arrival] = field(default_factory=list)
     refused: int = 0
+    #: Refusals by the limit they broke: "chat", "global", "group".
+    refused_by: dict[str, int] = field(default_factory=dict)
     in_flight: int = 0
     max_in_flight: int = 0
     _last: dict[str, float] = field(default_factory=dict)
@@ -60,10 +62,17 @@ class LimitedPlatform:
         return self.url
 
     def admit(self, chat: str, now: float) -> bool:
-        """Whether a message to ``chat`` at ``now`` is within both limits; spends them if so."""
+        """Whether a message to ``chat`` at ``now`` is within the limits; spends them if so."""
+        broken = self._broken(chat, now)
+        if broken is not None:
+            self.refused_by[broken] = self.refused_by.get(broken, 0) + 1
+            return False
+        return True
+
+    def _broken(self, chat: str, now: float) -> str | None:
         last = self._last.get(chat)
         if last is not None and now - last < 1.0 / self.per_chat_rate - self.tolerance_s:
-            return False
+            return "chat"
         if self.global_rate is not None:
             if not self._refilled:
                 self._tokens, self._refilled = self.global_rate, now
@@ -71,10 +80,10 @@ class LimitedPlatform:
             self._tokens = min(self.global_rate, self._tokens + refill)
             self._refilled = now
             if self._tokens < 1.0 - self.tolerance_s * self.global_rate:
-                return False
+                return "global"
             self._tokens -= 1.0
         self._last[chat] = now
-        return True
+        return None
 
     def answer(self, body: dict[str, object]) -> tuple[int, dict[str, object]]:
         """The Bot API's answer to ``sendMessage`` with ``body``."""

@@ -4,6 +4,7 @@ once, none earns a 429, chats are served side by side and each chat's cards in o
 from __future__ import annotations
 
 import asyncio
+import time
 
 from watchkeeper.clock import ManualClock
 from watchkeeper.config import TelegramConfig
@@ -34,8 +35,13 @@ def cards(chats: int, per_chat: int) -> list[NewDelivery]:
     ]  # fmt: skip
 
 
-def deliver_all(store: Store, clock: ManualClock, platform: LimitedPlatform) -> Deliverer:
-    """Passes of a deliverer with the real Telegram channel until nothing is pending."""
+def deliver_all(
+    store: Store, clock: ManualClock, platform: LimitedPlatform, stall_s: float = 0.0
+) -> Deliverer:
+    """Passes of a deliverer with the real Telegram channel until nothing is pending.
+
+    ``stall_s``: the event loop is held that long once the burst is under way, as a busy
+    machine does, so every send due meanwhile wakes at once, past its slot."""
     config = TelegramConfig(bot_token=TOKEN, base_url=platform.base_url, timeout_s=10)
     channel = TelegramChannel(config)
     channel.global_rate = GLOBAL_RATE
@@ -44,6 +50,8 @@ def deliver_all(store: Store, clock: ManualClock, platform: LimitedPlatform) -> 
     async def passes() -> None:
         loop = asyncio.get_running_loop()
         deadline = loop.time() + DEADLINE_S
+        if stall_s:
+            loop.call_later(0.5, time.sleep, stall_s)
         try:
             while store.outbox.counts().get("pending") and loop.time() < deadline:
                 await deliverer.deliver_due()
@@ -67,6 +75,21 @@ def test_a_burst_to_many_chats_earns_no_429_and_goes_once(store: Store, clock: M
     for delivery_id in ids:
         delivery = store.outbox.get(delivery_id)
         assert (delivery.status, delivery.attempts) == (DeliveryStatus.SENT, 1)
+
+
+def test_sends_held_up_past_their_slots_do_not_bunch_into_a_429(
+    store: Store, clock: ManualClock
+) -> None:
+    ids = store.outbox.enqueue(cards(CHATS, PER_CHAT), clock())
+    with limited_platform(per_chat_rate=1.0, global_rate=GLOBAL_RATE) as platform:
+        # Held for two seconds: more sends fall due meanwhile than the platform's bucket holds.
+        deliver_all(store, clock, platform, stall_s=2.0)
+
+    assert platform.refused == 0, f"refused with 429: {platform.refused_by}"
+    assert sorted(a.text for a in platform.accepted) == sorted(
+        f"card {c}.{i}" for c in range(CHATS) for i in range(PER_CHAT)
+    )
+    assert all(store.outbox.get(i).status is DeliveryStatus.SENT for i in ids)
 
 
 def test_chats_are_served_together_each_in_order_and_at_its_pace(

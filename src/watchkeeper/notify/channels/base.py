@@ -107,6 +107,11 @@ class Channel(ABC):
         """Seconds between two posts to the conversation of ``target``."""
         return 1.0 / self.per_chat_rate
 
+    def burst_paces(self, target: Target) -> dict[str, tuple[float, float]]:
+        """Further pacing rows of ``target`` that allow a burst: place -> (gap, burst),
+        a send allowed up to ``burst`` seconds ahead of the row's one-per-``gap`` schedule."""
+        return {}
+
     @abstractmethod
     async def send(self, target: Target, message: Message, idempotency_key: str) -> SendResult:
         """Post ``message`` to ``target``; never raises for platform or network failures."""
