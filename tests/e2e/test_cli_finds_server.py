@@ -82,6 +82,7 @@ def test_no_server_is_said_plainly_and_nothing_is_created(
     said = " ".join(result.stderr.split())
     assert f"cannot reach watchkeeper at {DEFAULT_URL} (from the default)" in said
     assert "--server URL" in said and "WATCHKEEPER_URL" in said
+    assert "HTTP 0" not in said, "no HTTP answer came: there is no status to quote"
 
 
 def test_the_config_file_names_the_server(empty_folder: Path, tmp_path: Path) -> None:
