@@ -7,13 +7,17 @@ import os
 import subprocess
 import sys
 import textwrap
+from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from watchkeeper.cli import COMMANDS
+from watchkeeper.runtime import Runtime
 
-from ..support.cli import cli_env
+from ..integration.server import LiveServer, live_server
+from ..support.cli import WK, cli_env
 
 #: The real command line, then the top-level packages it had loaded, as JSON on stdout.
 PROBE = textwrap.dedent(
@@ -125,3 +129,166 @@ def test_status_loads_no_web_server(tmp_path: Path) -> None:
     loaded = _packages(_entry_modules(tmp_path, "--config", config, "status", "p-1"))
     web = {"fastapi", "uvicorn", "starlette", "alembic"}
     assert web.isdisjoint(loaded), sorted(web & loaded)
+
+
+# The hot commands' fast path -------------------------------------------------------------
+
+#: What a report from a shell script must not load: the CLI framework, its output library,
+#: validation, the database layer.
+FRAMEWORK = {"typer", "click", "rich", "pydantic", "pydantic_core", "sqlalchemy"}
+
+#: The whole Typer command line, never the entry point's fast path: what a user saw before.
+FULL_PATH = "import sys; from watchkeeper.cli import main; sys.exit(main(sys.argv[1:]))"
+
+
+def _both_ways(
+    tmp_path: Path, env: dict[str, str], *argv: str
+) -> tuple[subprocess.CompletedProcess[str], subprocess.CompletedProcess[str]]:
+    """``argv`` run by the installed entry point, then by the full command line."""
+    bare = {name: "" for name in os.environ if name.startswith("WATCHKEEPER_")}
+    fast, full = (
+        subprocess.run(
+            [*command, *argv],
+            capture_output=True,
+            text=True,
+            timeout=60,
+            env=cli_env({**bare, **env}),
+            cwd=tmp_path,
+            check=False,
+        )
+        for command in ((*WK,), (sys.executable, "-c", FULL_PATH))
+    )
+    return fast, full
+
+
+def _probe(tmp_path: Path, env: dict[str, str], *argv: str) -> dict[str, Any]:
+    """The entry point's exit status and every module it had loaded, run with ``env``."""
+    bare = {name: "" for name in os.environ if name.startswith("WATCHKEEPER_")}
+    probe = subprocess.run(
+        [sys.executable, "-c", FULL_PROBE, *argv],
+        capture_output=True, text=True, timeout=60, env=cli_env({**bare, **env}),
+        cwd=tmp_path, check=False,
+    )  # fmt: skip
+    assert probe.stdout.strip(), probe.stderr
+    result: dict[str, Any] = json.loads(probe.stdout.strip().splitlines()[-1])
+    return result
+
+
+@pytest.fixture
+def server(runtime: Runtime) -> Iterator[LiveServer]:
+    with live_server(runtime) as live:
+        yield live
+
+
+def _started(server: LiveServer, run_id: str) -> None:
+    with server.client("reporter") as http:
+        answer = http.post("/api/v1/runs", json={"kind": "crawl", "title": "t", "run_id": run_id})
+        assert answer.status_code in {200, 201}, answer.text
+
+
+def _step(server: LiveServer, run_id: str) -> Any:
+    with server.client("viewer") as http:
+        return http.get(f"/api/v1/runs/crawl/{run_id}").json()["step"]
+
+
+@pytest.mark.parametrize("db_url", ["sqlite"], indirect=True)
+@pytest.mark.parametrize("verb", ["progress", "heartbeat"])
+def test_a_report_loads_no_cli_framework_nor_database_layer(
+    tmp_path: Path, server: LiveServer, verb: str
+) -> None:
+    _started(server, "r-fast")
+    env = {"WATCHKEEPER_URL": server.url, "WATCHKEEPER_TOKEN": server.tokens["reporter"]}
+    extra = ("--step", "page 3") if verb == "progress" else ()
+    result = _probe(tmp_path, env, "report", verb, "crawl", "r-fast", *extra)
+    assert result["status"] == 0
+    loaded = _packages(set(result["modules"]))
+    assert FRAMEWORK.isdisjoint(loaded), sorted(FRAMEWORK & loaded)
+    if verb == "progress":
+        assert _step(server, "r-fast") == "page 3"  # it did report
+
+
+@pytest.mark.parametrize("db_url", ["sqlite"], indirect=True)
+def test_the_fast_report_takes_every_form_the_full_one_does(
+    tmp_path: Path, server: LiveServer
+) -> None:
+    _started(server, "r-forms")
+    env = {"WATCHKEEPER_URL": server.url, "WATCHKEEPER_TOKEN": server.tokens["reporter"]}
+    # The URL comes from the environment, so a --config named is never read (by either path).
+    forms = {
+        "short": ("report", "progress", "crawl", "r-forms", "-s", "short"),
+        "equals": ("report", "progress", "--step=equals", "crawl", "r-forms"),
+        "between": ("report", "progress", "crawl", "--step", "between", "r-forms"),
+        "config": ("-c", str(tmp_path / "absent.toml"), "report", "progress", "crawl", "r-forms",
+                   "-s", "config"),
+    }  # fmt: skip
+    for step, argv in forms.items():
+        result = _probe(tmp_path, env, *argv)
+        assert result["status"] == 0, argv
+        assert FRAMEWORK.isdisjoint(_packages(set(result["modules"]))), argv
+        assert _step(server, "r-forms") == step
+    by_env = _probe(tmp_path, {**env, "WATCHKEEPER_RUN_ID": "r-forms"}, "report", "progress",
+                    "crawl", "--step", "from the environment")  # fmt: skip
+    assert by_env["status"] == 0
+    assert FRAMEWORK.isdisjoint(_packages(set(by_env["modules"])))
+    assert _step(server, "r-forms") == "from the environment"
+    token = {"WATCHKEEPER_TOKEN": server.tokens["reporter"]}
+    by_option = _probe(tmp_path, token, "report", "progress", "crawl", "r-forms",
+                       "--server", server.url, "-s", "option")  # fmt: skip
+    assert by_option["status"] == 0
+    assert _step(server, "r-forms") == "option"
+
+
+@pytest.mark.parametrize("db_url", ["sqlite"], indirect=True)
+def test_a_report_says_and_exits_the_same_either_way(tmp_path: Path, server: LiveServer) -> None:
+    _started(server, "r-same")
+    ok = {"WATCHKEEPER_URL": server.url, "WATCHKEEPER_TOKEN": server.tokens["reporter"]}
+    cases: list[tuple[dict[str, str], tuple[str, ...]]] = [
+        (ok, ("report", "progress", "crawl", "r-same", "--step", "fine")),
+        (ok, ("report", "heartbeat", "crawl", "r-same")),
+        ({**ok, "WATCHKEEPER_TOKEN": "wk_not_a_token"}, ("report", "progress", "crawl", "r-same")),
+        ({**ok, "WATCHKEEPER_TOKEN": ""}, ("report", "progress", "crawl", "r-same")),
+        (ok, ("report", "progress", "crawl", "r-nobody-started")),
+        (ok, ("report", "heartbeat", "crawl", "r-nobody-started")),
+        ({"WATCHKEEPER_URL": "http://127.0.0.1:9"}, ("report", "progress", "crawl", "r-same")),
+        ({}, ("report", "progress", "crawl", "r-same", "--server", "http://127.0.0.1:9/")),
+        (ok, ("report", "progress", "crawl")),  # no run id anywhere
+        (ok, ("report", "progress", "crawl", "r-same", "--bogus")),
+        (ok, ("report", "progress", "crawl", "r-same", "extra")),
+        (ok, ("report", "progress", "--help")),
+    ]
+    for env, argv in cases:
+        fast, full = _both_ways(tmp_path, env, *argv)
+        said = (fast.returncode, fast.stdout, fast.stderr)
+        assert said == (full.returncode, full.stdout, full.stderr), argv
+    # The errors above really were errors, told in the full path's words.
+    unreachable, _ = _both_ways(tmp_path, {"WATCHKEEPER_URL": "http://127.0.0.1:9"}, "report",
+                                "progress", "crawl", "r-same")  # fmt: skip
+    assert unreachable.returncode == 1
+    assert "cannot reach watchkeeper at http://127.0.0.1:9 (from WATCHKEEPER_URL)" in (
+        unreachable.stderr
+    )
+    refused, _ = _both_ways(tmp_path, {**ok, "WATCHKEEPER_TOKEN": "wk_not_a_token"}, "report",
+                            "progress", "crawl", "r-same")  # fmt: skip
+    assert refused.returncode == 1 and "error:" in refused.stderr
+
+
+def test_run_loads_only_the_store_modules_it_uses(tmp_path: Path) -> None:
+    (tmp_path / "watchkeeper.toml").write_text('data_dir = "data"\n')
+    config = str(tmp_path / "watchkeeper.toml")
+    made = subprocess.run(
+        [*WK, "--config", config, "run", "--", "true"],
+        capture_output=True, text=True, timeout=60, env=cli_env(), cwd=tmp_path, check=False,
+    )  # fmt: skip
+    assert made.returncode == 0, made.stderr
+    result = _probe(tmp_path, {}, "--config", config, "run", "--", "true")
+    assert result["status"] == 0
+    modules = set(result["modules"])
+    unused = {
+        f"watchkeeper.store.{name}"
+        for name in (
+            "incidents", "decisions", "listen", "outbox", "tokens", "sessions", "silences",
+            "cluster", "pacing", "heartbeats", "runs", "timeline", "queue", "queueing",
+        )
+    }  # fmt: skip
+    assert unused.isdisjoint(modules), sorted(unused & modules)
+    assert "psycopg" not in _packages(modules)  # the embedded store needs no PostgreSQL driver

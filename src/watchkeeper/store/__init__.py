@@ -6,24 +6,53 @@ and watchkeeper's own errors.
 
 from __future__ import annotations
 
-from typing import Any, Generic, TypeVar, overload
-
-from sqlalchemy import Engine
+from importlib import import_module
+from typing import TYPE_CHECKING, Any, Generic, TypeVar, overload
 
 from watchkeeper.store.base import Accessor
-from watchkeeper.store.cluster import ClusterStore
-from watchkeeper.store.decisions import DecisionStore
-from watchkeeper.store.engine import is_sqlite, make_engine
-from watchkeeper.store.heartbeats import HeartbeatStore
-from watchkeeper.store.incidents import IncidentStore
-from watchkeeper.store.outbox import OutboxStore
-from watchkeeper.store.pacing import PacingStore
-from watchkeeper.store.runs import PushRunStore
-from watchkeeper.store.sessions import WebSessionStore
-from watchkeeper.store.silences import AckStore, SilenceStore
-from watchkeeper.store.tokens import TokenStore
+
+if TYPE_CHECKING:
+    from sqlalchemy import Engine
+
+    from watchkeeper.store.cluster import ClusterStore
+    from watchkeeper.store.decisions import DecisionStore
+    from watchkeeper.store.heartbeats import HeartbeatStore
+    from watchkeeper.store.incidents import IncidentStore
+    from watchkeeper.store.outbox import OutboxStore
+    from watchkeeper.store.pacing import PacingStore
+    from watchkeeper.store.runs import PushRunStore
+    from watchkeeper.store.sessions import WebSessionStore
+    from watchkeeper.store.silences import AckStore, SilenceStore
+    from watchkeeper.store.tokens import TokenStore
 
 __all__ = ["Store"]
+
+#: Where each name this package used to import eagerly lives. A command that starts a
+#: process needs one aggregate, not all of them (nor the PostgreSQL driver some pull in),
+#: so each module is imported when its name is first asked for.
+_HOMES = {
+    "ClusterStore": "cluster",
+    "DecisionStore": "decisions",
+    "HeartbeatStore": "heartbeats",
+    "IncidentStore": "incidents",
+    "OutboxStore": "outbox",
+    "PacingStore": "pacing",
+    "PushRunStore": "runs",
+    "WebSessionStore": "sessions",
+    "AckStore": "silences",
+    "SilenceStore": "silences",
+    "TokenStore": "tokens",
+    "is_sqlite": "engine",
+    "make_engine": "engine",
+}
+
+
+def __getattr__(name: str) -> Any:
+    home = _HOMES.get(name)
+    if home is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    return getattr(import_module(f"{__name__}.{home}"), name)
+
 
 A = TypeVar("A", bound=Accessor)
 
@@ -31,7 +60,8 @@ A = TypeVar("A", bound=Accessor)
 class _Aggregate(Generic[A]):
     """One aggregate's accessor on a :class:`Store`, built on first use and kept."""
 
-    def __init__(self, accessor: type[A], doc: str) -> None:
+    def __init__(self, accessor: str, doc: str) -> None:
+        # Named, not imported: the module is loaded by the first store that uses it.
         self._accessor = accessor
         self.__doc__ = doc
 
@@ -46,28 +76,39 @@ class _Aggregate(Generic[A]):
         if store is None:
             return self
         # Kept in the instance's dict, which attribute lookup reads before this descriptor.
-        accessor = store.__dict__[self._name] = self._accessor(store.engine)
-        return accessor
+        made: A = __getattr__(self._accessor)(store.engine)
+        store.__dict__[self._name] = made
+        return made
 
 
 class Store:
     """One database: its engine and one accessor per aggregate."""
 
-    runs = _Aggregate(PushRunStore, "Push runs.")
-    incidents = _Aggregate(IncidentStore, "Incidents and their history.")
-    decisions = _Aggregate(
-        DecisionStore, "Decisions, presses, the action journal and runbook switches."
+    runs: _Aggregate[PushRunStore] = _Aggregate("PushRunStore", "Push runs.")
+    incidents: _Aggregate[IncidentStore] = _Aggregate(
+        "IncidentStore", "Incidents and their history."
     )
-    outbox = _Aggregate(OutboxStore, "Deliveries and inbound dedup.")
-    tokens = _Aggregate(TokenStore, "API tokens.")
-    web_sessions = _Aggregate(WebSessionStore, "Dashboard sessions.")
-    heartbeats = _Aggregate(HeartbeatStore, "Sweep heartbeats.")
-    cluster = _Aggregate(ClusterStore, "The leader lease and replica heartbeats.")
-    pacing = _Aggregate(PacingStore, "Per-conversation send slots shared by every replica.")
-    silences = _Aggregate(SilenceStore, "Silences and the incidents they held back.")
-    acks = _Aggregate(AckStore, "Who is looking at which incident.")
+    decisions: _Aggregate[DecisionStore] = _Aggregate(
+        "DecisionStore", "Decisions, presses, the action journal and runbook switches."
+    )
+    outbox: _Aggregate[OutboxStore] = _Aggregate("OutboxStore", "Deliveries and inbound dedup.")
+    tokens: _Aggregate[TokenStore] = _Aggregate("TokenStore", "API tokens.")
+    web_sessions: _Aggregate[WebSessionStore] = _Aggregate("WebSessionStore", "Dashboard sessions.")
+    heartbeats: _Aggregate[HeartbeatStore] = _Aggregate("HeartbeatStore", "Sweep heartbeats.")
+    cluster: _Aggregate[ClusterStore] = _Aggregate(
+        "ClusterStore", "The leader lease and replica heartbeats."
+    )
+    pacing: _Aggregate[PacingStore] = _Aggregate(
+        "PacingStore", "Per-conversation send slots shared by every replica."
+    )
+    silences: _Aggregate[SilenceStore] = _Aggregate(
+        "SilenceStore", "Silences and the incidents they held back."
+    )
+    acks: _Aggregate[AckStore] = _Aggregate("AckStore", "Who is looking at which incident.")
 
     def __init__(self, url: str, *, migrate: bool = True) -> None:
+        from watchkeeper.store.engine import make_engine
+
         self.url = url
         self.engine: Engine = make_engine(url)
         if migrate:
@@ -78,6 +119,8 @@ class Store:
     @property
     def is_sqlite(self) -> bool:
         """Whether this store is the embedded SQLite one."""
+        from watchkeeper.store.engine import is_sqlite
+
         return is_sqlite(self.engine)
 
     def close(self) -> None:
