@@ -1,5 +1,6 @@
 """How long the ``watchkeeper`` command takes to start, side by side with ``python -c pass``:
-``--version``, ``runs``, ``status RUN`` and ``report progress`` against a live local server.
+``--version``, ``runs``, ``status RUN``, ``report progress`` and ``report heartbeat`` against
+a live local server, and ``run -- true`` on a local store beside a bare ``true``.
 
     .venv/bin/python bench/cli_startup.py [-n 15]
 
@@ -7,7 +8,8 @@ It starts ``watchkeeper serve`` on a fresh data folder and a free port, starts a
 run and reports a run there, then runs every command once per round, N rounds, each as a
 user would (a new process of the installed ``watchkeeper`` script). A round runs all of
 them back to back, so a busy spell slows every command alike. It prints each one's median,
-spread and median over ``python -c pass`` in milliseconds, as text and as JSON (``--json``).
+spread and median over ``python -c pass`` in milliseconds, as text and as JSON (``--json``),
+and what ``run -- true`` adds to a bare ``true``.
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import shutil
 import signal
 import socket
 import statistics
@@ -113,6 +116,21 @@ def prepare(folder: Path, env: dict[str, str]) -> tuple[str, str]:
     return started.stdout.strip(), "r-start-up"
 
 
+def local_store(folder: Path, env: dict[str, str]) -> str:
+    """A configuration whose store (apart from the server's) exists and is migrated: its path.
+
+    The first ``run`` makes and migrates the store; every measured one finds it ready.
+    """
+    folder.mkdir()
+    config = folder / "watchkeeper.toml"
+    config.write_text('data_dir = "data"\n')
+    subprocess.run(
+        [*COMMAND, "--config", str(config), "run", "--", "true"],
+        env=env, capture_output=True, text=True, check=True,
+    )  # fmt: skip
+    return str(config)
+
+
 def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
     """Measure and print; returns the figures."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -126,15 +144,22 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
             env = {**base, "WATCHKEEPER_URL": url, "WATCHKEEPER_TOKEN": token, "COLUMNS": "120"}
             proc_run, run_id = prepare(Path(tmp), env)
             config = str(Path(tmp) / "watchkeeper.toml")
+            local = local_store(Path(tmp) / "local", env)
+            true = shutil.which("true") or "true"
             figures = rounds(
                 {
                     "python -c pass": (PYTHON, "-c", "pass"),
+                    "true": (true,),
                     "watchkeeper --version": (*COMMAND, "--version"),
                     "watchkeeper runs": (*COMMAND, "runs"),
                     "watchkeeper status RUN": (*COMMAND, "--config", config, "status", proc_run),
                     "watchkeeper report progress": (
                         *COMMAND, "report", "progress", "crawl", run_id, "--step", "a step"
                     ),
+                    "watchkeeper report heartbeat": (
+                        *COMMAND, "report", "heartbeat", "crawl", run_id
+                    ),
+                    "watchkeeper run -- true": (*COMMAND, "--config", local, "run", "--", true),
                 },
                 env,
                 args.n,
@@ -148,6 +173,9 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
     for name, figure in figures.items():
         print(f"{name:<29} {figure['median_ms']:7.1f} {figure['min_ms']:7.1f}"
               f" {figure['max_ms']:7.1f} {figure['over_python_ms']:+12.1f}")  # fmt: skip
+    over_true = figures["watchkeeper run -- true"]["median_ms"] - figures["true"]["median_ms"]
+    result["run_over_true_ms"] = round(over_true, 1)
+    print(f"{'run -- true over bare true':<29} {over_true:+7.1f}")
     if args.json:
         args.json.write_text(json.dumps(result, indent=2) + "\n")
     return result
