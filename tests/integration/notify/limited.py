@@ -4,7 +4,9 @@ It answers ``sendMessage`` from raw asyncio streams on a thread of its own
 (so it shares nothing with the deliverer's loop) and keeps a bot's limits
 the way a platform does: per chat, one message per ``1 / per_chat_rate``
 seconds (less ``tolerance_s`` of network jitter); across all chats, a bucket
-of ``global_rate`` messages refilled at ``global_rate`` a second. A message
+of ``global_rate`` messages refilled at ``global_rate`` a second; with
+``group_per_minute``, each group (a negative chat id) a bucket of that many
+messages refilled at that many a minute. A message
 over either limit gets a 429 with ``retry_after`` and is not stored.
 
 It also counts the calls it holds at once: with ``pair_wait_s``, each answer
@@ -44,6 +46,7 @@ class LimitedPlatform:
     global_rate: float | None = 30.0
     tolerance_s: float = 0.05
     pair_wait_s: float = 0.0
+    group_per_minute: float | None = None
     url: str = ""
     accepted: list[Arrival] = field(default_factory=list)
     refused: int = 0
@@ -53,6 +56,7 @@ class LimitedPlatform:
     max_in_flight: int = 0
     _last: dict[str, float] = field(default_factory=dict)
     _tokens: float = 0.0
+    _groups: dict[str, tuple[float, float]] = field(default_factory=dict)
     _refilled: float = 0.0
     _ids: itertools.count[int] = field(default_factory=lambda: itertools.count(1))
 
@@ -73,6 +77,13 @@ class LimitedPlatform:
         last = self._last.get(chat)
         if last is not None and now - last < 1.0 / self.per_chat_rate - self.tolerance_s:
             return "chat"
+        group = self.group_per_minute
+        if group is not None and chat.startswith("-"):
+            tokens, refilled = self._groups.get(chat, (group, now))
+            tokens = min(group, tokens + (now - refilled) * group / 60.0)
+            if tokens < 1.0 - self.tolerance_s * group / 60.0:
+                return "group"
+            self._groups[chat] = (tokens - 1.0, now)
         if self.global_rate is not None:
             if not self._refilled:
                 self._tokens, self._refilled = self.global_rate, now

@@ -9,7 +9,7 @@ import time
 from watchkeeper.clock import ManualClock
 from watchkeeper.config import TelegramConfig
 from watchkeeper.notify.channels.telegram import TelegramChannel
-from watchkeeper.notify.deliverer import Deliverer
+from watchkeeper.notify.deliverer import MAX_PACE_WAIT_S, Deliverer
 from watchkeeper.notify.message import Message, Target
 from watchkeeper.store import Store
 from watchkeeper.store.outbox import DeliveryStatus
@@ -36,7 +36,11 @@ def cards(chats: int, per_chat: int) -> list[NewDelivery]:
 
 
 def deliver_all(
-    store: Store, clock: ManualClock, platform: LimitedPlatform, stall_s: float = 0.0
+    store: Store,
+    clock: ManualClock,
+    platform: LimitedPlatform,
+    stall_s: float = 0.0,
+    per_chat_rate: float = 1.0,
 ) -> Deliverer:
     """Passes of a deliverer with the real Telegram channel until nothing is pending.
 
@@ -45,6 +49,7 @@ def deliver_all(
     config = TelegramConfig(bot_token=TOKEN, base_url=platform.base_url, timeout_s=10)
     channel = TelegramChannel(config)
     channel.global_rate = GLOBAL_RATE
+    channel.per_chat_rate = per_chat_rate
     deliverer = Deliverer(store, {"telegram": channel}, clock)
 
     async def passes() -> None:
@@ -55,6 +60,8 @@ def deliver_all(
         try:
             while store.outbox.counts().get("pending") and loop.time() < deadline:
                 await deliverer.deliver_due()
+                if deliverer.next_slot_s is not None:  # nothing to claim before then
+                    await deliverer.pace.sleep_until(deliverer.next_slot_s - MAX_PACE_WAIT_S)
                 if not store.outbox.due(clock(), 1):
                     break  # what is left waits for a retry: the assertions below say why
         finally:
@@ -106,3 +113,24 @@ def test_chats_are_served_together_each_in_order_and_at_its_pace(
     for chat in range(CHATS):
         seen = platform.in_chat(str(1000 + chat))
         assert [a.text for a in seen] == [f"card {chat}.{i}" for i in range(PER_CHAT)]
+
+
+def test_a_group_takes_twenty_at_once_then_one_every_three_seconds(
+    store: Store, clock: ManualClock
+) -> None:
+    group = "-100123"  # negative ids are groups: 20 messages a minute
+    ids = store.outbox.enqueue(
+        [NewDelivery(f"group-{i}", None, "card", "telegram", Target("telegram", group).as_json(),
+                     Message(f"card {i}").as_json()) for i in range(23)],
+        clock(),
+    )  # fmt: skip
+    # The chat limit is raised so the group's minute is what holds the cards back.
+    with limited_platform(per_chat_rate=10.0, global_rate=None, group_per_minute=20) as platform:
+        deliver_all(store, clock, platform, per_chat_rate=10.0)
+
+    assert platform.refused == 0, f"refused with 429: {platform.refused_by}"
+    seen = platform.in_chat(group)
+    assert [a.text for a in seen] == [f"card {i}" for i in range(23)]
+    # The first twenty go as quickly as the chat allows, not one every three seconds.
+    assert seen[19].at - seen[0].at < 19 * 3.0
+    assert all(store.outbox.get(i).status is DeliveryStatus.SENT for i in ids)
