@@ -145,8 +145,16 @@ def one_run(
             await runtime.sweeper.sweep()
             started = time.perf_counter()
             await asyncio.to_thread(notifier.route, runtime.clock())
-            while await asyncio.to_thread(runtime.store.outbox.due, runtime.clock(), 1):
-                await notifier.deliver_due(limit=1000)
+            # The server's own loop of passes, woken as it is when paced conversations come due.
+            stop = asyncio.Event()
+            passes = asyncio.create_task(notifier.run(stop))
+            while set(await asyncio.to_thread(runtime.store.outbox.counts)) & {
+                "pending",
+                "sending",
+            }:
+                await asyncio.sleep(0.05)
+            stop.set()
+            await passes
             elapsed = time.perf_counter() - started
             await notifier.aclose()
             return elapsed
