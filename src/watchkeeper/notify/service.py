@@ -12,7 +12,7 @@ from watchkeeper.config import KindConfig, OpsConfig
 from watchkeeper.decide.decider import Decider
 from watchkeeper.errors import LeadershipLost, StoreError
 from watchkeeper.notify.channels.base import Channel
-from watchkeeper.notify.deliverer import MAX_PACE_WAIT_S, Deliverer
+from watchkeeper.notify.deliverer import Deliverer
 from watchkeeper.notify.router import Router, parse_place
 from watchkeeper.store import Store
 from watchkeeper.store.fencing import fenced
@@ -100,20 +100,10 @@ class Notifier:
             self._wake.clear()
             waiters = {asyncio.ensure_future(stop.wait()), asyncio.ensure_future(self._wake.wait())}
             _, pending = await asyncio.wait(
-                waiters, timeout=self._until_next_pass(), return_when=asyncio.FIRST_COMPLETED
+                waiters, timeout=PASS_INTERVAL_S, return_when=asyncio.FIRST_COMPLETED
             )
             for waiter in pending:
                 waiter.cancel()
-
-    def _until_next_pass(self) -> float:
-        """Seconds to the next pass: the interval, or sooner, the moment the earliest
-        conversation held back by its pace can claim its slot (the send then waits for
-        the slot itself), so a paced burst goes at the rate its limits allow."""
-        deliverer = self.deliverer
-        if deliverer.next_slot_s is None:
-            return PASS_INTERVAL_S
-        claimable = deliverer.next_slot_s - MAX_PACE_WAIT_S
-        return min(PASS_INTERVAL_S, max(0.0, claimable - deliverer.pace.now()))
 
     async def _route_if_leading(self) -> None:
         leadership = self.leadership
