@@ -114,20 +114,7 @@ class OutboxStore(Accessor):
         The claim names its replica and lasts ``claim_for`` (the longest call
         and a margin), so other replicas know whose send is in flight.
         """
-        statement = (
-            update(deliveries)
-            .where(
-                deliveries.c.id == delivery_id,
-                deliveries.c.status == DeliveryStatus.PENDING.value,
-            )
-            .values(
-                status=DeliveryStatus.SENDING.value,
-                claimed_by=claimer[:200],
-                claim_until=to_epoch(now + claim_for),
-                attempts=deliveries.c.attempts + 1,
-                updated_at=to_epoch(now),
-            )
-        )
+        statement = _claim(delivery_id, claimer, now, claim_for)
         with self._write("claiming a message") as conn:
             return conn.execute(statement).rowcount == 1
 
@@ -148,20 +135,7 @@ class OutboxStore(Accessor):
         Only a claimed row spends a slot, however many replicas look at the same
         due rows.
         """
-        claim = (
-            update(deliveries)
-            .where(
-                deliveries.c.id == delivery_id,
-                deliveries.c.status == DeliveryStatus.PENDING.value,
-            )
-            .values(
-                status=DeliveryStatus.SENDING.value,
-                claimed_by=claimer[:200],
-                claim_until=to_epoch(now + claim_for),
-                attempts=deliveries.c.attempts + 1,
-                updated_at=to_epoch(now),
-            )
-        )
+        claim = _claim(delivery_id, claimer, now, claim_for)
         with self._write("claiming a message") as conn:
             at = earliest(conn, self._sqlite, list(slot.gaps), slot.now_s, slot.bursts)
             if at > slot.now_s + slot.max_wait_s:
@@ -312,3 +286,21 @@ class OutboxStore(Accessor):
             except IntegrityError:
                 return False
         return True
+
+
+def _claim(delivery_id: int, claimer: str, now: datetime, claim_for: timedelta) -> Any:
+    """pending -> sending for ``claimer`` until ``now + claim_for``; no row when not pending."""
+    return (
+        update(deliveries)
+        .where(
+            deliveries.c.id == delivery_id,
+            deliveries.c.status == DeliveryStatus.PENDING.value,
+        )
+        .values(
+            status=DeliveryStatus.SENDING.value,
+            claimed_by=claimer[:200],
+            claim_until=to_epoch(now + claim_for),
+            attempts=deliveries.c.attempts + 1,
+            updated_at=to_epoch(now),
+        )
+    )
