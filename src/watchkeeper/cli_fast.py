@@ -80,17 +80,11 @@ def parse(argv: Sequence[str]) -> Report | None:
 
 
 def server_url(report: Report) -> tuple[str, str] | None:
-    """The server's URL and where it came from, as :func:`watchkeeper.cli.options.server_url`
-    finds them; ``None`` when that means reading the configuration (left to the full path)."""
-    from watchkeeper.client import DEFAULT_URL, URL_ENV
+    """The server's URL and where it came from, as the full command line finds them;
+    ``None`` when that means reading the configuration (left to the full path)."""
+    from watchkeeper.cli_server import find_server
 
-    if report.options.get("server"):
-        return report.options["server"].rstrip("/"), "--server"
-    if os.environ.get(URL_ENV):
-        return os.environ[URL_ENV].rstrip("/"), URL_ENV
-    if report.config_path:
-        return None
-    return DEFAULT_URL, "the default"
+    return find_server(report.options.get("server"), report.config_path, read_config=False)
 
 
 def main(argv: Sequence[str]) -> int | None:
@@ -114,20 +108,11 @@ def main(argv: Sequence[str]) -> int | None:
 
 
 def _send(report: Report, url: str, source: str) -> None:
-    from watchkeeper.client import TOKEN_ENV, Client
-    from watchkeeper.errors import ClientError
+    from watchkeeper.cli_server import cli_client
 
-    token = report.options.get("token") or os.environ.get(TOKEN_ENV) or None
     extra = (report.options.get("step"),) if report.verb == "progress" else ()
-    with Client(url, token) as client:
-        try:
-            getattr(client, report.verb)(report.kind, report.run_id, *extra)
-        except ClientError as exc:
-            if exc.code != "unreachable":
-                raise
-            from watchkeeper.cli.options import unreachable
-
-            raise ClientError(0, "unreachable", unreachable(url, source)) from exc.__cause__
+    with cli_client(url, source, report.options.get("token")) as client:
+        getattr(client, report.verb)(report.kind, report.run_id, *extra)
 
 
 def _told(exc: Exception) -> int:

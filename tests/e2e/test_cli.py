@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import signal
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -11,7 +10,7 @@ import httpx
 import pytest
 
 from ..support.cli import wk
-from ..support.serving import serving
+from ..support.serving import served_then_stopped
 
 
 @pytest.fixture
@@ -57,10 +56,8 @@ def test_tokens_and_local_runs(config_file: Path) -> None:
 
 @pytest.fixture
 def served(config_file: Path) -> Iterator[tuple[str, str]]:
-    with serving(config_file) as (process, url, token):
-        yield url, token
-        process.send_signal(signal.SIGINT)
-        process.wait(timeout=20)
+    with served_then_stopped(config_file) as found:
+        yield found
 
 
 def test_serve_report_and_runs_end_to_end(served: tuple[str, str], config_file: Path) -> None:

@@ -21,7 +21,7 @@ from watchkeeper.notify.testcard import TEXT
 from ..integration.fakes.telegram import fake_telegram
 from ..integration.server import free_port
 from ..support.cli import wk as run_wk
-from ..support.serving import serving
+from ..support.serving import served_then_stopped, serving
 
 
 def wk(*args: str, env: dict[str, str] | None = None, **kwargs: Any) -> Any:
@@ -51,10 +51,8 @@ def empty(tmp_path: Path) -> Iterator[Path]:
 
 @pytest.fixture
 def served(config_file: Path) -> Iterator[tuple[str, str]]:
-    with serving(config_file) as (process, url, token):
-        yield url, token
-        process.send_signal(signal.SIGINT)
-        process.wait(timeout=20)
+    with served_then_stopped(config_file) as found:
+        yield found
 
 
 def test_token_list_and_revoke_over_the_server(served: tuple[str, str], empty: Path) -> None:

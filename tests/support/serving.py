@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import signal
 import subprocess
 import threading
 from collections.abc import Iterator
@@ -58,3 +59,12 @@ def serving(config_file: Path) -> Iterator[tuple[subprocess.Popen[str], str, str
             process.wait(timeout=20)
         drain.join(timeout=5)
         process.stdout.close()
+
+
+@contextmanager
+def served_then_stopped(config_file: Path) -> Iterator[tuple[str, str]]:
+    """:func:`serving`, yielding its URL and admin token, stopped gracefully (SIGINT) at the end."""
+    with serving(config_file) as (process, url, token):
+        yield url, token
+        process.send_signal(signal.SIGINT)
+        process.wait(timeout=20)

@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any
 import typer
 
 from watchkeeper.cli.common import console, err_console
+from watchkeeper.cli_server import cli_client, find_server
 
 if TYPE_CHECKING:
     from watchkeeper.client import Client
@@ -37,26 +38,13 @@ STORE = typer.Option(
 
 URL_ENV = "WATCHKEEPER_URL"
 TOKEN_ENV = "WATCHKEEPER_TOKEN"  # noqa: S105 - the variable's name, not a secret
-DEFAULT_URL = "http://127.0.0.1:8750"
 
 
 def server_url(server: str | None) -> tuple[str, str]:
     """The server's URL and where it came from (said when nothing answers there)."""
-    if server:
-        return server.rstrip("/"), "--server"
-    if os.environ.get(URL_ENV):
-        return os.environ[URL_ENV].rstrip("/"), URL_ENV
-    config_path = _config_path()
-    if config_path:
-        from watchkeeper import config
-
-        loaded = config.load(config_path)
-        # A server listening on every address is reached on loopback from its own host.
-        host = {"0.0.0.0": "127.0.0.1", "::": "[::1]"}.get(  # noqa: S104 - compared, not bound
-            loaded.server.host, loaded.server.host
-        )
-        return f"http://{host}:{loaded.server.port}", f"[server] of {config_path}"
-    return DEFAULT_URL, "the default"
+    found = find_server(server, _config_path())
+    assert found is not None  # the configuration is read when it names the server
+    return found
 
 
 def _config_path() -> str | None:
@@ -74,34 +62,7 @@ def _config_path() -> str | None:
 def connect(server: str | None, token: str | None) -> Client:
     """A client of the server this invocation names (see the module's docstring)."""
     url, source = server_url(server)
-    return _cli_client(url, source, token or os.environ.get(TOKEN_ENV) or None)
-
-
-def _cli_client(url: str, source: str, token: str | None) -> Client:
-    from watchkeeper.client import Client
-    from watchkeeper.errors import ClientError
-
-    class CliClient(Client):
-        """The SDK's client, whose "nothing answers" says how to point it elsewhere."""
-
-        def request(self, method: str, path: str, **kwargs: Any) -> Any:
-            try:
-                return super().request(method, path, **kwargs)
-            except ClientError as exc:
-                if exc.code != "unreachable":
-                    raise
-                raise ClientError(0, "unreachable", unreachable(url, source)) from exc.__cause__
-
-    return CliClient(url, token)
-
-
-def unreachable(url: str, source: str) -> str:
-    """What to say when no server answers at ``url`` (found from ``source``)."""
-    return (
-        f"cannot reach watchkeeper at {url} (from {source}): no watchkeeper server answers there."
-        " Start one with `watchkeeper serve`, or point at yours with --server URL"
-        f" or {URL_ENV} (or --config FILE with its [server] table)"
-    )
+    return cli_client(url, source, token)
 
 
 def print_json(data: Any) -> None:
