@@ -19,7 +19,8 @@ from watchkeeper.client_part import ApiPart, present
 if TYPE_CHECKING:
     pass
 
-_ENDED = frozenset({"succeeded", "failed", "cancelled"})
+#: The statuses a process run ends in: a wait returns once the run has one.
+ENDED = frozenset({"succeeded", "failed", "cancelled"})
 #: Longest the server holds one ``wait`` request.
 MAX_ASK_S = 30.0
 #: The server's grace period when an abort names none.
@@ -124,7 +125,7 @@ class Procs(ApiPart):
             except Busy as busy:
                 pause(busy, deadline)
                 continue
-            if run["status"] in _ENDED or (deadline is not None and time.monotonic() >= deadline):
+            if run["status"] in ENDED or (deadline is not None and time.monotonic() >= deadline):
                 return run
 
     def abort(

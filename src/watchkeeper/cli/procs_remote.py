@@ -12,13 +12,13 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from watchkeeper.cli.common import console
+from watchkeeper.client_procs import ENDED
 
 if TYPE_CHECKING:
     from rich.text import Text
 
     from watchkeeper.client import Client
 
-ENDED = frozenset({"succeeded", "failed", "cancelled"})
 #: Longest a follower waits for more output before it asks again.
 FOLLOW_PAUSE_S = 0.5
 
