@@ -19,7 +19,6 @@ from watchkeeper.contract import fingerprint as failure_fingerprint
 from watchkeeper.errors import InvalidInput, NotFound
 from watchkeeper.queue import control, launcher, rollup, rules
 from watchkeeper.queue.errors import LeaseLost
-from watchkeeper.queue.group import GroupCommit
 from watchkeeper.queue.topology import topology
 from watchkeeper.queue.views import TaskUpdated, task_json
 from watchkeeper.records.queue import (
@@ -36,6 +35,7 @@ from watchkeeper.records.queue import (
     Task,
     TaskStatus,
 )
+from watchkeeper.store.group_commit import GroupCommit
 from watchkeeper.store.queue import End as End  # the outcome a route records
 from watchkeeper.store.queue import QueueStore
 

@@ -8,8 +8,7 @@ before the kind's function runs.
 
 from __future__ import annotations
 
-import threading
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from enum import StrEnum
@@ -18,8 +17,8 @@ from typing import Any
 from sqlalchemy import Connection, Engine, Row, insert, select, update
 
 from watchkeeper.clock import from_epoch, to_epoch
-from watchkeeper.errors import StoreError, WatchkeeperError
 from watchkeeper.store.base import Accessor, record_from_row, upsert
+from watchkeeper.store.group_commit import GroupCommit
 from watchkeeper.store.incidents import Decision, IncidentKey, IncidentStatus, _event
 
 __all__ = [
@@ -103,78 +102,6 @@ class ClaimResult:
     action_id: int | None = None
 
 
-class _GroupCommit:
-    """Rows from many threads written together: one transaction for every row waiting.
-
-    The first thread to arrive writes; the others wait for the transaction that
-    holds their row and return once it has committed, or raise its error. When
-    many presses of one card arrive at once, they take the write lock once
-    between them instead of once each.
-    """
-
-    def __init__(self, write: Callable[[Sequence[Press]], None]) -> None:
-        self._write_rows = write
-        self._lock = threading.Lock()
-        self._waiting: list[tuple[Press, _Slot]] = []
-        self._writing = False
-
-    def write(self, press: Press) -> None:
-        slot = _Slot()
-        with self._lock:
-            self._waiting.append((press, slot))
-            leads, self._writing = not self._writing, True
-        if leads:
-            self._write_until_done()
-        slot.done.wait()
-        if slot.error is not None:
-            raise slot.error
-
-    def _write_until_done(self) -> None:
-        batch: list[tuple[Press, _Slot]] = []
-        try:
-            while True:
-                with self._lock:
-                    batch, self._waiting = self._waiting, []
-                    if not batch:
-                        self._writing = False
-                        return
-                try:
-                    self._write_rows([press for press, _ in batch])
-                    errors: list[WatchkeeperError | None] = [None] * len(batch)
-                except WatchkeeperError as exc:
-                    # One bad row (its incident deleted meanwhile) must not lose the others.
-                    errors = [exc] if len(batch) == 1 else [self._alone(p) for p, _ in batch]
-                for (_, slot), error in zip(batch, errors, strict=True):
-                    slot.error = error
-                    slot.done.set()
-                batch = []
-        except BaseException:
-            # Not an error of the database (a bug, an interrupt): no waiter may hang on it.
-            with self._lock:
-                left, self._waiting, self._writing = batch + self._waiting, [], False
-            for _, slot in left:
-                slot.error = StoreError("the press was not recorded: its write was interrupted")
-                slot.done.set()
-            raise
-
-    def _alone(self, press: Press) -> WatchkeeperError | None:
-        try:
-            self._write_rows([press])
-        except WatchkeeperError as exc:
-            return exc
-        return None
-
-
-class _Slot:
-    """One row's wait for its transaction."""
-
-    __slots__ = ("done", "error")
-
-    def __init__(self) -> None:
-        self.done = threading.Event()
-        self.error: BaseException | None = None
-
-
 def _press_values(press: Press) -> dict[str, Any]:
     return {
         "incident_id": press.incident_id,
@@ -198,7 +125,8 @@ class DecisionStore(Accessor):
 
     def __init__(self, engine: Engine) -> None:
         super().__init__(engine)
-        self._losers = _GroupCommit(self._record_presses)
+        # Losing presses of a crowded card share the write lock once between them.
+        self._losers: GroupCommit[Press, None] = GroupCommit(self._record_presses, window_s=0.0)
 
     def claim(self, claim: Claim, kind: str, run_id: str, now: datetime) -> ClaimResult:
         """Try to decide: exactly one claim per incident wins, on every replica."""
@@ -271,11 +199,12 @@ class DecisionStore(Accessor):
         Returns once the row is committed; presses recorded at the same moment from
         other threads share its transaction.
         """
-        self._losers.write(press)
+        self._losers.run([press])
 
-    def _record_presses(self, rows: Sequence[Press]) -> None:
+    def _record_presses(self, rows: Sequence[Press]) -> list[None]:
         with self._write("recording a press") as conn:
             conn.execute(insert(presses), [_press_values(press) for press in rows])
+        return [None] * len(rows)
 
     def _press(self, conn: Connection, press: Press) -> None:
         conn.execute(insert(presses).values(**_press_values(press)))

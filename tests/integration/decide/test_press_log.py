@@ -59,10 +59,10 @@ def test_presses_queued_together_are_each_recorded_once(runtime: Runtime) -> Non
         first.start()
         # The first press is writing (and waiting for the lock); the rest queue behind it and
         # go to the database together, the row that cannot be written among them.
-        wait_for(lambda: decisions._losers._writing and not decisions._losers._waiting)
+        wait_for(lambda: decisions._losers._busy and not decisions._losers._pending)
         for thread in rest:
             thread.start()
-        wait_for(lambda: len(decisions._losers._waiting) == len(rest))
+        wait_for(lambda: len(decisions._losers._pending) == len(rest))
     for thread in [first, *rest]:
         thread.join(timeout=60)
     assert not any(thread.is_alive() for thread in [first, *rest])

@@ -19,8 +19,8 @@ from sqlalchemy import func, select
 from tests.integration.server import LiveServer, live_server
 from watchkeeper.client import Client
 from watchkeeper.errors import ClientError
-from watchkeeper.queue.group import GroupCommit
 from watchkeeper.runtime import Runtime
+from watchkeeper.store.group_commit import GroupCommit
 from watchkeeper.store.schema_queue import queue_events, queue_tasks
 
 RUNNERS = 6

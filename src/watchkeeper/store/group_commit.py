@@ -1,19 +1,17 @@
-"""Group commit: outcomes sent at once by many runners are recorded in one transaction.
+"""Group commit: what many threads write at once is recorded in one transaction.
 
-Every request that reports outcomes joins a group. One request at a time
-leads: it waits up to ``window_s`` for others to join (only when the last
-group had company, so a lone runner is never held back), or until ``most``
-outcomes are gathered, then records the group in one transaction and wakes
-the others. Requests arriving meanwhile form the next group. Each request is
-answered only after the commit that holds its outcomes.
+Every request joins a group. One request at a time leads: it waits up to
+``window_s`` for others to join (only when the last group had company, so a
+lone writer is never held back), or until ``most`` items are gathered, then
+records the group in one transaction and wakes the others. Requests arriving
+meanwhile form the next group. Each request is answered only after the commit
+that holds its items.
 
-One outcome per task still holds: each is fenced by its own lease, so one
-whose lease is gone is refused alone while the rest of its group is recorded.
 When the group's transaction fails as a whole, nothing of it was recorded, and
 each request of a group of several is tried again alone, so one request's bad
-value fails only that request. A commit whose fate is unknown (a connection
-lost during it) and that is tried again cannot double an outcome: the retry
-finds the lease ended and answers ``lease_lost``.
+value fails only that request. The queue's outcomes (each fenced by its own
+lease, so a retry of a commit whose fate is unknown finds the lease ended and
+cannot double an outcome) and the press history use it.
 """
 
 from __future__ import annotations
@@ -24,10 +22,12 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Generic, TypeVar
 
+from watchkeeper.errors import StoreError
+
 E = TypeVar("E")
 O = TypeVar("O")  # noqa: E741 - the outcome's type
 
-#: How long a leader waits for company; a few runners' completions land within it.
+#: How long a leader waits for company; a few writers' rows land within it.
 WINDOW_S = 0.002
 #: Outcomes one transaction records at most; beyond, the next group takes them.
 MOST = 500
@@ -97,6 +97,9 @@ class GroupCommit(Generic[E, O]):
         finally:
             with self._cond:
                 for request in group:
+                    if request.answer is None and request.error is None:
+                        # Not an error of the database (a bug, an interrupt): no waiter hangs.
+                        request.error = StoreError("not recorded: its write was interrupted")
                     request.done = True
                 self._busy = False
                 self.recent = [*self.recent[-15:], (len(group), sum(len(r.items) for r in group))]
