@@ -1,44 +1,67 @@
-"""``watchkeeper report progress`` and ``report heartbeat`` without the command-line framework.
+"""``watchkeeper runs``, ``report progress`` and ``report heartbeat`` without the
+command-line framework.
 
-Shell scripts send these reports in their loops, so each one's start-up is paid
-again and again; Typer, Rich and pydantic are most of it. :func:`main` reads
-exactly the forms those two commands take and sends the one HTTP call with the
-SDK's client. Anything it does not read exactly (help, an unknown or repeated
-option, an option's value that looks like an option, ``--debug``, ``--``, a
-``[server]`` table to be read from the configuration, shell completion) it
-leaves to the full command line, so what a user sees never differs. Errors are
-told by the full command line's own printer, loaded only then.
+``runs`` is what people type most, and shell scripts send reports in their loops, so
+each one's start-up is paid again and again; Typer, pydantic and httpx are most of
+it. :func:`main` reads exactly the forms these commands take, sends their one HTTP
+call over the standard library (:mod:`watchkeeper.client_wire`) and prints through
+the full command line's own consoles and tables. Anything it does not read exactly
+(help, an unknown or repeated option, an option's value that looks like an option,
+``--debug``, ``--``, ``runs --watch`` or ``--store``, a ``[server]`` table to be read
+from the configuration, shell completion, a run id a URL would have to escape) it
+leaves to the full command line, so what a user sees never differs. Errors are told
+by the full command line's own printer, loaded only then.
 """
 
 from __future__ import annotations
 
 import os
-from collections.abc import Sequence
+import re
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from typing import Any
 
-#: Each report this path sends: its options that take a value, every spelling, by field.
-_REPORTS: dict[str, dict[str, str]] = {
-    "progress": {"--step": "step", "-s": "step", "--server": "server", "--token": "token"},
-    "heartbeat": {"--server": "server", "--token": "token"},
-}
+_SERVER = {"--server": "server", "--token": "token"}
 _CONFIG = frozenset({"--config", "-c"})
+#: Names that travel in a URL's path unchanged, so both HTTP clients send the same request.
+_PLAIN_NAME = re.compile(r"[A-Za-z0-9_.:~+-]+")
 
 
 @dataclass(frozen=True)
-class Report:
-    """One report as the command line named it."""
+class _Form:
+    """How one command this path serves is typed."""
 
-    verb: str
-    kind: str
-    run_id: str
+    #: Its options that take a value, every spelling, by field.
+    valued: dict[str, str]
+    #: Its options that take none, every spelling, by field.
+    flags: dict[str, str]
+    #: Its arguments (``kind`` and ``run id`` for a report; the run id may come from
+    #: ``WATCHKEEPER_RUN_ID``).
+    arguments: int
+
+
+_FORMS: dict[tuple[str, ...], _Form] = {
+    ("report", "progress"): _Form({"--step": "step", "-s": "step", **_SERVER}, {}, 2),
+    ("report", "heartbeat"): _Form(_SERVER, {}, 2),
+    ("runs",): _Form(_SERVER, {"--all": "all", "-a": "all", "--json": "json"}, 0),
+}
+
+
+@dataclass(frozen=True)
+class Command:
+    """One command line this path serves, as it was typed."""
+
+    words: tuple[str, ...]
+    arguments: list[str]
+    #: Options given, by field (a flag's value is ``""``).
     options: dict[str, str]
     #: ``--config`` of this invocation, or ``WATCHKEEPER_CONFIG`` (``None``: neither).
     config_path: str | None
 
 
-def parse(argv: Sequence[str]) -> Report | None:
-    """The report ``argv`` names, when it is surely one this path sends as the full one would;
-    else ``None``."""
+def parse(argv: Sequence[str]) -> Command | None:
+    """The command ``argv`` names, when it is surely one this path runs as the full one
+    would; else ``None``."""
     if any(key.endswith("_COMPLETE") for key in os.environ):
         return None
     words = list(argv)
@@ -51,54 +74,74 @@ def parse(argv: Sequence[str]) -> Report | None:
             return None
         else:
             config = words.pop(0)
-    if len(words) < 2 or words[0] != "report" or words[1] not in _REPORTS:
+    named = next((key for key in _FORMS if tuple(words[: len(key)]) == key), None)
+    if named is None:
         return None
-    spellings = _REPORTS[words[1]]
+    form = _FORMS[named]
+    read = _read(words[len(named) :], form)
+    if read is None:
+        return None
+    arguments, options = read
+    if form.arguments == 2 and len(arguments) == 1 and os.environ.get("WATCHKEEPER_RUN_ID"):
+        arguments.append(os.environ["WATCHKEEPER_RUN_ID"])
+    if len(arguments) != form.arguments or not all(map(_plain, arguments)):
+        return None
+    config_path = config or os.environ.get("WATCHKEEPER_CONFIG") or None
+    return Command(named, arguments, options, config_path)
+
+
+def _read(words: list[str], form: _Form) -> tuple[list[str], dict[str, str]] | None:
+    """The arguments and options of ``words``; ``None`` at anything this path does not
+    read exactly as Typer would."""
     options: dict[str, str] = {}
-    positional: list[str] = []
-    rest = iter(words[2:])
+    arguments: list[str] = []
+    rest = iter(words)
     for word in rest:
         if not word.startswith("-"):
-            positional.append(word)
+            arguments.append(word)
             continue
         name, equals, value = word.partition("=") if word.startswith("--") else (word, "", "")
-        field = spellings.get(name)
+        field = form.valued.get(name) or form.flags.get(name)
         if field is None or field in options:
             return None
+        if name in form.flags:
+            if equals:
+                return None
+            options[field] = ""
+            continue
         if not equals:
             following = next(rest, None)
             if following is None or following.startswith("-"):
                 return None
             value = following
         options[field] = value
-    if len(positional) == 1 and os.environ.get("WATCHKEEPER_RUN_ID"):
-        positional.append(os.environ["WATCHKEEPER_RUN_ID"])
-    if len(positional) != 2:
-        return None
-    config_path = config or os.environ.get("WATCHKEEPER_CONFIG") or None
-    return Report(words[1], positional[0], positional[1], options, config_path)
+    return arguments, options
 
 
-def server_url(report: Report) -> tuple[str, str] | None:
+def _plain(name: str) -> bool:
+    return bool(_PLAIN_NAME.fullmatch(name)) and name not in {".", ".."}
+
+
+def server_url(command: Command) -> tuple[str, str] | None:
     """The server's URL and where it came from, as the full command line finds them;
     ``None`` when that means reading the configuration (left to the full path)."""
     from watchkeeper.cli_server import find_server
 
-    return find_server(report.options.get("server"), report.config_path, read_config=False)
+    return find_server(command.options.get("server"), command.config_path, read_config=False)
 
 
 def main(argv: Sequence[str]) -> int | None:
-    """Send the report ``argv`` names and return the exit status; ``None``: not one to send
+    """Run the command ``argv`` names and return the exit status; ``None``: not one to run
     here (the caller runs the full command line)."""
-    report = parse(argv)
-    found = None if report is None else server_url(report)
-    if report is None or found is None:
+    command = parse(argv)
+    found = None if command is None else server_url(command)
+    if command is None or found is None:
         return None
     url, source = found
     try:
-        _send(report, url, source)
+        _RUN[command.words](command, _Caller(url, source, command.options.get("token")))
     except KeyboardInterrupt:
-        from watchkeeper.cli.common import err_console
+        from watchkeeper.cli_console import err_console
 
         err_console.print("aborted")
         return 130
@@ -107,12 +150,71 @@ def main(argv: Sequence[str]) -> int | None:
     return 0
 
 
-def _send(report: Report, url: str, source: str) -> None:
-    from watchkeeper.cli_server import cli_client
+@dataclass(frozen=True)
+class _Caller:
+    """One API call to the server found, as the full command line's client makes it."""
 
-    extra = (report.options.get("step"),) if report.verb == "progress" else ()
-    with cli_client(url, source, report.options.get("token")) as client:
-        getattr(client, report.verb)(report.kind, report.run_id, *extra)
+    url: str
+    source: str
+    token: str | None
+
+    def __call__(
+        self,
+        method: str,
+        path: str,
+        *,
+        body: dict[str, Any] | None = None,
+        query: dict[str, str] | None = None,
+    ) -> Any:
+        from watchkeeper import client_wire
+        from watchkeeper.cli_server import cli_client, unreachable
+        from watchkeeper.errors import ClientError
+
+        token = self.token or os.environ.get(client_wire.TOKEN_ENV) or None
+        if not client_wire.plain_call_serves(self.url):
+            with cli_client(self.url, self.source, token) as client:
+                return client.request(method, path, json=body, params=query)
+        try:
+            return client_wire.plain_call(self.url, token, method, path, body=body, query=query)
+        except ClientError as exc:
+            if exc.code != "unreachable":
+                raise
+            raise ClientError(0, "unreachable", unreachable(self.url, self.source)) from (
+                exc.__cause__
+            )
+
+
+def _send_report(command: Command, call: _Caller) -> None:
+    from watchkeeper.client_wire import move_path
+
+    kind, run_id = command.arguments
+    verb = command.words[-1]
+    step = command.options.get("step")
+    call("POST", move_path(kind, run_id, verb), body={} if step is None else {"step": step})
+
+
+def _runs(command: Command, call: _Caller) -> None:
+    from watchkeeper.client_wire import RUNS_PATH
+
+    every = "all" in command.options
+    data = call("GET", RUNS_PATH, query={"all": "true" if every else "false"})
+    if "json" in command.options:
+        import json
+
+        from watchkeeper.cli_console import console
+
+        console.print_json(json.dumps(data))
+        return
+    from watchkeeper.cli_runs_table import render
+
+    render(data, every)
+
+
+_RUN: dict[tuple[str, ...], Callable[[Command, _Caller], None]] = {
+    ("report", "progress"): _send_report,
+    ("report", "heartbeat"): _send_report,
+    ("runs",): _runs,
+}
 
 
 def _told(exc: Exception) -> int:

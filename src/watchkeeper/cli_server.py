@@ -25,7 +25,7 @@ def find_server(
     ``None`` when the answer is in the configuration and ``read_config`` is false
     (the caller would rather not load it).
     """
-    from watchkeeper.client import DEFAULT_URL, URL_ENV
+    from watchkeeper.client_wire import DEFAULT_URL, URL_ENV
 
     if server:
         return server.rstrip("/"), "--server"
@@ -46,7 +46,8 @@ def find_server(
 def cli_client(url: str, source: str, token: str | None) -> Client:
     """The SDK's client of ``url`` (found from ``source``), whose "nothing answers" says
     how to point the command line elsewhere."""
-    from watchkeeper.client import TOKEN_ENV, Client
+    from watchkeeper.client import Client
+    from watchkeeper.client_wire import TOKEN_ENV
     from watchkeeper.errors import ClientError
 
     class CliClient(Client):
@@ -63,7 +64,7 @@ def cli_client(url: str, source: str, token: str | None) -> Client:
 
 def unreachable(url: str, source: str) -> str:
     """What to say when no server answers at ``url`` (found from ``source``)."""
-    from watchkeeper.client import URL_ENV
+    from watchkeeper.client_wire import URL_ENV
 
     return (
         f"cannot reach watchkeeper at {url} (from {source}): no watchkeeper server answers there."

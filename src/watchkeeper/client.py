@@ -22,17 +22,24 @@ from typing import Any, Literal
 
 import httpx
 
-from watchkeeper.client_busy import Busy, pause, retry_after
+from watchkeeper.client_busy import Busy, pause
 from watchkeeper.client_part import ApiPart, present
 from watchkeeper.client_procs import Procs
 from watchkeeper.client_queue import Jobs, Runners
 from watchkeeper.client_silences import Silences
 from watchkeeper.client_timeline import Timeline
+from watchkeeper.client_wire import (
+    DEFAULT_URL,
+    RUNS_PATH,
+    TIMEOUT_S,
+    TOKEN_ENV,
+    URL_ENV,
+    answer_of,
+    move_path,
+    unreachable,
+)
 from watchkeeper.errors import ClientError
 
-DEFAULT_URL = "http://127.0.0.1:8750"
-URL_ENV = "WATCHKEEPER_URL"
-TOKEN_ENV = "WATCHKEEPER_TOKEN"  # noqa: S105 - the variable's name, not a secret
 #: Tells the server a press came from the command line (it can name nothing else).
 CLIENT_HEADER = "X-Watchkeeper-Client"
 
@@ -45,7 +52,7 @@ class Client:
         url: str | None = None,
         token: str | None = None,
         *,
-        timeout: float = 10.0,
+        timeout: float = TIMEOUT_S,
         transport: httpx.BaseTransport | None = None,
     ) -> None:
         self.url = (url or os.environ.get(URL_ENV) or DEFAULT_URL).rstrip("/")
@@ -80,19 +87,13 @@ class Client:
         try:
             response = self._http.request(method, path, **kwargs)
         except httpx.HTTPError as exc:
-            raise ClientError(
-                0, "unreachable", f"cannot reach watchkeeper at {self.url}: {exc}"
-            ) from exc
-        if response.is_success:
-            return response.json() if response.content else None
-        try:
-            error = response.json()["error"]
-            code, message = str(error["code"]), str(error["message"])
-        except (ValueError, KeyError, TypeError):
-            code, message = "http_error", response.text[:500] or response.reason_phrase
-        if response.status_code == 429:
-            raise Busy(code, message, retry_after(response.headers.get("retry-after")))
-        raise ClientError(response.status_code, code, message)
+            raise unreachable(self.url, exc) from exc
+        return answer_of(
+            response.status_code,
+            response.content,
+            response.reason_phrase,
+            response.headers.get("retry-after"),
+        )
 
     def request_when_free(
         self, method: str, path: str, *, deadline: float | None, **kwargs: Any
@@ -132,11 +133,10 @@ class Client:
             "lease_s": lease_s,
         }
         body.update(present(**optional))
-        return self.request_object("POST", "/api/v1/runs", json=body)
+        return self.request_object("POST", RUNS_PATH, json=body)
 
     def _move(self, kind: str, run_id: str, verb: str, body: dict[str, Any]) -> dict[str, Any]:
-        path = f"/api/v1/runs/{kind}/{run_id}/{verb}"
-        return self.request_object("POST", path, json=present(**body))
+        return self.request_object("POST", move_path(kind, run_id, verb), json=present(**body))
 
     def progress(self, kind: str, run_id: str, step: str | None = None) -> dict[str, Any]:
         """Report progress (optionally naming the step)."""
@@ -176,7 +176,7 @@ class Client:
 
     def runs(self, *, all: bool = False) -> dict[str, Any]:
         """What needs attention and what runs (and, with ``all``, what finished)."""
-        return self.request_object("GET", "/api/v1/runs", params={"all": all})
+        return self.request_object("GET", RUNS_PATH, params={"all": all})
 
     def get_run(self, kind: str, run_id: str) -> dict[str, Any]:
         """One run as reported, with ``verdict`` (``None``: nothing wrong), ``incident_id``,

@@ -18,6 +18,7 @@ from watchkeeper.runtime import Runtime
 
 from ..integration.server import LiveServer, live_server
 from ..support.cli import WK, cli_env
+from ..support.cli_probe import both_ways, packages, probe
 
 #: The real command line, then the top-level packages it had loaded, as JSON on stdout.
 PROBE = textwrap.dedent(
@@ -46,22 +47,13 @@ def test_runs_loads_nothing_of_the_server_side(tmp_path: Path) -> None:
     assert "watchkeeper" in result["modules"]
 
 
-#: As the installed `watchkeeper` script starts: through the entry point, not the CLI module.
-ENTRY_PROBE = PROBE.replace(
-    "from watchkeeper.cli import main", "from watchkeeper.entry import main"
-)
-
-
 def test_the_command_skips_httpxs_own_command_line_client(tmp_path: Path) -> None:
     # `import httpx` would load httpx's CLI (Rich progress bars, Pygments lexers) for nothing.
-    bare = {name: "" for name in os.environ if name.startswith("WATCHKEEPER_")}
-    probe = subprocess.run(
-        [sys.executable, "-c", ENTRY_PROBE, "runs"],
-        capture_output=True, text=True, timeout=60, env=cli_env(bare), cwd=tmp_path, check=False,
-    )  # fmt: skip
-    result = json.loads(probe.stdout.strip().splitlines()[-1])
-    assert "httpx" in result["modules"]  # it did ask the server
-    assert "pygments" not in result["modules"]
+    loaded = packages(probe(tmp_path, {}, "status", "p-1", "--server", "http://127.0.0.1:9")[
+        "modules"
+    ])  # fmt: skip
+    assert "httpx" in loaded  # it did ask the server, through the SDK
+    assert "pygments" not in loaded
 
 
 #: What the commands that only ask a server, or only print, must not load: the server side,
@@ -69,23 +61,9 @@ def test_the_command_skips_httpxs_own_command_line_client(tmp_path: Path) -> Non
 HEAVY = SERVER_SIDE | {"pydantic", "pydantic_core", "asyncio"}
 
 
-#: The entry point's probe, naming every module it had loaded, not only the top-level ones.
-FULL_PROBE = ENTRY_PROBE.replace('{m.split(".")[0] for m in sys.modules}', "sys.modules")
-
-
 def _entry_modules(tmp_path: Path, *argv: str) -> set[str]:
     """Every module the installed command had loaded when ``argv`` ended."""
-    bare = {name: "" for name in os.environ if name.startswith("WATCHKEEPER_")}
-    probe = subprocess.run(
-        [sys.executable, "-c", FULL_PROBE, *argv],
-        capture_output=True, text=True, timeout=60, env=cli_env(bare), cwd=tmp_path, check=False,
-    )  # fmt: skip
-    assert probe.stdout.strip(), probe.stderr
-    return set(json.loads(probe.stdout.strip().splitlines()[-1])["modules"])
-
-
-def _packages(modules: set[str]) -> set[str]:
-    return {name.split(".")[0] for name in modules}
+    return set(probe(tmp_path, {}, *argv)["modules"])
 
 
 @pytest.mark.parametrize(
@@ -113,7 +91,7 @@ def test_commands_that_ask_the_server_load_nothing_heavy(
     tmp_path: Path, argv: tuple[str, ...]
 ) -> None:
     modules = _entry_modules(tmp_path, *argv)
-    loaded = _packages(modules)
+    loaded = packages(modules)
     assert "watchkeeper" in loaded
     assert HEAVY.isdisjoint(loaded), sorted(HEAVY & loaded)
     # At most the module of the command named: not every command's module and what it imports.
@@ -126,7 +104,7 @@ def test_status_loads_no_web_server(tmp_path: Path) -> None:
     # but never the web framework or the migrations.
     (tmp_path / "watchkeeper.toml").write_text('data_dir = "data"\n')
     config = str(tmp_path / "watchkeeper.toml")
-    loaded = _packages(_entry_modules(tmp_path, "--config", config, "status", "p-1"))
+    loaded = packages(_entry_modules(tmp_path, "--config", config, "status", "p-1"))
     web = {"fastapi", "uvicorn", "starlette", "alembic"}
     assert web.isdisjoint(loaded), sorted(web & loaded)
 
@@ -136,42 +114,6 @@ def test_status_loads_no_web_server(tmp_path: Path) -> None:
 #: What a report from a shell script must not load: the CLI framework, its output library,
 #: validation, the database layer.
 FRAMEWORK = {"typer", "click", "rich", "pydantic", "pydantic_core", "sqlalchemy"}
-
-#: The whole Typer command line, never the entry point's fast path: what a user saw before.
-FULL_PATH = "import sys; from watchkeeper.cli import main; sys.exit(main(sys.argv[1:]))"
-
-
-def _both_ways(
-    tmp_path: Path, env: dict[str, str], *argv: str
-) -> tuple[subprocess.CompletedProcess[str], subprocess.CompletedProcess[str]]:
-    """``argv`` run by the installed entry point, then by the full command line."""
-    bare = {name: "" for name in os.environ if name.startswith("WATCHKEEPER_")}
-    fast, full = (
-        subprocess.run(
-            [*command, *argv],
-            capture_output=True,
-            text=True,
-            timeout=60,
-            env=cli_env({**bare, **env}),
-            cwd=tmp_path,
-            check=False,
-        )
-        for command in ((*WK,), (sys.executable, "-c", FULL_PATH))
-    )
-    return fast, full
-
-
-def _probe(tmp_path: Path, env: dict[str, str], *argv: str) -> dict[str, Any]:
-    """The entry point's exit status and every module it had loaded, run with ``env``."""
-    bare = {name: "" for name in os.environ if name.startswith("WATCHKEEPER_")}
-    probe = subprocess.run(
-        [sys.executable, "-c", FULL_PROBE, *argv],
-        capture_output=True, text=True, timeout=60, env=cli_env({**bare, **env}),
-        cwd=tmp_path, check=False,
-    )  # fmt: skip
-    assert probe.stdout.strip(), probe.stderr
-    result: dict[str, Any] = json.loads(probe.stdout.strip().splitlines()[-1])
-    return result
 
 
 @pytest.fixture
@@ -199,9 +141,9 @@ def test_a_report_loads_no_cli_framework_nor_database_layer(
     _started(server, "r-fast")
     env = {"WATCHKEEPER_URL": server.url, "WATCHKEEPER_TOKEN": server.tokens["reporter"]}
     extra = ("--step", "page 3") if verb == "progress" else ()
-    result = _probe(tmp_path, env, "report", verb, "crawl", "r-fast", *extra)
+    result = probe(tmp_path, env, "report", verb, "crawl", "r-fast", *extra)
     assert result["status"] == 0
-    loaded = _packages(set(result["modules"]))
+    loaded = packages(set(result["modules"]))
     assert FRAMEWORK.isdisjoint(loaded), sorted(FRAMEWORK & loaded)
     if verb == "progress":
         assert _step(server, "r-fast") == "page 3"  # it did report
@@ -222,17 +164,17 @@ def test_the_fast_report_takes_every_form_the_full_one_does(
                    "-s", "config"),
     }  # fmt: skip
     for step, argv in forms.items():
-        result = _probe(tmp_path, env, *argv)
+        result = probe(tmp_path, env, *argv)
         assert result["status"] == 0, argv
-        assert FRAMEWORK.isdisjoint(_packages(set(result["modules"]))), argv
+        assert FRAMEWORK.isdisjoint(packages(set(result["modules"]))), argv
         assert _step(server, "r-forms") == step
-    by_env = _probe(tmp_path, {**env, "WATCHKEEPER_RUN_ID": "r-forms"}, "report", "progress",
+    by_env = probe(tmp_path, {**env, "WATCHKEEPER_RUN_ID": "r-forms"}, "report", "progress",
                     "crawl", "--step", "from the environment")  # fmt: skip
     assert by_env["status"] == 0
-    assert FRAMEWORK.isdisjoint(_packages(set(by_env["modules"])))
+    assert FRAMEWORK.isdisjoint(packages(set(by_env["modules"])))
     assert _step(server, "r-forms") == "from the environment"
     token = {"WATCHKEEPER_TOKEN": server.tokens["reporter"]}
-    by_option = _probe(tmp_path, token, "report", "progress", "crawl", "r-forms",
+    by_option = probe(tmp_path, token, "report", "progress", "crawl", "r-forms",
                        "--server", server.url, "-s", "option")  # fmt: skip
     assert by_option["status"] == 0
     assert _step(server, "r-forms") == "option"
@@ -254,20 +196,22 @@ def test_a_report_says_and_exits_the_same_either_way(tmp_path: Path, server: Liv
         (ok, ("report", "progress", "crawl")),  # no run id anywhere
         (ok, ("report", "progress", "crawl", "r-same", "--bogus")),
         (ok, ("report", "progress", "crawl", "r-same", "extra")),
+        (ok, ("report", "progress", "crawl", "r same")),  # a URL escapes the space
+        (ok, ("report", "heartbeat", "crawl", "..")),  # and resolves this
         (ok, ("report", "progress", "--help")),
     ]
     for env, argv in cases:
-        fast, full = _both_ways(tmp_path, env, *argv)
+        fast, full = both_ways(tmp_path, env, *argv)
         said = (fast.returncode, fast.stdout, fast.stderr)
         assert said == (full.returncode, full.stdout, full.stderr), argv
     # The errors above really were errors, told in the full path's words.
-    unreachable, _ = _both_ways(tmp_path, {"WATCHKEEPER_URL": "http://127.0.0.1:9"}, "report",
+    unreachable, _ = both_ways(tmp_path, {"WATCHKEEPER_URL": "http://127.0.0.1:9"}, "report",
                                 "progress", "crawl", "r-same")  # fmt: skip
     assert unreachable.returncode == 1
     assert "cannot reach watchkeeper at http://127.0.0.1:9 (from WATCHKEEPER_URL)" in (
         unreachable.stderr
     )
-    refused, _ = _both_ways(tmp_path, {**ok, "WATCHKEEPER_TOKEN": "wk_not_a_token"}, "report",
+    refused, _ = both_ways(tmp_path, {**ok, "WATCHKEEPER_TOKEN": "wk_not_a_token"}, "report",
                             "progress", "crawl", "r-same")  # fmt: skip
     assert refused.returncode == 1 and "error:" in refused.stderr
 
@@ -280,7 +224,7 @@ def test_run_loads_only_the_store_modules_it_uses(tmp_path: Path) -> None:
         capture_output=True, text=True, timeout=60, env=cli_env(), cwd=tmp_path, check=False,
     )  # fmt: skip
     assert made.returncode == 0, made.stderr
-    result = _probe(tmp_path, {}, "--config", config, "run", "--", "true")
+    result = probe(tmp_path, {}, "--config", config, "run", "--", "true")
     assert result["status"] == 0
     modules = set(result["modules"])
     unused = {
@@ -291,4 +235,4 @@ def test_run_loads_only_the_store_modules_it_uses(tmp_path: Path) -> None:
         )
     }  # fmt: skip
     assert unused.isdisjoint(modules), sorted(unused & modules)
-    assert "psycopg" not in _packages(modules)  # the embedded store needs no PostgreSQL driver
+    assert "psycopg" not in packages(modules)  # the embedded store needs no PostgreSQL driver

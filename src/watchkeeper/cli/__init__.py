@@ -11,7 +11,8 @@ from typing import Any
 import typer
 
 from watchkeeper.cli import fastparams
-from watchkeeper.cli.common import CliState, err_console
+from watchkeeper.cli.common import CliState
+from watchkeeper.cli_console import err_console
 from watchkeeper.errors import WatchkeeperError
 
 # Plain option values are then converted without loading pydantic (see the module).

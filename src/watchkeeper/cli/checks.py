@@ -11,7 +11,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
 
-from watchkeeper.cli.common import console
+from watchkeeper.cli_console import console
 
 if TYPE_CHECKING:
     import httpx

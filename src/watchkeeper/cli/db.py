@@ -14,8 +14,10 @@ from typing import TYPE_CHECKING
 
 import typer
 
-from watchkeeper.cli.common import console, settings
-from watchkeeper.cli.options import TOKEN, URL_ENV, connect, server_url
+from watchkeeper.cli.common import settings
+from watchkeeper.cli.options import TOKEN, connect, server_url
+from watchkeeper.cli_console import console
+from watchkeeper.client_wire import URL_ENV
 
 if TYPE_CHECKING:
     from watchkeeper.config import Settings

@@ -7,7 +7,8 @@ from pathlib import Path
 
 import typer
 
-from watchkeeper.cli.common import console, settings
+from watchkeeper.cli.common import settings
+from watchkeeper.cli_console import console
 
 
 def demo(

@@ -10,7 +10,8 @@ import typer
 
 from watchkeeper.cli.checks import Check, configured_platforms, failed, print_checks, token_check
 from watchkeeper.cli.common import settings as load_settings
-from watchkeeper.cli.options import SERVER, TOKEN, TOKEN_ENV, URL_ENV, server_url
+from watchkeeper.cli.options import SERVER, TOKEN, server_url
+from watchkeeper.client_wire import TOKEN_ENV, URL_ENV
 
 if TYPE_CHECKING:
     import httpx

@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any
 
 import typer
 
-from watchkeeper.cli.common import console, err_console
+from watchkeeper.cli_console import console, err_console
 from watchkeeper.cli_server import cli_client, find_server
 
 if TYPE_CHECKING:
@@ -35,9 +35,6 @@ STORE = typer.Option(
     "--store",
     help="read this existing local store instead of a server: a data folder or a database URL",
 )
-
-URL_ENV = "WATCHKEEPER_URL"
-TOKEN_ENV = "WATCHKEEPER_TOKEN"  # noqa: S105 - the variable's name, not a secret
 
 
 def server_url(server: str | None) -> tuple[str, str]:

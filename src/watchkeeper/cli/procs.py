@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 import typer
 
-from watchkeeper.cli.common import console, settings, store_settings
+from watchkeeper.cli.common import settings, store_settings
 from watchkeeper.cli.options import (
     JSON,
     SERVER,
@@ -28,6 +28,7 @@ from watchkeeper.cli.options import (
     say,
 )
 from watchkeeper.cli.procs_remote import print_log, start_there, wait_showing, wait_there
+from watchkeeper.cli_console import console
 
 if TYPE_CHECKING:
     from collections.abc import Iterator

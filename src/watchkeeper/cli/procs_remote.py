@@ -11,7 +11,7 @@ import sys
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from watchkeeper.cli.common import console
+from watchkeeper.cli_console import console
 from watchkeeper.client_procs import ENDED
 
 if TYPE_CHECKING:

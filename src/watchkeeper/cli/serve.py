@@ -13,7 +13,8 @@ from typing import TYPE_CHECKING
 import typer
 
 from watchkeeper import logsafety
-from watchkeeper.cli.common import console, settings
+from watchkeeper.cli.common import settings
+from watchkeeper.cli_console import console
 
 if TYPE_CHECKING:
     from watchkeeper.runtime import Runtime

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 import typer
 
-from watchkeeper.cli.common import NoStore, console, pointed_at, settings
+from watchkeeper.cli.common import NoStore, pointed_at, settings
 from watchkeeper.cli.options import (
     JSON,
     SERVER,
@@ -25,6 +25,7 @@ from watchkeeper.cli.options import (
     print_table,
     say,
 )
+from watchkeeper.cli_console import console
 
 if TYPE_CHECKING:
     from watchkeeper.config import Settings
