@@ -29,10 +29,11 @@ from watchkeeper.store.schema_timeline import (
 )
 
 _E = timeline_events.c
-#: The columns a new event row fills, in the order :meth:`TimelineStore.append` sends them.
-_INSERTED = tuple(column.name for column in timeline_events.c if column.name != "id")
-assert _INSERTED[0] == "org"  # _fill_orgs replaces the first value
-_VALUES = operator.itemgetter(*_INSERTED)
+#: The columns a new event row fills, in the order :meth:`TimelineStore.append_values`
+#: takes them.
+INSERTED = tuple(column.name for column in timeline_events.c if column.name != "id")
+assert INSERTED[:2] == ("org", "job_id")  # _fill_orgs reads both and replaces the first
+_VALUES = operator.itemgetter(*INSERTED)
 _L = timeline_links.c
 #: What spend may be grouped by, and the column each groups on.
 SPEND_KEYS = {
@@ -97,7 +98,7 @@ def _copy(conn: Connection, values: Sequence[tuple[Any, ...]]) -> None:
     import psycopg
 
     raw: Any = conn.connection.dbapi_connection
-    statement = f"COPY {timeline_events.name} ({', '.join(_INSERTED)}) FROM STDIN"
+    statement = f"COPY {timeline_events.name} ({', '.join(INSERTED)}) FROM STDIN"
     try:
         with raw.cursor() as cursor, cursor.copy(statement) as copy:
             for row in values:
@@ -123,15 +124,28 @@ class TimelineStore(Accessor):
     def append(self, rows: Sequence[dict[str, Any]]) -> None:
         """Insert a batch of event rows, all or nothing; a missing org is the job's.
 
-        The rows are plain values already, so they go straight to the driver: its own
-        ``executemany`` on SQLite, ``COPY ... FROM STDIN`` on PostgreSQL. SQLAlchemy's
-        per-row parameter processing would cost more than the insert itself.
+        Each row filled from its job gets that org too, as :meth:`append_values` does.
         """
         if not rows:
             return
         values = list(map(_VALUES, rows))
+        self.append_values(values)
+        for row, stored in zip(rows, values, strict=True):
+            row["org"] = stored[0]
+
+    def append_values(self, values: list[tuple[Any, ...]]) -> None:
+        """Insert rows given as tuples in :data:`INSERTED` order, all or nothing.
+
+        A row without an org gets its job's: its tuple in ``values`` is replaced by one
+        with that org, so the caller sees what was stored. The rows are plain values
+        already, so they go straight to the driver: its own ``executemany`` on SQLite,
+        ``COPY ... FROM STDIN`` on PostgreSQL. SQLAlchemy's per-row parameter processing
+        would cost more than the insert itself.
+        """
+        if not values:
+            return
         with self._write("storing timeline events") as conn:
-            self._fill_orgs(conn, rows, values)
+            self._fill_orgs(conn, values)
             if self._sqlite:
                 conn.exec_driver_sql(self._insert_sql, values)
             else:
@@ -142,22 +156,19 @@ class TimelineStore(Accessor):
         marker = "?" if self._engine.dialect.paramstyle == "qmark" else "%s"
         # Names from the declared schema, values as parameters: nothing from a request.
         return (
-            f"INSERT INTO {timeline_events.name} ({', '.join(_INSERTED)}) "  # noqa: S608
-            f"VALUES ({', '.join(marker for _ in _INSERTED)})"
+            f"INSERT INTO {timeline_events.name} ({', '.join(INSERTED)}) "  # noqa: S608
+            f"VALUES ({', '.join(marker for _ in INSERTED)})"
         )
 
-    def _fill_orgs(
-        self, conn: Connection, rows: Sequence[dict[str, Any]], values: list[tuple[Any, ...]]
-    ) -> None:
-        wanted = {row["job_id"] for row in rows if row["org"] is None and row["job_id"]}
+    def _fill_orgs(self, conn: Connection, values: list[tuple[Any, ...]]) -> None:
+        wanted = {row[1] for row in values if row[0] is None and row[1]}
         if not wanted:
             return
         statement = select(queue_jobs.c.id, queue_jobs.c.org).where(queue_jobs.c.id.in_(wanted))
         orgs: dict[str, str] = dict(conn.execute(statement).all())
-        for i, row in enumerate(rows):
-            if row["org"] is None and row["job_id"] in orgs:
-                row["org"] = orgs[row["job_id"]]
-                values[i] = (row["org"], *values[i][1:])
+        for i, row in enumerate(values):
+            if row[0] is None and row[1] in orgs:
+                values[i] = (orgs[row[1]], *row[1:])
 
     def events(
         self, *, job_id: str | None = None, task_id: str | None = None, limit: int = 10_000

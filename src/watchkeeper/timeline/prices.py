@@ -14,7 +14,9 @@ provider's cache, each priced at its own rate.
 ``genai-prices`` takes about a millisecond per call; a price that is linear in
 its token counts (no context-length tiers) is therefore turned once into four
 per-token rates by asking the library itself, and each call is then priced
-from them. Tiered prices always go through the library.
+from them. Tiered prices always go through the library. How a reported
+provider and model are priced is kept too, unless it depends on the time of
+the call (a price with a start date), so a batch looks each one up once.
 """
 
 from __future__ import annotations
@@ -60,6 +62,20 @@ class _Rates:
         )
 
 
+@dataclass(frozen=True, slots=True)
+class _Plan:
+    """How every call of one reported provider and model is priced, whatever its time."""
+
+    rates: _Rates
+    model: str
+    provider: str
+    version: str
+
+
+#: Reported (provider, model) pairs whose pricing is kept; more start the table over.
+_PLANS_KEPT = 4096
+
+
 def _override_rates(override: PriceOverride) -> _Rates:
     def per_token(value: float | None, fallback: float) -> Decimal:
         return Decimal(str(fallback if value is None else value)) / _MTOK
@@ -91,6 +107,8 @@ class Pricer:
         }
         self._found: dict[tuple[str, str], tuple[Any, Any] | None] = {}
         self._linear: dict[int, tuple[Any, _Rates | None]] = {}
+        #: Per reported (provider, model): its rates, or the one answer when it is unpriced.
+        self._plans: dict[tuple[str, str], _Plan | Price] = {}
         self._version: str | None = None
 
     @property
@@ -109,16 +127,33 @@ class Pricer:
         if model is None or provider is None:
             missing = "model" if model is None else "provider"
             return Price(None, True, model, provider, None, f"no {missing} reported")
+        reported = (provider, model)
+        plan = self._plans.get(reported)
+        if plan is not None:
+            if isinstance(plan, Price):
+                return plan
+            cost = float(plan.rates.cost(usage))
+            return Price(cost, False, plan.model, plan.provider, plan.version)
         key = (provider.lower(), model.lower())
         rates = self._overrides.get(key)
         if rates is not None:
+            self._keep(reported, _Plan(rates, model, provider, OVERRIDE_VERSION))
             return Price(float(rates.cost(usage)), False, model, provider, OVERRIDE_VERSION)
-        return self._bundled(key, usage, at)
+        return self._bundled(reported, key, usage, at)
 
-    def _bundled(self, key: tuple[str, str], usage: Usage, at: datetime) -> Price:
+    def _keep(self, reported: tuple[str, str], plan: _Plan | Price) -> None:
+        if len(self._plans) >= _PLANS_KEPT:  # names come from reporters: keep memory bounded
+            self._plans.clear()
+        self._plans[reported] = plan
+
+    def _bundled(
+        self, reported: tuple[str, str], key: tuple[str, str], usage: Usage, at: datetime
+    ) -> Price:
         found = self._lookup(key)
         if found is None:
-            return Price(None, True, key[1], key[0], self.version, "no known price")
+            unpriced = Price(None, True, key[1], key[0], self.version, "no known price")
+            self._keep(reported, unpriced)
+            return unpriced
         provider, model = found
         try:
             model_price = model.get_prices(at)
@@ -132,6 +167,8 @@ class Pricer:
                 "Cannot price %s on %s: %s", key[1], key[0], exc, extra={"action": "price_call"}
             )
             return Price(None, True, model.id, provider.id, self.version, f"cannot price: {exc}")
+        if rates is not None and model_price is model.prices:  # one price for all time
+            self._keep(reported, _Plan(rates, model.id, provider.id, self.version))
         return Price(float(cost), False, model.id, provider.id, self.version)
 
     def _lookup(self, key: tuple[str, str]) -> tuple[Any, Any] | None:

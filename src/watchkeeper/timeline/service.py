@@ -36,7 +36,7 @@ from typing import TYPE_CHECKING, Any, Unpack
 from watchkeeper.clock import Now, to_epoch, utcnow
 from watchkeeper.records.timeline import Fact, Ingested, NewEvent, TimelineEvent
 from watchkeeper.redact import redact
-from watchkeeper.store.timeline import TimelineStore, event_from_mapping
+from watchkeeper.store.timeline import INSERTED, TimelineStore, event_from_mapping
 from watchkeeper.timeline import record, spend
 from watchkeeper.timeline.forge import Forge, Submit
 from watchkeeper.timeline.prices import Pricer
@@ -56,13 +56,26 @@ NAME_MAX = 200
 TRUNCATED = " [truncated]"
 #: Receives each stored batch (the OpenTelemetry exporter is one).
 Exporter = Callable[[Sequence[TimelineEvent]], None]
+#: The order :meth:`TimelineService.values` builds a row in: the store's.
+_ROW = (
+    "org", "job_id", "task_id", "at", "day", "received_at", "phase", "round", "fingerprint",
+    "outcome", "duration_s", "name", "role", "model", "provider", "input_tokens",
+    "output_tokens", "cache_read_tokens", "cache_write_tokens", "cost", "unpriced",
+    "price_model", "price_provider", "price_version", "rationale", "detail", "reporter",
+)  # fmt: skip
+if _ROW != INSERTED:  # a column added to the table must be added to the row too
+    raise RuntimeError(f"timeline rows are built as {_ROW}, the table takes {INSERTED}")
+_COST, _UNPRICED = _ROW.index("cost"), _ROW.index("unpriced")
 
 
 def clean(text: str | None, limit: int = TEXT_MAX) -> str | None:
     """``text`` redacted and capped at ``limit`` characters (never raw output)."""
     if text is None:
         return None
-    cleaned = redact(text)
+    return _capped(redact(text), limit)
+
+
+def _capped(cleaned: str, limit: int) -> str:
     if len(cleaned) <= limit:
         return cleaned
     return cleaned[: limit - len(TRUNCATED)] + TRUNCATED
@@ -98,6 +111,11 @@ def progress_time(facts: Iterable[Fact]) -> float | None:
 _DAYS: dict[int, str] = {}
 
 
+def _remember(memo: dict[str, str], text: str, limit: int) -> str:
+    cleaned = memo[text] = _capped(redact(text), limit)
+    return cleaned
+
+
 def day_of(at: float) -> str:
     """The UTC day an epoch second falls on, as spend is grouped (``YYYY-MM-DD``)."""
     number = int(at // 86400)
@@ -128,59 +146,75 @@ class TimelineService:
     def ingest(self, events: Sequence[NewEvent], reporter: str) -> Ingested:
         """Store ``events`` in one transaction (all or nothing), priced and redacted."""
         now = self.clock()
-        received = to_epoch(now) or 0.0
-        rows = [self.row(event, now, received, reporter) for event in events]
-        self.store.append(rows)
-        cost = sum(row["cost"] or 0.0 for row in rows)
-        unpriced = sum(1 for row in rows if row["unpriced"])
+        values = self.values(events, now, to_epoch(now) or 0.0, reporter)
+        self.store.append_values(values)
+        cost = sum(row[_COST] or 0.0 for row in values)
+        unpriced = sum(1 for row in values if row[_UNPRICED])
         log.info(
             "Stored %d timeline event(s) from %s",
-            len(rows),
+            len(values),
             reporter,
             extra={"action": "timeline_ingest"},
         )
         if self.exporters:
-            self._export(rows)
-        return Ingested(len(rows), cost, unpriced)
+            self._export(values)
+        return Ingested(len(values), cost, unpriced)
 
     def row(self, event: NewEvent, now: datetime, received: float, reporter: str) -> dict[str, Any]:
         """The stored row of one event: priced, redacted, capped."""
-        at_time = event.at or now
-        at = to_epoch(at_time) or 0.0
-        price = self.pricer.price(event.provider, event.model, event.usage, at_time)
-        usage = event.usage
-        return {
-            "org": event.org,
-            "job_id": event.job_id,
-            "task_id": event.task_id,
-            "at": at,
-            "day": day_of(at),
-            "received_at": received,
-            "phase": event.phase,
-            "round": event.round,
-            "fingerprint": event.fingerprint,
-            "outcome": event.outcome,
-            "duration_s": event.duration_s,
-            "name": clean(event.name, NAME_MAX),
-            "role": event.role,
-            "model": event.model,
-            "provider": event.provider,
-            "input_tokens": usage.input_tokens,
-            "output_tokens": usage.output_tokens,
-            "cache_read_tokens": usage.cache_read_tokens,
-            "cache_write_tokens": usage.cache_write_tokens,
-            "cost": price.cost,
-            "unpriced": price.unpriced,
-            "price_model": price.model if price.version else None,
-            "price_provider": price.provider if price.version else None,
-            "price_version": price.version,
-            "rationale": clean(event.rationale),
-            "detail": clean(event.detail),
-            "reporter": reporter[:200],
-        }
+        return dict(zip(_ROW, self.values([event], now, received, reporter)[0], strict=True))
 
-    def _export(self, rows: Sequence[dict[str, Any]]) -> None:
-        events = [event_from_mapping({"id": 0, **row}) for row in rows]
+    def values(
+        self, events: Sequence[NewEvent], now: datetime, received: float, reporter: str
+    ) -> list[tuple[Any, ...]]:
+        """Each event's stored row as the store takes it (:data:`_ROW` order).
+
+        Ingest's hot loop: rows are built straight as tuples, with what every row
+        shares looked up once, and a text that repeats within the batch (a tool's
+        name, a stock rationale) is redacted once. The copies of raw texts this keeps
+        live only as long as the call.
+        """
+        price = self.pricer.price
+        names: dict[str, str] = {}
+        texts: dict[str, str] = {}
+        days = _DAYS
+        reporter = reporter[:200]
+        now_at = to_epoch(now) or 0.0
+        rows: list[tuple[Any, ...]] = []
+        for event in events:
+            at_time = event.at
+            if at_time is None:
+                at_time, at = now, now_at
+            elif at_time.tzinfo is None:
+                at = at_time.replace(tzinfo=UTC).timestamp()
+            else:
+                at = at_time.timestamp()
+            day = days.get(int(at // 86400)) or day_of(at)
+            usage = event.usage
+            priced = price(event.provider, event.model, usage, at_time)
+            version = priced.version
+            name, rationale, detail = event.name, event.rationale, event.detail
+            if name is not None:
+                name = names.get(name) or _remember(names, name, NAME_MAX)
+            if rationale is not None:
+                rationale = texts.get(rationale) or _remember(texts, rationale, TEXT_MAX)
+            if detail is not None:
+                detail = texts.get(detail) or _remember(texts, detail, TEXT_MAX)
+            row = (
+                event.org, event.job_id, event.task_id, at, day, received, event.phase,
+                event.round, event.fingerprint, event.outcome, event.duration_s, name,
+                event.role, event.model, event.provider, usage.input_tokens,
+                usage.output_tokens, usage.cache_read_tokens, usage.cache_write_tokens,
+                priced.cost, priced.unpriced, priced.model if version else None,
+                priced.provider if version else None, version, rationale, detail, reporter,
+            )  # fmt: skip
+            rows.append(row)
+        return rows
+
+    def _export(self, values: Sequence[tuple[Any, ...]]) -> None:
+        events = [
+            event_from_mapping({"id": 0, **dict(zip(_ROW, row, strict=True))}) for row in values
+        ]
         for exporter in self.exporters:
             try:
                 exporter(events)
