@@ -12,7 +12,7 @@ import logging
 import os
 import socket
 from collections import defaultdict
-from collections.abc import Callable, Collection, Mapping
+from collections.abc import Collection, Mapping
 from dataclasses import replace
 from datetime import datetime, timedelta
 
@@ -20,10 +20,12 @@ from watchkeeper.backoff import backoff_delay
 from watchkeeper.clock import Clock, Now, WallClock
 from watchkeeper.errors import StoreUnavailable
 from watchkeeper.notify.channels.base import Channel, SendOutcome, SendResult
+from watchkeeper.notify.exchanger import Exchanger
 from watchkeeper.notify.message import Message, Target
 from watchkeeper.notify.sendgate import SendGate
 from watchkeeper.store import Store
-from watchkeeper.store.outbox import Delivery, DeliveryStatus, NotYet, PaceRequest
+from watchkeeper.store.outbox import Delivery, DeliveryStatus, PaceRequest
+from watchkeeper.store.outbox_batch import ClaimAsk, NotYet, Settlement
 from watchkeeper.store.pacing import platform_place
 
 log = logging.getLogger(__name__)
@@ -77,6 +79,10 @@ class Deliverer:
         self.claimer = claimer or f"{socket.gethostname()}:{os.getpid()}"
         self._bounds: dict[str, asyncio.Semaphore] = {}
         self._gate = SendGate(self.pace)
+        self._exchange = Exchanger(
+            store, clock, self.pace, claimer=self.claimer, claim_for=CLAIM_FOR,
+            max_wait_s=MAX_PACE_WAIT_S,
+        )  # fmt: skip
         #: The earliest slot of a conversation held back by its pace (epoch seconds of
         #: ``pace``) in the last pass, or ``None``.
         self.next_slot_s: float | None = None
@@ -100,23 +106,19 @@ class Deliverer:
 
     async def _serve(self, place: str, items: list[Delivery]) -> int:
         """One conversation's due rows, in order, each at its slot; other conversations'
-        run alongside, sharing their platform's calls in flight."""
+        run alongside, sharing their platform's calls in flight and their transactions."""
         calls = 0
         for delivery in items:
             channel = self.channels.get(delivery.channel)
             # The claim and the slot are one transaction: a slot is spent only on a message this
             # replica will send, and a slot too far off leaves the row pending, untouched.
             slot = self._slot(channel, delivery)
-            wait = await asyncio.to_thread(
-                self.store.outbox.claim_paced, delivery.id, self.claimer, self.clock(),
-                CLAIM_FOR, slot,
-            )  # fmt: skip
-            if wait is False:
+            at = await self._exchange.claim(ClaimAsk(delivery.id, slot.gaps, slot.bursts))
+            if at is False:
                 continue  # another deliverer has it
-            if isinstance(wait, NotYet):
-                self._held_back(wait.at_s)
+            if isinstance(at, NotYet):
+                self._held_back(at.at_s)
                 break  # the rest of this conversation waits for the next pass
-            at = slot.now_s + wait
             await self.pace.sleep_until(at)  # only this conversation waits
             async with self._in_flight(delivery.channel, channel):
                 prepared = await self._prepare(channel, delivery)
@@ -136,9 +138,7 @@ class Deliverer:
             if result.hold_s:
                 key = self._pace_key(channel, delivery)
                 holds[key] = max(holds.get(key, 0.0), self.pace.now() + result.hold_s)
-            if holds:
-                await self._keep(self.store.pacing.hold_all, holds)
-            await self._keep(self._settle, delivery, channel, result)
+            await self._keep(self._settlement(delivery, channel, result), holds)
             calls += 1
         return calls
 
@@ -177,12 +177,12 @@ class Deliverer:
             bound = self._bounds[name] = asyncio.Semaphore(limit)
         return bound
 
-    async def _keep(self, write: Callable[..., object], *args: object) -> None:
-        """A write that records what a call did: tried again while the database is away for a
-        moment, since a row left ``sending`` would be marked "maybe sent" although it went."""
+    async def _keep(self, settlement: Settlement, holds: dict[str, float]) -> None:
+        """Record what a call did: tried again while the database is away for a moment,
+        since a row left ``sending`` would be marked "maybe sent" although it went."""
         for attempt in range(KEEP_TRIES):
             try:
-                await asyncio.to_thread(write, *args)
+                await self._exchange.settle(settlement, holds)
                 return
             except StoreUnavailable as exc:
                 if attempt == KEEP_TRIES - 1:
@@ -203,6 +203,9 @@ class Deliverer:
             return SendResult(
                 SendOutcome.FAILED, error=f"channel {delivery.channel} is not configured"
             )
+        target = Target.from_json(delivery.target)
+        if target.card is None and delivery.purpose != "update":
+            return target  # nothing to look up: no trip to a thread
         return await asyncio.to_thread(self._anchor, delivery)
 
     async def _call(self, channel: Channel, delivery: Delivery, target: Target) -> SendResult:
@@ -263,9 +266,10 @@ class Deliverer:
                 return True
         return False
 
-    def _settle(self, delivery: Delivery, channel: Channel | None, result: SendResult) -> None:
-        now = self.clock()
-        outbox = self.store.outbox
+    def _settlement(
+        self, delivery: Delivery, channel: Channel | None, result: SendResult
+    ) -> Settlement:
+        """What the row becomes after its call (logged unless sent)."""
         attempts = delivery.attempts + 1
         outcome = result.outcome
         repeatable = delivery.purpose == "update" or (
@@ -276,19 +280,18 @@ class Deliverer:
         if outcome is SendOutcome.RETRY and attempts >= MAX_ATTEMPTS:
             outcome = SendOutcome.FAILED
         if outcome is SendOutcome.SENT:
-            outbox.settle(delivery.id, DeliveryStatus.SENT, now, message_id=result.message_id)
-        elif outcome is SendOutcome.RETRY:
+            return Settlement(delivery.id, DeliveryStatus.SENT.value, message_id=result.message_id)
+        log.warning(
+            "Delivery %d to %s: %s (%s)", delivery.id, delivery.channel, outcome.value,
+            result.error, extra={"action": "deliver"},
+        )  # fmt: skip
+        if outcome is SendOutcome.RETRY:
             delay = max(result.retry_after_s or 0.0, backoff_s(attempts))
-            outbox.settle(
-                delivery.id, DeliveryStatus.PENDING, now, error=result.error,
-                next_attempt_at=now + timedelta(seconds=delay),
+            return Settlement(
+                delivery.id, DeliveryStatus.PENDING.value, error=result.error,
+                next_attempt_at=self.clock() + timedelta(seconds=delay),
             )  # fmt: skip
-        elif outcome is SendOutcome.FAILED:
-            outbox.settle(delivery.id, DeliveryStatus.FAILED, now, error=result.error)
-        else:
-            outbox.settle(delivery.id, DeliveryStatus.MAYBE_SENT, now, error=result.error)
-        if outcome is not SendOutcome.SENT:
-            log.warning(
-                "Delivery %d to %s: %s (%s)", delivery.id, delivery.channel, outcome.value,
-                result.error, extra={"action": "deliver"},
-            )  # fmt: skip
+        status = (
+            DeliveryStatus.FAILED if outcome is SendOutcome.FAILED else DeliveryStatus.MAYBE_SENT
+        )
+        return Settlement(delivery.id, status.value, error=result.error)

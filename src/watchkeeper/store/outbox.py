@@ -9,13 +9,21 @@ from datetime import datetime, timedelta
 from enum import StrEnum
 from typing import Any
 
-from sqlalchemy import func, insert, select, update
+from sqlalchemy import Connection, func, insert, select, update
 from sqlalchemy.exc import IntegrityError
 
 from watchkeeper.clock import to_epoch
 from watchkeeper.store.base import Accessor, record_from_row
 from watchkeeper.store.engine import translate_errors, write_transaction
 from watchkeeper.store.incidents import _event
+from watchkeeper.store.outbox_batch import (
+    Exchange,
+    NotYet,
+    claim_all,
+    lock_paces,
+    sent_many,
+    write_paces,
+)
 from watchkeeper.store.pacing import earliest, take_slot
 from watchkeeper.store.queueing import NewDelivery, insert_deliveries
 from watchkeeper.store.schema_notify import deliveries, inbound
@@ -65,13 +73,6 @@ class PaceRequest:
     max_wait_s: float
     #: Rows allowing a burst: how long before their ``next_at`` a send may go.
     bursts: dict[str, float] = field(default_factory=dict)
-
-
-@dataclass(frozen=True, slots=True)
-class NotYet:
-    """A claim not made: the delivery's slot is further off than the claim may wait."""
-
-    at_s: float
 
 
 class OutboxStore(Accessor):
@@ -181,33 +182,38 @@ class OutboxStore(Accessor):
     ) -> bool:
         """sending -> sent / failed / maybe_sent / pending; False if it was no longer sending
         (or, with ``claimed_by``, no longer held by that claimer)."""
-        values: dict[str, Any] = {
-            "status": status.value,
-            "updated_at": to_epoch(now),
-            "error": error,
-        }
-        if message_id is not None:
-            values["platform_message_id"] = message_id
-        if next_attempt_at is not None:
-            values["next_attempt_at"] = to_epoch(next_attempt_at)
-        statement = (
-            update(deliveries)
-            .where(
-                deliveries.c.id == delivery_id,
-                deliveries.c.status == DeliveryStatus.SENDING.value,
-                *([] if claimed_by is None else [deliveries.c.claimed_by == claimed_by]),
-            )
-            .values(**values)
-            .returning(deliveries.c.incident_id, deliveries.c.channel)
-        )
         with self._write("settling a message") as conn:
-            row = conn.execute(statement).first()
-            bad = status in {DeliveryStatus.FAILED, DeliveryStatus.MAYBE_SENT}
-            if row is not None and bad and row.incident_id is not None:
-                note = MAYBE_SENT_NOTE if status is DeliveryStatus.MAYBE_SENT else "not delivered"
-                detail = f"{row.channel}: {note}: {error or ''}".strip()
-                _event(conn, row.incident_id, to_epoch(now), f"delivery_{status.value}", detail)
-        return row is not None
+            return settle_row(
+                conn, delivery_id, status, now, message_id=message_id, error=error,
+                next_attempt_at=next_attempt_at, claimed_by=claimed_by,
+            )  # fmt: skip
+
+    def exchange(self, exchange: Exchange) -> list[float | bool | NotYet]:
+        """Record ``exchange``'s settlements and pauses, then make its claims, in one
+        transaction: per claim, the moment (pace clock) its call may go, ``False`` when
+        the row is no longer pending, ``NotYet`` when its slot is further off than
+        ``exchange.max_wait_s`` (neither the row nor a slot taken then).
+
+        Every claim answered is committed before this returns, so each call still
+        follows its own durable claim.
+        """
+        places = {p[:400] for p in exchange.holds}
+        places.update(p[:400] for ask in exchange.claims for p in ask.gaps)
+        with self._write("claiming and settling messages") as conn:
+            paces = lock_paces(conn, self._sqlite, sorted(places), exchange.now_s)
+            before = dict(paces)
+            for place, until in exchange.holds.items():
+                paces[place[:400]] = max(paces[place[:400]], until)
+            sent_many(conn, exchange.settlements, exchange.now)
+            for s in exchange.settlements:
+                if s.status != DeliveryStatus.SENT.value:
+                    settle_row(
+                        conn, s.delivery_id, DeliveryStatus(s.status), exchange.now,
+                        error=s.error, next_attempt_at=s.next_attempt_at,
+                    )  # fmt: skip
+            answers = claim_all(conn, exchange, paces)
+            write_paces(conn, before, paces)
+        return answers
 
     def recover_interrupted(self, now: datetime) -> list[int]:
         """At start-up of a lone process: every row still ``sending`` becomes ``maybe_sent``."""
@@ -304,3 +310,44 @@ def _claim(delivery_id: int, claimer: str, now: datetime, claim_for: timedelta) 
             updated_at=to_epoch(now),
         )
     )
+
+
+def settle_row(
+    conn: Connection,
+    delivery_id: int,
+    status: DeliveryStatus,
+    now: datetime,
+    *,
+    message_id: str | None = None,
+    error: str | None = None,
+    next_attempt_at: datetime | None = None,
+    claimed_by: str | None = None,
+) -> bool:
+    """sending -> ``status`` on ``conn``, a failure or a maybe told on the incident; False
+    if the row was no longer sending (or no longer held by ``claimed_by``)."""
+    values: dict[str, Any] = {
+        "status": status.value,
+        "updated_at": to_epoch(now),
+        "error": error,
+    }
+    if message_id is not None:
+        values["platform_message_id"] = message_id
+    if next_attempt_at is not None:
+        values["next_attempt_at"] = to_epoch(next_attempt_at)
+    statement = (
+        update(deliveries)
+        .where(
+            deliveries.c.id == delivery_id,
+            deliveries.c.status == DeliveryStatus.SENDING.value,
+            *([] if claimed_by is None else [deliveries.c.claimed_by == claimed_by]),
+        )
+        .values(**values)
+        .returning(deliveries.c.incident_id, deliveries.c.channel)
+    )
+    row = conn.execute(statement).first()
+    bad = status in {DeliveryStatus.FAILED, DeliveryStatus.MAYBE_SENT}
+    if row is not None and bad and row.incident_id is not None:
+        note = MAYBE_SENT_NOTE if status is DeliveryStatus.MAYBE_SENT else "not delivered"
+        detail = f"{row.channel}: {note}: {error or ''}".strip()
+        _event(conn, row.incident_id, to_epoch(now), f"delivery_{status.value}", detail)
+    return row is not None
