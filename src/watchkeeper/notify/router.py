@@ -101,11 +101,19 @@ class Router:
         events = self.store.incidents.unrouted(limit)
         if not events:
             return 0
-        incidents: dict[int, Incident] = {}
-        items = []
         # Cards queued by this pass are not in the outbox yet; later events edit them and
         # thread under them all the same, by their dedup keys.
         self._queued = {}
+        with self.silences.routing(incident_id for _, incident_id, _ in events):
+            items = self._route_events(events)
+        # Queue and mark in one transaction: a crash before it leaves the events unrouted for
+        # the next pass, and dedup keys make a second routing (another replica) enqueue nothing.
+        ids = [event_id for event_id, _, _ in events]
+        return self.store.incidents.mark_routed(ids, items, now)
+
+    def _route_events(self, events: Sequence[tuple[int, int, IncidentEvent]]) -> list[NewDelivery]:
+        incidents: dict[int, Incident] = {}
+        items: list[NewDelivery] = []
         for event_id, incident_id, event in events:
             incident = incidents.get(incident_id) or self._incident(incident_id)
             if incident is None:
@@ -117,10 +125,7 @@ class Router:
                     place = Target.from_json(item.target).place
                     self._queued.setdefault(incident_id, {}).setdefault(place, _Card.queued(item))
             items.extend(made)
-        # Queue and mark in one transaction: a crash before it leaves the events unrouted for
-        # the next pass, and dedup keys make a second routing (another replica) enqueue nothing.
-        ids = [event_id for event_id, _, _ in events]
-        return self.store.incidents.mark_routed(ids, items, now)
+        return items
 
     def _incident(self, incident_id: int) -> Incident | None:
         try:

@@ -15,7 +15,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Iterator
+from contextlib import contextmanager
 from datetime import datetime, timedelta
 
 from watchkeeper.decide.actors import Actor, via_label
@@ -76,13 +77,42 @@ class SilenceGate:
     def __init__(self, store: Store, decider: Decider) -> None:
         self.store = store
         self.decider = decider
+        #: Within a routing pass: each incident's acknowledgement, read once for them all.
+        self._acks: dict[int, Ack | None] | None = None
+        #: Within a routing pass: the silences active at each moment asked about.
+        self._active: dict[datetime, list[Silence]] | None = None
+
+    @contextmanager
+    def routing(self, incident_ids: Iterable[int]) -> Iterator[None]:
+        """One routing pass over the events of ``incident_ids``: the acknowledgements and
+        the silences in force are read once for the pass, not once per incident."""
+        ids = sorted(set(incident_ids))
+        found = self.store.acks.for_incidents(ids)
+        self._acks = {incident_id: found.get(incident_id) for incident_id in ids}
+        self._active = {}
+        try:
+            yield
+        finally:
+            self._acks = self._active = None
+
+    def _silences_at(self, at: datetime) -> list[Silence]:
+        if self._active is None:
+            return self.store.silences.list(active_at=at, limit=1000)
+        if at not in self._active:
+            self._active[at] = self.store.silences.list(active_at=at, limit=1000)
+        return self._active[at]
+
+    def _ack_of(self, incident_id: int) -> Ack | None:
+        if self._acks is not None and incident_id in self._acks:
+            return self._acks[incident_id]
+        return self.store.acks.for_incidents([incident_id]).get(incident_id)
 
     def holds(self, incident: Incident, event: IncidentEvent) -> bool:
         """Whether a silence in force when ``event`` happened keeps it from being posted;
         the incident is then remembered as held back by that silence."""
         if event.type in _EDITS:
             return False
-        for silence in self.store.silences.list(active_at=event.at, limit=1000):
+        for silence in self._silences_at(event.at):
             if matches(silence.matchers, incident):
                 self.store.silences.cover(silence.id, incident.id, event.at)
                 return True
@@ -91,7 +121,7 @@ class SilenceGate:
     def card(self, incident: Incident) -> Message:
         """The card of an open incident as it stands: its buttons, and who is looking."""
         message = with_care_buttons(cards.card(incident, self.decider.offered(incident)), incident)
-        ack = current_ack(incident, self.store.acks.for_incidents([incident.id]).get(incident.id))
+        ack = current_ack(incident, self._ack_of(incident.id))
         if ack is None:
             return message
         return Message(f"{message.text}\n{ack_line(ack)}", message.buttons, message.headline)
