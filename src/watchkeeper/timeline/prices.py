@@ -15,8 +15,9 @@ provider's cache, each priced at its own rate.
 its token counts (no context-length tiers) is therefore turned once into four
 per-token rates by asking the library itself, and each call is then priced
 from them. Tiered prices always go through the library. How a reported
-provider and model are priced is kept too, unless it depends on the time of
-the call (a price with a start date), so a batch looks each one up once.
+provider and model are priced is kept too (per UTC day of the call where the
+price has start dates; prices by time of day are always looked up), so a
+batch looks each one up once.
 """
 
 from __future__ import annotations
@@ -72,8 +73,19 @@ class _Plan:
     version: str
 
 
-#: Reported (provider, model) pairs whose pricing is kept; more start the table over.
+@dataclass(frozen=True, slots=True)
+class _Dated:
+    """The plans of a price with start dates, per UTC day of the call (epoch days)."""
+
+    days: dict[int, _Plan]
+
+
+#: Reported (provider, model) pairs (or days of one) whose pricing is kept; more start over.
 _PLANS_KEPT = 4096
+#: What a timeline row keeps of a price: cost, unpriced, and the matched model, provider
+#: and price version (the names only where a version says what priced them).
+Columns = tuple[float | None, bool, str | None, str | None, str | None]
+_NOT_A_CALL_COLUMNS: Columns = (None, False, None, None, None)
 
 
 def _override_rates(override: PriceOverride) -> _Rates:
@@ -108,7 +120,7 @@ class Pricer:
         self._found: dict[tuple[str, str], tuple[Any, Any] | None] = {}
         self._linear: dict[int, tuple[Any, _Rates | None]] = {}
         #: Per reported (provider, model): its rates, or the one answer when it is unpriced.
-        self._plans: dict[tuple[str, str], _Plan | Price] = {}
+        self._plans: dict[tuple[str, str], _Plan | _Dated | Price] = {}
         self._version: str | None = None
 
     @property
@@ -122,6 +134,37 @@ class Pricer:
 
     def price(self, provider: str | None, model: str | None, usage: Usage, at: datetime) -> Price:
         """What ``usage`` of ``model`` on ``provider`` cost at ``at``."""
+        return self._price(provider, model, usage, at, None)
+
+    def columns(
+        self, provider: str | None, model: str | None, usage: Usage, at: datetime, day: int
+    ) -> Columns:
+        """:meth:`price` as a timeline row stores it; ``day`` is ``at``'s epoch day (UTC).
+
+        The ingest path: a call of a model priced before (on that day, where its price
+        has start dates) costs a dictionary lookup and four multiplications.
+        """
+        if model is None:
+            if usage.empty:
+                return _NOT_A_CALL_COLUMNS
+        elif provider is not None:
+            plan = self._plans.get((provider, model))
+            if type(plan) is _Dated:
+                plan = plan.days.get(day)
+            if type(plan) is _Plan:
+                cost = float(plan.rates.cost(usage))
+                return (cost, False, plan.model, plan.provider, plan.version)
+        price = self._price(provider, model, usage, at, day)
+        if price is NOT_A_CALL:
+            return _NOT_A_CALL_COLUMNS
+        version = price.version
+        if version is None:
+            return (price.cost, price.unpriced, None, None, None)
+        return (price.cost, price.unpriced, price.model, price.provider, version)
+
+    def _price(
+        self, provider: str | None, model: str | None, usage: Usage, at: datetime, day: int | None
+    ) -> Price:
         if model is None and usage.empty:
             return NOT_A_CALL
         if model is None or provider is None:
@@ -129,25 +172,37 @@ class Pricer:
             return Price(None, True, model, provider, None, f"no {missing} reported")
         reported = (provider, model)
         plan = self._plans.get(reported)
-        if plan is not None:
-            if isinstance(plan, Price):
-                return plan
+        if type(plan) is _Plan:
             cost = float(plan.rates.cost(usage))
             return Price(cost, False, plan.model, plan.provider, plan.version)
+        if type(plan) is Price:
+            return plan
         key = (provider.lower(), model.lower())
         rates = self._overrides.get(key)
         if rates is not None:
             self._keep(reported, _Plan(rates, model, provider, OVERRIDE_VERSION))
             return Price(float(rates.cost(usage)), False, model, provider, OVERRIDE_VERSION)
-        return self._bundled(reported, key, usage, at)
+        return self._bundled(reported, key, usage, at, day)
 
-    def _keep(self, reported: tuple[str, str], plan: _Plan | Price) -> None:
+    def _keep(self, reported: tuple[str, str], plan: _Plan | _Dated | Price) -> None:
         if len(self._plans) >= _PLANS_KEPT:  # names come from reporters: keep memory bounded
             self._plans.clear()
         self._plans[reported] = plan
 
+    def _keep_day(self, reported: tuple[str, str], day: int, plan: _Plan) -> None:
+        dated = self._plans.get(reported)
+        if type(dated) is not _Dated or len(dated.days) >= _PLANS_KEPT:
+            dated = _Dated({})
+            self._keep(reported, dated)
+        dated.days[day] = plan
+
     def _bundled(
-        self, reported: tuple[str, str], key: tuple[str, str], usage: Usage, at: datetime
+        self,
+        reported: tuple[str, str],
+        key: tuple[str, str],
+        usage: Usage,
+        at: datetime,
+        day: int | None,
     ) -> Price:
         found = self._lookup(key)
         if found is None:
@@ -167,8 +222,12 @@ class Pricer:
                 "Cannot price %s on %s: %s", key[1], key[0], exc, extra={"action": "price_call"}
             )
             return Price(None, True, model.id, provider.id, self.version, f"cannot price: {exc}")
-        if rates is not None and model_price is model.prices:  # one price for all time
-            self._keep(reported, _Plan(rates, model.id, provider.id, self.version))
+        if rates is not None:
+            plan = _Plan(rates, model.id, provider.id, self.version)
+            if model_price is model.prices:  # one price for all time
+                self._keep(reported, plan)
+            elif day is not None and _by_start_date(model):
+                self._keep_day(reported, day, plan)
         return Price(float(cost), False, model.id, provider.id, self.version)
 
     def _lookup(self, key: tuple[str, str]) -> tuple[Any, Any] | None:
@@ -190,6 +249,16 @@ class Pricer:
         rates = _linear_rates(model_price)
         self._linear[id(model_price)] = (model_price, rates)
         return rates
+
+
+def _by_start_date(model: Any) -> bool:
+    """Whether the model's price depends on the call's UTC day only (start dates, no hours)."""
+    from genai_prices.types import StartDateConstraint
+
+    return isinstance(model.prices, list) and all(
+        price.constraint is None or isinstance(price.constraint, StartDateConstraint)
+        for price in model.prices
+    )
 
 
 def _library_usage(usage: Usage) -> Any:

@@ -174,7 +174,7 @@ class TimelineService:
         name, a stock rationale) is redacted once. The copies of raw texts this keeps
         live only as long as the call.
         """
-        price = self.pricer.price
+        price = self.pricer.columns
         names: dict[str, str] = {}
         texts: dict[str, str] = {}
         days = _DAYS
@@ -189,10 +189,12 @@ class TimelineService:
                 at = at_time.replace(tzinfo=UTC).timestamp()
             else:
                 at = at_time.timestamp()
-            day = days.get(int(at // 86400)) or day_of(at)
+            number = int(at // 86400)
+            day = days.get(number) or day_of(at)
             usage = event.usage
-            priced = price(event.provider, event.model, usage, at_time)
-            version = priced.version
+            cost, unpriced, price_model, price_provider, version = price(
+                event.provider, event.model, usage, at_time, number
+            )
             name, rationale, detail = event.name, event.rationale, event.detail
             if name is not None:
                 name = names.get(name) or _remember(names, name, NAME_MAX)
@@ -205,8 +207,8 @@ class TimelineService:
                 event.round, event.fingerprint, event.outcome, event.duration_s, name,
                 event.role, event.model, event.provider, usage.input_tokens,
                 usage.output_tokens, usage.cache_read_tokens, usage.cache_write_tokens,
-                priced.cost, priced.unpriced, priced.model if version else None,
-                priced.provider if version else None, version, rationale, detail, reporter,
+                cost, unpriced, price_model, price_provider, version, rationale, detail,
+                reporter,
             )  # fmt: skip
             rows.append(row)
         return rows

@@ -27,7 +27,9 @@ VERSION = f"genai-prices {genai_prices.__version__}"
 SECRET = "review: export OPENAI_API_KEY=sk-abcdefghijklmnopqrstuvwx; password=hunter2"
 SECRET_CLEAN = "review: export OPENAI_API_KEY=[redacted]; password=[redacted]"
 LONG = "FAILED tests/test_x.py::test_y - AssertionError token=abc123def456\n" * 40
-#: A model whose price changed on 2026-03-13: the price follows the call's time.
+#: A model whose price changed on 2026-03-13 (linear after, tiered before): the price
+#: follows the call's time. The batch sends the later day first, so a price kept from it
+#: would show on the earlier day's call.
 SONNET = ("claude-sonnet-4-6", "anthropic")
 BEFORE = datetime(2026, 3, 1, 12, tzinfo=UTC)
 AFTER = datetime(2026, 3, 20, 12, tzinfo=UTC)
@@ -75,9 +77,11 @@ def test_a_mixed_batch_stores_exactly_the_expected_rows(
     small = Usage(input_tokens=1_200, output_tokens=30)
     plus_two = timezone(timedelta(hours=2))
     sent = [
-        NewEvent("implementer", at=BEFORE, job_id=job.id, task_id="t-1", round=1, role="impl",
+        NewEvent("implementer", at=AFTER, job_id=job.id, task_id="t-1", round=1, role="impl",
                  model=SONNET[0], provider=SONNET[1], usage=usage, rationale=SECRET),
-        NewEvent("implementer", at=AFTER, job_id=job.id, task_id="t-1", round=2,
+        NewEvent("implementer", at=AFTER + timedelta(hours=3), job_id=job.id, task_id="t-1",
+                 round=1, model=SONNET[0], provider=SONNET[1], usage=small),
+        NewEvent("implementer", at=BEFORE, job_id=job.id, task_id="t-1", round=2,
                  model=SONNET[0], provider=SONNET[1], usage=usage, rationale=SECRET),
         NewEvent("review", at=BEFORE.astimezone(plus_two), org="beta", model="Coder-1",
                  provider="ACME", usage=small, name="tool token=abcdef123456", detail=LONG),
@@ -109,14 +113,19 @@ def test_a_mixed_batch_stores_exactly_the_expected_rows(
     small_tokens = {"input_tokens": 1_200, "output_tokens": 30}
     before, after = BEFORE.timestamp(), AFTER.timestamp()
     expected = [
-        {**base, "org": "acme", "job_id": job.id, "task_id": "t-1", "at": before,
-         "day": "2026-03-01", "phase": "implementer", "round": 1, "role": "impl",
-         "model": SONNET[0], "provider": SONNET[1], **tokens,
-         "cost": _library(usage, *SONNET, BEFORE), "price_model": SONNET[0],
-         "price_provider": SONNET[1], "price_version": VERSION, "rationale": SECRET_CLEAN},
         {**base, "org": "acme", "job_id": job.id, "task_id": "t-1", "at": after,
-         "day": "2026-03-20", "phase": "implementer", "round": 2, "model": SONNET[0],
-         "provider": SONNET[1], **tokens, "cost": _library(usage, *SONNET, AFTER),
+         "day": "2026-03-20", "phase": "implementer", "round": 1, "role": "impl",
+         "model": SONNET[0], "provider": SONNET[1], **tokens,
+         "cost": _library(usage, *SONNET, AFTER), "price_model": SONNET[0],
+         "price_provider": SONNET[1], "price_version": VERSION, "rationale": SECRET_CLEAN},
+        {**base, "org": "acme", "job_id": job.id, "task_id": "t-1", "at": after + 3 * 3600,
+         "day": "2026-03-20", "phase": "implementer", "round": 1, "model": SONNET[0],
+         "provider": SONNET[1], **small_tokens,
+         "cost": _library(small, *SONNET, AFTER + timedelta(hours=3)),
+         "price_model": SONNET[0], "price_provider": SONNET[1], "price_version": VERSION},
+        {**base, "org": "acme", "job_id": job.id, "task_id": "t-1", "at": before,
+         "day": "2026-03-01", "phase": "implementer", "round": 2, "model": SONNET[0],
+         "provider": SONNET[1], **tokens, "cost": _library(usage, *SONNET, BEFORE),
          "price_model": SONNET[0], "price_provider": SONNET[1], "price_version": VERSION,
          "rationale": SECRET_CLEAN},
         {**base, "org": "beta", "at": before, "day": "2026-03-01", "phase": "review",
@@ -148,8 +157,9 @@ def test_a_mixed_batch_stores_exactly_the_expected_rows(
             assert cost == pytest.approx(wanted_cost, rel=1e-12, abs=0), want["phase"]
         assert {**got, "unpriced": bool(got["unpriced"])} == want
     costs = [_library(usage, *SONNET, BEFORE), _library(usage, *SONNET, AFTER), _override(small)]
+    costs.append(_library(small, *SONNET, AFTER))
     assert costs[0] != costs[1]  # the price change is real, so the test can see a stale price
-    assert (done.count, done.unpriced) == (8, 3) and done.cost == pytest.approx(sum(costs))
+    assert (done.count, done.unpriced) == (9, 3) and done.cost == pytest.approx(sum(costs))
 
 
 def test_a_batch_reports_each_stored_row_to_the_exporters(
