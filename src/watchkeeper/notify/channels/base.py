@@ -94,8 +94,8 @@ class Channel(ABC):
     per_chat_rate = 1.0
     #: Posts per second allowed across every conversation of the bot (``None``: no limit).
     global_rate: float | None = None
-    #: Calls in flight at once: enough to keep many conversations going, few enough that
-    #: the HTTP client's pool stays cheap (its bookkeeping grows with every open request).
+    #: Calls in flight at once: enough to keep many conversations going. Each goes over a
+    #: client of its own (see ``ChatChannel``), so more of them cost no pool bookkeeping.
     max_in_flight = 8
 
     def pace_key(self, target: Target) -> str:
@@ -156,7 +156,13 @@ def decoded_json(response: httpx.Response) -> Any:
 
 
 class ChatChannel(Channel, Generic[ConfigT]):
-    """A chat platform reached with a bot token over one HTTP client.
+    """A chat platform reached with a bot token over HTTP clients of its own.
+
+    Each call in flight takes a client with a single kept-alive connection
+    (a lane), up to ``max_in_flight`` of them, and calls beyond go over one
+    shared client: an HTTP pool's bookkeeping walks every request it holds
+    and every connection on each request, which made the pool most of a
+    card's CPU when one client carried all the calls at once.
 
     A missing or unreadable token does not stop the server: the channel keeps
     the reason in ``problem`` and every send fails with it.
@@ -165,10 +171,22 @@ class ChatChannel(Channel, Generic[ConfigT]):
     def __init__(self, config: ConfigT, http: httpx.AsyncClient | None = None) -> None:
         self.config = config
         self._owns_http = http is None
-        limits = httpx.Limits(
-            max_connections=self.max_in_flight, max_keepalive_connections=self.max_in_flight
-        )
-        self._http = http or httpx.AsyncClient(timeout=config.timeout_s, limits=limits)
+        self._lanes: list[httpx.AsyncClient] = []
+        if http is None:
+            # One TLS context for every client: loading the trust store is the costly part.
+            tls = httpx.create_ssl_context()
+            limits = httpx.Limits(
+                max_connections=self.max_in_flight, max_keepalive_connections=self.max_in_flight
+            )
+            http = httpx.AsyncClient(timeout=config.timeout_s, limits=limits, verify=tls)
+            one = httpx.Limits(max_connections=1, max_keepalive_connections=1)
+            self._lanes = [
+                httpx.AsyncClient(timeout=config.timeout_s, limits=one, verify=tls)
+                for _ in range(self.max_in_flight)
+            ]
+        self._http = http
+        #: The lanes no call is using now.
+        self._idle = list(self._lanes)
         self.base_url = config.base_url.rstrip("/")
         setting = f"{self.name}.bot_token"
         self._token: str | None
@@ -188,12 +206,18 @@ class ChatChannel(Channel, Generic[ConfigT]):
         self, method: str, url: str, body: dict[str, Any], headers: dict[str, str] | None = None
     ) -> httpx.Response | SendResult:
         """One call: the platform's answer, or why there is none (classified, never raised)."""
+        client = self._idle.pop() if self._idle else self._http
         try:
-            return await self._http.request(method, url, json=body, headers=headers)
+            return await client.request(method, url, json=body, headers=headers)
         except httpx.HTTPError as exc:
             return classify_error(exc)
+        finally:
+            if client is not self._http:
+                self._idle.append(client)
 
     async def aclose(self) -> None:
-        """Close the HTTP client if this channel made it."""
+        """Close the HTTP clients if this channel made them."""
         if self._owns_http:
+            for lane in self._lanes:
+                await lane.aclose()
             await self._http.aclose()
