@@ -62,18 +62,10 @@ class Command:
 def parse(argv: Sequence[str]) -> Command | None:
     """The command ``argv`` names, when it is surely one this path runs as the full one
     would; else ``None``."""
-    if any(key.endswith("_COMPLETE") for key in os.environ):
+    found = split_config(argv)
+    if found is None:
         return None
-    words = list(argv)
-    config: str | None = None
-    while words and (words[0] in _CONFIG or words[0].startswith("--config=")):
-        word = words.pop(0)
-        if word.startswith("--config="):
-            config = word.removeprefix("--config=")
-        elif not words or words[0].startswith("-"):
-            return None
-        else:
-            config = words.pop(0)
+    config_path, words = found
     named = next((key for key in _FORMS if tuple(words[: len(key)]) == key), None)
     if named is None:
         return None
@@ -86,8 +78,33 @@ def parse(argv: Sequence[str]) -> Command | None:
         arguments.append(os.environ["WATCHKEEPER_RUN_ID"])
     if len(arguments) != form.arguments or not all(map(_plain, arguments)):
         return None
-    config_path = config or os.environ.get("WATCHKEEPER_CONFIG") or None
     return Command(named, arguments, options, config_path)
+
+
+def split_config(argv: Sequence[str]) -> tuple[str | None, list[str]] | None:
+    """The configuration named (``--config`` or ``WATCHKEEPER_CONFIG``; ``None``: none) and
+    the words after the global options; ``None`` when a fast path should not be taken."""
+    if any(key.endswith("_COMPLETE") for key in os.environ):
+        return None  # shell completion: the full command line answers it
+    words = list(argv)
+    config: str | None = None
+    while words and (words[0] in _CONFIG or words[0].startswith("--config=")):
+        word = words.pop(0)
+        if word.startswith("--config="):
+            config = word.removeprefix("--config=")
+        elif not words or words[0].startswith("-"):
+            return None
+        else:
+            config = words.pop(0)
+    return config or os.environ.get("WATCHKEEPER_CONFIG") or None, words
+
+
+def read_options(
+    words: list[str], valued: dict[str, str], flags: dict[str, str]
+) -> tuple[list[str], dict[str, str]] | None:
+    """The arguments and options of ``words`` (a flag's value is ``""``); ``None`` at
+    anything this path does not read exactly as Typer would."""
+    return _read(words, _Form(valued, flags, 0))
 
 
 def _read(words: list[str], form: _Form) -> tuple[list[str], dict[str, str]] | None:
@@ -141,13 +158,18 @@ def main(argv: Sequence[str]) -> int | None:
     try:
         _RUN[command.words](command, _Caller(url, source, command.options.get("token")))
     except KeyboardInterrupt:
-        from watchkeeper.cli_console import err_console
-
-        err_console.print("aborted")
-        return 130
+        return aborted()
     except Exception as exc:  # noqa: BLE001 - told as the full command line tells it
-        return _told(exc)
+        return told(exc)
     return 0
+
+
+def aborted() -> int:
+    """Say so as the full command line does after Ctrl-C; its exit status."""
+    from watchkeeper.cli_console import err_console
+
+    err_console.print("aborted")
+    return 130
 
 
 @dataclass(frozen=True)
@@ -217,7 +239,7 @@ _RUN: dict[tuple[str, ...], Callable[[Command, _Caller], None]] = {
 }
 
 
-def _told(exc: Exception) -> int:
+def told(exc: Exception) -> int:
     """Print ``exc`` as :func:`watchkeeper.cli.main` does without ``--debug``; its exit status."""
     from watchkeeper.cli import _report, _say
     from watchkeeper.errors import WatchkeeperError

@@ -8,14 +8,18 @@ anything that waits take a :class:`Clock` (float seconds, timers and sleeps).
 
 from __future__ import annotations
 
-import asyncio
 import functools
 import heapq
 import itertools
 import time
 from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
-from typing import Generic, Protocol, TypeVar, overload, runtime_checkable
+from typing import TYPE_CHECKING, Generic, Protocol, TypeVar, overload, runtime_checkable
+
+# asyncio is imported where a coroutine needs it: `watchkeeper run` starts processes
+# without an event loop, and loading asyncio was a tenth of its start-up.
+if TYPE_CHECKING:
+    import asyncio
 
 #: What every service takes to read the time: ``utcnow`` in production, a
 #: :class:`ManualClock` in tests.
@@ -116,10 +120,14 @@ class _LoopClock:
         return self._time()
 
     def call_at(self, deadline: float, callback: Callable[[], None]) -> Timer:
+        import asyncio
+
         loop = asyncio.get_running_loop()
         return loop.call_later(max(deadline - self._time(), 0.0), callback)
 
     async def sleep_until(self, deadline: float) -> None:
+        import asyncio
+
         delay = deadline - self._time()
         if delay > 0:
             await asyncio.sleep(delay)
@@ -200,6 +208,8 @@ class ManualClock:
 
     def call_at(self, deadline: float, callback: Callable[[], None]) -> Timer:
         """Run ``callback`` once the clock reaches ``deadline``."""
+        import asyncio
+
         if deadline <= self._now:
             # Already due: like a real clock, run it on the loop without waiting for advance().
             return asyncio.get_running_loop().call_soon(callback)
@@ -213,6 +223,8 @@ class ManualClock:
 
     async def sleep_until(self, deadline: float) -> None:
         """Return once the clock reaches ``deadline``."""
+        import asyncio
+
         if deadline <= self._now:
             return
         fut: asyncio.Future[None] = asyncio.get_running_loop().create_future()
@@ -224,6 +236,8 @@ class ManualClock:
 
     async def wait_for_timers(self, count: int = 1) -> None:
         """Wait until at least ``count`` timers are pending (for tests that then advance)."""
+        import asyncio
+
         while self.pending() < count:
             waiter: asyncio.Future[None] = asyncio.get_running_loop().create_future()
             self._waiters.append(waiter)
@@ -262,6 +276,8 @@ class ManualClock:
         self._at, self._now = value, value.timestamp()
 
     def _drive_if_needed(self) -> None:
+        import asyncio
+
         if not self._autojump or (self._driver is not None and not self._driver.done()):
             return
         try:
@@ -280,6 +296,8 @@ class ManualClock:
 
 async def _loop_idle() -> None:
     """Return once no other callback on the running loop is ready to run."""
+    import asyncio
+
     ready = getattr(asyncio.get_running_loop(), "_ready", None)
     if ready is None:  # a loop that hides its queue: give the others a fair number of turns
         for _ in range(_IDLE_SPINS):

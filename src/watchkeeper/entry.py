@@ -14,12 +14,14 @@ import sys
 def main() -> int:
     """Run the command line."""
     sys.modules.setdefault("httpx._main", None)  # type: ignore[arg-type]
-    # Reports sent from shell loops skip the command-line framework (see the module).
-    from watchkeeper.cli_fast import main as report
+    # The commands typed or sent most skip the command-line framework (see each module).
+    from watchkeeper.cli_fast import main as ask_or_report
+    from watchkeeper.cli_fast_run import main as run_here
 
-    status = report(sys.argv[1:])
-    if status is not None:
-        return status
+    for fast_path in (run_here, ask_or_report):
+        status = fast_path(sys.argv[1:])
+        if status is not None:
+            return status
     from watchkeeper.cli import main as run
 
     return run()

@@ -217,7 +217,9 @@ def test_a_report_says_and_exits_the_same_either_way(tmp_path: Path, server: Liv
 
 
 def test_run_loads_only_the_store_modules_it_uses(tmp_path: Path) -> None:
-    (tmp_path / "watchkeeper.toml").write_text('data_dir = "data"\n')
+    # More than data_dir: the configuration model must read it, so this is the full path
+    # (tests/e2e/test_cli_fast_run.py has the fast one, which loads no store at all).
+    (tmp_path / "watchkeeper.toml").write_text('data_dir = "data"\ncheck_interval_s = 30\n')
     config = str(tmp_path / "watchkeeper.toml")
     made = subprocess.run(
         [*WK, "--config", config, "run", "--", "true"],
@@ -236,3 +238,4 @@ def test_run_loads_only_the_store_modules_it_uses(tmp_path: Path) -> None:
     }  # fmt: skip
     assert unused.isdisjoint(modules), sorted(unused & modules)
     assert "psycopg" not in packages(modules)  # the embedded store needs no PostgreSQL driver
+    assert "sqlalchemy" in packages(modules)  # it was the full path

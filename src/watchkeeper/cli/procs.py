@@ -29,6 +29,7 @@ from watchkeeper.cli.options import (
 )
 from watchkeeper.cli.procs_remote import print_log, start_there, wait_showing, wait_there
 from watchkeeper.cli_console import console
+from watchkeeper.procs.settle import exit_status
 
 if TYPE_CHECKING:
     from collections.abc import Iterator
@@ -132,15 +133,6 @@ def run(
             return
         ended = engine.finish_foreground(launched)
     raise typer.Exit(exit_status(ended.exit_code, ended.signal, ended.status.value))
-
-
-def exit_status(exit_code: int | None, signal: int | None, status: str) -> int:
-    """The exit status a shell would show: the code, 128+signal, or 1 when unknown."""
-    if exit_code is not None:
-        return exit_code
-    if signal is not None:
-        return 128 + signal
-    return 0 if status == "succeeded" else 1
 
 
 def _exit_of(run: dict[str, Any]) -> int:

@@ -22,7 +22,6 @@ from watchkeeper.config.loading import CONFIG_ENV, DATABASE_URL_ENV, explain, lo
 from watchkeeper.config.secrets import SECRET_KEYS, check_secrets, resolve_secret
 from watchkeeper.config.settings import (
     DEFAULT_BUDGETS,
-    DEFAULT_DATA_DIR,
     FALLBACK_BUDGET_S,
     KIND_NAME_PATTERN,
     Settings,
@@ -39,6 +38,7 @@ from watchkeeper.config.tables import (
     RunbooksConfig,
     ServerConfig,
 )
+from watchkeeper.paths import DEFAULT_DATA_DIR
 
 __all__ = [
     "CONFIG_ENV",

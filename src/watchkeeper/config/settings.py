@@ -11,8 +11,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 from watchkeeper.config import chat, tables
 from watchkeeper.config.presets import PRESETS
 from watchkeeper.config.tables import KindConfig
-
-DEFAULT_DATA_DIR = ".watchkeeper"
+from watchkeeper.paths import DATABASE_FILE, DEFAULT_DATA_DIR
 
 #: Progress budgets (seconds without progress before work counts as stalled): every
 #: preset's, and those of the kinds watchkeeper supervises for itself.
@@ -117,7 +116,7 @@ class Settings(BaseModel):
     @property
     def resolved_database_url(self) -> str:
         """The database URL in force: the configured one or SQLite in the data folder."""
-        return self.database_url or f"sqlite:///{self.data_dir / 'watchkeeper.db'}"
+        return self.database_url or f"sqlite:///{self.data_dir / DATABASE_FILE}"
 
     def kind_configs(self) -> dict[str, KindConfig]:
         """Every kind in force: the built-in push kinds, overridden by the file's tables."""

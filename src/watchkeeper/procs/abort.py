@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 import logging
 import time
 from dataclasses import dataclass
@@ -15,7 +14,7 @@ from watchkeeper.procs import identity, settle, signals, witness
 from watchkeeper.records.procs import AbortOutcome, ProcRun
 
 if TYPE_CHECKING:
-    from watchkeeper.store.procs import ProcStore
+    from watchkeeper.procs.moves import RunMoves
 
 log = logging.getLogger(__name__)
 DEFAULT_GRACE_S = 5.0
@@ -35,7 +34,7 @@ class AbortResult:
 
 
 def abort(
-    procs: ProcStore,
+    procs: RunMoves,
     data_dir: Path,
     run_id: str,
     now: datetime,
@@ -64,7 +63,7 @@ def abort(
 
 
 async def abort_async(
-    procs: ProcStore,
+    procs: RunMoves,
     data_dir: Path,
     run_id: str,
     now: datetime,
@@ -78,6 +77,8 @@ async def abort_async(
     Signals and the wait for the group happen on the event loop (the leader's
     pidfd wakes it); each look at the store is a short hop to a worker thread.
     """
+    import asyncio
+
     asked = await asyncio.to_thread(_request, procs, run_id, now, reason, cancel)
     if isinstance(asked, AbortResult):
         return asked
@@ -107,7 +108,7 @@ class _Leader:
 
 
 def _request(
-    procs: ProcStore, run_id: str, now: datetime, reason: str, cancel: bool
+    procs: RunMoves, run_id: str, now: datetime, reason: str, cancel: bool
 ) -> tuple[ProcRun, _Leader] | AbortResult:
     """Check the run may be signalled from here and record the request.
 
@@ -132,7 +133,7 @@ def _request(
 
 
 def _report(
-    procs: ProcStore, run_id: str, found: identity.Ownership, detail: str, reason: str
+    procs: RunMoves, run_id: str, found: identity.Ownership, detail: str, reason: str
 ) -> AbortResult:
     outcome = AbortOutcome.SIGNALED if found is identity.Ownership.OURS else None
     log.info(
@@ -146,7 +147,7 @@ def _report(
     return AbortResult(outcome or AbortOutcome.ALREADY_EXITED, procs.get(run_id), detail)
 
 
-def _not_ours(procs: ProcStore, run: ProcRun, now: datetime) -> AbortResult:
+def _not_ours(procs: RunMoves, run: ProcRun, now: datetime) -> AbortResult:
     reason = (
         f"its pid {run.pid} now belongs to another process: the run's own process is gone; "
         "nothing was signaled"
@@ -159,7 +160,7 @@ def _not_ours(procs: ProcStore, run: ProcRun, now: datetime) -> AbortResult:
 
 
 def _settle_step(
-    procs: ProcStore, data_dir: Path, run: ProcRun, now: datetime, give_up: bool
+    procs: RunMoves, data_dir: Path, run: ProcRun, now: datetime, give_up: bool
 ) -> str | None:
     """Record how the run ended, from the witness the shim writes, or as gone without one.
 

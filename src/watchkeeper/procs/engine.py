@@ -99,13 +99,7 @@ class ProcEngine:
 
     def finish_foreground(self, launched: launch.Launched) -> ProcRun:
         """Wait for a foreground run's shim, then settle the run from its witness."""
-        if launched.shim is not None:
-            while True:
-                try:
-                    launched.shim.wait()
-                    break
-                except KeyboardInterrupt:
-                    continue  # the shim passes the interrupt on to the command's group
+        launch.wait_foreground(launched)
         self.reap()
         return self.procs.get(launched.run.run_id)
 

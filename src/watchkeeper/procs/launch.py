@@ -32,7 +32,7 @@ from watchkeeper.procs.errors import LaunchFailed
 from watchkeeper.records.procs import NewProc, ProcRun, ProcStatus, Started
 
 if TYPE_CHECKING:
-    from watchkeeper.store.procs import ProcStore
+    from watchkeeper.procs.moves import RunMoves
 
 log = logging.getLogger(__name__)
 RUN_ID_ENV = "WATCHKEEPER_RUN_ID"
@@ -97,6 +97,18 @@ class Launched:
     lease: LeaseLine | None = None
 
 
+def wait_foreground(launched: Launched) -> None:
+    """Wait until a foreground run's shim exits; Ctrl-C reaches the command through it."""
+    if launched.shim is None:
+        return
+    while True:
+        try:
+            launched.shim.wait()
+            return
+        except KeyboardInterrupt:
+            continue  # the shim passes the interrupt on to the command's group
+
+
 def new_run_id() -> str:
     """A fresh run id: short, unguessable, safe in paths and URLs."""
     return f"p-{secrets.token_hex(6)}"
@@ -153,13 +165,13 @@ class Recorded:
 
 
 def launch(
-    procs: ProcStore, data_dir: Path, request: LaunchRequest, clock: Now, *, tee: bool = False
+    procs: RunMoves, data_dir: Path, request: LaunchRequest, clock: Now, *, tee: bool = False
 ) -> Launched:
     """Record the run, then start its shim; detached runs return once the command runs."""
     return _start_recorded(procs, _record(procs, data_dir, request, clock), clock, tee=tee)
 
 
-def _record(procs: ProcStore, data_dir: Path, request: LaunchRequest, clock: Now) -> Recorded:
+def _record(procs: RunMoves, data_dir: Path, request: LaunchRequest, clock: Now) -> Recorded:
     """Check ``request`` and commit its run as ``starting``; nothing runs yet."""
     check(request)
     run_id = new_run_id()
@@ -190,7 +202,7 @@ def _record(procs: ProcStore, data_dir: Path, request: LaunchRequest, clock: Now
 
 
 def _start_recorded(
-    procs: ProcStore, recorded: Recorded, clock: Now, *, tee: bool = False
+    procs: RunMoves, recorded: Recorded, clock: Now, *, tee: bool = False
 ) -> Launched:
     """Start the shim of a recorded run and record the owner it reports.
 
@@ -263,7 +275,7 @@ def spawn_shim(
 
 
 def _record_handshake(
-    procs: ProcStore, run_id: str, line: bytes, shim: subprocess.Popen[bytes], clock: Now
+    procs: RunMoves, run_id: str, line: bytes, shim: subprocess.Popen[bytes], clock: Now
 ) -> None:
     try:
         report = json.loads(line) if line else {"error": "the shim stopped before reporting"}
@@ -285,5 +297,5 @@ def _record_handshake(
     log.info("Started process run %s (pid %s)", run_id, started.pid, extra={"action": "proc_start"})
 
 
-def _fail(procs: ProcStore, run_id: str, reason: str, clock: Now) -> None:
+def _fail(procs: RunMoves, run_id: str, reason: str, clock: Now) -> None:
     procs.finish(run_id, ProcStatus.FAILED, clock(), exit_code=127, reason=reason)

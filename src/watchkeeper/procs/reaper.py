@@ -23,7 +23,7 @@ from watchkeeper.procs import abort, identity, layout, settle, signals, start_cl
 from watchkeeper.records.procs import ProcRun, Started
 
 if TYPE_CHECKING:
-    from watchkeeper.store.procs import ProcStore
+    from watchkeeper.procs.moves import RunMoves
 
 log = logging.getLogger(__name__)
 #: A ``starting`` record with no owner this long after it was written never started.
@@ -49,7 +49,7 @@ def shim_ownership(run: ProcRun) -> identity.Ownership:
     return identity.ownership(run.host, run.boot_id, run.shim_pid, run.shim_start)
 
 
-def effective_status(run: ProcRun, data_dir: Path, procs: ProcStore) -> str:
+def effective_status(run: ProcRun, data_dir: Path, procs: RunMoves) -> str:
     """The status as it really is: ``stale`` for a run left active whose process is gone.
 
     ``exited`` means the shim's witness is there and the engine has not read it
@@ -76,7 +76,7 @@ def _never_started(run: ProcRun) -> bool:
 
 
 def reap(
-    procs: ProcStore, data_dir: Path, now: datetime, *, grace_s: float = abort.DEFAULT_GRACE_S
+    procs: RunMoves, data_dir: Path, now: datetime, *, grace_s: float = abort.DEFAULT_GRACE_S
 ) -> ReapReport:
     """One pass over the active runs of the engine of ``data_dir``.
 
@@ -98,7 +98,7 @@ def reap(
 
 
 def _reap_one(
-    procs: ProcStore,
+    procs: RunMoves,
     data_dir: Path,
     run: ProcRun,
     now: datetime,
@@ -130,7 +130,7 @@ def _reap_one(
     # An owner we cannot see is left as it is: unknown is not dead.
 
 
-def _adopt_owner(procs: ProcStore, data_dir: Path, run: ProcRun, now: datetime) -> ProcRun | None:
+def _adopt_owner(procs: RunMoves, data_dir: Path, run: ProcRun, now: datetime) -> ProcRun | None:
     """The launcher died after the shim started: take the owner from ``owner.json``."""
     try:
         raw = json.loads(layout.owner_path(data_dir, run.run_id).read_bytes())
@@ -156,7 +156,7 @@ def _adopt_owner(procs: ProcStore, data_dir: Path, run: ProcRun, now: datetime) 
 
 
 def _starting_without_owner(
-    procs: ProcStore, data_dir: Path, run: ProcRun, now: datetime, report: ReapReport
+    procs: RunMoves, data_dir: Path, run: ProcRun, now: datetime, report: ReapReport
 ) -> None:
     folder = layout.run_dir(data_dir, run.run_id)
     if witness.exists(folder):
@@ -200,9 +200,7 @@ def _str(value: object) -> str | None:
     return value if isinstance(value, str) else None
 
 
-def _reclaim(
-    procs: ProcStore, run: ProcRun, reason: str, now: datetime, report: ReapReport
-) -> None:
+def _reclaim(procs: RunMoves, run: ProcRun, reason: str, now: datetime, report: ReapReport) -> None:
     # The shim is gone, but what it started may not be: the engine owns it, so end it.
     if run.pid is not None and run.pid_start is not None and run.pgid is not None:
         child = identity.ownership(run.host, run.boot_id, run.pid, run.pid_start)
@@ -214,7 +212,7 @@ def _reclaim(
 
 
 def _watch_live(
-    procs: ProcStore,
+    procs: RunMoves,
     data_dir: Path,
     run: ProcRun,
     now: datetime,

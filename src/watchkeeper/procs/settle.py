@@ -19,7 +19,7 @@ from watchkeeper.procs import layout, witness
 from watchkeeper.records.procs import ProcRun, ProcStatus
 
 if TYPE_CHECKING:
-    from watchkeeper.store.procs import ProcStore
+    from watchkeeper.procs.moves import RunMoves
 
 log = logging.getLogger(__name__)
 #: What a run whose folder holds a witness its shim did not sign says, until it ends.
@@ -51,7 +51,7 @@ def status_of(found: witness.Witness, aborted: bool) -> ProcStatus:
 
 
 def read_witness(
-    data_dir: Path, run: ProcRun, procs: ProcStore, now: datetime
+    data_dir: Path, run: ProcRun, procs: RunMoves, now: datetime
 ) -> witness.Witness | None:
     """The run's witness, or ``None``; raises :class:`witness.WitnessCorrupt`.
 
@@ -71,7 +71,7 @@ def read_witness(
         return None
 
 
-def trusted_witness(data_dir: Path, run: ProcRun, procs: ProcStore) -> witness.Witness | None:
+def trusted_witness(data_dir: Path, run: ProcRun, procs: RunMoves) -> witness.Witness | None:
     """The run's witness checked against its key; a read that records nothing.
 
     Raises :class:`witness.WitnessForged` or :class:`witness.WitnessCorrupt`.
@@ -80,7 +80,7 @@ def trusted_witness(data_dir: Path, run: ProcRun, procs: ProcStore) -> witness.W
     return witness.read(layout.run_dir(data_dir, run.run_id), run.run_id, key)
 
 
-def has_witness(data_dir: Path, run: ProcRun, procs: ProcStore) -> bool:
+def has_witness(data_dir: Path, run: ProcRun, procs: RunMoves) -> bool:
     """Whether the shim's witness (readable or not) is there; a forged one does not count."""
     try:
         return trusted_witness(data_dir, run, procs) is not None
@@ -90,7 +90,7 @@ def has_witness(data_dir: Path, run: ProcRun, procs: ProcStore) -> bool:
         return True
 
 
-def from_witness(procs: ProcStore, run: ProcRun, found: witness.Witness, now: datetime) -> bool:
+def from_witness(procs: RunMoves, run: ProcRun, found: witness.Witness, now: datetime) -> bool:
     """End ``run`` as its witness says; ``False`` if it had already ended."""
     aborted = run.abort_requested_at is not None
     reason = None if found.succeeded else describe(found)
@@ -118,7 +118,7 @@ def from_witness(procs: ProcStore, run: ProcRun, found: witness.Witness, now: da
     return changed
 
 
-def as_gone(procs: ProcStore, run: ProcRun, reason: str, now: datetime) -> bool:
+def as_gone(procs: RunMoves, run: ProcRun, reason: str, now: datetime) -> bool:
     """Fail ``run`` whose owner is gone without a witness; ``False`` if already ended."""
     changed = procs.finish(run.run_id, ProcStatus.FAILED, now, reason=reason)
     if changed:
@@ -126,3 +126,12 @@ def as_gone(procs: ProcStore, run: ProcRun, reason: str, now: datetime) -> bool:
             "Reclaimed process run %s: %s", run.run_id, reason, extra={"action": "proc_reclaim"}
         )
     return changed
+
+
+def exit_status(exit_code: int | None, signal: int | None, status: str) -> int:
+    """The exit status a shell would show for a run: the code, 128+signal, or 1 when unknown."""
+    if exit_code is not None:
+        return exit_code
+    if signal is not None:
+        return 128 + signal
+    return 0 if status == "succeeded" else 1

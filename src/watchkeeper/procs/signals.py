@@ -9,15 +9,20 @@ checked again before each signal.
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import os
 import select
 import signal
 import time
 from collections.abc import Iterator
+from typing import TYPE_CHECKING
 
 from watchkeeper.procs import identity
+
+# asyncio is imported where a coroutine needs it: `watchkeeper run` starts processes
+# without an event loop, and loading asyncio was a tenth of its start-up.
+if TYPE_CHECKING:
+    import asyncio
 
 
 @contextlib.contextmanager
@@ -114,6 +119,8 @@ def _terminate_if_ours(pid: int, pid_start: str, pgid: int) -> identity.Ownershi
 
 async def wait_exit_async(pid: int, pidfd: int | None, timeout_s: float) -> bool:
     """:func:`wait_exit` on the event loop; ``True`` if ``pid`` exited in time."""
+    import asyncio
+
     if pidfd is not None:
         return await readable(pidfd, timeout_s)
     loop = asyncio.get_running_loop()
@@ -127,6 +134,8 @@ async def wait_exit_async(pid: int, pidfd: int | None, timeout_s: float) -> bool
 
 async def readable(fd: int, timeout_s: float) -> bool:
     """Wait on the event loop until ``fd`` is readable (``True``) or ``timeout_s`` passed."""
+    import asyncio
+
     if select.select([fd], [], [], 0)[0]:
         return True
     loop = asyncio.get_running_loop()

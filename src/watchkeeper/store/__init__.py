@@ -9,11 +9,10 @@ from __future__ import annotations
 from importlib import import_module
 from typing import TYPE_CHECKING, Any, Generic, TypeVar, overload
 
-from watchkeeper.store.base import Accessor
-
 if TYPE_CHECKING:
     from sqlalchemy import Engine
 
+    from watchkeeper.store.base import Accessor
     from watchkeeper.store.cluster import ClusterStore
     from watchkeeper.store.decisions import DecisionStore
     from watchkeeper.store.heartbeats import HeartbeatStore
@@ -54,7 +53,8 @@ def __getattr__(name: str) -> Any:
     return getattr(import_module(f"{__name__}.{home}"), name)
 
 
-A = TypeVar("A", bound=Accessor)
+# A name, not the class: importing the base loads SQLAlchemy, which ``lite_procs`` avoids.
+A = TypeVar("A", bound="Accessor")
 
 
 class _Aggregate(Generic[A]):

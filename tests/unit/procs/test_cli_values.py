@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from watchkeeper.cli.procs import exit_status, parse_duration
+from watchkeeper.cli.procs import parse_duration
 from watchkeeper.errors import InvalidInput
+from watchkeeper.procs.settle import exit_status
 
 
 @pytest.mark.parametrize(
