@@ -11,11 +11,16 @@ What it measures, on a fresh database:
   before it: parsing and validating the JSON body with its pydantic models;
 - "HTTP": the SDK's ``client.timeline.emit_batch`` (gzip) against a real
   ``watchkeeper serve`` on loopback, one batch at a time;
-- "bare executemany": the very rows the service stored, inserted with the
+- "bare executemany": the very rows the service stores, inserted with the
   SQLAlchemy Core ``insert(timeline_events)`` and nothing else, one
   transaction per batch; and "driver executemany": the driver's own
   ``cursor.executemany`` with the same rows, which is what the store sends
   them through. The ratios are service / each of these.
+
+The four ingest paths run in ``--rounds`` interleaved rounds (each round runs
+every path once, in turn, on an emptied table); figures are medians over the
+rounds, and each ratio is the median of the rounds' own ratios, with their
+lowest and highest beside it.
 
 Then ``--rollup-events`` (default 1,000,000) priced events are loaded through
 the store's own batch insert and ``GET /api/v1/spend?by=model``'s query
@@ -139,36 +144,55 @@ def ingest_figures(url: str, folder: Path, args: argparse.Namespace) -> dict[str
     wire_batches = _batches(wire, args.batch)
     service_batches = [new_events(batch) for batch in wire_batches]
     store, service = _fresh(url, folder)
-    figures: dict[str, Any] = {"events": args.events, "batch": args.batch}
+    figures: dict[str, Any] = {"events": args.events, "batch": args.batch, "rounds": args.rounds}
     try:
         service.ingest(service_batches[0], "warm-up")  # loads the price data: once per process
-        _reset(store)
-        started = time.perf_counter()
-        for batch in service_batches:
-            service.ingest(batch, "bench")
-        figures["service_per_s"] = args.events / (time.perf_counter() - started)
         now = service.clock()
         rows = [
             service.row(event, now, to_epoch(now) or 0.0, "bench")
             for batch in service_batches
             for event in batch
         ]
-        _reset(store)
         bodies = [json.dumps({"events": batch}).encode() for batch in wire_batches]
-        started = time.perf_counter()
-        for body in bodies:
-            parsed = Batch.model_validate_json(body)
-            service.ingest([event.new() for event in parsed.events], "bench")
-        figures["api_inprocess_per_s"] = args.events / (time.perf_counter() - started)
-        figures["bare_per_s"] = _bare(store, rows, args.batch)
-        figures["driver_per_s"] = _driver(store, rows, args.batch)
-        figures["ratio_service_to_bare"] = figures["service_per_s"] / figures["bare_per_s"]
-        figures["ratio_service_to_driver"] = figures["service_per_s"] / figures["driver_per_s"]
+        # Each round runs every path once, in turn, so a ratio compares runs made under the
+        # same load: on a shared machine, one run of each minutes apart can differ twofold.
+        rounds: dict[str, list[float]] = {"service": [], "api": [], "bare": [], "driver": []}
+        for _ in range(args.rounds):
+            rounds["service"].append(_service(store, service, service_batches, args.events))
+            rounds["api"].append(_api(store, service, bodies, args.events))
+            rounds["bare"].append(_bare(store, rows, args.batch))
+            rounds["driver"].append(_driver(store, rows, args.batch))
+        for name, key in (("service", "service"), ("api", "api_inprocess"), ("bare", "bare"),
+                          ("driver", "driver")):  # fmt: skip
+            figures[f"{key}_per_s"] = statistics.median(rounds[name])
+        for other in ("bare", "driver"):
+            ratios = [s / o for s, o in zip(rounds["service"], rounds[other], strict=True)]
+            figures[f"ratio_service_to_{other}"] = statistics.median(ratios)
+            figures[f"ratio_service_to_{other}_min_max"] = [min(ratios), max(ratios)]
         figures["unpriced_share"] = sum(1 for r in rows if r["unpriced"]) / len(rows)
     finally:
         store.close()
     figures["http_per_s"] = _http(url, folder, wire_batches, args.events)
     return figures
+
+
+def _service(
+    store: Store, service: TimelineService, batches: list[list[NewEvent]], count: int
+) -> float:
+    _reset(store)
+    started = time.perf_counter()
+    for batch in batches:
+        service.ingest(batch, "bench")
+    return count / (time.perf_counter() - started)
+
+
+def _api(store: Store, service: TimelineService, bodies: list[bytes], count: int) -> float:
+    _reset(store)
+    started = time.perf_counter()
+    for body in bodies:
+        parsed = Batch.model_validate_json(body)
+        service.ingest([event.new() for event in parsed.events], "bench")
+    return count / (time.perf_counter() - started)
 
 
 def _bare(store: Store, rows: list[dict[str, Any]], size: int) -> float:
@@ -273,15 +297,16 @@ def measure(backend: str, args: argparse.Namespace) -> common.Figures:
 def show(backend: str, f: common.Figures) -> None:
     """Print one database's figures."""
     common.print_table(
-        f"{f['events']:,} events in batches of {f['batch']:,} ({backend})",
+        f"{f['events']:,} events in batches of {f['batch']:,}, median of {f['rounds']} "
+        f"interleaved round(s) ({backend})",
         [
             ("service events/s", f"{f['service_per_s']:,.0f}  (goal >= 20,000/s on SQLite)"),
             ("API in-process events/s (JSON + validation)", f"{f['api_inprocess_per_s']:,.0f}"),
             ("HTTP events/s (SDK, gzip, real server)", f"{f['http_per_s']:,.0f}"),
             ("bare executemany events/s (SQLAlchemy)", f"{f['bare_per_s']:,.0f}"),
             ("driver executemany events/s", f"{f['driver_per_s']:,.0f}"),
-            ("service / bare (SQLAlchemy)", f"{f['ratio_service_to_bare']:.2f}"),
-            ("service / driver executemany", f"{f['ratio_service_to_driver']:.2f}"),
+            ("service / bare (SQLAlchemy)", _ratio(f, "bare")),
+            ("service / driver executemany", _ratio(f, "driver")),
         ],
     )
     common.print_table(
@@ -295,12 +320,18 @@ def show(backend: str, f: common.Figures) -> None:
     )
 
 
+def _ratio(f: common.Figures, other: str) -> str:
+    low, high = f[f"ratio_service_to_{other}_min_max"]
+    return f"{f[f'ratio_service_to_{other}']:.2f}  (rounds: {low:.2f}-{high:.2f})"
+
+
 def main() -> None:
     """Parse the options and run."""
     parser = common.parser(__doc__ or "")
     parser.add_argument("--events", type=int, default=100_000)
     parser.add_argument("--batch", type=int, default=5000)
     parser.add_argument("--rollup-events", type=int, default=1_000_000)
+    parser.add_argument("--rounds", type=int, default=5, help="interleaved ingest rounds")
     args = parser.parse_args()
     common.run_backends(args, "timeline", measure, show)
 
