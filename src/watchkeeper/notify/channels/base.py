@@ -96,7 +96,7 @@ class Channel(ABC):
     global_rate: float | None = None
     #: Calls in flight at once: enough to keep many conversations going. Each goes over a
     #: client of its own (see ``ChatChannel``), so more of them cost no pool bookkeeping.
-    max_in_flight = 8
+    max_in_flight = 16
 
     def pace_key(self, target: Target) -> str:
         """The pacing row of ``target``: its conversation, thread and all, unless the
