@@ -145,28 +145,46 @@ def spend_rows(events: Sequence[Mapping[str, Any]], key: str) -> list[dict[str, 
 
 
 BAR_H, BAR_GAP, BAR_LEFT, BAR_WIDTH = 18.0, 6.0, 200.0, 640.0
+#: The longest bar; the labels beside it get the rest of the canvas.
+BAR_MOST = BAR_WIDTH - BAR_LEFT - 90
+#: A generous width of one character of the 12 px labels: the canvas is sized from it, since
+#: an SVG clips whatever is drawn past its edge.
+CHAR_W = 7.5
+
+
+def text_width(text: str) -> float:
+    """How wide ``text`` may be drawn in a chart's 12 px labels (an upper estimate)."""
+    return len(text) * CHAR_W
 
 
 def bars(groups: Sequence[Mapping[str, Any]], css: str = "bar") -> Picture:
-    """Horizontal bars of cost, one per group, longest for the costliest."""
+    """Horizontal bars of cost, one per group, longest for the costliest.
+
+    The canvas widens for long keys on the left and long values on the right,
+    so every label is drawn whole.
+    """
     top = max((float(g.get("cost") or 0.0) for g in groups), default=0.0)
+    keys = [str(group["key"])[:32] for group in groups]
+    left = max([BAR_LEFT, *(text_width(key) + 12 for key in keys)])
     shapes: list[Shape] = []
     texts: list[tuple[float, float, str, str]] = []
-    for row, group in enumerate(groups):
+    right = BAR_WIDTH
+    for row, (group, key) in enumerate(zip(groups, keys, strict=True)):
         y = 4 + row * (BAR_H + BAR_GAP)
         cost = float(group.get("cost") or 0.0)
-        w = 0.0 if top <= 0 else max(2.0, (BAR_WIDTH - BAR_LEFT - 90) * cost / top)
+        w = 0.0 if top <= 0 else max(2.0, BAR_MOST * cost / top)
         tip = f"{group['key']}: ${cost:.4f}, {group.get('calls', 0)} calls"
         if group.get("unpriced"):
             tip += f", {group['unpriced']} unpriced"
-        shapes.append(Shape(BAR_LEFT, y, w, BAR_H, css, "", tip))
-        texts.append((BAR_LEFT - 6, y + BAR_H * 0.72, str(group["key"])[:32], "bar-key"))
+        shapes.append(Shape(left, y, w, BAR_H, css, "", tip))
+        texts.append((left - 6, y + BAR_H * 0.72, key, "bar-key"))
         value = f"${cost:,.4f}"
         if group.get("unpriced"):
             value = "unpriced" if not cost else f"{value} + {group['unpriced']} unpriced"
-        texts.append((BAR_LEFT + w + 6, y + BAR_H * 0.72, value, "bar-value"))
+        texts.append((left + w + 6, y + BAR_H * 0.72, value, "bar-value"))
+        right = max(right, left + w + 6 + text_width(value) + 4)
     height = 8 + len(groups) * (BAR_H + BAR_GAP)
-    return Picture(BAR_WIDTH, max(height, 24.0), tuple(shapes), (), tuple(texts))
+    return Picture(right, max(height, 24.0), tuple(shapes), (), tuple(texts))
 
 
 COL_W, NODE_H, TASK_W = 320.0, 34.0, 140.0
