@@ -1,19 +1,43 @@
-"""Push runs: work reported to watchkeeper over its API. Only moves, no judging."""
+"""Push runs: work reported to watchkeeper over its API. Only moves, no judging.
+
+Moves are the hot path (every progress report is one): the moves sent at the same
+time are recorded in one transaction (:class:`~watchkeeper.store.group_commit.GroupCommit`),
+each as one ``UPDATE ... RETURNING`` sent through the driver as it is (both drivers
+prepare a statement they see again), and each caller is answered after that commit.
+"""
 
 from __future__ import annotations
 
 import functools
-from collections.abc import Collection, Iterable, Sequence
+import json
+from collections.abc import Collection, Iterable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import Row, and_, bindparam, case, func, insert, literal, select, update
+from sqlalchemy import (
+    Connection,
+    Engine,
+    Row,
+    and_,
+    bindparam,
+    case,
+    func,
+    insert,
+    literal,
+    select,
+    update,
+)
+from sqlalchemy.engine import Dialect
+from sqlalchemy.exc import DBAPIError
 
 from watchkeeper.clock import from_epoch, to_epoch
 from watchkeeper.contract import ACTIVE_STATUSES, RunStatus
 from watchkeeper.errors import Conflict, NotFound
 from watchkeeper.store.base import Accessor, record_from_row
+from watchkeeper.store.fencing import current_fence
+from watchkeeper.store.group_commit import GroupCommit
 from watchkeeper.store.schema import push_runs
 
 _ACTIVE = [status.value for status in ACTIVE_STATUSES]
@@ -110,8 +134,24 @@ def state_token(attempt: int, version: int) -> str:
     return f"a{attempt}v{version}"
 
 
+@dataclass(frozen=True, slots=True)
+class _Move:
+    """One move waiting for its group's transaction."""
+
+    kind: str
+    run_id: str
+    at: float
+    values: tuple[tuple[str, Any], ...]
+    counts_as_move: bool
+
+
 class PushRunStore(Accessor):
-    """Reads and moves push runs. Every move is one statement in one transaction."""
+    """Reads and moves push runs. Every move is one statement; moves sent together share
+    one transaction."""
+
+    def __init__(self, engine: Engine) -> None:
+        super().__init__(engine)
+        self._moves: GroupCommit[_Move, tuple[Any, ...] | None] = GroupCommit(self._record_moves)
 
     def start(self, new: NewRun, now: datetime) -> tuple[PushRun, bool]:
         """Record that work started; returns the run and whether anything changed.
@@ -147,22 +187,43 @@ class PushRunStore(Accessor):
         *,
         counts_as_move: bool = True,
     ) -> PushRun:
-        """Apply ``values`` to an active run; a move bumps its version (its state token)."""
-        at = to_epoch(now)
-        statement = _move_statement(tuple(sorted(values)), counts_as_move)
-        params = {f"v_{key}": value for key, value in values.items()}
-        params.update(v_updated_at=at, v_seen_at=at, w_run_id=run_id, w_kind=kind)
-        with self._write("updating a run") as conn:
-            row = conn.execute(statement, params).first()
-            if row is None:
-                self._explain_missing(conn, kind, run_id)
-        assert row is not None
-        return PushRun.from_row(row)
+        """Apply ``values`` to an active run; a move bumps its version (its state token).
 
-    def _explain_missing(self, conn: Any, kind: str, run_id: str) -> None:
-        row = conn.execute(
-            select(push_runs.c.kind, push_runs.c.status).where(push_runs.c.run_id == run_id)
-        ).first()
+        Answered once the transaction holding the move committed.
+        """
+        move = _Move(kind, run_id, to_epoch(now), tuple(sorted(values.items())), counts_as_move)
+        if current_fence() is None:
+            row = self._moves.run([move])[0]
+        else:
+            # A fenced pass's write carries its own lease check: never grouped with others'.
+            row = self._record_moves([move])[0]
+        if row is None:
+            self._explain_missing(kind, run_id)
+        assert row is not None
+        return _run_from_values(row)
+
+    def _record_moves(self, moves: list[_Move]) -> list[tuple[Any, ...] | None]:
+        """Apply ``moves`` in one transaction; each one's new row, or ``None`` (no active run)."""
+        rows: list[tuple[Any, ...] | None] = []
+        with self._write("updating a run") as conn, _driver_errors(conn) as cursor:
+            dialect = conn.dialect
+            for move in moves:
+                keys = tuple(key for key, _ in move.values)
+                sql, names, fixed = _move_sql(dialect, keys, move.counts_as_move)
+                given = {f"v_{key}": value for key, value in move.values}
+                given.update(
+                    v_updated_at=move.at, v_seen_at=move.at, w_run_id=move.run_id, w_kind=move.kind
+                )
+                params = {**fixed, **given}
+                cursor.execute(sql, tuple(params[name] for name in names) if names else params)
+                rows.append(cursor.fetchone())
+        return rows
+
+    def _explain_missing(self, kind: str, run_id: str) -> None:
+        with self._read("updating a run") as conn:
+            row = conn.execute(
+                select(push_runs.c.kind, push_runs.c.status).where(push_runs.c.run_id == run_id)
+            ).first()
         if row is None:
             raise NotFound(f"no {kind} run {run_id!r}: start it first (`watchkeeper report start`)")
         _same_kind(row, kind, run_id)
@@ -242,9 +303,63 @@ class PushRunStore(Accessor):
             return [row.kind for row in conn.execute(select(push_runs.c.kind).distinct())]
 
 
+#: The columns a move returns, in the order its row holds them.
+_RETURNED = tuple(column.name for column in push_runs.c)
+
+
+def _run_from_values(row: tuple[Any, ...]) -> PushRun:
+    """A run from a driver's row of :data:`_RETURNED` (JSON as the driver gave it)."""
+    values = dict(zip(_RETURNED, row, strict=True))
+    origin = values["origin"]
+    if isinstance(origin, str | bytes):
+        values["origin"] = json.loads(origin)
+    return record_from_row(
+        PushRun,
+        values,
+        times=("started_at", "progress_at", "finished_at", "updated_at"),
+        status=RunStatus(values["status"]),
+        last_seen_at=from_epoch(values["seen_at"]),
+    )
+
+
+@contextmanager
+def _driver_errors(conn: Connection) -> Iterator[Any]:
+    """A driver cursor on ``conn``'s transaction; its errors raised as SQLAlchemy raises them.
+
+    A lost connection is invalidated, so the pool does not hand it out again.
+    """
+    dbapi_connection = conn.connection.driver_connection
+    assert dbapi_connection is not None
+    dialect = conn.dialect
+    dbapi = dialect.loaded_dbapi
+    cursor = dbapi_connection.cursor()
+    try:
+        yield cursor
+    except dbapi.Error as exc:
+        lost = dialect.is_disconnect(exc, dbapi_connection, cursor)
+        if lost:
+            conn.invalidate(exc)
+        raise DBAPIError.instance(
+            None, None, exc, dbapi.Error, connection_invalidated=lost, dialect=dialect
+        ) from exc
+    finally:
+        if not conn.invalidated:
+            cursor.close()
+
+
 @functools.lru_cache(maxsize=64)
+def _move_sql(
+    dialect: Dialect, keys: tuple[str, ...], counts_as_move: bool
+) -> tuple[str, tuple[str, ...], dict[str, Any]]:
+    """A move's statement in the driver's own terms, made once per shape of move: its text,
+    the order of its parameters (none: named) and the values it carries itself."""
+    compiled = _move_statement(keys, counts_as_move).compile(dialect=dialect)
+    names = tuple(compiled.positiontup or ()) if compiled.positional else ()
+    return str(compiled), names, dict(compiled.params)
+
+
 def _move_statement(keys: tuple[str, ...], counts_as_move: bool) -> Any:
-    """One prepared UPDATE per shape of move: building one per call costs more than running it."""
+    """One UPDATE per shape of move."""
     values: dict[str, Any] = {key: bindparam(f"v_{key}") for key in keys}
     values.update(updated_at=bindparam("v_updated_at"), seen_at=bindparam("v_seen_at"))
     if counts_as_move:
@@ -264,7 +379,7 @@ def _move_statement(keys: tuple[str, ...], counts_as_move: bool) -> Any:
     )
 
 
-def _same_kind(row: Row[Any], kind: str, run_id: str) -> None:
+def _same_kind(row: Any, kind: str, run_id: str) -> None:
     if row.kind != kind:
         raise Conflict(
             f"run id {run_id!r} already belongs to kind {row.kind!r}, not {kind!r}; "
