@@ -30,7 +30,9 @@ from watchkeeper.server.routes_events import wake_streams
 from watchkeeper.server.routes_forge import router as forge_router
 from watchkeeper.server.routes_incidents import router as incidents_router
 from watchkeeper.server.routes_procs import router as procs_router
+from watchkeeper.server.routes_progress import ProgressRoute
 from watchkeeper.server.routes_queue import router as queue_router
+from watchkeeper.server.routes_runs import progress
 from watchkeeper.server.routes_runs import router as runs_router
 from watchkeeper.server.routes_silences import router as silences_router
 from watchkeeper.server.routes_slack import router as slack_router
@@ -71,15 +73,17 @@ def reports_for(runtime: Runtime) -> Reports:
 def _reports_matched_first(app: FastAPI, included: dict[int, list[BaseRoute]]) -> None:
     """Match the report routes (most of the traffic) before the others; document them in order.
 
-    A request is matched against the routes one by one, so the report routes go
-    second: only the process routes stay ahead, since one of them
-    (``/api/v1/runs/process/{run_id}/progress``) would otherwise be taken by
-    ``/api/v1/runs/{kind}/{run_id}/progress``. The OpenAPI document keeps the
-    order the routers were included in.
+    A request is matched against the routes one by one. Ordinary progress reports
+    are taken first by their own route (:class:`ProgressRoute`, which leaves the
+    process kind's path alone and passes any other request on); then the process
+    routes, since one of them (``/api/v1/runs/process/{run_id}/progress``) would
+    otherwise be taken by ``/api/v1/runs/{kind}/{run_id}/progress``; then the other
+    report routes. The OpenAPI document keeps the order the routers were included in.
     """
     documented = list(app.router.routes)
     first = [*included[id(procs_router)], *included[id(runs_router)]]
-    app.router.routes[:] = [*first, *(route for route in documented if route not in first)]
+    rest = (route for route in documented if route not in first)
+    app.router.routes[:] = [ProgressRoute(progress), *first, *rest]
 
     def openapi() -> dict[str, Any]:
         if app.openapi_schema is None:
