@@ -48,6 +48,13 @@ def test_kind_tables_override_defaults_and_keep_adapter_options(tmp_path: Path) 
     [
         ("check_interval_s = -3\n", "check_interval_s = -3: Input should be greater than 0"),
         ("chek_interval_s = 3\n", "unknown key 'chek_interval_s'"),
+        # A misspelt secret's key is named with the advice: no value to hide in that line.
+        (
+            "[forge]\ngithub_token_envv = 'X'\n",
+            "unknown key 'forge.github_token_envv': remove it or check its spelling",
+        ),
+        ("[telegram]\nbot_token_env = 3\n", "telegram.bot_token_env = 3: Input should be"),
+        ('database_url = "mysql://u:hunter2@h/db"\n', "database_url = 'mysql://u:[redacted]@h"),
         ("[kinds.crawl]\nbudget_s = 'soon'\n", "kinds.crawl.budget_s = 'soon'"),
         ('database_url = "mysql://x"\n', "database_url = 'mysql://x': must be a SQLAlchemy URL"),
         ('[ops]\nwebhook_url = "ftp://x"\n', "ops.webhook_url = 'ftp://x': must be an http"),

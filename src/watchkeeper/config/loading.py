@@ -30,8 +30,10 @@ def explain(error: ValidationError, source: str) -> str:
         if problem["type"] == "missing":
             lines.append(f"{source}: {key} is required")
             continue
-        lines.append(f"{source}: {key}{_shown(problem)}: {message}")
-    return redact("\n".join(lines))
+        # Only what was written in the file is redacted: a key's own name (``bot_token_env``)
+        # looks like a secret's label to the patterns, and would hide the advice after it.
+        lines.append(f"{source}: {key}{redact(_shown(problem))}: {redact(message)}")
+    return "\n".join(lines)
 
 
 def _shown(problem: Any) -> str:

@@ -19,6 +19,7 @@ SECRET_KEYS = frozenset(
         "signing_secret",
         "public_key",
         "github_secret",
+        "github_token",
         "linear_secret",
         "auth_header",
     }
@@ -69,6 +70,7 @@ def _secret_sources(settings: Settings) -> list[tuple[str, str | None, str | Non
         ),
         ("forge.github_secret", settings.forge.github_secret, settings.forge.github_secret_env),
         ("forge.linear_secret", settings.forge.linear_secret, settings.forge.linear_secret_env),
+        ("forge.github_token", settings.forge.github_token, settings.forge.github_token_env),
     ]
 
 

@@ -252,7 +252,9 @@ class ForgeConfig(BaseModel):
     """The ``[forge]`` table: signed webhooks from GitHub and Linear (``/webhooks/...``).
 
     ``job_pattern`` finds job ids in a pull request's title, body or branch (its first group
-    is the id): ``wk-job:j-...`` in text, ``wk-job/j-...`` in a branch name. A Linear issue
+    is the id): ``wk-job:j-...`` in text, ``wk-job/j-...`` in a branch name. With
+    ``github_token_env``, a merge link also names who approved the pull request (its reviews,
+    read from ``github_api_url``). A Linear issue
     becomes a job running ``linear_argv`` (``{identifier}``, ``{issue_id}`` and ``{url}`` are
     filled in) on ``linear_fleet`` for ``linear_org``; without ``linear_argv`` the request is
     kept as pending.
@@ -271,6 +273,18 @@ class ForgeConfig(BaseModel):
     )
     linear_secret_env: str | None = Field(
         default=None, description="the environment variable holding it"
+    )
+    github_token: str | None = Field(
+        default=None,
+        description="a GitHub token that may read the repository's pull requests, so merge "
+        "links name who approved (prefer `github_token_env`)",
+    )
+    github_token_env: str | None = Field(
+        default=None, description="the environment variable holding it"
+    )
+    github_api_url: str = Field(
+        default="https://api.github.com",
+        description="GitHub's REST API (a GitHub Enterprise server's `https://HOST/api/v3`)",
     )
     job_pattern: str = Field(
         default=r"wk-job[:/](j-[0-9a-f]{1,60})",

@@ -36,6 +36,7 @@ from typing import TYPE_CHECKING, Any
 from watchkeeper.clock import Now, utcnow
 from watchkeeper.config import ForgeConfig, resolve_secret
 from watchkeeper.errors import WatchkeeperError
+from watchkeeper.timeline import reviews
 from watchkeeper.timeline.record import link_body, mac
 
 if TYPE_CHECKING:
@@ -184,9 +185,33 @@ class Forge:
                 "merge_commit_sha": pr.get("merge_commit_sha"),
                 "branch": _dig(pr, "head", "ref"),
                 "delivery": delivery,
+                **self._approvals(_dig(payload, "repository", "full_name"), pr.get("number")),
             },
         }
         return {**link, "signature": mac(self.key, link_body(link))}
+
+    def _approvals(self, repository: Any, number: Any) -> dict[str, Any]:
+        """``approved_by`` (who approved, from the reviews), or why it could not be read."""
+        token = resolve_secret(
+            self.config.github_token, self.config.github_token_env, "forge.github_token"
+        )
+        if not token:
+            why = "set [forge] github_token_env to a token that may read pull requests"
+            return {"approved_by": None, "approvals_unread": why}
+        if not isinstance(repository, str) or not isinstance(number, int):
+            return {"approved_by": None, "approvals_unread": "the delivery names no pull request"}
+        try:
+            found = reviews.approvers(self.config.github_api_url, token, repository, number)
+        except reviews.ReviewsUnread as exc:
+            log.warning(
+                "Could not read who approved %s#%s: %s",
+                repository,
+                number,
+                exc,
+                extra={"action": "forge_github"},
+            )
+            return {"approved_by": None, "approvals_unread": str(exc)}
+        return {"approved_by": found}
 
     # Linear --------------------------------------------------------------------------
 
