@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+import httpx
 from playwright.sync_api import expect
 
 from watchkeeper.records.timeline import NewEvent, Usage
@@ -51,3 +52,34 @@ def test_the_spend_by_day_chart_shows_its_whole_labels_on_desktop_and_phone(
             shown = page.locator(f'svg.bars[data-by="{by}"]')
             expect(shown).to_be_visible()
             assert shown.evaluate(CLIPPED_LABELS) == [], (by, size)
+
+
+def test_an_unknown_dashboard_path_answers_a_404_page_and_the_api_keeps_json(
+    dashboard: Dashboard, pages: Any
+) -> None:
+    page = dashboard.login(pages(), "ana")
+    for size in (DESKTOP, PHONE):
+        page.set_viewport_size(size)
+        answer = page.goto(f"{dashboard.url}/web/no-such-page?x=1")
+        assert answer is not None
+        assert answer.status == 404
+        assert answer.headers["content-type"].startswith("text/html")
+        expect(page.locator("header.top nav")).to_be_visible()  # the dashboard's own layout
+        expect(page.get_by_role("heading", name="Not found")).to_be_visible()
+        expect(page.locator("main")).to_contain_text("/web/no-such-page")
+        home = page.locator("main").get_by_role("link", name="Running work")
+        expect(home).to_have_attribute("href", "/web/")
+        home.click()
+        expect(page.locator("#work")).to_be_visible()
+
+    # A job that is not there says so the same way.
+    answer = page.goto(f"{dashboard.url}/web/jobs/j-0")
+    assert answer is not None
+    assert answer.status == 404
+    expect(page.locator("main").get_by_role("link", name="Running work")).to_be_visible()
+
+    token = {"Authorization": f"Bearer {dashboard.token('ana')}"}
+    missing = httpx.get(f"{dashboard.url}/api/v1/no-such-thing", headers=token, timeout=10)
+    assert missing.status_code == 404
+    assert missing.headers["content-type"].startswith("application/json")
+    assert "error" in missing.json()

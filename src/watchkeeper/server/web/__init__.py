@@ -18,6 +18,7 @@ from fastapi.staticfiles import StaticFiles
 from watchkeeper.server.web.common import HERE, wants_json
 from watchkeeper.server.web.routes_home import router as home_router
 from watchkeeper.server.web.routes_jobs import router as jobs_router
+from watchkeeper.server.web.routes_missing import router as missing_router
 from watchkeeper.server.web.routes_ops import router as ops_router
 from watchkeeper.server.web.routes_silences import router as silences_router
 from watchkeeper.server.web.session import CsrfRejected, LoginRequired
@@ -55,5 +56,6 @@ def install(app: FastAPI) -> None:
     app.include_router(silences_router)
     app.include_router(stream_router)
     app.mount("/web/static", StaticFiles(directory=HERE / "static"), name="web-static")
+    app.include_router(missing_router)  # last: it answers what no dashboard route matched
     app.add_exception_handler(LoginRequired, _login_required)
     app.add_exception_handler(CsrfRejected, _csrf_rejected)

@@ -214,14 +214,18 @@ async def detail_page(
     try:
         context = await asyncio.to_thread(read)
     except NotFound as exc:
-        message = str(exc)
-        response = page(
-            request, "missing.html", current, **await chrome(request), message=message,
-            title="Not found",
-        )  # fmt: skip
-        response.status_code = 404
-        return response
+        return await missing_page(request, current, str(exc))
     return page(request, name, current, **context, **await chrome(request), title=title)
+
+
+async def missing_page(request: Request, current: Session, message: str) -> HTMLResponse:
+    """``404`` as a page in the dashboard's layout: what was not found, and the way home."""
+    response = page(
+        request, "missing.html", current, **await chrome(request), message=message,
+        title="Not found",
+    )  # fmt: skip
+    response.status_code = 404
+    return response
 
 
 @router.get("/web/incidents/{incident_id}", response_class=HTMLResponse)
