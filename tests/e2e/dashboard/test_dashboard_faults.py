@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 import httpx
 from playwright.sync_api import expect
 
 from watchkeeper.records.timeline import NewEvent, Usage
+from watchkeeper.store.tokens import Role
 from watchkeeper.timeline.service import TimelineService
 
 from .conftest import Dashboard
@@ -83,3 +85,33 @@ def test_an_unknown_dashboard_path_answers_a_404_page_and_the_api_keeps_json(
     assert missing.status_code == 404
     assert missing.headers["content-type"].startswith("application/json")
     assert "error" in missing.json()
+
+
+def _stalled_incident(dashboard: Dashboard, page: Any, run_id: str, title: str) -> str:
+    """Report a run with a one-second budget; the path of the incident it opens."""
+    reporter = {"Authorization": f"Bearer {dashboard.token('reporter', Role.REPORTER)}"}
+    body = {"kind": "crawl", "run_id": run_id, "title": title, "budget_s": 1, "effects": "none"}
+    httpx.post(
+        f"{dashboard.url}/api/v1/runs", json=body, headers=reporter, timeout=10
+    ).raise_for_status()
+    page.goto(f"{dashboard.url}/web/")
+    link = page.locator("#work .attention li.run", has_text=title).get_by_role(
+        "link", name=re.compile(r"^incident #\d+$")
+    )
+    expect(link).to_be_visible()
+    return str(link.get_attribute("href"))
+
+
+def test_an_incident_page_shows_its_diagnosis_once(dashboard: Dashboard, pages: Any) -> None:
+    page = dashboard.login(pages(), "ana")
+    incident = _stalled_incident(dashboard, page, "crawl-d", "crawl diagnosed.example.org")
+    page.goto(f"{dashboard.url}{incident}")
+    page.get_by_role("button", name="Ask to diagnose").click()
+    answer = page.locator("#answers p")
+    expect(answer).to_have_count(1)
+    expect(answer).not_to_be_empty()
+    diagnosis = answer.inner_text()
+    expect(page.get_by_text(diagnosis, exact=True)).to_have_count(1)
+
+    page.reload()  # the history keeps it, once
+    expect(page.locator("main").get_by_text(diagnosis)).to_have_count(1)

@@ -91,10 +91,12 @@ const wk = (() => {
     return meta ? meta.content : "";
   }
 
+  // An answer shows once: in the page's log of answers when it has one (it outlives live
+  // refreshes of the form), else beside the form.
   function say(form, message, ok) {
-    const output = form.querySelector("output.answer");
-    if (output) output.textContent = message;
     const log = document.getElementById("answers");
+    const output = form.querySelector("output.answer");
+    if (output && !log) output.textContent = message;
     if (log) {
       const line = document.createElement("p");
       line.className = ok ? "answer-ok" : "answer-lost";
