@@ -17,6 +17,9 @@ running its plugin set per call costs far more than one regex pre-check.
 Speed: most texts hold no secret. One compiled alternation of every shape's
 cheap trigger (a prefix or keyword) is searched first; a text it finds anything
 in goes through the patterns of the shapes whose triggers it holds, no others.
+The alternation is grouped by first character, and the case-insensitive
+keyword shapes start their search just before their first trigger: such a
+pattern costs most on the text before its keyword.
 """
 
 from __future__ import annotations
@@ -85,12 +88,23 @@ class Shape:
     replacement: str | Callable[[re.Match[str]], str] = MASK
     #: For a shape a regex alone would find only by backtracking: the whole rewrite.
     apply: Callable[[str], str] | None = None
+    #: Every match starts where one of the triggers does (in an ASCII text, where
+    #: ``(?i)`` is plain lower-casing) and the pattern looks back one character at most,
+    #: so the search may start just before the first trigger: a case-insensitive
+    #: pattern costs most on the text before its keyword.
+    from_trigger: bool = False
 
     def rewrite(self, text: str) -> str:
         """``text`` with this shape masked."""
         if self.apply is not None:
             return self.apply(text)
         return self.pattern.sub(self.replacement, text)
+
+    def rewrite_from(self, text: str, start: int) -> str:
+        """:meth:`rewrite`, where no match can start before ``start`` nor look before it."""
+        if start <= 0:
+            return self.rewrite(text)
+        return text[:start] + self.rewrite(text[start:])
 
 
 # Order matters where shapes overlap: whole blocks and headers first, then
@@ -116,12 +130,14 @@ SHAPES: tuple[Shape, ...] = (
             r"[^\s'\",]+"
         ),
         lambda m: f"{m.group(1)}{m.group(2) + ' ' if m.group(2) else ''}{MASK}",
+        from_trigger=True,
     ),
     Shape(
         "bearer token",
         ("bearer",),
         re.compile(r"(?i)\b(bearer\s+)(?!\[redacted\])[A-Za-z0-9._~+/=-]{8,}"),
         rf"\1{MASK}",
+        from_trigger=True,
     ),
     Shape(
         "url password",
@@ -190,20 +206,25 @@ SHAPES: tuple[Shape, ...] = (
             r"([\"']?\s*[:=]\s*)(\"[^\"]*\"|'[^']*'|[^\s,;&]+)"
         ),
         _keep_counts,
+        from_trigger=True,
     ),
 )
 
 _TRIGGERS = tuple(dict.fromkeys(trigger for shape in SHAPES for trigger in shape.triggers))
-_TRIGGER = re.compile("|".join(_TRIGGERS))
 
 
-def _first_character(trigger: str) -> str:
-    """The literal every match of ``trigger`` starts with (each trigger starts with one)."""
+def _literal(trigger: str) -> str:
+    """How ``trigger`` spells the character every match starts with (it starts with one)."""
     if trigger.startswith("\\"):
-        return trigger[1]
+        return trigger[:2]
     if trigger[0] in "[(.*+?{|^$":
         raise ValueError(f"the trigger {trigger!r} must start with a literal character")
     return trigger[0]
+
+
+def _first_character(trigger: str) -> str:
+    """The literal every match of ``trigger`` starts with."""
+    return _literal(trigger)[-1]
 
 
 #: Per first character: the triggers starting with it, each with the shapes it stands for.
@@ -217,19 +238,42 @@ for _trigger in _TRIGGERS:
     )
 
 
+def _grouped(triggers: Iterable[str]) -> str:
+    """One alternation of ``triggers``, grouped by first character: ``a(?:kia|uth)|s(?:k-)``.
+
+    It matches where the flat alternation does, about twice as fast: at each position
+    the engine tries one branch per first character, not every trigger.
+    """
+    by_first: dict[str, list[str]] = {}
+    for trigger in triggers:
+        literal = _literal(trigger)
+        by_first.setdefault(literal, []).append(trigger[len(literal) :])
+    return "|".join(f"{literal}(?:{'|'.join(rests)})" for literal, rests in by_first.items())
+
+
+_TRIGGER = re.compile(_grouped(_TRIGGERS))
+
+
 def redact(text: str) -> str:
     """``text`` with every secret it appears to contain replaced by ``[redacted]``."""
     lower = text.lower()
     found = _TRIGGER.search(lower)
     if found is None:
         return text
-    for index in sorted(_triggered(lower, found.start())):
-        text = SHAPES[index].rewrite(text)
+    original, ascii_text = text, text.isascii()
+    for index, at in sorted(_triggered(lower, found.start()).items()):
+        shape = SHAPES[index]
+        # Positions are the original text's: only while nothing before changed it.
+        if shape.from_trigger and ascii_text and text is original:
+            text = shape.rewrite_from(text, at - 1)
+        else:
+            text = shape.rewrite(text)
     return text
 
 
-def _triggered(lower: str, at: int = 0) -> set[int]:
-    """The indexes of the shapes whose triggers occur in ``lower`` (none before ``at``).
+def _triggered(lower: str, at: int = 0) -> dict[int, int]:
+    """The indexes of the shapes whose triggers occur in ``lower`` (none before ``at``),
+    each with where its first trigger starts.
 
     A shape's pattern cannot match where none of its triggers occurs, so the others
     are skipped: most texts that hold a trigger name one shape, and running all twenty
@@ -240,23 +284,24 @@ def _triggered(lower: str, at: int = 0) -> set[int]:
     start inside it. (A lookahead finding every start is slower: it defeats the
     engine's skipping to the characters a trigger can start with.)
     """
-    wanted: set[int] = set()
+    first: dict[int, int] = {}
     search = _TRIGGER.search
     found: re.Match[str] | None = None
     if at == 0:
         found = search(lower)
         if found is None:
-            return wanted
+            return first
         at = found.start()
     while True:
         for trigger, shapes in _TRIGGERS_AT[lower[at]]:
-            if not shapes <= wanted and trigger.match(lower, at):
-                wanted |= shapes
-        if len(wanted) == len(SHAPES):
-            return wanted
+            if not shapes <= first.keys() and trigger.match(lower, at):
+                for index in shapes:
+                    first.setdefault(index, at)
+        if len(first) == len(SHAPES):
+            return first
         found = search(lower, at + 1)
         if found is None:
-            return wanted
+            return first
         at = found.start()
 
 
