@@ -23,7 +23,9 @@ The achieved rate is ``cards - 1`` over the time from the first card settled
 to the last; the fraction is achieved / allowed (goal: at least 0.95 with no
 429s). Every figure is given as min / median / max over ``--rounds`` rounds.
 
-Cards/s is cards sent / wall time of the delivery; latency is, per card, the
+Cards/s is cards sent / wall time of the delivery, from routing's start to the
+last card settled (not to the moment the bench's polling notices, up to 50 ms
+later); latency is, per card, the
 moment its delivery row was settled ``sent`` minus its incident's
 ``opened_at``. Goal (issue 4): at least 400 cards/s unpaced to a bare platform.
 
@@ -141,9 +143,10 @@ def one_run(
             channel.per_chat_rate = 10_000.0
         notifier = runtime.build_notifier({platform_name: channel})
 
-        async def deliver() -> float:
+        async def deliver() -> tuple[float, float]:
             await runtime.sweeper.sweep()
             started = time.perf_counter()
+            started_at = time.time()
             await asyncio.to_thread(notifier.route, runtime.clock())
             # The server's own loop of passes, woken as it is when paced conversations come due.
             stop = asyncio.Event()
@@ -155,11 +158,11 @@ def one_run(
                 await asyncio.sleep(0.05)
             stop.set()
             await passes
-            elapsed = time.perf_counter() - started
+            seen = time.perf_counter() - started
             await notifier.aclose()
-            return elapsed
+            return started_at, seen
 
-        elapsed = asyncio.run(deliver())
+        started_at, seen = asyncio.run(deliver())
         with runtime.store.engine.connect() as conn:
             rows = conn.execute(
                 select(deliveries.c.status, deliveries.c.updated_at, incidents.c.opened_at).join(
@@ -172,6 +175,8 @@ def one_run(
         limited = ours.recv()
         platform.join(timeout=30)
     sent = [r for r in rows if r.status == "sent"]
+    # The delivery ends with its last card settled; the loop above only notices at its next look.
+    elapsed = max(r.updated_at for r in sent) - started_at if sent else seen
     latencies = [r.updated_at - r.opened_at for r in sent]
     span = max(r.updated_at for r in sent) - min(r.updated_at for r in sent) if sent else 0.0
     per_chat_rate, global_rate = LIMITS[platform_name]
@@ -187,7 +192,9 @@ def one_run(
         "sent": len(sent),
         "not_sent": len(rows) - len(sent),
         "seconds": elapsed,
+        "seconds_until_seen": seen,
         "cards_per_s": len(sent) / elapsed,
+        "cards_per_s_until_seen": len(sent) / seen,
         "open_to_delivered_p50_s": common.percentile(latencies, 50),
         "open_to_delivered_p99_s": common.percentile(latencies, 99),
         "fake_429s": limited,
@@ -239,6 +246,7 @@ def show(backend: str, figures: common.Figures) -> None:
         rows = [
             ("cards sent / not sent (median)", f"{f['sent'][1]:.0f} / {f['not_sent'][1]:.0f}"),
             ("cards/s, wall (min/med/max)", mmm(f["cards_per_s"]) + "  (goal >= 400/s unpaced)"),
+            ("cards/s, until the bench saw it", mmm(f["cards_per_s_until_seen"])),
             ("first -> last settled, cards/s", mmm(f["achieved_per_s"])),
         ]
         if f["allowed_per_s"] is not None:
