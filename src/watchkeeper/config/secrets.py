@@ -20,6 +20,7 @@ SECRET_KEYS = frozenset(
         "public_key",
         "github_secret",
         "github_token",
+        "sentry_secret",
         "linear_secret",
         "auth_header",
     }
@@ -71,6 +72,7 @@ def _secret_sources(settings: Settings) -> list[tuple[str, str | None, str | Non
         ("forge.github_secret", settings.forge.github_secret, settings.forge.github_secret_env),
         ("forge.linear_secret", settings.forge.linear_secret, settings.forge.linear_secret_env),
         ("forge.github_token", settings.forge.github_token, settings.forge.github_token_env),
+        ("forge.sentry_secret", settings.forge.sentry_secret, settings.forge.sentry_secret_env),
     ]
 
 

@@ -254,10 +254,11 @@ class ForgeConfig(BaseModel):
     ``job_pattern`` finds job ids in a pull request's title, body or branch (its first group
     is the id): ``wk-job:j-...`` in text, ``wk-job/j-...`` in a branch name. With
     ``github_token_env``, a merge link also names who approved the pull request (its reviews,
-    read from ``github_api_url``). A Linear issue
-    becomes a job running ``linear_argv`` (``{identifier}``, ``{issue_id}`` and ``{url}`` are
-    filled in) on ``linear_fleet`` for ``linear_org``; without ``linear_argv`` the request is
-    kept as pending.
+    read from ``github_api_url``). A Sentry issue (an alert or a new issue) becomes a job
+    running ``sentry_argv`` on ``sentry_fleet`` for ``sentry_org``; a regression reopens it.
+    A Linear issue becomes a job running ``linear_argv`` (``{identifier}``, ``{issue_id}`` and
+    ``{url}`` are filled in) on ``linear_fleet`` for ``linear_org``; without ``linear_argv`` the
+    request is kept as pending.
     """
 
     model_config = ConfigDict(extra="forbid", frozen=True)
@@ -285,6 +286,21 @@ class ForgeConfig(BaseModel):
     github_api_url: str = Field(
         default="https://api.github.com",
         description="GitHub's REST API (a GitHub Enterprise server's `https://HOST/api/v3`)",
+    )
+    sentry_secret: str | None = Field(
+        default=None,
+        description="the Sentry integration's client secret, which signs its webhooks (prefer "
+        "`sentry_secret_env`)",
+    )
+    sentry_secret_env: str | None = Field(
+        default=None, description="the environment variable holding it"
+    )
+    sentry_org: str = Field(default="default", description="the org of jobs from Sentry")
+    sentry_fleet: str = Field(default="default", description="the fleet of jobs from Sentry")
+    sentry_argv: list[str] = Field(
+        default_factory=list,
+        description="the command a Sentry issue's job runs (`{issue_id}`, `{short_id}`, `{url}` "
+        "filled in); without it the request is kept as pending",
     )
     job_pattern: str = Field(
         default=r"wk-job[:/](j-[0-9a-f]{1,60})",

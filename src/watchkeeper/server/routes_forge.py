@@ -1,4 +1,4 @@
-"""``POST /webhooks/github`` and ``POST /webhooks/linear``: signed forge webhooks.
+"""``POST /webhooks/github``, ``/webhooks/linear`` and ``/webhooks/sentry``: signed webhooks.
 
 No bearer token: each request is signed by the forge with the secret in
 ``[forge]``. An unsigned, forged or stale request answers 401 and changes
@@ -16,6 +16,7 @@ from starlette.concurrency import run_in_threadpool
 from watchkeeper.server.deps import made_once, services
 from watchkeeper.server.routes_timeline import record_key
 from watchkeeper.timeline.forge import Forge, Refused
+from watchkeeper.timeline.sentry import Sentry
 
 router = APIRouter(tags=["webhooks"])
 
@@ -42,12 +43,37 @@ def forge_of(request: Request) -> Forge:
     return made_once(request.app, "forge", Forge, make)
 
 
+def sentry_of(request: Request) -> Sentry:
+    """The app's Sentry triage, built on first use."""
+    served = services(request)
+    config = served.settings.forge
+    queue = served.queue
+
+    def submit(title: str, payload: dict[str, Any]) -> str:
+        job = queue.submit(
+            title, org=config.sentry_org, fleet=config.sentry_fleet, payload=payload,
+            submitted_by="sentry",
+        )  # fmt: skip
+        return job.id
+
+    def resume(job_id: str, payload: dict[str, Any]) -> str:
+        return queue.resume(job_id, payload).id
+
+    def make() -> Sentry:
+        store = served.timeline.store
+        return Sentry(store, config, submit=submit, resume=resume, clock=served.timeline.clock)
+
+    return made_once(request.app, "sentry", Sentry, make)
+
+
 async def _handle(request: Request, source: str) -> dict[str, Any]:
     body = await request.body()
     headers = {name.lower(): value for name, value in request.headers.items()}
-    forge = forge_of(request)
+    handler = (
+        sentry_of(request).handle if source == "sentry" else getattr(forge_of(request), source)
+    )
     try:
-        answer = await run_in_threadpool(getattr(forge, source), headers, body)
+        answer = await run_in_threadpool(handler, headers, body)
     except Refused as exc:  # the same words serve every forge: say which one refused
         raise Refused(f"{source} webhook refused: {exc}") from None
     result: dict[str, Any] = answer.as_dict()
@@ -64,3 +90,9 @@ async def github(request: Request) -> dict[str, Any]:
 async def linear(request: Request) -> dict[str, Any]:
     """A Linear delivery: issues labelled for watchkeeper or in progress become jobs."""
     return await _handle(request, "linear")
+
+
+@router.post("/webhooks/sentry", response_model=None)
+async def sentry(request: Request) -> dict[str, Any]:
+    """A Sentry delivery: an alert or a new issue becomes a job; a regression reopens it."""
+    return await _handle(request, "sentry")

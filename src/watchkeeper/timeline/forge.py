@@ -100,7 +100,8 @@ def job_refs(pattern: str, *texts: str | None) -> list[str]:
     return found
 
 
-def _json(body: bytes) -> dict[str, Any]:
+def payload_of(body: bytes) -> dict[str, Any]:
+    """The JSON object of an authentic body; :class:`Refused` when it is not one."""
     try:
         payload = json.loads(body)
     except (ValueError, UnicodeDecodeError):
@@ -142,7 +143,7 @@ class Forge:
         """Handle one GitHub delivery (headers with lower-case names)."""
         secret = self._secret("github_secret")
         check_hmac(secret, body, headers.get("x-hub-signature-256"), prefix="sha256=")
-        payload = _json(body)
+        payload = payload_of(body)
         event = headers.get("x-github-event", "")
         digest = body_digest(body)
         delivery = headers.get("x-github-delivery") or digest
@@ -154,7 +155,7 @@ class Forge:
         if not pr.get("merged"):
             return Answer("ignored", {"reason": "closed without merging"})
         refs = job_refs(
-            self.config.job_pattern, pr.get("title"), pr.get("body"), _dig(pr, "head", "ref")
+            self.config.job_pattern, pr.get("title"), pr.get("body"), dig(pr, "head", "ref")
         )
         known = [job_id for job_id in refs if self.store.job_known(job_id)]
         links = [self._merge_link(job_id, pr, payload, delivery[:200]) for job_id in known]
@@ -177,15 +178,15 @@ class Forge:
             "kind": "merge",
             "url": str(pr.get("html_url") or "")[:2000],
             "title": str(pr.get("title") or "")[:500],
-            "actor": _dig(pr, "merged_by", "login") or _dig(payload, "sender", "login"),
+            "actor": dig(pr, "merged_by", "login") or dig(payload, "sender", "login"),
             "detail": {
-                "repository": _dig(payload, "repository", "full_name"),
+                "repository": dig(payload, "repository", "full_name"),
                 "number": pr.get("number"),
                 "merged_at": pr.get("merged_at"),
                 "merge_commit_sha": pr.get("merge_commit_sha"),
-                "branch": _dig(pr, "head", "ref"),
+                "branch": dig(pr, "head", "ref"),
                 "delivery": delivery,
-                **self._approvals(_dig(payload, "repository", "full_name"), pr.get("number")),
+                **self._approvals(dig(payload, "repository", "full_name"), pr.get("number")),
             },
         }
         return {**link, "signature": mac(self.key, link_body(link))}
@@ -219,7 +220,7 @@ class Forge:
         """Handle one Linear delivery (headers with lower-case names)."""
         secret = self._secret("linear_secret")
         check_hmac(secret, body, headers.get("linear-signature"))
-        payload = _json(body)
+        payload = payload_of(body)
         self._fresh(payload.get("webhookTimestamp"))
         data = payload.get("data")
         if payload.get("type") != "Issue" or not isinstance(data, dict) or not data.get("id"):
@@ -244,7 +245,7 @@ class Forge:
             for label in (labels if isinstance(labels, list) else [])
             if isinstance(label, dict)
         }
-        state = str(_dig(data, "state", "name") or "").lower()
+        state = str(dig(data, "state", "name") or "").lower()
         return self.config.linear_label.lower() in names or state == IN_PROGRESS
 
     def _request(self, delivery: str, data: dict[str, Any]) -> Answer:
@@ -260,7 +261,7 @@ class Forge:
             reason = "no job is submitted until [forge] linear_argv names the command to run"
             self.store.settle_request("linear", issue_id, job_id=None, reason=reason, now=now)
             return Answer("pending", {"issue": identifier, "reason": reason})
-        argv = [part.format_map(_Fill(detail)) for part in self.config.linear_argv]
+        argv = [part.format_map(Fill(detail)) for part in self.config.linear_argv]
         try:
             job_id = self.submit(title, {"argv": argv, "linear": detail})
         except Exception:
@@ -273,14 +274,14 @@ class Forge:
         return Answer("submitted", {"issue": identifier, "job_id": job_id})
 
 
-class _Fill(dict[str, Any]):
-    """Fills ``{identifier}``, ``{issue_id}`` and ``{url}``; anything else stays as written."""
+class Fill(dict[str, Any]):
+    """Fills a command's named fields (``{identifier}``, ``{url}``...); others stay as written."""
 
     def __missing__(self, key: str) -> str:
         return "{" + key + "}"
 
 
-def _dig(value: Any, *keys: str) -> Any:
+def dig(value: Any, *keys: str) -> Any:
     for key in keys:
         if not isinstance(value, dict):
             return None

@@ -11,6 +11,8 @@ from typing import Any
 
 import httpx
 
+from watchkeeper.errors import WatchkeeperError
+
 #: Reviews that change where a reviewer stands; comments and pending reviews do not.
 _DECIDING = frozenset({"APPROVED", "CHANGES_REQUESTED", "DISMISSED"})
 #: More reviews than any pull request has: a bound, not a limit anyone meets.
@@ -18,7 +20,7 @@ _MAX_PAGES = 10
 TIMEOUT_S = 10.0
 
 
-class ReviewsUnread(Exception):
+class ReviewsUnread(WatchkeeperError):
     """The reviews could not be read; the message says why."""
 
 
