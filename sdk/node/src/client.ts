@@ -86,15 +86,12 @@ export class Client implements Caller {
       body = JSON.stringify(options.json);
       headers["Content-Type"] = "application/json";
     }
+    // Timers take whole milliseconds; a wait's limit is fractional seconds.
+    const signal = AbortSignal.timeout(Math.ceil((options.timeoutS ?? this.timeoutS) * 1000));
     let response: Response;
     let content: string;
     try {
-      response = await fetch(this.url + withQuery(path, options.query), {
-        method,
-        headers,
-        body,
-        signal: AbortSignal.timeout((options.timeoutS ?? this.timeoutS) * 1000),
-      });
+      response = await fetch(this.url + withQuery(path, options.query), { method, headers, body, signal });
       content = await response.text();
     } catch (error) {
       throw unreachable(this.url, error);

@@ -11,6 +11,8 @@ import { join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
 import { promisify } from "node:util";
 
+import type { Client } from "../src/index.js";
+
 /** The repository (this file runs from `sdk/node/dist/test/`). */
 export const REPO = resolve(fileURLToPath(import.meta.url), "../../../../..");
 /** The command line of the repository's virtualenv, unless `WATCHKEEPER_BIN` names another. */
@@ -135,4 +137,14 @@ export async function until<T>(what: string, check: () => Promise<T | undefined 
     }
     await new Promise((resolve) => setTimeout(resolve, 50));
   }
+}
+
+/** The server the suites share and a client for each role, set in the test file's `before`. */
+export interface Api {
+  server: Served;
+  admin: Client;
+  reporter: Client;
+  viewer: Client;
+  /** A viewer whose token the procs suite fills with held waits. */
+  waiter: Client;
 }
