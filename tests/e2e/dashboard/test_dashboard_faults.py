@@ -8,6 +8,8 @@ from typing import Any
 import httpx
 from playwright.sync_api import expect
 
+from watchkeeper.queue.service import QueueService
+from watchkeeper.records.queue import NewRunner
 from watchkeeper.records.timeline import NewEvent, Usage
 from watchkeeper.store.tokens import Role
 from watchkeeper.timeline.service import TimelineService
@@ -115,3 +117,66 @@ def test_an_incident_page_shows_its_diagnosis_once(dashboard: Dashboard, pages: 
 
     page.reload()  # the history keeps it, once
     expect(page.locator("main").get_by_text(diagnosis)).to_have_count(1)
+
+
+def _queue(dashboard: Dashboard) -> QueueService:
+    runtime = dashboard.runtime
+    return QueueService(runtime.store, runtime.settings, clock=runtime.clock, launchers={})
+
+
+def _buttons(where: Any) -> Any:
+    return where.get_by_role("button")
+
+
+def test_job_buttons_follow_what_the_jobs_state_allows(dashboard: Dashboard, pages: Any) -> None:
+    queue = _queue(dashboard)
+    runner = queue.register(NewRunner("gpu", 1, "gpu-host-1", 4242, None, "gpu-1"))
+    running = queue.submit(
+        "train", org="acme", fleet="gpu", payload={"argv": ["true"]}, submitted_by="ci"
+    ).id
+    queue.lease(runner.id)
+    waiting = queue.submit(
+        "index", org="acme", fleet="gpu", payload={"argv": ["true"]}, submitted_by="ci"
+    ).id
+    finished = queue.submit(
+        "report", org="acme", fleet="tpu", payload={"argv": ["true"]}, submitted_by="ci"
+    ).id
+    queue.cancel(finished)
+
+    page = dashboard.login(pages(), "ana")
+    page.goto(f"{dashboard.url}/web/jobs")
+    row = page.locator(f'tr[data-job-id="{running}"]')
+    expect(_buttons(row)).to_have_text(["Cancel"])  # no delete while a task runs
+    expect(_buttons(page.locator(f'tr[data-job-id="{waiting}"]'))).to_have_text(
+        ["Cancel", "Delete"]
+    )
+    done = page.locator(f'tr[data-job-id="{finished}"]')
+    expect(_buttons(done)).to_have_text(["Retry", "Delete"])
+
+    # A press redraws its row's buttons for the job's new state.
+    done.get_by_role("button", name="Retry").click()
+    expect(page.locator("#answers")).to_contain_text("1 task queued again")
+    expect(_buttons(done)).to_have_text(["Cancel", "Delete"])
+
+    for job_id, shown in ((running, ["Cancel"]), (finished, ["Cancel", "Delete"])):
+        page.goto(f"{dashboard.url}/web/jobs/{job_id}")
+        expect(_buttons(page.locator("#job-actions"))).to_have_text(shown)
+    page.get_by_role("button", name="Cancel").click()
+    expect(page.locator("#answers")).to_contain_text("1 task cancelled")
+    expect(_buttons(page.locator("#job-actions"))).to_have_text(["Retry", "Delete"])
+
+
+def test_a_decided_incident_offers_only_what_still_applies(
+    dashboard: Dashboard, pages: Any
+) -> None:
+    page = dashboard.login(pages(), "ana")
+    incident = _stalled_incident(dashboard, page, "crawl-x", "crawl decided.example.org")
+    page.goto(f"{dashboard.url}{incident}")
+    actions = page.locator("#incident-actions")
+    expect(_buttons(actions)).to_have_text(["Retry", "Dismiss", "Ask to diagnose", "I am on it"])
+    actions.get_by_role("button", name="Dismiss").click()
+    expect(page.locator("#answers")).to_contain_text("dismissed")
+    expect(_buttons(actions)).to_have_text(["Ask to diagnose"])
+    page.reload()
+    expect(page.locator(".decision")).to_contain_text("Dismiss by @ana")
+    expect(_buttons(page.locator("#incident-actions"))).to_have_text(["Ask to diagnose"])

@@ -15,7 +15,7 @@ from fastapi.templating import Jinja2Templates
 from markupsafe import Markup
 
 from watchkeeper.redact import redact
-from watchkeeper.server.web import tasks
+from watchkeeper.server.web import jobsview, tasks
 from watchkeeper.server.web.session import Session, check_csrf
 
 HERE = Path(__file__).parent
@@ -76,6 +76,7 @@ templates.env.finalize = _printed
 templates.env.filters.update(ago=_ago, when=_time, money=_money, tokens=_tokens)
 templates.env.globals.update(
     task_icon=tasks.icon,
+    job_actions=jobsview.actions,
     task_label=tasks.label,
     task_interrupted=tasks.interrupted,
     INTERRUPTED_LABEL=tasks.INTERRUPTED_LABEL,

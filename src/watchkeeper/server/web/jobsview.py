@@ -18,7 +18,7 @@ from urllib.parse import urlencode
 
 from watchkeeper.queue import rollup
 from watchkeeper.queue.service import QueueService, unfinished
-from watchkeeper.records.queue import Job, JobStatus
+from watchkeeper.records.queue import CANCELLABLE, RETRYABLE, Job, JobStatus, TaskStatus
 
 STATUSES = tuple(s.value for s in JobStatus)
 SORTS = ("newest", "oldest")
@@ -80,6 +80,10 @@ class JobsView:
         encoded = urlencode(self.params(**changes))
         return "/web/jobs" + (f"?{encoded}" if encoded else "")
 
+    def fragment(self) -> str:
+        """The list alone for this view, as live updates fetch it."""
+        return "/web/fragments/jobs" + self.query().removeprefix("/web/jobs")
+
     @property
     def filtered(self) -> bool:
         """Whether any filter narrows the list."""
@@ -129,6 +133,50 @@ def find(queue: QueueService, view: JobsView) -> JobsPage:
     jobs = found.jobs[::-1] if view.sort == "oldest" else found.jobs
     shown = jobs[start : start + view.per]
     return JobsPage(tuple(shown), len(jobs) > start + view.per, found.scanned, found.cut)
+
+
+_CANCELS = frozenset(status.value for status in CANCELLABLE)
+_RETRIES = frozenset(status.value for status in RETRYABLE)
+
+
+def actions(job: Mapping[str, Any]) -> list[str]:
+    """What a press can do to ``job`` (its API form) now, by the rules the queue's control
+    applies: cancel stops unfinished tasks, retry restarts ended ones, delete is refused
+    while a task runs."""
+    statuses = {str(task["status"]) for task in job["tasks"]}
+    offered = []
+    if statuses & _CANCELS:
+        offered.append("cancel")
+    if statuses & _RETRIES:
+        offered.append("retry")
+    if TaskStatus.RUNNING.value not in statuses:
+        offered.append("delete")
+    return offered
+
+
+#: The most rows a live refresh keeps in view after they stopped matching the filters.
+MOST_KEPT = 200
+_JOB_ID = re.compile(r"^[a-z]-[0-9a-f]{1,60}$")
+
+
+def shown_ids(value: str | None) -> list[str]:
+    """The job ids a page shows (``shown=a,b,...`` from a live refresh), well-formed only."""
+    ids = [part for part in (value or "").split(",") if _JOB_ID.match(part)]
+    return list(dict.fromkeys(ids))[:MOST_KEPT]
+
+
+def keep_shown(queue: QueueService, page: JobsPage, view: JobsView, shown: list[str]) -> JobsPage:
+    """``page`` with the jobs a viewer still has on screen that stopped matching the filters
+    (a cancelled job under "queued"), in their place: a live list does not pull a row from
+    under the viewer's pointer. Deleted jobs do go."""
+    have = {job.id for job in page.jobs}
+    kept = [job for job in map(queue.find_job, (i for i in shown if i not in have)) if job]
+    if not kept:
+        return page
+    merged = sorted(
+        [*page.jobs, *kept], key=lambda j: (j.created_at, j.id), reverse=view.sort != "oldest"
+    )
+    return replace(page, jobs=tuple(merged))
 
 
 def by_day(jobs: tuple[Job, ...], group: bool) -> list[tuple[str, list[Job]]]:

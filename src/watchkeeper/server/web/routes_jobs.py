@@ -28,8 +28,13 @@ JobId = Path(pattern=r"^[a-z]-[0-9a-f]{1,60}$")
 TaskId = Path(pattern=r"^[a-z]-[0-9a-f]{1,60}$")
 
 
-def _list_context(queue: QueueService, view: jobsview.JobsView) -> dict[str, Any]:
+def _list_context(
+    queue: QueueService, view: jobsview.JobsView, on_screen: list[str] | None = None
+) -> dict[str, Any]:
     found = jobsview.find(queue, view)
+    matched = {job.id for job in found.jobs}
+    if on_screen:
+        found = jobsview.keep_shown(queue, found, view, on_screen)
     blocked = queue.blocked(list(found.jobs)) if found.jobs else {}
     marks = queue.marks([task for job in found.jobs for task in job.tasks])
     shown = [job_json(job, blocked, marks) for job in found.jobs]
@@ -41,6 +46,7 @@ def _list_context(queue: QueueService, view: jobsview.JobsView) -> dict[str, Any
             for day, jobs in jobsview.by_day(found.jobs, view.group)
         ],
         "page_info": found,
+        "unmatched": {job.id for job in found.jobs} - matched,
         "statuses": jobsview.STATUSES,
         "per_page": jobsview.PER_PAGE,
     }
@@ -56,6 +62,32 @@ async def jobs_page(request: Request, current: Session = Depends(session)) -> Re
     queue = services(request).queue
     context = await asyncio.to_thread(_list_context, queue, view)
     return page(request, "jobs.html", current, **context, **await chrome(request), title="Jobs")
+
+
+@router.get("/web/fragments/jobs", response_class=HTMLResponse)
+async def jobs_fragment(request: Request, current: Session = Depends(session)) -> HTMLResponse:
+    """The jobs list alone (the same view parameters as the page), for live updates."""
+    view = jobsview.JobsView.parse(request.query_params)
+    shown = jobsview.shown_ids(request.query_params.get("shown"))
+    context = await asyncio.to_thread(_list_context, services(request).queue, view, shown)
+    return page(request, "_jobs_list.html", current, **context)
+
+
+def _job_body(queue: QueueService, job_id: str) -> dict[str, Any]:
+    job = queue.job(job_id)
+    return job_json(job, {}, {})
+
+
+@router.get("/web/fragments/jobs/{job_id}/actions", response_class=HTMLResponse)
+async def job_actions_fragment(
+    request: Request, job_id: str = JobId, current: Session = Depends(session)
+) -> Response:
+    """A job's buttons alone, for what its state allows now; 404 once it is deleted."""
+    try:
+        body = await asyncio.to_thread(_job_body, services(request).queue, job_id)
+    except NotFound as exc:
+        return PlainTextResponse(f"{exc}\n", status_code=404)
+    return page(request, "_job_actions.html", current, job=body)
 
 
 def _timeline_context(request: Request, job_id: str, status: str) -> dict[str, Any]:

@@ -126,6 +126,9 @@ const wk = (() => {
     } finally {
       for (const button of form.querySelectorAll("button")) button.disabled = false;
     }
+    // The press moved what the part around it shows (its buttons follow the new state).
+    const part = form.closest("[data-src]");
+    if (part && part.id) refresh(part);
   }
 
   // Live parts: an element with data-src and data-on="event ..." is fetched again on those events.
@@ -135,7 +138,15 @@ const wk = (() => {
     if (busy.get(id)) { busy.set(id, "again"); return; }
     busy.set(id, "yes");
     try {
-      const response = await fetch(element.dataset.src, { credentials: "same-origin" });
+      let url = element.dataset.src;
+      const keep = element.dataset.keep;
+      if (keep) {
+        // Rows the viewer has on screen stay there while they still exist (see keep_shown).
+        const attribute = `data-${keep.replace(/[A-Z]/g, (c) => `-${c.toLowerCase()}`)}`;
+        const ids = [...element.querySelectorAll(`[${attribute}]`)].map((e) => e.getAttribute(attribute));
+        if (ids.length) url += `${url.includes("?") ? "&" : "?"}shown=${encodeURIComponent(ids.join(","))}`;
+      }
+      const response = await fetch(url, { credentials: "same-origin" });
       if (response.ok) {
         const current = document.getElementById(id);
         const open = current ? [...current.querySelectorAll("details")].map((d) => d.open) : [];
