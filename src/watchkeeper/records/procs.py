@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import datetime
 from enum import StrEnum
 from typing import Any
+
+from watchkeeper.records.filling import record_from_mapping
 
 
 class ProcStatus(StrEnum):
@@ -206,3 +209,28 @@ class SessionBreaker:
     progress_at: datetime | None
     progress_note: str | None
     last_wake_at: datetime | None
+
+
+#: The epoch columns of a ``proc_runs`` row.
+RUN_TIMES = (
+    "created_at",
+    "started_at",
+    "progress_at",
+    "finished_at",
+    "updated_at",
+    "abort_requested_at",
+)
+
+
+def run_from_columns(columns: Mapping[Any, Any]) -> ProcRun:
+    """A ``proc_runs`` row as a record, its JSON columns (``argv``, ``origin``) decoded."""
+    return record_from_mapping(
+        ProcRun,
+        columns,
+        times=RUN_TIMES,
+        argv=tuple(columns["argv"]),
+        user=columns["username"],
+        status=ProcStatus(columns["status"]),
+        detach=bool(columns["detach"]),
+        hook_state=HookState(columns["hook_state"]),
+    )

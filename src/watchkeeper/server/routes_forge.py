@@ -8,34 +8,37 @@ nothing; an endpoint whose secret is not configured answers 404. See
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from fastapi import APIRouter, Request
 from starlette.concurrency import run_in_threadpool
 
 from watchkeeper.server.deps import made_once, services
 from watchkeeper.server.routes_timeline import record_key
-from watchkeeper.timeline.forge import Forge, Refused
+from watchkeeper.timeline.forge import Forge, Refused, Submit
 from watchkeeper.timeline.sentry import Sentry
 
+if TYPE_CHECKING:
+    from watchkeeper.queue.service import QueueService
+
 router = APIRouter(tags=["webhooks"])
+
+
+def _submitter(queue: QueueService, org: str, fleet: str, source: str) -> Submit:
+    """The queue's own submit, bound to where ``source``'s jobs go: ``(title, payload) -> id``."""
+
+    def submit(title: str, payload: dict[str, Any]) -> str:
+        job = queue.submit(title, org=org, fleet=fleet, payload=payload, submitted_by=source)
+        return job.id
+
+    return submit
 
 
 def forge_of(request: Request) -> Forge:
     """The app's forge handler, built on first use."""
     served = services(request)
     config = served.settings.forge
-    queue = served.queue
-
-    def submit(title: str, payload: dict[str, Any]) -> str:
-        job = queue.submit(
-            title,
-            org=config.linear_org,
-            fleet=config.linear_fleet,
-            payload=payload,
-            submitted_by="linear",
-        )
-        return job.id
+    submit = _submitter(served.queue, config.linear_org, config.linear_fleet, "linear")
 
     def make() -> Forge:
         return served.timeline.forge(config, record_key(request), submit)
@@ -49,19 +52,13 @@ def sentry_of(request: Request) -> Sentry:
     config = served.settings.forge
     queue = served.queue
 
-    def submit(title: str, payload: dict[str, Any]) -> str:
-        job = queue.submit(
-            title, org=config.sentry_org, fleet=config.sentry_fleet, payload=payload,
-            submitted_by="sentry",
-        )  # fmt: skip
-        return job.id
-
     def resume(job_id: str, payload: dict[str, Any]) -> str:
         return queue.resume(job_id, payload).id
 
     def make() -> Sentry:
-        store = served.timeline.store
-        return Sentry(store, config, submit=submit, resume=resume, clock=served.timeline.clock)
+        submit = _submitter(queue, config.sentry_org, config.sentry_fleet, "sentry")
+        store, clock = served.timeline.store, served.timeline.clock
+        return Sentry(store, config, submit=submit, resume=resume, clock=clock)
 
     return made_once(request.app, "sentry", Sentry, make)
 

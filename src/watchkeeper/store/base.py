@@ -2,15 +2,13 @@
 
 from __future__ import annotations
 
-import dataclasses
-import functools
 from collections.abc import Collection, Iterator, Mapping
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from sqlalchemy import Connection, Engine, Row, Table, and_, insert, update
 
-from watchkeeper.clock import from_epoch
+from watchkeeper.records.filling import record_from_mapping
 from watchkeeper.store.engine import is_sqlite, translate_errors, write_transaction
 
 if TYPE_CHECKING:
@@ -41,11 +39,6 @@ class Accessor:
             yield conn
 
 
-@functools.cache
-def _field_names(record: type[Any]) -> tuple[str, ...]:
-    return tuple(field.name for field in dataclasses.fields(record))
-
-
 def record_from_row(
     record: type[R],
     row: Row[Any] | Mapping[str, Any],
@@ -53,16 +46,10 @@ def record_from_row(
     times: Collection[str] = (),
     **given: Any,
 ) -> R:
-    """``record`` filled from the row's columns of the same names.
-
-    Fields named in ``times`` are epoch columns and become aware times;
-    ``given`` fills the rest: enums, renamed columns, values the row does not hold.
-    """
+    """``record`` filled from the row's columns of the same names (see
+    :func:`watchkeeper.records.filling.record_from_mapping`)."""
     m: Mapping[Any, Any] = row._mapping if isinstance(row, Row) else row
-    values = {name: m[name] for name in _field_names(record) if name not in given}
-    for name in times:
-        values[name] = from_epoch(m[name])
-    return record(**values, **given)
+    return record_from_mapping(record, m, times=times, **given)
 
 
 def upsert(

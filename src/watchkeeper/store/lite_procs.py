@@ -20,15 +20,22 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from watchkeeper.clock import from_epoch, to_epoch
+from watchkeeper.clock import to_epoch
 from watchkeeper.errors import NotFound, StoreError, StoreUnavailable, ValueRefused
-from watchkeeper.records.procs import ACTIVE, HookState, NewProc, ProcRun, ProcStatus, Started
+from watchkeeper.records.procs import (
+    ACTIVE,
+    HookState,
+    NewProc,
+    ProcRun,
+    ProcStatus,
+    Started,
+    run_from_columns,
+)
 
 #: As :data:`watchkeeper.store.engine.SQLITE_BUSY_TIMEOUT_MS`, which loads SQLAlchemy.
 BUSY_TIMEOUT_MS = 30_000
 _ACTIVE = tuple(status.value for status in ACTIVE)
 _IS_ACTIVE = f"status IN ({', '.join('?' * len(_ACTIVE))})"
-_TIMES = ("created_at", "started_at", "progress_at", "finished_at", "updated_at")
 #: A value that says "one more than now" in an update, as ``version + 1`` does.
 _NEXT = object()
 
@@ -265,40 +272,11 @@ class LiteRuns:
 
 
 def _run(row: sqlite3.Row) -> ProcRun:
-    m = dict(zip(row.keys(), row, strict=True))
-    times = {name: from_epoch(m[name]) for name in (*_TIMES, "abort_requested_at")}
-    return ProcRun(
-        run_id=m["run_id"],
-        name=m["name"],
-        argv=tuple(json.loads(m["argv"])),
-        cwd=m["cwd"],
-        host=m["host"],
-        user=m["username"],
-        boot_id=m["boot_id"],
-        status=ProcStatus(m["status"]),
-        detach=bool(m["detach"]),
-        shim_pid=m["shim_pid"],
-        shim_start=m["shim_start"],
-        pid=m["pid"],
-        pid_start=m["pid_start"],
-        pgid=m["pgid"],
-        budget_s=m["budget_s"],
-        timeout_s=m["timeout_s"],
-        origin=None if m["origin"] is None else json.loads(m["origin"]),
-        session=m["session"],
-        on_done_cmd=m["on_done_cmd"],
-        on_done_url=m["on_done_url"],
-        exit_code=m["exit_code"],
-        signal=m["signal"],
-        reason=m["reason"],
-        step=m["step"],
-        log_size=m["log_size"],
-        log_mtime=m["log_mtime"],
-        version=m["version"],
-        hook_state=HookState(m["hook_state"]),
-        hook_error=m["hook_error"],
-        **times,
-    )
+    columns = dict(zip(row.keys(), row, strict=True))
+    # The JSON columns, as SQLAlchemy's JSON type decodes them for the full store.
+    columns["argv"] = json.loads(columns["argv"])
+    columns["origin"] = None if columns["origin"] is None else json.loads(columns["origin"])
+    return run_from_columns(columns)
 
 
 @contextmanager

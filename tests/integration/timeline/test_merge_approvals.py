@@ -19,8 +19,8 @@ from typing import Any
 import pytest
 
 from tests.integration.queue.conftest import make_service, submit
-from tests.integration.server import LiveServer, live_server
-from tests.integration.timeline.test_webhooks import _github, _merged, _serve
+from tests.integration.server import LiveServer
+from tests.integration.timeline.test_webhooks import GITHUB_SECRET, _github, _merged, serving
 from watchkeeper.client import Client
 from watchkeeper.clock import ManualClock
 from watchkeeper.queue.service import QueueService
@@ -28,6 +28,7 @@ from watchkeeper.store import Store
 from watchkeeper.timeline import record
 
 TOKEN = "ghp_test_reviews_token"
+SIGNED = {"github_secret": GITHUB_SECRET}
 #: PR 42's reviews, oldest first, over two pages.
 REVIEWS = [
     {"id": 1, "user": {"login": "alice"}, "state": "CHANGES_REQUESTED"},
@@ -93,15 +94,6 @@ def github() -> Iterator[FakeGitHub]:
     fake.server_close()
 
 
-def _server(
-    tmp_path: Path, store: Store, clock: ManualClock, forge: dict[str, Any]
-) -> Iterator[LiveServer]:
-    runtime = _serve(tmp_path, store, clock, {"github_secret": "github-webhook-secret", **forge})
-    with live_server(runtime) as live:
-        yield live
-    runtime.sweeper.close()
-
-
 def _merge_link(server: LiveServer, queue: QueueService) -> dict[str, Any]:
     job = submit(queue)
     answer = _github(server, _merged(f"Closes wk-job:{job.id}"))
@@ -126,7 +118,7 @@ def test_the_merge_link_names_each_reviewer_whose_last_word_approved(
 ) -> None:  # fmt: skip
     monkeypatch.setenv("WK_TEST_GITHUB_TOKEN", TOKEN)
     forge = {"github_token_env": "WK_TEST_GITHUB_TOKEN", "github_api_url": github.url}
-    for server in _server(tmp_path, store, clock, forge):
+    with serving(tmp_path, store, clock, {**SIGNED, **forge}) as server:
         detail = _merge_link(server, queue)
     assert detail["approved_by"] == ["bob", "alice"]  # in the order they approved
     assert "approvals_unread" not in detail
@@ -136,7 +128,7 @@ def test_the_merge_link_names_each_reviewer_whose_last_word_approved(
 def test_without_a_token_the_link_says_approvals_were_not_read(
     tmp_path: Path, store: Store, clock: ManualClock, queue: QueueService, github: FakeGitHub
 ) -> None:
-    for server in _server(tmp_path, store, clock, {"github_api_url": github.url}):
+    with serving(tmp_path, store, clock, {**SIGNED, "github_api_url": github.url}) as server:
         detail = _merge_link(server, queue)
     assert detail["approved_by"] is None
     assert "github_token_env" in detail["approvals_unread"]
@@ -149,12 +141,12 @@ def test_a_refused_or_unreachable_api_is_said_on_the_link_and_the_merge_still_li
 ) -> None:  # fmt: skip
     monkeypatch.setenv("WK_TEST_GITHUB_TOKEN", "ghp_wrong")
     forge = {"github_token_env": "WK_TEST_GITHUB_TOKEN", "github_api_url": github.url}
-    for server in _server(tmp_path, store, clock, forge):
+    with serving(tmp_path, store, clock, {**SIGNED, **forge}) as server:
         refused = _merge_link(server, queue)
     assert refused["approved_by"] is None
     assert "401" in refused["approvals_unread"] and "Bad credentials" in refused["approvals_unread"]
     forge["github_api_url"] = "http://127.0.0.1:9"
-    for server in _server(tmp_path / "again", store, clock, forge):
+    with serving(tmp_path / "again", store, clock, {**SIGNED, **forge}) as server:
         unreachable = _merge_link(server, queue)
     assert unreachable["approved_by"] is None
     assert "cannot reach" in unreachable["approvals_unread"]

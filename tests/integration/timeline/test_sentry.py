@@ -19,8 +19,8 @@ import httpx
 import pytest
 
 from tests.integration.queue.conftest import make_service
-from tests.integration.server import LiveServer, live_server
-from tests.integration.timeline.test_webhooks import _serve
+from tests.integration.server import LiveServer
+from tests.integration.timeline.test_webhooks import serving
 from watchkeeper.clock import ManualClock
 from watchkeeper.queue.service import QueueService
 from watchkeeper.store import Store
@@ -37,10 +37,8 @@ def server(tmp_path: Path, store: Store, clock: ManualClock) -> Iterator[LiveSer
         "sentry_fleet": "cpu",
         "sentry_argv": ["triage", "--issue", "{short_id}", "{url}"],
     }
-    runtime = _serve(tmp_path, store, clock, forge)
-    with live_server(runtime) as live:
+    with serving(tmp_path, store, clock, forge) as live:
         yield live
-    runtime.sweeper.close()
 
 
 @pytest.fixture
@@ -190,8 +188,6 @@ def test_other_resources_are_ignored_and_an_unconfigured_endpoint_is_off(
         "ignored"
     )
     assert _send(server, "comment", {"action": "created"}, clock).json()["outcome"] == "ignored"
-    runtime = _serve(tmp_path / "off", store, clock, {})
-    with live_server(runtime) as off:
+    with serving(tmp_path / "off", store, clock, {}) as off:
         answer = _send(off, "event_alert", _alert(), clock)
-    runtime.sweeper.close()
     assert answer.status_code == 404 and "sentry_secret" in answer.json()["error"]["message"]

@@ -6,6 +6,7 @@ import hashlib
 import hmac
 import json
 from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -34,6 +35,19 @@ def _serve(tmp_path: Path, store: Store, clock: ManualClock, forge: dict[str, An
     return Runtime.open(settings, clock=clock, store=store, notifier=OpsNotifier(settings.ops))
 
 
+@contextmanager
+def serving(
+    tmp_path: Path, store: Store, clock: ManualClock, forge: dict[str, Any]
+) -> Iterator[LiveServer]:
+    """A live server whose ``[forge]`` table is ``forge``, its sweeper closed after."""
+    runtime = _serve(tmp_path, store, clock, forge)
+    try:
+        with live_server(runtime) as live:
+            yield live
+    finally:
+        runtime.sweeper.close()
+
+
 @pytest.fixture
 def server(
     tmp_path: Path, store: Store, clock: ManualClock, monkeypatch: pytest.MonkeyPatch
@@ -46,10 +60,8 @@ def server(
         "linear_org": "acme",
         "linear_fleet": "cpu",
     }
-    runtime = _serve(tmp_path, store, clock, forge)
-    with live_server(runtime) as live:
+    with serving(tmp_path, store, clock, forge) as live:
         yield live
-    runtime.sweeper.close()
 
 
 @pytest.fixture

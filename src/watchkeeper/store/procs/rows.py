@@ -6,20 +6,12 @@ from typing import Any
 
 from sqlalchemy import ColumnElement, Row
 
-from watchkeeper.records.procs import ACTIVE, HookState, Park, ParkState, ProcRun, ProcStatus
+from watchkeeper.records.procs import ACTIVE, Park, ParkState, ProcRun, run_from_columns
 from watchkeeper.store.base import record_from_row
 from watchkeeper.store.schema_procs import proc_runs
 
 ACTIVE_STATUSES = [status.value for status in ACTIVE]
 R = proc_runs.c
-_RUN_TIMES = (
-    "created_at",
-    "started_at",
-    "progress_at",
-    "finished_at",
-    "updated_at",
-    "abort_requested_at",
-)
 
 
 def kept_by(engine_key: str) -> ColumnElement[bool]:
@@ -35,17 +27,7 @@ def kept_by(engine_key: str) -> ColumnElement[bool]:
 
 def run_from_row(row: Row[Any]) -> ProcRun:
     """A full ``proc_runs`` row as a record."""
-    m = row._mapping
-    return record_from_row(
-        ProcRun,
-        row,
-        times=_RUN_TIMES,
-        argv=tuple(m["argv"]),
-        user=m["username"],
-        status=ProcStatus(m["status"]),
-        detach=bool(m["detach"]),
-        hook_state=HookState(m["hook_state"]),
-    )
+    return run_from_columns(row._mapping)
 
 
 def park_from_row(row: Row[Any]) -> Park:
