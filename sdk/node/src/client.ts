@@ -24,7 +24,18 @@ import { Jobs, Runners } from "./queue.js";
 import { Silences } from "./silences.js";
 import { Timeline } from "./timeline.js";
 import type { Incident, JsonObject, Origin, Overview, Replicas, Run, RunDetail, Runbook } from "./types.js";
-import { DEFAULT_URL, RUNS_PATH, TIMEOUT_S, TOKEN_ENV, URL_ENV, answerOf, movePath, present, unreachable, withQuery } from "./wire.js";
+import {
+  DEFAULT_URL,
+  RUNS_PATH,
+  TIMEOUT_S,
+  TOKEN_ENV,
+  URL_ENV,
+  answerOf,
+  movePath,
+  present,
+  unreachable,
+  withQuery,
+} from "./wire.js";
 
 /** Tells the server a press came from the command line (it can name nothing else). */
 export const CLIENT_HEADER = "X-Watchkeeper-Client";
@@ -110,7 +121,12 @@ export class Client implements Caller {
    * `deadline` (seconds on `performance.now()`'s clock; `null`: no end) is when to stop
    * asking: the last {@link Busy} is thrown.
    */
-  async requestWhenFree(method: string, path: string, deadline: number | null, options: RequestOptions = {}): Promise<unknown> {
+  async requestWhenFree(
+    method: string,
+    path: string,
+    deadline: number | null,
+    options: RequestOptions = {},
+  ): Promise<unknown> {
     for (;;) {
       try {
         return await this.request(method, path, options);
@@ -175,7 +191,12 @@ export class Client implements Caller {
    * Start a run, call `work` with it, then finish the run, or fail it with what `work`
    * threw (which is thrown again). Resolves to what `work` returned.
    */
-  async run<T>(kind: string, title: string, work: (run: RunHandle) => Promise<T> | T, options: StartOptions = {}): Promise<T> {
+  async run<T>(
+    kind: string,
+    title: string,
+    work: (run: RunHandle) => Promise<T> | T,
+    options: StartOptions = {},
+  ): Promise<T> {
     const started = await this.start(kind, title, options);
     const handle = new RunHandle(this, kind, title, String(started.run_id));
     let result: T;
@@ -201,7 +222,10 @@ export class Client implements Caller {
    * and `card` (its chat card's sending state).
    */
   getRun(kind: string, runId: string): Promise<RunDetail> {
-    return this.requestObject<RunDetail>("GET", `${RUNS_PATH}/${encodeURIComponent(kind)}/${encodeURIComponent(runId)}`);
+    return this.requestObject<RunDetail>(
+      "GET",
+      `${RUNS_PATH}/${encodeURIComponent(kind)}/${encodeURIComponent(runId)}`,
+    );
   }
 
   /** The replicas sharing the server's database: each one's heartbeat, and who leads. */
@@ -250,7 +274,10 @@ export class RunHandle {
 export class Incidents extends ApiPart {
   /** Incidents, newest first; `status` may be live, open, recovered or resolved. */
   list(options: { status?: string; limit?: number } = {}): Promise<Incident[]> {
-    return this.listed<Incident>("/api/v1/incidents", "incidents", { limit: options.limit ?? 200, status: options.status || undefined });
+    return this.listed<Incident>("/api/v1/incidents", "incidents", {
+      limit: options.limit ?? 200,
+      status: options.status || undefined,
+    });
   }
 
   /** One incident with its history, buttons, decision, presses and action journal. */
@@ -265,10 +292,16 @@ export class Incidents extends ApiPart {
    * command line" instead. A press that loses throws {@link WatchkeeperError} (409 already
    * decided or stale, 403 refused, 422 not offered) whose message says who won.
    */
-  async decide(incidentId: number, action: string, options: { stateToken?: string; via?: "api" | "cli" } = {}): Promise<JsonObject> {
+  async decide(
+    incidentId: number,
+    action: string,
+    options: { stateToken?: string; via?: "api" | "cli" } = {},
+  ): Promise<JsonObject> {
     const via = options.via ?? "api";
     if (via !== "api" && via !== "cli") {
-      throw new TypeError(`via must be 'api' or 'cli', not '${String(via)}': the server names the dashboard's and the chat platforms' presses itself`);
+      throw new TypeError(
+        `via must be 'api' or 'cli', not '${String(via)}': the server names the dashboard's and the chat platforms' presses itself`,
+      );
     }
     const stateToken = options.stateToken ?? String((await this.get(incidentId)).state_token);
     return this.client.requestObject("POST", `/api/v1/incidents/${incidentId}/decide`, {
@@ -284,7 +317,9 @@ export class Incidents extends ApiPart {
 
   /** "I am on it": mark yourself as looking at the incident, without deciding. */
   ack(incidentId: number, options: { via?: "api" | "cli" } = {}): Promise<JsonObject> {
-    return this.client.requestObject("POST", `/api/v1/incidents/${incidentId}/ack`, { headers: { [CLIENT_HEADER]: options.via ?? "api" } });
+    return this.client.requestObject("POST", `/api/v1/incidents/${incidentId}/ack`, {
+      headers: { [CLIENT_HEADER]: options.via ?? "api" },
+    });
   }
 }
 
@@ -297,7 +332,8 @@ export class Runbooks extends ApiPart {
 
   /** Switch one on or off (admins only). */
   switch(name: string, enabled: boolean): Promise<Runbook> {
-    return this.client.requestObject<Runbook>("PUT", `/api/v1/runbooks/${encodeURIComponent(name)}`, { json: { enabled } });
+    return this.client.requestObject<Runbook>("PUT", `/api/v1/runbooks/${encodeURIComponent(name)}`, {
+      json: { enabled },
+    });
   }
 }
-

@@ -33,7 +33,9 @@ export class WatchkeeperError extends Error {
   }
 
   override toString(): string {
-    return this.status ? `${this.name}: ${this.message} (HTTP ${this.status}, ${this.code})` : `${this.name}: ${this.message}`;
+    return this.status
+      ? `${this.name}: ${this.message} (HTTP ${this.status}, ${this.code})`
+      : `${this.name}: ${this.message}`;
   }
 }
 

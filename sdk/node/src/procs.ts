@@ -75,7 +75,9 @@ export class Procs extends ApiPart {
 
   /** The end of the run's output, secrets redacted. */
   async log(runId: string, tailBytes = 65536): Promise<string> {
-    const answer = await this.client.requestObject<LogPiece>("GET", at(runId, "log"), { query: { tail_bytes: tailBytes } });
+    const answer = await this.client.requestObject<LogPiece>("GET", at(runId, "log"), {
+      query: { tail_bytes: tailBytes },
+    });
     return String(answer.text);
   }
 
@@ -150,7 +152,12 @@ export class Procs extends ApiPart {
   }
 
   /** Record that `session` hands back, waiting on run `until`. */
-  park(session: string, until: string, reason: string, options: { wakeCmd?: string; progress?: string } = {}): Promise<Park> {
+  park(
+    session: string,
+    until: string,
+    reason: string,
+    options: { wakeCmd?: string; progress?: string } = {},
+  ): Promise<Park> {
     return this.post<Park>(`${PREFIX}/parks`, {
       session,
       until,

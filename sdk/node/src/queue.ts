@@ -184,7 +184,12 @@ export class Runners extends ApiPart {
   }
 
   /** Record failure under the lease. */
-  fail(taskId: string, leaseToken: string, reason: string, options: { fingerprint?: string; exitCode?: number } = {}): Promise<Task> {
+  fail(
+    taskId: string,
+    leaseToken: string,
+    reason: string,
+    options: { fingerprint?: string; exitCode?: number } = {},
+  ): Promise<Task> {
     return this.post<Task>(task(taskId, "fail"), {
       lease_token: leaseToken,
       reason,

@@ -58,7 +58,10 @@ it("the examples of docs/sdk-node.md type-check against the SDK", () => {
   }
   const prelude = `import { ${[...imported].join(", ")} } from "watchkeeper";\ndeclare const client: Client;\n`;
   for (const [name, body] of files) {
-    files.set(name, `${prelude}export async function example(): Promise<void> {\n${body}\n}\nvoid [${[...imported].join(", ")}];\n`);
+    files.set(
+      name,
+      `${prelude}export async function example(): Promise<void> {\n${body}\n}\nvoid [${[...imported].join(", ")}];\n`,
+    );
   }
   const options: ts.CompilerOptions = {
     target: ts.ScriptTarget.ES2022,
@@ -84,7 +87,10 @@ it("the examples of docs/sdk-node.md type-check against the SDK", () => {
   };
   const program = ts.createProgram([...files.keys()], options, host);
   const problems = ts.getPreEmitDiagnostics(program).map((problem) => {
-    const where = problem.file && problem.start !== undefined ? problem.file.getLineAndCharacterOfPosition(problem.start) : undefined;
+    const where =
+      problem.file && problem.start !== undefined
+        ? problem.file.getLineAndCharacterOfPosition(problem.start)
+        : undefined;
     const block = problem.file ? /docs-example-(\d+)/.exec(problem.file.fileName)?.[1] : undefined;
     // The page's line: the block's first line, plus the line in the wrapped body (after 3 of prelude).
     const line = block && where ? Number(block) + where.line - 2 : "?";

@@ -10,7 +10,14 @@ import type { Api } from "./server.js";
 export function queue(api: Api): void {
   describe("jobs and runners", () => {
     it("a job is submitted, leased, shipped, completed, recorded and resumed", async () => {
-      const job = await api.admin.jobs.submit("nightly build", { org: "acme", fleet: "cpu", argv: ["make", "all"], payload: { env: "ci" }, maxAttempts: 2, leaseS: 60 });
+      const job = await api.admin.jobs.submit("nightly build", {
+        org: "acme",
+        fleet: "cpu",
+        argv: ["make", "all"],
+        payload: { env: "ci" },
+        maxAttempts: 2,
+        leaseS: 60,
+      });
       assert.equal(job.status, "queued");
       assert.deepEqual(job.payload, { env: "ci", argv: ["make", "all"] });
       const queued = job.tasks[0];
@@ -19,18 +26,32 @@ export function queue(api: Api): void {
       assert.ok((await api.viewer.jobs.list({ org: "acme", status: "queued" })).some((found) => found.id === job.id));
       assert.deepEqual(await api.viewer.jobs.list({ org: "nobody" }), []);
 
-      const runner = await api.reporter.runners.register("cpu", { capacity: 2, host: "build-1", pid: 4242, org: "acme", name: "node" });
+      const runner = await api.reporter.runners.register("cpu", {
+        capacity: 2,
+        host: "build-1",
+        pid: 4242,
+        org: "acme",
+        name: "node",
+      });
       assert.equal(runner.fleet, "cpu");
       assert.ok((await api.viewer.runners.list()).some((found) => found.id === runner.id));
       assert.equal((await api.reporter.runners.heartbeat(runner.id)).id, runner.id);
       const [task] = await api.reporter.runners.lease(runner.id, 1);
       assert.ok(task?.lease_token);
       assert.equal(task.id, queued.id);
-      assert.equal((await api.reporter.runners.renew(task.id, task.lease_token, { progressed: true, step: "compiling" })).id, task.id);
+      assert.equal(
+        (await api.reporter.runners.renew(task.id, task.lease_token, { progressed: true, step: "compiling" })).id,
+        task.id,
+      );
       const topology = await api.viewer.runners.topology();
       assert.ok(JSON.stringify(topology).includes(task.id));
 
-      const shipped = await api.reporter.runners.shipOutput(task.id, task.lease_token, { offset: 0, end: 6, output: "built\n", final: true });
+      const shipped = await api.reporter.runners.shipOutput(task.id, task.lease_token, {
+        offset: 0,
+        end: 6,
+        output: "built\n",
+        final: true,
+      });
       assert.equal(shipped.next_offset, 6);
       const whole = await api.viewer.jobs.output(task.id, { all: true });
       assert.match(String(whole.output), /built/);
@@ -62,15 +83,25 @@ export function queue(api: Api): void {
 
     it("failures, batch outcomes, a lost lease, retry, cancel and delete", async () => {
       const runner = await api.reporter.runners.register("gpu", { capacity: 3, host: "build-2", pid: 7 });
-      const jobs = await Promise.all(["a", "b", "c"].map((title) => api.admin.jobs.submit(title, { org: "acme", fleet: "gpu", argv: ["true"], rerunnable: false })));
+      const jobs = await Promise.all(
+        ["a", "b", "c"].map((title) =>
+          api.admin.jobs.submit(title, { org: "acme", fleet: "gpu", argv: ["true"], rerunnable: false }),
+        ),
+      );
       const leased = await api.reporter.runners.lease(runner.id, 3);
       assert.equal(leased.length, 3);
       const [first, second, third] = leased;
       assert.ok(first?.lease_token && second?.lease_token && third?.lease_token);
 
-      const failed = await api.reporter.runners.fail(first.id, first.lease_token, "exit 2", { fingerprint: "fp", exitCode: 2 });
+      const failed = await api.reporter.runners.fail(first.id, first.lease_token, "exit 2", {
+        fingerprint: "fp",
+        exitCode: 2,
+      });
       assert.equal(failed.status, "failed");
-      await assert.rejects(api.reporter.runners.renew(first.id, first.lease_token), (error: unknown) => error instanceof WatchkeeperError && error.code === "lease_lost");
+      await assert.rejects(
+        api.reporter.runners.renew(first.id, first.lease_token),
+        (error: unknown) => error instanceof WatchkeeperError && error.code === "lease_lost",
+      );
 
       const outcomes = await api.reporter.runners.report([
         { task_id: second.id, lease_token: second.lease_token, exit_code: 0 },
@@ -97,8 +128,30 @@ export function queue(api: Api): void {
     it("events are emitted, read back, priced and summed", async () => {
       const at = new Date(Date.now() - 60_000);
       const emitted = await api.admin.timeline.emitBatch([
-        { phase: "implementer", job_id: "j-node", task_id: "t-node", round: 1, role: "implementer", model: "claude-haiku-4-5", provider: "anthropic", input_tokens: 12_000, cache_read_tokens: 9_000, output_tokens: 800, duration_s: 41.5, outcome: "ok", at },
-        { phase: "verify", job_id: "j-node", task_id: "t-node", round: 1, outcome: "failed", fingerprint: "abc", detail: null },
+        {
+          phase: "implementer",
+          job_id: "j-node",
+          task_id: "t-node",
+          round: 1,
+          role: "implementer",
+          model: "claude-haiku-4-5",
+          provider: "anthropic",
+          input_tokens: 12_000,
+          cache_read_tokens: 9_000,
+          output_tokens: 800,
+          duration_s: 41.5,
+          outcome: "ok",
+          at,
+        },
+        {
+          phase: "verify",
+          job_id: "j-node",
+          task_id: "t-node",
+          round: 1,
+          outcome: "failed",
+          fingerprint: "abc",
+          detail: null,
+        },
       ]);
       assert.equal(emitted.accepted, 2);
       assert.equal(emitted.unpriced, 0);
@@ -107,13 +160,19 @@ export function queue(api: Api): void {
       assert.deepEqual(await api.admin.timeline.emitBatch([]), { accepted: 0, cost: 0, unpriced: 0 });
 
       const events = await api.viewer.timeline.events({ jobId: "j-node" });
-      assert.deepEqual(events.map((event) => event.phase), ["implementer", "verify", "verify"]);
+      assert.deepEqual(
+        events.map((event) => event.phase),
+        ["implementer", "verify", "verify"],
+      );
       assert.equal(Date.parse(events[0]?.at ?? ""), at.getTime());
       assert.equal((await api.viewer.timeline.events({ taskId: "t-node" })).length, 2);
       assert.equal(typeof (await api.viewer.timeline.lastProgressAt("t-node")), "string");
       assert.equal(await api.viewer.timeline.lastProgressAt("t-none"), null);
 
-      const spend = await api.viewer.timeline.spend("model", { jobId: "j-node", since: new Date(Date.now() - 3_600_000) });
+      const spend = await api.viewer.timeline.spend("model", {
+        jobId: "j-node",
+        since: new Date(Date.now() - 3_600_000),
+      });
       assert.equal(spend.by, "model");
       assert.equal(spend.groups[0]?.key, "claude-haiku-4-5");
       assert.equal(spend.totals.calls, 1);
@@ -124,7 +183,11 @@ export function queue(api: Api): void {
     it("a bad event is refused with its index and field; too many are refused before sending", async () => {
       await assert.rejects(
         api.admin.timeline.emitBatch([{ phase: "ok" }, { phase: "bad", input_tokens: -1 }]),
-        (error: unknown) => error instanceof WatchkeeperError && error.status === 422 && /1/.test(error.message) && /input_tokens/.test(error.message),
+        (error: unknown) =>
+          error instanceof WatchkeeperError &&
+          error.status === 422 &&
+          /1/.test(error.message) &&
+          /input_tokens/.test(error.message),
       );
       const many = Array.from({ length: MAX_BATCH + 1 }, () => ({ phase: "x" }));
       await assert.rejects(api.admin.timeline.emitBatch(many), { status: 0, code: "too_many" });

@@ -10,7 +10,12 @@ import { type Api, freePort, until } from "./server.js";
 export function runs(api: Api): void {
   describe("reports", () => {
     it("start, progress, heartbeat, waiting and finish move a run", async () => {
-      const started = await api.reporter.start("crawl", "crawl example.org", { runId: "node-1", expectedS: 60, leaseS: 120, effects: "none" });
+      const started = await api.reporter.start("crawl", "crawl example.org", {
+        runId: "node-1",
+        expectedS: 60,
+        leaseS: 120,
+        effects: "none",
+      });
       assert.equal(started.run_id, "node-1");
       assert.equal(started.status, "running");
       assert.equal(started.lease_s, 120);
@@ -47,7 +52,9 @@ export function runs(api: Api): void {
       assert.equal(typeof diagnosed.diagnosis, "string");
       const decided = await api.admin.incidents.decide(incident.id, "dismiss", { via: "cli" });
       assert.equal(decided.action, "dismiss");
-      const stale = await api.admin.incidents.decide(incident.id, "dismiss", { stateToken: detail.state_token }).catch((error: unknown) => error);
+      const stale = await api.admin.incidents
+        .decide(incident.id, "dismiss", { stateToken: detail.state_token })
+        .catch((error: unknown) => error);
       assert.ok(stale instanceof WatchkeeperError && stale.status === 409, String(stale));
     });
 
@@ -73,9 +80,14 @@ export function runs(api: Api): void {
     it("run() fails the run with what the work threw, and throws it again", async () => {
       const thrown = new RangeError("page 7 is out of range");
       await assert.rejects(
-        api.reporter.run("crawl", "doomed", () => {
-          throw thrown;
-        }, { runId: "node-doomed" }),
+        api.reporter.run(
+          "crawl",
+          "doomed",
+          () => {
+            throw thrown;
+          },
+          { runId: "node-doomed" },
+        ),
         (error: unknown) => error === thrown,
       );
       const read = await api.admin.getRun("crawl", "node-doomed");
@@ -102,7 +114,12 @@ export function runs(api: Api): void {
     });
 
     it("silences are added, listed, read and expired", async () => {
-      const silence = await api.admin.silences.add({ kind: "crawl", title: "nightly *", duration: "2h", comment: "reindexing" });
+      const silence = await api.admin.silences.add({
+        kind: "crawl",
+        title: "nightly *",
+        duration: "2h",
+        comment: "reindexing",
+      });
       assert.equal(silence.state, "active");
       assert.equal(silence.matchers.title, "nightly *");
       assert.ok((await api.admin.silences.list()).some((found) => found.id === silence.id));
@@ -131,11 +148,24 @@ export function runs(api: Api): void {
     });
 
     it("a reporter may not do an admin's work (403)", async () => {
-      await assert.rejects(api.reporter.jobs.submit("x", { org: "acme", fleet: "cpu", argv: ["true"] }), { status: 403 });
+      await assert.rejects(api.reporter.jobs.submit("x", { org: "acme", fleet: "cpu", argv: ["true"] }), {
+        status: 403,
+      });
     });
 
     it("an invalid body names the field", async () => {
-      await assert.rejects(api.reporter.start("crawl", ""), (error: unknown) => error instanceof WatchkeeperError && error.status === 422 && error.field === "title");
+      await assert.rejects(
+        api.reporter.start("crawl", ""),
+        (error: unknown) => error instanceof WatchkeeperError && error.status === 422 && error.field === "title",
+      );
+    });
+
+    it("a press names no channel but the API or the command line", async () => {
+      const press = api.admin.incidents.decide(1, "dismiss", { stateToken: "a1v1", via: "slack" as "api" });
+      await assert.rejects(
+        press,
+        (error: unknown) => error instanceof TypeError && /via must be 'api' or 'cli'/.test(error.message),
+      );
     });
 
     it("no server is a clear unreachable error", async () => {
@@ -145,7 +175,10 @@ export function runs(api: Api): void {
         assert.ok(error instanceof WatchkeeperError);
         assert.equal(error.status, 0);
         assert.equal(error.code, "unreachable");
-        assert.match(error.message, new RegExp(`^cannot reach watchkeeper at http://127\\.0\\.0\\.1:${port}: .*ECONNREFUSED`));
+        assert.match(
+          error.message,
+          new RegExp(`^cannot reach watchkeeper at http://127\\.0\\.0\\.1:${port}: .*ECONNREFUSED`),
+        );
         return true;
       });
     });

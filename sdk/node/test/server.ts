@@ -77,7 +77,20 @@ export async function serve(extra = ""): Promise<Served> {
     admin,
     config,
     async token(role, name) {
-      const made = await run(WATCHKEEPER, ["--config", config, "token", "create", "--role", role, "--name", name, "--server", url, "--token", admin]);
+      const made = await run(WATCHKEEPER, [
+        "--config",
+        config,
+        "token",
+        "create",
+        "--role",
+        role,
+        "--name",
+        name,
+        "--server",
+        url,
+        "--token",
+        admin,
+      ]);
       const secret = /^\s*(wk_\S+)\s*$/m.exec(made.stdout)?.[1];
       if (secret === undefined) {
         throw new Error(`token create printed no token:\n${made.stdout}\n${made.stderr}`);
@@ -125,7 +138,11 @@ function stop(child: ChildProcess): Promise<void> {
 }
 
 /** Ask `check` again until it holds (at most `seconds`); a condition, never a verdict by time. */
-export async function until<T>(what: string, check: () => Promise<T | undefined | null | false>, seconds = 20): Promise<T> {
+export async function until<T>(
+  what: string,
+  check: () => Promise<T | undefined | null | false>,
+  seconds = 20,
+): Promise<T> {
   const deadline = Date.now() + seconds * 1000;
   for (;;) {
     const value = await check();

@@ -28,15 +28,23 @@ describe("answers", () => {
   });
 
   it("an answer that is not the server's JSON keeps its text, or the reason", () => {
-    assert.throws(() => answerOf(502, "<html>bad gateway</html>", "Bad Gateway", null), { status: 502, code: "http_error", message: "<html>bad gateway</html>" });
-    assert.throws(() => answerOf(503, "", "Service Unavailable", null), { code: "http_error", message: "Service Unavailable" });
+    assert.throws(() => answerOf(502, "<html>bad gateway</html>", "Bad Gateway", null), {
+      status: 502,
+      code: "http_error",
+      message: "<html>bad gateway</html>",
+    });
+    assert.throws(() => answerOf(503, "", "Service Unavailable", null), {
+      code: "http_error",
+      message: "Service Unavailable",
+    });
   });
 
   it("a 429 is Busy with its Retry-After in seconds", () => {
     const body = JSON.stringify({ error: { code: "too_many_requests", message: "retry in 5 s" } });
     assert.throws(
       () => answerOf(429, body, "Too Many Requests", "5"),
-      (error: unknown) => error instanceof Busy && error instanceof WatchkeeperError && error.status === 429 && error.retryAfterS === 5,
+      (error: unknown) =>
+        error instanceof Busy && error instanceof WatchkeeperError && error.status === 429 && error.retryAfterS === 5,
     );
   });
 });
@@ -47,7 +55,10 @@ describe("Retry-After", () => {
     assert.equal(retryAfter("0"), MIN_PAUSE_S);
     assert.equal(retryAfter("3600"), MAX_PAUSE_S);
     const now = Date.parse("2026-01-01T00:00:00Z");
-    assert.equal(retryAfter("Thu, 01 Jan 2026 00:00:07 GMT", () => now), 7);
+    assert.equal(
+      retryAfter("Thu, 01 Jan 2026 00:00:07 GMT", () => now),
+      7,
+    );
   });
 
   it("falls back to one second when missing or unreadable", () => {
