@@ -84,16 +84,20 @@ class Client:
 
     def request(self, method: str, path: str, **kwargs: Any) -> Any:
         """Call the API; an error answer raises :class:`ClientError` with the server's message."""
+        return _read(self._send(method, path, **kwargs))
+
+    def request_text(self, method: str, path: str, **kwargs: Any) -> str:
+        """Call the API for a text answer (an export); errors as :meth:`request` raises them."""
+        response = self._send(method, path, **kwargs)
+        if not response.is_success:
+            _read(response)
+        return response.text
+
+    def _send(self, method: str, path: str, **kwargs: Any) -> httpx.Response:
         try:
-            response = self._http.request(method, path, **kwargs)
+            return self._http.request(method, path, **kwargs)
         except httpx.HTTPError as exc:
             raise unreachable(self.url, exc) from exc
-        return answer_of(
-            response.status_code,
-            response.content,
-            response.reason_phrase,
-            response.headers.get("retry-after"),
-        )
 
     def request_when_free(
         self, method: str, path: str, *, deadline: float | None, **kwargs: Any
@@ -198,6 +202,16 @@ class Client:
         self.close()
 
 
+def _read(response: httpx.Response) -> Any:
+    """The answer's JSON, or the :class:`ClientError` it tells (see ``client_wire``)."""
+    return answer_of(
+        response.status_code,
+        response.content,
+        response.reason_phrase,
+        response.headers.get("retry-after"),
+    )
+
+
 class Incidents(ApiPart):
     """``client.incidents``: read incidents."""
 
@@ -209,6 +223,23 @@ class Incidents(ApiPart):
         result = self._client.request("GET", "/api/v1/incidents", params=params)
         incidents: list[dict[str, Any]] = result["incidents"]
         return incidents
+
+    def search(self, *, limit: int = 200, offset: int = 0, **filters: str) -> dict[str, Any]:
+        """One page of the incidents the filters find, newest first, with ``total``.
+
+        Filters: ``status``, ``kind``, ``condition``, ``decided_by`` (``@name``, or
+        ``nobody``), ``since`` and ``until`` (RFC 3339, when it opened), ``q`` (text in the
+        title, run id or reason).
+        """
+        params: dict[str, Any] = {"limit": limit, "offset": offset, **filters}
+        return self._client.request_object("GET", "/api/v1/incidents", params=params)
+
+    def export(self, format: Literal["csv", "json"] = "csv", **filters: str) -> Any:
+        """Every incident the filters find (see :meth:`search`): CSV text, or the JSON object."""
+        params = {"format": format, **filters}
+        if format == "json":
+            return self._client.request("GET", "/api/v1/incidents/export", params=params)
+        return self._client.request_text("GET", "/api/v1/incidents/export", params=params)
 
     def get(self, incident_id: int) -> dict[str, Any]:
         """One incident with its history, buttons, decision, presses and action journal."""

@@ -17,6 +17,9 @@ class Caller(Protocol):
     def request_object(self, method: str, path: str, **kwargs: Any) -> dict[str, Any]:
         """Call the API for a JSON object."""
 
+    def request_text(self, method: str, path: str, **kwargs: Any) -> str:
+        """Call the API for a text answer."""
+
     def request_when_free(
         self, method: str, path: str, *, deadline: float | None, **kwargs: Any
     ) -> Any:

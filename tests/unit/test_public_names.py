@@ -16,7 +16,7 @@ PACKAGE = ["Client", "__version__"]
 
 CLIENT = [
     "close", "fail", "finish", "get_run", "heartbeat", "progress", "replicas", "request",
-    "request_object", "request_when_free", "run", "runs", "start", "waiting",
+    "request_object", "request_text", "request_when_free", "run", "runs", "start", "waiting",
 ]  # fmt: skip
 CLIENT_ATTRIBUTES = [
     "incidents",
@@ -31,7 +31,7 @@ CLIENT_ATTRIBUTES = [
 ]
 
 PARTS = {
-    "incidents": ["ack", "decide", "diagnose", "get", "list"],
+    "incidents": ["ack", "decide", "diagnose", "export", "get", "list", "search"],
     "runbooks": ["list", "switch"],
     "procs": [
         "abort", "get", "list", "log", "log_from", "park", "parked", "progress", "reclaim",

@@ -2,18 +2,22 @@
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from datetime import UTC, datetime
+from typing import Annotated, Any, Literal
 
 from fastapi import APIRouter, Depends, Path, Query, Request
+from fastapi.responses import JSONResponse, Response
 
 from watchkeeper.clock import rfc3339
 from watchkeeper.decide.offer import label
+from watchkeeper.errors import InvalidInput
 from watchkeeper.server.auth import viewer
 from watchkeeper.server.deps import Services, services
-from watchkeeper.server.fields import INT32_MAX
+from watchkeeper.server.fields import INT32_MAX, Line
+from watchkeeper.server.incidents_csv import EXPORT_MAX, incidents_csv
 from watchkeeper.server.routes_runs import ERRORS
 from watchkeeper.server.routes_silences import care_fields
-from watchkeeper.watch.incidents import Decision, Incident
+from watchkeeper.watch.incidents import NOBODY, Decision, Incident, IncidentQuery
 
 router = APIRouter(prefix="/api/v1/incidents", tags=["incidents"], responses=ERRORS)
 
@@ -87,20 +91,85 @@ def incident_detail_json(found: Services, incident_id: int) -> dict[str, Any]:
     return body
 
 
+class _Filters:
+    """The filters of the list and its exports, read from the query string."""
+
+    def __init__(
+        self,
+        status: Literal["live", "open", "recovered", "resolved"] | None = Query(
+            None, description="live means open or recovered"
+        ),
+        kind: Annotated[str, Line(63)] | None = Query(None, description="the kind of work"),
+        condition: Literal["stalled", "stuck", "failed", "slow"] | None = Query(None),
+        decided_by: Annotated[str, Line(200)] | None = Query(
+            None, description=f"who decided (`@name`), or `{NOBODY}` for the undecided"
+        ),
+        since: Annotated[str, Line(40)] | None = Query(
+            None, description="opened at or after this time (RFC 3339)"
+        ),
+        until: Annotated[str, Line(40)] | None = Query(
+            None, description="opened before this time (RFC 3339)"
+        ),
+        q: Annotated[str, Line(200)] | None = Query(
+            None, description="text found in the title, the run id or the reason, in any case"
+        ),
+    ) -> None:
+        after, before = _time("since", since), _time("until", until)
+        if after is not None and before is not None and before <= after:
+            raise InvalidInput("until must be later than since", "until")
+        self.query = IncidentQuery(status, kind, condition, decided_by, after, before, q or None)
+
+
+def _time(name: str, value: str | None) -> datetime | None:
+    if value is None:
+        return None
+    try:
+        parsed = datetime.fromisoformat(value.replace("Z", "+00:00"))
+    except ValueError:
+        raise InvalidInput(
+            f"{name} {value!r} is not a time: write it as RFC 3339, e.g. 2026-01-05T12:00:00Z",
+            name,
+        ) from None
+    return parsed if parsed.tzinfo is not None else parsed.replace(tzinfo=UTC)
+
+
 @router.get("", dependencies=[Depends(viewer)])
 def list_incidents(
     request: Request,
-    status: Literal["live", "open", "recovered", "resolved"] | None = Query(
-        None, description="live means open or recovered"
-    ),
+    filters: _Filters = Depends(),
     limit: int = Query(200, ge=1, le=1000),
     offset: int = Query(0, ge=0, le=1_000_000),
 ) -> dict[str, Any]:
-    """Incidents, newest first."""
+    """Incidents, newest first, one page; ``total`` counts every page."""
     found = services(request)
-    items = found.incidents.list(status, limit, offset)
+    items, total = found.incidents.search(filters.query, limit, offset)
     care = care_fields(found, items)
-    return {"incidents": [{**incident_json(i), **care[i.id]} for i in items]}
+    return {
+        "incidents": [{**incident_json(i), **care[i.id]} for i in items],
+        "total": total,
+        "limit": limit,
+        "offset": offset,
+    }
+
+
+@router.get("/export", dependencies=[Depends(viewer)], response_model=None)
+def export_incidents(
+    request: Request,
+    filters: _Filters = Depends(),
+    format: Literal["csv", "json"] = Query("json", description="csv or json"),
+) -> Response:
+    """Every incident the filters find (at most 10,000, newest first), as a CSV or JSON file."""
+    items, total = services(request).incidents.search(filters.query, EXPORT_MAX, 0)
+    headers = {
+        "Content-Disposition": f'attachment; filename="incidents.{format}"',
+        "X-Total-Count": str(total),
+    }
+    if format == "csv":
+        return Response(incidents_csv(items), media_type="text/csv; charset=utf-8",
+                        headers=headers)  # fmt: skip
+    body = {"incidents": [incident_json(i) for i in items], "total": total,
+            "truncated": total > len(items)}  # fmt: skip
+    return JSONResponse(body, headers=headers)
 
 
 @router.get("/{incident_id}", dependencies=[Depends(viewer)])

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import builtins
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -13,6 +14,7 @@ from sqlalchemy import ColumnElement, Connection, Row, func, insert, select, upd
 from watchkeeper.clock import from_epoch, to_epoch
 from watchkeeper.errors import NotFound
 from watchkeeper.store.base import Accessor, record_from_row
+from watchkeeper.store.incident_query import IncidentQuery, conditions
 from watchkeeper.store.listen import announce
 from watchkeeper.store.queueing import NewDelivery, insert_deliveries
 from watchkeeper.store.schema import incident_events, incidents
@@ -329,13 +331,24 @@ class IncidentStore(Accessor):
 
     def list(self, status: str | None = None, limit: int = 200, offset: int = 0) -> list[Incident]:
         """Incidents, newest first; ``status`` ``live`` means open or recovered."""
-        statement = select(incidents).order_by(incidents.c.id.desc()).limit(limit).offset(offset)
-        if status == "live":
-            statement = statement.where(incidents.c.status.in_(LIVE_STATUSES))
-        elif status is not None:
-            statement = statement.where(incidents.c.status == status)
+        return self.search(IncidentQuery(status=status), limit, offset, count=False)[0]
+
+    def search(
+        self, query: IncidentQuery, limit: int = 200, offset: int = 0, *, count: bool = True
+    ) -> tuple[builtins.list[Incident], int]:
+        """The incidents ``query`` finds, newest first, one page; and (``count``) how many
+        it finds in all (``0`` when not counted)."""
+        where = conditions(query)
+        page = select(incidents).where(*where).order_by(incidents.c.id.desc())
         with self._read("listing incidents") as conn:
-            return [Incident.from_row(row) for row in conn.execute(statement)]
+            found = [
+                Incident.from_row(row) for row in conn.execute(page.limit(limit).offset(offset))
+            ]
+            total = 0
+            if count:
+                counted = select(func.count()).select_from(incidents).where(*where)
+                total = int(conn.execute(counted).scalar_one())
+        return found, total
 
     def get(self, incident_id: int, *, with_events: bool = True) -> Incident:
         """One incident (with its history unless told otherwise), or :class:`NotFound`."""

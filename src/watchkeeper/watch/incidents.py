@@ -8,15 +8,27 @@ importing the store.
 
 from __future__ import annotations
 
+import builtins
 from dataclasses import dataclass
 from typing import Literal
 
 from watchkeeper.clock import Now
 from watchkeeper.store import Store
 from watchkeeper.store.decisions import ActionRecord, Press
+from watchkeeper.store.incident_query import NOBODY, STATUSES, IncidentQuery
 from watchkeeper.store.incidents import Decision, Incident
 
-__all__ = ["ActionRecord", "Decision", "Incident", "IncidentDetail", "IncidentService", "Press"]
+__all__ = [
+    "NOBODY",
+    "STATUSES",
+    "ActionRecord",
+    "Decision",
+    "Incident",
+    "IncidentDetail",
+    "IncidentQuery",
+    "IncidentService",
+    "Press",
+]
 
 #: Which incidents a list shows: ``live`` means open or recovered.
 Listed = Literal["live", "open", "recovered", "resolved"]
@@ -44,6 +56,12 @@ class IncidentService:
     ) -> list[Incident]:
         """Incidents, newest first."""
         return self._incidents.list(status, limit, offset)
+
+    def search(
+        self, query: IncidentQuery, limit: int = 200, offset: int = 0
+    ) -> tuple[builtins.list[Incident], int]:
+        """The incidents ``query`` finds, newest first, one page; and how many in all."""
+        return self._incidents.search(query, limit, offset)
 
     def get(self, incident_id: int) -> Incident:
         """One incident with its history (``NotFound`` if there is none)."""
