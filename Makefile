@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: serve test lint typecheck unit venv clean
+.PHONY: serve test lint typecheck unit venv node clean
 
 # The pinned, hashed lock is what CI and every clone install, so all test the same versions.
 $(STAMP): pyproject.toml requirements-dev.lock
@@ -15,6 +15,13 @@ $(STAMP): pyproject.toml requirements-dev.lock
 	touch $(STAMP)
 
 venv: $(STAMP)
+
+# The Node SDK's compiler and types, from its lock file: installed here, never by a test.
+NODE_STAMP := sdk/node/node_modules/.package-lock.json
+$(NODE_STAMP): sdk/node/package-lock.json
+	if command -v npm >/dev/null 2>&1; then cd sdk/node && npm ci --no-audit --no-fund; fi
+
+node: $(NODE_STAMP)
 
 serve: $(STAMP)
 	$(BIN)/watchkeeper serve
@@ -27,9 +34,9 @@ typecheck: $(STAMP)
 	$(BIN)/mypy
 
 # The thorough API fuzz (marked slow) runs as its own step, before the rest of the suite.
-test: lint typecheck
+test: lint typecheck node
 	$(BIN)/pytest -n 2 --dist loadgroup -m slow $(PYTEST_ARGS)
 	$(BIN)/pytest -n 2 --dist loadgroup -m "not slow" $(PYTEST_ARGS)
 
 clean:
-	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache
+	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache sdk/node/node_modules sdk/node/dist
