@@ -30,6 +30,7 @@ from watchkeeper.server.web.session import (
     set_login_cookie,
 )
 from watchkeeper.server.web.shared import shared_overview
+from watchkeeper.server.web.stream import watcher_of
 from watchkeeper.watch.overview import Overview, overview_json
 
 log = logging.getLogger(__name__)
@@ -161,8 +162,11 @@ def bell_context(found: Services) -> dict[str, Any]:
 
 
 async def chrome(request: Request) -> dict[str, Any]:
-    """What the header of every page needs (the bell), read in a thread."""
-    return {"bell": await asyncio.to_thread(bell_context, services(request))}
+    """What every page's frame needs: the bell (read in a thread), and where its live
+    updates start (the stream's signatures and latest event id as the page is drawn)."""
+    sigs, at = await watcher_of(request).seed()
+    bell = await asyncio.to_thread(bell_context, services(request))
+    return {"bell": bell, "stream_sigs": sigs, "stream_at": at}
 
 
 @router.get("/web/", response_class=HTMLResponse)
@@ -189,6 +193,13 @@ async def work_fragment(
 ) -> HTMLResponse:
     """The running-work card alone, for live updates."""
     return page(request, "_work.html", current, **await work_context(request, all))
+
+
+@router.get("/web/fragments/switches", response_class=HTMLResponse)
+async def switches_fragment(request: Request, current: Session = Depends(session)) -> HTMLResponse:
+    """The automatic first steps alone, for live updates."""
+    switches = await asyncio.to_thread(switches_context, services(request))
+    return page(request, "_switches.html", current, switches=switches)
 
 
 @router.get("/web/fragments/bell", response_class=HTMLResponse)

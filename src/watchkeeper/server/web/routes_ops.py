@@ -185,6 +185,13 @@ async def procs_page(request: Request, current: Session = Depends(session)) -> H
     )
 
 
+@router.get("/web/fragments/procs", response_class=HTMLResponse)
+async def procs_fragment(request: Request, current: Session = Depends(session)) -> HTMLResponse:
+    """Process runs and parked sessions alone, for live updates."""
+    context = await asyncio.to_thread(_procs_context, request)
+    return page(request, "_procs.html", current, **context)
+
+
 def _proc_context(request: Request, run_id: str) -> dict[str, Any]:
     engine = services(request).procs
     refreshed = engine.refresh(run_id)

@@ -36,6 +36,13 @@ async def silences_page(request: Request, current: Session = Depends(session)) -
                 title="Silences")  # fmt: skip
 
 
+@router.get("/web/fragments/silences", response_class=HTMLResponse)
+async def silences_fragment(request: Request, current: Session = Depends(session)) -> HTMLResponse:
+    """The silences table alone, for live updates."""
+    context = await asyncio.to_thread(_silences_context, request)
+    return page(request, "_silences.html", current, **context)
+
+
 @router.post(SILENCES)
 async def add_silence(request: Request, current: Session = Depends(session)) -> Response:
     """Silence matching work for a while (admins only)."""

@@ -8,7 +8,17 @@ and emits:
 - ``runs`` when a push run moves or a sweep judged the runs again;
 - ``task.updated`` for each active (or just ended) task that changed, in its
   API form (with ``blocked`` while queued, and ``interrupted`` when present);
-- ``topology`` when a runner comes, goes, or takes or drops a task.
+- ``topology`` when a runner comes, goes, or takes or drops a task;
+- ``jobs`` when one of the newest jobs comes, goes or a task of it changes status;
+- ``procs`` when a process run or a parked session comes, goes or changes state;
+- ``silences`` when a silence is added, ends or is expired;
+- ``runbooks`` when an automatic first step is switched on or off.
+
+Lists other than these (``jobs``, ``procs``, ``silences``, ``runbooks``) carry
+only a signature: a page that shows the list fetches it again when it differs
+from what the page drew. A page is rendered with the latest signatures and the
+id of the latest event (:meth:`Watcher.seed`), so it asks only for what moved
+since it was drawn.
 
 Every event carries an id; a browser that reconnects (a stream lasts at most
 :data:`STREAM_S`, and ends at once when the server stops) sends
@@ -34,6 +44,7 @@ from typing import Any
 from fastapi import APIRouter, Depends, Request
 from fastapi.responses import StreamingResponse
 
+from watchkeeper.errors import WatchkeeperError
 from watchkeeper.queue.views import task_json
 from watchkeeper.records.queue import TaskStatus
 from watchkeeper.server.deps import Services, made_once, services
@@ -50,8 +61,13 @@ STREAM_S = 15.0
 #: The watcher stops this long after the last page left.
 IDLE_S = 5.0
 REPLAY = 2000
-#: Most active jobs whose tasks are watched (newest first).
+#: Most active jobs whose tasks are watched (newest first); also the newest jobs of any
+#: status the ``jobs`` signature covers.
 WATCHED_JOBS = 200
+#: Most process runs and silences the ``procs`` and ``silences`` signatures cover.
+WATCHED_ROWS = 200
+#: The signatures a page compares; each is also the name of its event.
+SIGNED = ("incidents", "runs", "topology", "jobs", "procs", "silences", "runbooks")
 
 
 def _digest(value: Any) -> str:
@@ -67,6 +83,12 @@ class Look:
     runs: str
     tasks: dict[str, dict[str, Any]]
     topology: str
+    lists: dict[str, str] = field(default_factory=dict)
+
+    def sig(self, name: str) -> str:
+        """The signature called ``name``."""
+        found = getattr(self, name, None)
+        return found if isinstance(found, str) else self.lists.get(name, "")
 
 
 @dataclass
@@ -101,11 +123,20 @@ class Watcher:
         """What a page is told first: the latest signatures, if a look was made."""
         if self.last is None:
             return {}
-        return {
-            "incidents": self.last.incidents,
-            "runs": self.last.runs,
-            "topology": self.last.topology,
-        }
+        return {name: self.last.sig(name) for name in SIGNED}
+
+    async def seed(self) -> tuple[dict[str, str], str]:
+        """What a page is rendered with: the latest signatures, and the id of the latest
+        event (its stream resumes there, so it is told only what moved since).
+
+        Without a look yet, one is made now: a page drawn before it would be told every
+        list had moved, and fetch them all again as soon as it listened.
+        """
+        if self.last is None:
+            look = await asyncio.to_thread(self._look)
+            if self.last is None:
+                self._compare(look)
+        return self.hello(), f"{self.epoch}.{self.seq}"
 
     def since(self, last_id: int) -> list[tuple[int, str, str]] | None:
         """Events after ``last_id``, or ``None`` when they are no longer kept."""
@@ -158,8 +189,8 @@ class Watcher:
         if before is None:  # a first look: pages compare its signatures with what they drew
             self.shared.forget()
             self._emit("incidents", {"open": look.open_count, "sig": look.incidents})
-            self._emit("runs", {"sig": look.runs})
-            self._emit("topology", {"sig": look.topology})
+            for name in SIGNED[1:]:
+                self._emit(name, {"sig": look.sig(name)})
             return
         if (look.incidents, look.runs, look.tasks) != (before.incidents, before.runs, before.tasks):
             self.shared.forget()  # pages refreshed by the events below read afresh
@@ -170,19 +201,48 @@ class Watcher:
         for task_id, body in look.tasks.items():
             if before.tasks.get(task_id) != body:
                 self._emit("task.updated", body)
-        if look.topology != before.topology:
-            self._emit("topology", {"sig": look.topology})
+        for name in SIGNED[2:]:
+            if look.sig(name) != before.sig(name):
+                self._emit(name, {"sig": look.sig(name)})
 
     # The look itself, in a worker thread ------------------------------------------------
 
     def _look(self) -> Look:
-        incidents_now = self.services.incidents
+        found = self.services
+        incidents_now = found.incidents
         live = incidents_now.list("live", 200, 0)
         incidents = _digest([(i.id, i.status.value, i.decision, i.updated_at) for i in live])
         open_count = incidents_now.open_count()
         topology = self._topology()
         runners_moved = self.last is None or topology != self.last.topology
-        return Look(incidents, open_count, self._runs(), self._tasks(runners_moved), topology)
+        lists = {
+            "jobs": self._jobs(),
+            "procs": self._procs(),
+            "silences": self._silences(),
+            "runbooks": _digest([(s.runbook.name, s.enabled) for s in found.runbooks.switches()]),
+        }
+        tasks = self._tasks(runners_moved)
+        return Look(incidents, open_count, self._runs(), tasks, topology, lists)
+
+    def _jobs(self) -> str:
+        jobs = self.services.queue.scan_jobs(need=WATCHED_JOBS, batch=WATCHED_JOBS).jobs
+        return _digest([(j.id, [(t.id, t.status.value, t.attempt) for t in j.tasks]) for j in jobs])
+
+    def _procs(self) -> str:
+        try:
+            engine = self.services.procs
+            runs = engine.runs(include_finished=True, limit=WATCHED_ROWS)
+            shown = [(r.run_id, r.status.value, engine.effective_status(r)) for r in runs]
+            parked = [view.as_dict() for view in engine.parked()]
+        except WatchkeeperError:  # no process runs here (the page says why): the rest goes on
+            return ""
+        return _digest((shown, parked))
+
+    def _silences(self) -> str:
+        found = self.services
+        now = found.clock()
+        silences = found.silences.list(limit=WATCHED_ROWS)
+        return _digest([(s.id, s.ends_at <= now, s.ends_at, s.expired_by) for s in silences])
 
     def _runs(self) -> str:
         found = self.services

@@ -185,9 +185,16 @@ const wk = (() => {
   // A Retry-After is honoured up to this; a longer one is the server's mistake.
   const RETRY_AFTER_MOST_MS = 120000;
   const PAUSED = "Live updates paused, reconnecting…";
+  const LOST = "Connection lost, retrying…";
+  const BACK = "Connection back: the page shows what changed meanwhile.";
   const STOPPED = "Live updates stopped: your session ended. Reload the page to log in again.";
-  const failing = new Set();
+  // How long the note that the connection is back stays up.
+  const BACK_MS = 6000;
+  // Why each failing subscription fails: "refused" (the server said not now) or "lost".
+  const failing = new Map();
   let leaving = false;
+  let backUntil = 0;
+  let backTimer = null;
   window.addEventListener("pagehide", () => { leaving = true; });
 
   function sayLive() {
@@ -195,8 +202,17 @@ const wk = (() => {
     if (!notice) return;
     let text = "";
     if (document.body.dataset.stream === "ended") text = STOPPED;
-    else if (failing.size && !leaving) text = PAUSED;
+    else if (failing.size && !leaving) text = [...failing.values()].includes("lost") ? LOST : PAUSED;
+    else if (Date.now() < backUntil) text = BACK;
     if (notice.textContent !== text) notice.textContent = text;
+  }
+
+  // Said once a lost connection is back, until BACK_MS have passed.
+  function sayBack() {
+    backUntil = Date.now() + BACK_MS;
+    clearTimeout(backTimer);
+    backTimer = setTimeout(sayLive, BACK_MS + 50);
+    sayLive();
   }
 
   function retryAfterMs(header) {
@@ -209,8 +225,10 @@ const wk = (() => {
 
   // handlers: {eventName: (message) => ...}, plus an optional `state(name)` told "paused" when
   // the stream cannot connect and "ended" when the session has. Returns {close()}.
-  function subscribe(url, handlers, key) {
-    let lastId = "";
+  // `startId` is the id of the last event the page was drawn with: the server replays what
+  // came after it (or says resync).
+  function subscribe(url, handlers, key, startId = "") {
+    let lastId = startId;
     let retryMs = RETRY_FIRST_MS;
     let failures = 0;
     let closed = false;
@@ -226,10 +244,10 @@ const wk = (() => {
       sayLive();
     }
 
-    function again(serverMs) {
+    function again(serverMs, why = "lost") {
       if (closed || leaving) return;
       failures += 1;
-      failing.add(key);
+      failing.set(key, why);
       tell("paused");
       sayLive();
       const backoff = Math.min(RETRY_MOST_MS, RETRY_FIRST_MS * 2 ** (failures - 1));
@@ -294,12 +312,14 @@ const wk = (() => {
       }
       if (!response.ok) {
         response.body?.cancel();
-        again(retryAfterMs(response.headers.get("retry-after")));
+        const why = response.status === 429 ? "refused" : "lost";
+        again(retryAfterMs(response.headers.get("retry-after")), why);
         return;
       }
+      const wasLost = failing.get(key) === "lost";
       failures = 0;
       failing.delete(key);
-      sayLive();
+      if (wasLost) sayBack(); else sayLive();
       try {
         await read(response.body);
       } catch (_error) {
@@ -313,9 +333,18 @@ const wk = (() => {
     return { close };
   }
 
+  // Lists the stream signs: an event carries the list's new signature.
+  const SIGNED = ["incidents", "runs", "topology", "jobs", "procs", "silences", "runbooks"];
+
+  function refreshAll() {
+    for (const element of document.querySelectorAll("[data-src][data-on]")) refresh(element);
+  }
+
   function listen() {
     if (!document.querySelector('meta[name="csrf-token"]')?.content) return;
-    const seen = {};
+    // The signatures the page was drawn with: a list is fetched again only when it moved.
+    let seen = {};
+    try { seen = JSON.parse(document.body.dataset.sigs || "{}"); } catch (_e) { seen = {}; }
     const onSig = (name) => (message) => {
       const data = JSON.parse(message.data);
       if (seen[name] === data.sig) return;
@@ -323,9 +352,6 @@ const wk = (() => {
       refreshOn(name);
     };
     const handlers = {
-      incidents: onSig("incidents"),
-      runs: onSig("runs"),
-      topology: onSig("topology"),
       "task.updated": (message) => {
         applyTaskUpdate(JSON.parse(message.data));
         refreshOn("task.updated");
@@ -335,7 +361,7 @@ const wk = (() => {
       resync: () => {
         const drawn = [...document.querySelectorAll("[data-task-id]")];
         if (drawn.some((icon) => !icon.closest("[data-src]"))) { window.location.reload(); return; }
-        for (const name of ["incidents", "runs", "topology", "task.updated"]) refreshOn(name);
+        refreshAll();
       },
       // A page drew what it drew before it listened: anything seen differently is fetched again.
       hello: (message) => {
@@ -347,7 +373,8 @@ const wk = (() => {
       },
       state: (name) => { document.body.dataset.stream = name; },
     };
-    wk.source = subscribe("/web/stream", handlers, "stream");
+    for (const name of SIGNED) handlers[name] = onSig(name);
+    wk.source = subscribe("/web/stream", handlers, "stream", document.body.dataset.streamAt || "");
   }
 
   function followLog() {
