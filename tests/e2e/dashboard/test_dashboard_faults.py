@@ -76,11 +76,17 @@ def test_an_unknown_dashboard_path_answers_a_404_page_and_the_api_keeps_json(
         home.click()
         expect(page.locator("#work")).to_be_visible()
 
-    # A job that is not there says so the same way.
-    answer = page.goto(f"{dashboard.url}/web/jobs/j-0")
-    assert answer is not None
-    assert answer.status == 404
-    expect(page.locator("main").get_by_role("link", name="Running work")).to_be_visible()
+    # A job, an incident or a process run that is not there (or could not be) says so the
+    # same way.
+    for path in ("jobs/j-0", "jobs/not-a-job", "incidents/0", "incidents/abc", "procs/no%20run"):
+        answer = page.goto(f"{dashboard.url}/web/{path}")
+        assert answer is not None
+        assert (answer.status, answer.headers["content-type"].split(";")[0]) == (
+            404,
+            "text/html",
+        ), path
+        expect(page.get_by_role("heading", name="Not found")).to_be_visible()
+        expect(page.locator("main").get_by_role("link", name="Running work")).to_be_visible()
 
     token = {"Authorization": f"Bearer {dashboard.token('ana')}"}
     missing = httpx.get(f"{dashboard.url}/api/v1/no-such-thing", headers=token, timeout=10)

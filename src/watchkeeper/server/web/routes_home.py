@@ -241,19 +241,19 @@ async def missing_page(request: Request, current: Session, message: str) -> HTML
 
 @router.get("/web/incidents/{incident_id}", response_class=HTMLResponse)
 async def incident_page(
-    request: Request,
-    incident_id: int = Path(ge=1, le=INT32_MAX),
-    current: Session = Depends(session),
+    request: Request, incident_id: str, current: Session = Depends(session)
 ) -> HTMLResponse:
-    """One incident: its history, its buttons, who pressed what."""
+    """One incident: its history, its buttons, who pressed what (the not-found page for
+    an id that names none, well-formed or not)."""
     found = services(request)
-    return await detail_page(
-        request,
-        current,
-        "incident.html",
-        f"Incident {incident_id}",
-        lambda: {"incident": incident_detail_json(found, incident_id)},
-    )
+
+    def read() -> dict[str, Any]:
+        number = int(incident_id) if incident_id.isdecimal() and len(incident_id) < 11 else 0
+        if not 1 <= number <= INT32_MAX:
+            raise NotFound(f"no incident {incident_id!r}")
+        return {"incident": incident_detail_json(found, number)}
+
+    return await detail_page(request, current, "incident.html", f"Incident {incident_id}", read)
 
 
 def _press_extra(result: PressResult) -> dict[str, Any]:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import re
 from typing import Any, Literal
 
 from fastapi import APIRouter, Depends, Path, Request
@@ -24,7 +25,8 @@ from watchkeeper.server.web.shared import shared_overview
 
 log = logging.getLogger(__name__)
 router = APIRouter(include_in_schema=False)
-JobId = Path(pattern=r"^[a-z]-[0-9a-f]{1,60}$")
+JOB_ID = re.compile(r"^[a-z]-[0-9a-f]{1,60}$")
+JobId = Path(pattern=JOB_ID.pattern)
 TaskId = Path(pattern=r"^[a-z]-[0-9a-f]{1,60}$")
 
 
@@ -130,12 +132,20 @@ def _job_context(request: Request, job_id: str) -> dict[str, Any]:
 
 @router.get("/web/jobs/{job_id}", response_class=HTMLResponse)
 async def job_page(
-    request: Request, job_id: str = JobId, current: Session = Depends(session)
+    request: Request, job_id: str, current: Session = Depends(session)
 ) -> HTMLResponse:
-    """One job: its tasks, rounds and timeline, spend per phase and role, its record."""
-    return await detail_page(
-        request, current, "job.html", f"Job {job_id}", lambda: _job_context(request, job_id)
-    )
+    """One job: its tasks, rounds and timeline, spend per phase and role, its record.
+
+    Any id is taken here (not only well-formed ones): one that names no job gets the
+    dashboard's not-found page, not the API's validation error.
+    """
+
+    def read() -> dict[str, Any]:
+        if not JOB_ID.match(job_id):
+            raise NotFound(f"no job {job_id!r}: see the jobs list")
+        return _job_context(request, job_id)
+
+    return await detail_page(request, current, "job.html", f"Job {job_id}", read)
 
 
 @router.get("/web/tasks/{task_id}/output", response_class=PlainTextResponse)

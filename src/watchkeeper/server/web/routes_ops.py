@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import functools
 import logging
+import re
 from collections.abc import AsyncIterator, Mapping
 from typing import Any
 
@@ -18,7 +19,7 @@ from watchkeeper.server.deps import services
 from watchkeeper.server.fields import INT64_MAX
 from watchkeeper.server.longpoll import held_stream, unless_set
 from watchkeeper.server.routes_events import stopping_of
-from watchkeeper.server.schemas import RunId
+from watchkeeper.server.schemas import RUN_ID_PATTERN, RunId
 from watchkeeper.server.web import charts
 from watchkeeper.server.web.common import acting_form, answer, local_path, page
 from watchkeeper.server.web.routes_home import chrome, detail_page
@@ -215,12 +216,21 @@ def _proc_context(request: Request, run_id: str) -> dict[str, Any]:
     }
 
 
+def _proc_context_of(request: Request, run_id: str) -> dict[str, Any]:
+    if not re.match(RUN_ID_PATTERN, run_id):
+        raise NotFound(f"no process run {run_id!r}: see the processes list")
+    return _proc_context(request, run_id)
+
+
 @router.get("/web/procs/{run_id}", response_class=HTMLResponse)
 async def proc_page(
-    request: Request, run_id: RunId, current: Session = Depends(session)
+    request: Request, run_id: str, current: Session = Depends(session)
 ) -> HTMLResponse:
-    """One process run: its status, its log (following live), and Abort for admins."""
-    read = functools.partial(_proc_context, request, run_id)
+    """One process run: its status, its log (following live), and Abort for admins.
+
+    An id that could name no run gets the not-found page, like one that names none.
+    """
+    read = functools.partial(_proc_context_of, request, run_id)
     return await detail_page(request, current, "proc.html", f"Process {run_id}", read)
 
 
