@@ -36,6 +36,7 @@ from watchkeeper.client_wire import (
     URL_ENV,
     answer_of,
     move_path,
+    segment,
     unreachable,
 )
 from watchkeeper.errors import ClientError
@@ -185,7 +186,7 @@ class Client:
     def get_run(self, kind: str, run_id: str) -> dict[str, Any]:
         """One run as reported, with ``verdict`` (``None``: nothing wrong), ``incident_id``,
         ``decision`` and ``card`` (its chat card's sending state)."""
-        return self.request_object("GET", f"/api/v1/runs/{kind}/{run_id}")
+        return self.request_object("GET", f"/api/v1/runs/{segment(kind)}/{segment(run_id)}")
 
     def replicas(self) -> dict[str, Any]:
         """The replicas sharing the server's database: each one's heartbeat, and who leads."""
@@ -243,7 +244,7 @@ class Incidents(ApiPart):
 
     def get(self, incident_id: int) -> dict[str, Any]:
         """One incident with its history, buttons, decision, presses and action journal."""
-        return self._client.request_object("GET", f"/api/v1/incidents/{incident_id}")
+        return self._client.request_object("GET", f"/api/v1/incidents/{segment(incident_id)}")
 
     def decide(
         self,
@@ -270,19 +271,21 @@ class Incidents(ApiPart):
         body = {"action": action, "state_token": state_token}
         return self._client.request_object(
             "POST",
-            f"/api/v1/incidents/{incident_id}/decide",
+            f"/api/v1/incidents/{segment(incident_id)}/decide",
             json=body,
             headers={CLIENT_HEADER: via},
         )
 
     def diagnose(self, incident_id: int) -> dict[str, Any]:
         """Ask to diagnose: read-only; returns the diagnosis under ``diagnosis``."""
-        return self._client.request_object("POST", f"/api/v1/incidents/{incident_id}/diagnose")
+        return self._client.request_object(
+            "POST", f"/api/v1/incidents/{segment(incident_id)}/diagnose"
+        )
 
     def ack(self, incident_id: int, *, via: Literal["api", "cli"] = "api") -> dict[str, Any]:
         """ "I am on it": mark yourself as looking at the incident, without deciding."""
         return self._client.request_object(
-            "POST", f"/api/v1/incidents/{incident_id}/ack", headers={CLIENT_HEADER: via}
+            "POST", f"/api/v1/incidents/{segment(incident_id)}/ack", headers={CLIENT_HEADER: via}
         )
 
 
@@ -298,7 +301,7 @@ class Runbooks(ApiPart):
     def switch(self, name: str, enabled: bool) -> dict[str, Any]:
         """Switch one on or off (admins only)."""
         return self._client.request_object(
-            "PUT", f"/api/v1/runbooks/{name}", json={"enabled": enabled}
+            "PUT", f"/api/v1/runbooks/{segment(name)}", json={"enabled": enabled}
         )
 
 

@@ -91,6 +91,14 @@ class FailoverClient:
 
     def request(self, method: str, path: str, **kwargs: Any) -> Any:
         """:meth:`Client.request` on the replica in use, moving on while replicas fail."""
+        return self._on_replicas(Client.request, method, path, **kwargs)
+
+    def request_text(self, method: str, path: str, **kwargs: Any) -> str:
+        """:meth:`Client.request_text` on the replica in use, moving on while replicas fail."""
+        text: str = self._on_replicas(Client.request_text, method, path, **kwargs)
+        return text
+
+    def _on_replicas(self, call: Callable[..., Any], method: str, path: str, **kwargs: Any) -> Any:
         last: ClientError | None = None
         for round_ in range(ROUNDS):
             if round_:
@@ -98,7 +106,7 @@ class FailoverClient:
             for _ in self._members:
                 index = self._current
                 try:
-                    result = self._members[index].request(method, path, **kwargs)
+                    result = call(self._members[index], method, path, **kwargs)
                 except ClientError as exc:
                     if _moves_on(exc):
                         last = exc

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 from watchkeeper.client_busy import Busy, pause
 from watchkeeper.client_part import ApiPart, present
+from watchkeeper.client_wire import segment
 
 if TYPE_CHECKING:
     pass
@@ -69,12 +70,12 @@ class Procs(ApiPart):
 
     def get(self, run_id: str) -> dict[str, Any]:
         """One run, with ``effective_status`` (``stale`` when its process is gone)."""
-        return self._client.request_object("GET", f"/api/v1/procs/{run_id}")
+        return self._client.request_object("GET", f"/api/v1/procs/{segment(run_id)}")
 
     def log(self, run_id: str, tail_bytes: int = 65536) -> str:
         """The end of the run's output, secrets redacted."""
         result = self._client.request(
-            "GET", f"/api/v1/procs/{run_id}/log", params={"tail_bytes": tail_bytes}
+            "GET", f"/api/v1/procs/{segment(run_id)}/log", params={"tail_bytes": tail_bytes}
         )
         return str(result["text"])
 
@@ -99,7 +100,7 @@ class Procs(ApiPart):
         """
         return self._client.request_object(
             "GET",
-            f"/api/v1/procs/{run_id}/log",
+            f"/api/v1/procs/{segment(run_id)}/log",
             params={"offset": offset, "whole_lines": whole_lines},
         )
 
@@ -118,7 +119,7 @@ class Procs(ApiPart):
             try:
                 run: dict[str, Any] = self._client.request(
                     "GET",
-                    f"/api/v1/procs/{run_id}/wait",
+                    f"/api/v1/procs/{segment(run_id)}/wait",
                     params={"timeout_s": left},
                     timeout=self._client.timeout + left,
                 )
@@ -143,7 +144,7 @@ class Procs(ApiPart):
         deadline = None if timeout_s is None else time.monotonic() + timeout_s
         result: dict[str, Any] = self._client.request_when_free(
             "POST",
-            f"/api/v1/procs/{run_id}/abort",
+            f"/api/v1/procs/{segment(run_id)}/abort",
             deadline=deadline,
             json=body,
             timeout=self._client.timeout + 2 * grace + ABORT_SETTLE_S,
@@ -153,7 +154,9 @@ class Procs(ApiPart):
     def progress(self, run_id: str, step: str | None = None) -> dict[str, Any]:
         """Report progress on a process run."""
         body = {} if step is None else {"step": step}
-        return self._client.request_object("POST", f"/api/v1/procs/{run_id}/progress", json=body)
+        return self._client.request_object(
+            "POST", f"/api/v1/procs/{segment(run_id)}/progress", json=body
+        )
 
     def reclaim(self) -> dict[str, Any]:
         """Settle the server host's runs now."""
@@ -183,5 +186,5 @@ class Procs(ApiPart):
         """Record the session's own progress note (resets no wake breaker: ``released`` is 0)."""
         body = {} if note is None else {"note": note}
         return self._client.request_object(
-            "POST", f"/api/v1/procs/sessions/{session}/progress", json=body
+            "POST", f"/api/v1/procs/sessions/{segment(session)}/progress", json=body
         )

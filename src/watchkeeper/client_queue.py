@@ -20,6 +20,7 @@ import builtins
 from typing import TYPE_CHECKING, Any
 
 from watchkeeper.client_part import ApiPart, present
+from watchkeeper.client_wire import segment
 
 if TYPE_CHECKING:
     pass
@@ -69,15 +70,15 @@ class Jobs(ApiPart):
 
     def get(self, job_id: str) -> dict[str, Any]:
         """One job: status, tasks (queued ones with ``blocked``), timeline."""
-        return self._client.request_object("GET", f"/api/v1/jobs/{job_id}")
+        return self._client.request_object("GET", f"/api/v1/jobs/{segment(job_id)}")
 
     def cancel(self, job_id: str) -> dict[str, Any]:
         """Cancel the job's unfinished tasks; ``affected`` says how many."""
-        return self._post(f"/api/v1/jobs/{job_id}/cancel", None)
+        return self._post(f"/api/v1/jobs/{segment(job_id)}/cancel", None)
 
     def retry(self, job_id: str) -> dict[str, Any]:
         """Queue the job's failed, cancelled and stuck tasks again; ``affected`` says how many."""
-        return self._post(f"/api/v1/jobs/{job_id}/retry", None)
+        return self._post(f"/api/v1/jobs/{segment(job_id)}/retry", None)
 
     def resume(self, job_id: str, payload: dict[str, Any] | None = None) -> dict[str, Any]:
         """Add a continuation task to a finished job; returns the task.
@@ -86,15 +87,15 @@ class Jobs(ApiPart):
         that task's job, with that task's payload unless ``payload`` is given.
         """
         kind = "tasks" if job_id.startswith("t-") else "jobs"
-        return self._post(f"/api/v1/{kind}/{job_id}/resume", {"payload": payload})
+        return self._post(f"/api/v1/{segment(kind)}/{segment(job_id)}/resume", {"payload": payload})
 
     def delete(self, job_id: str) -> dict[str, Any]:
         """Delete the job and its tasks; ``affected`` says how many tasks went."""
-        return self._client.request_object("DELETE", f"/api/v1/jobs/{job_id}")
+        return self._client.request_object("DELETE", f"/api/v1/jobs/{segment(job_id)}")
 
     def task(self, task_id: str) -> dict[str, Any]:
         """One task (with ``blocked`` while queued)."""
-        return self._client.request_object("GET", f"/api/v1/tasks/{task_id}")
+        return self._client.request_object("GET", f"/api/v1/tasks/{segment(task_id)}")
 
     def output(self, task_id: str, *, all: bool = False) -> dict[str, Any]:
         """The redacted tail of what the task printed (``output``, ``None`` until it ended).
@@ -102,7 +103,7 @@ class Jobs(ApiPart):
         ``all=True``: all that its last run shipped so far, with ``running``,
         ``complete`` and ``cut`` (and a ``note`` saying where the whole is when cut).
         """
-        path = f"/api/v1/tasks/{task_id}/output"
+        path = f"/api/v1/tasks/{segment(task_id)}/output"
         if all:
             return self._client.request_object("GET", path, params={"all": "true"})
         return self._client.request_object("GET", path)
@@ -134,11 +135,11 @@ class Runners(ApiPart):
 
     def heartbeat(self, runner_id: str) -> dict[str, Any]:
         """Say the runner is alive."""
-        return self._post(f"/api/v1/runners/{runner_id}/heartbeat", None)
+        return self._post(f"/api/v1/runners/{segment(runner_id)}/heartbeat", None)
 
     def lease(self, runner_id: str, max: int = 1) -> builtins.list[dict[str, Any]]:
         """Lease up to ``max`` tasks; each comes with its ``lease_token``."""
-        result = self._post(f"/api/v1/runners/{runner_id}/lease", {"max": max})
+        result = self._post(f"/api/v1/runners/{segment(runner_id)}/lease", {"max": max})
         tasks: builtins.list[dict[str, Any]] = result["tasks"]
         return tasks
 
@@ -147,12 +148,12 @@ class Runners(ApiPart):
     ) -> dict[str, Any]:
         """Renew a lease; ``ClientError`` with code ``lease_lost`` means stop the task."""
         body = {"lease_token": lease_token, "progressed": progressed} | present(step=step)
-        return self._post(f"/api/v1/tasks/{task_id}/renew", body)
+        return self._post(f"/api/v1/tasks/{segment(task_id)}/renew", body)
 
     def complete(self, task_id: str, lease_token: str, exit_code: int | None = 0) -> dict[str, Any]:
         """Record success under the lease."""
         body = {"lease_token": lease_token, "exit_code": exit_code}
-        return self._post(f"/api/v1/tasks/{task_id}/complete", body)
+        return self._post(f"/api/v1/tasks/{segment(task_id)}/complete", body)
 
     def report(self, outcomes: builtins.list[dict[str, Any]]) -> builtins.list[dict[str, Any]]:
         """Record several tasks' outcomes in one request (and one transaction).
@@ -177,12 +178,12 @@ class Runners(ApiPart):
         """Record failure under the lease."""
         body: dict[str, Any] = {"lease_token": lease_token, "reason": reason}
         body |= present(fingerprint=fingerprint, exit_code=exit_code)
-        return self._post(f"/api/v1/tasks/{task_id}/fail", body)
+        return self._post(f"/api/v1/tasks/{segment(task_id)}/fail", body)
 
     def output(self, task_id: str, lease_token: str, output: str) -> dict[str, Any]:
         """Send the redacted tail of the task's output under the lease, before its outcome."""
         body = {"lease_token": lease_token, "output": output}
-        return self._post(f"/api/v1/tasks/{task_id}/output", body)
+        return self._post(f"/api/v1/tasks/{segment(task_id)}/output", body)
 
     def ship_output(
         self,
@@ -200,11 +201,11 @@ class Runners(ApiPart):
         lease; the answer's ``next_offset`` says where the next piece starts."""
         body = {"lease_token": lease_token, "offset": offset, "end": end, "output": output}
         body |= {"final": final} | present(run_id=run_id, host=host)
-        return self._post(f"/api/v1/tasks/{task_id}/output/chunks", body)
+        return self._post(f"/api/v1/tasks/{segment(task_id)}/output/chunks", body)
 
     def stop(self, runner_id: str) -> dict[str, Any]:
         """The runner leaves; its leases are taken back."""
-        return self._post(f"/api/v1/runners/{runner_id}/stop", None)
+        return self._post(f"/api/v1/runners/{segment(runner_id)}/stop", None)
 
     def topology(self) -> dict[str, Any]:
         """Fleets, runners and the tasks each runs now."""

@@ -19,6 +19,7 @@ import builtins
 from typing import Any
 
 from watchkeeper.client_part import ApiPart, present
+from watchkeeper.client_wire import segment
 
 
 class Silences(ApiPart):
@@ -49,8 +50,8 @@ class Silences(ApiPart):
 
     def get(self, silence_id: int) -> dict[str, Any]:
         """One silence, with the ids of the incidents it held back under ``incidents``."""
-        return self._client.request_object("GET", f"/api/v1/silences/{silence_id}")
+        return self._client.request_object("GET", f"/api/v1/silences/{segment(silence_id)}")
 
     def expire(self, silence_id: int) -> dict[str, Any]:
         """End a silence now."""
-        return self._client.request_object("DELETE", f"/api/v1/silences/{silence_id}")
+        return self._client.request_object("DELETE", f"/api/v1/silences/{segment(silence_id)}")

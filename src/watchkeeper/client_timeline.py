@@ -29,6 +29,7 @@ from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 from watchkeeper.client_part import ApiPart
+from watchkeeper.client_wire import segment
 from watchkeeper.errors import ClientError
 
 if TYPE_CHECKING:
@@ -105,4 +106,4 @@ class Timeline(ApiPart):
 
     def record(self, job_id: str) -> dict[str, Any]:
         """The signed execution record of a finished job."""
-        return self._client.request_object("GET", f"/api/v1/jobs/{job_id}/record")
+        return self._client.request_object("GET", f"/api/v1/jobs/{segment(job_id)}/record")

@@ -15,7 +15,7 @@ from __future__ import annotations
 import json
 import os
 from typing import Any
-from urllib.parse import urlencode, urlsplit
+from urllib.parse import quote, urlencode, urlsplit
 
 from watchkeeper.client_busy import Busy, retry_after
 from watchkeeper.errors import ClientError
@@ -31,9 +31,17 @@ TIMEOUT_S = 10.0
 _PROXY_VARIABLES = ("http_proxy", "https_proxy", "all_proxy")
 
 
+def segment(value: object) -> str:
+    """``value`` as one segment of a URL's path: a ``/``, ``?``, ``#`` or ``..`` in an id
+    names that id, never another route."""
+    text = quote(str(value), safe="")
+    # A bare "." or ".." would be resolved away by the HTTP client, like a folder's.
+    return text.replace(".", "%2E") if text in {".", ".."} else text
+
+
 def move_path(kind: str, run_id: str, verb: str) -> str:
     """The path of a report (``progress``, ``heartbeat``, ``finish`` ...) on one run."""
-    return f"{RUNS_PATH}/{kind}/{run_id}/{verb}"
+    return f"{RUNS_PATH}/{segment(kind)}/{segment(run_id)}/{verb}"
 
 
 def answer_of(status: int, content: bytes, reason: str, retry_after_header: str | None) -> Any:
