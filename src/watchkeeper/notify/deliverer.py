@@ -95,10 +95,18 @@ class Deliverer:
         by_place: dict[str, list[Delivery]] = defaultdict(list)
         for delivery in due:
             by_place[Target.from_json(delivery.target).place].append(delivery)
+        # Every conversation finishes (and settles) what it started before one's failure is
+        # raised: a failing conversation never cuts the others' settlements short.
         done = await asyncio.gather(
-            *(self._serve(place, items) for place, items in by_place.items())
+            *(self._serve(place, items) for place, items in by_place.items()),
+            return_exceptions=True,
         )
-        return sum(done)
+        calls = 0
+        for outcome in done:
+            if isinstance(outcome, BaseException):
+                raise outcome
+            calls += outcome
+        return calls
 
     def recover_orphaned(self, now: datetime, live: Collection[str]) -> list[int]:
         """Sends in flight whose replica is gone (not in ``live``) become ``maybe_sent``."""

@@ -24,7 +24,6 @@ from watchkeeper.store.outbox_batch import (
     sent_many,
     write_paces,
 )
-from watchkeeper.store.pacing import earliest, take_slot
 from watchkeeper.store.queueing import NewDelivery, insert_deliveries
 from watchkeeper.store.schema_notify import deliveries, inbound
 
@@ -118,33 +117,6 @@ class OutboxStore(Accessor):
         statement = _claim(delivery_id, claimer, now, claim_for)
         with self._write("claiming a message") as conn:
             return conn.execute(statement).rowcount == 1
-
-    def claim_paced(
-        self,
-        delivery_id: int,
-        claimer: str,
-        now: datetime,
-        claim_for: timedelta,
-        slot: PaceRequest,
-    ) -> float | bool | NotYet:
-        """Claim a delivery and take its send slot in one transaction: the seconds to wait
-        (from ``slot.now_s``) before the call.
-
-        ``False`` when the row is no longer pending (another deliverer has it);
-        ``NotYet`` (with the slot's moment) when its slot is more than
-        ``slot.max_wait_s`` away, and then neither the row nor a slot is taken.
-        Only a claimed row spends a slot, however many replicas look at the same
-        due rows.
-        """
-        claim = _claim(delivery_id, claimer, now, claim_for)
-        with self._write("claiming a message") as conn:
-            at = earliest(conn, self._sqlite, list(slot.gaps), slot.now_s, slot.bursts)
-            if at > slot.now_s + slot.max_wait_s:
-                return NotYet(at)
-            if conn.execute(claim).rowcount != 1:
-                return False
-            take_slot(conn, slot.gaps, at)
-        return at - slot.now_s
 
     def release(self, delivery_id: int, claimer: str, now: datetime) -> bool:
         """sending -> pending before any call was made: the claim is undone, attempts too.

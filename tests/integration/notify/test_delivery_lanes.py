@@ -53,7 +53,10 @@ def platform() -> Iterator[Seen]:
         def log_message(self, *args: object) -> None:
             return
 
-    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    class Server(ThreadingHTTPServer):
+        request_queue_size = 64  # every lane connects at once: more than the default 5
+
+    server = Server(("127.0.0.1", 0), Handler)
     seen.url = f"http://127.0.0.1:{server.server_address[1]}"
     threading.Thread(target=server.serve_forever, daemon=True).start()
     try:

@@ -4,10 +4,12 @@ call still follows its own committed claim."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 
 from sqlalchemy import event
 
 from watchkeeper.clock import ManualClock
+from watchkeeper.errors import ValueRefused
 from watchkeeper.notify.channels.base import Channel, SendOutcome, SendResult
 from watchkeeper.notify.deliverer import Deliverer
 from watchkeeper.notify.message import Message, Target
@@ -73,3 +75,29 @@ def test_each_call_follows_its_own_committed_claim(store: Store, clock: ManualCl
     assert asyncio.run(Deliverer(store, {"log": channel}, clock).deliver_due()) == CHATS
 
     assert channel.seen == dict.fromkeys(ids, DeliveryStatus.SENDING)
+
+
+class Garbling(Channel):
+    """Refuses one conversation's card with an error text no PostgreSQL column takes."""
+
+    name = "log"
+
+    async def send(self, target: Target, message: Message, idempotency_key: str) -> SendResult:
+        if target.chat_id == "c0":
+            return SendResult(SendOutcome.FAILED, error="bad\x00byte")
+        return SendResult(SendOutcome.SENT, message_id=idempotency_key)
+
+    async def edit(self, target: Target, message: Message) -> SendResult:
+        raise AssertionError("no edits here")
+
+
+def test_a_settlement_the_database_refuses_holds_back_no_other(
+    store: Store, clock: ManualClock
+) -> None:
+    bad, *good = enqueue(store, clock, 4)
+
+    with contextlib.suppress(ValueRefused):  # PostgreSQL refuses the NUL; SQLite stores it
+        asyncio.run(Deliverer(store, {"log": Garbling()}, clock).deliver_due())
+
+    assert [store.outbox.get(i).status for i in good] == [DeliveryStatus.SENT] * len(good)
+    assert store.outbox.get(bad).status in {DeliveryStatus.FAILED, DeliveryStatus.SENDING}
