@@ -64,6 +64,19 @@ def test_the_jobs_list_shows_new_jobs_status_changes_and_deletions_live(
     expect(page.locator("tr.job")).to_have_count(1)
     assert page.evaluate(MARKED)
 
+    # A job's own page: its buttons follow its state too.
+    page.goto(f"{dashboard.url}/web/jobs/{second}")
+    actions = page.locator("#job-actions")
+    expect(actions.get_by_role("button")).to_have_text(["Cancel", "Delete"])
+    _listening(page)
+    queue.cancel(second)
+    expect(actions.get_by_role("button")).to_have_text(["Retry", "Delete"])
+    assert page.evaluate(MARKED)
+    page.once("dialog", lambda dialog: dialog.accept())
+    actions.get_by_role("button", name="Delete").click()
+    expect(page.locator("#answers")).to_contain_text(f"job {second} deleted")
+    expect(actions.get_by_role("button")).to_have_count(0)
+
 
 def test_processes_silences_and_switches_follow_live(
     dashboard: Dashboard, pages: Any, tmp_path: Path

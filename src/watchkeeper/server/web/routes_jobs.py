@@ -84,11 +84,12 @@ def _job_body(queue: QueueService, job_id: str) -> dict[str, Any]:
 async def job_actions_fragment(
     request: Request, job_id: str = JobId, current: Session = Depends(session)
 ) -> Response:
-    """A job's buttons alone, for what its state allows now; 404 once it is deleted."""
+    """A job's buttons alone, for what its state allows now: none once it is deleted."""
     try:
         body = await asyncio.to_thread(_job_body, services(request).queue, job_id)
-    except NotFound as exc:
-        return PlainTextResponse(f"{exc}\n", status_code=404)
+    except NotFound:
+        # Nothing is left to press, and a part without a source is not fetched again.
+        return HTMLResponse('<div id="job-actions" class="actions"></div>')
     return page(request, "_job_actions.html", current, job=body)
 
 
