@@ -34,7 +34,7 @@ from sqlalchemy.exc import DBAPIError
 
 from watchkeeper.clock import from_epoch, to_epoch
 from watchkeeper.contract import ACTIVE_STATUSES, RunStatus
-from watchkeeper.errors import Conflict, NotFound
+from watchkeeper.errors import Conflict, NotFound, WatchkeeperError
 from watchkeeper.store.base import Accessor, record_from_row
 from watchkeeper.store.fencing import current_fence
 from watchkeeper.store.group_commit import GroupCommit
@@ -145,13 +145,17 @@ class _Move:
     counts_as_move: bool
 
 
+#: What a move comes to: the run's new row, or why no active run was moved.
+_Moved = tuple[Any, ...] | WatchkeeperError
+
+
 class PushRunStore(Accessor):
     """Reads and moves push runs. Every move is one statement; moves sent together share
     one transaction."""
 
     def __init__(self, engine: Engine) -> None:
         super().__init__(engine)
-        self._moves: GroupCommit[_Move, tuple[Any, ...] | None] = GroupCommit(self._record_moves)
+        self._moves: GroupCommit[_Move, _Moved] = GroupCommit(self._record_moves)
 
     def start(self, new: NewRun, now: datetime) -> tuple[PushRun, bool]:
         """Record that work started; returns the run and whether anything changed.
@@ -193,18 +197,17 @@ class PushRunStore(Accessor):
         """
         move = _Move(kind, run_id, to_epoch(now), tuple(sorted(values.items())), counts_as_move)
         if current_fence() is None:
-            row = self._moves.run([move])[0]
+            outcome = self._moves.run([move])[0]
         else:
             # A fenced pass's write carries its own lease check: never grouped with others'.
-            row = self._record_moves([move])[0]
-        if row is None:
-            self._explain_missing(kind, run_id)
-        assert row is not None
-        return _run_from_values(row)
+            outcome = self._record_moves([move])[0]
+        if isinstance(outcome, WatchkeeperError):
+            raise outcome
+        return _run_from_values(outcome)
 
-    def _record_moves(self, moves: list[_Move]) -> list[tuple[Any, ...] | None]:
-        """Apply ``moves`` in one transaction; each one's new row, or ``None`` (no active run)."""
-        rows: list[tuple[Any, ...] | None] = []
+    def _record_moves(self, moves: list[_Move]) -> list[_Moved]:
+        """Apply ``moves`` in one transaction: each one's new row, or why there was none."""
+        outcomes: list[_Moved] = []
         with self._write("updating a run") as conn, _driver_errors(conn) as cursor:
             dialect = conn.dialect
             for move in moves:
@@ -216,21 +219,9 @@ class PushRunStore(Accessor):
                 )
                 params = {**fixed, **given}
                 cursor.execute(sql, tuple(params[name] for name in names) if names else params)
-                rows.append(cursor.fetchone())
-        return rows
-
-    def _explain_missing(self, kind: str, run_id: str) -> None:
-        with self._read("updating a run") as conn:
-            row = conn.execute(
-                select(push_runs.c.kind, push_runs.c.status).where(push_runs.c.run_id == run_id)
-            ).first()
-        if row is None:
-            raise NotFound(f"no {kind} run {run_id!r}: start it first (`watchkeeper report start`)")
-        _same_kind(row, kind, run_id)
-        raise Conflict(
-            f"{kind} run {run_id!r} has already ended ({row.status}); "
-            "start it again to report a new attempt"
-        )
+                row = cursor.fetchone()
+                outcomes.append(_missing(conn, move.kind, move.run_id) if row is None else row)
+        return outcomes
 
     def get(self, kind: str, run_id: str) -> PushRun:
         """One run, or :class:`NotFound`."""
@@ -379,12 +370,30 @@ def _move_statement(keys: tuple[str, ...], counts_as_move: bool) -> Any:
     )
 
 
+def _missing(conn: Connection, kind: str, run_id: str) -> WatchkeeperError:
+    """Why a move found no active run, read in the move's own transaction."""
+    row = conn.execute(
+        select(push_runs.c.kind, push_runs.c.status).where(push_runs.c.run_id == run_id)
+    ).first()
+    if row is None:
+        return NotFound(f"no {kind} run {run_id!r}: start it first (`watchkeeper report start`)")
+    if row.kind != kind:
+        return _other_kind(row.kind, kind, run_id)
+    return Conflict(
+        f"{kind} run {run_id!r} has already ended ({row.status}); "
+        "start it again to report a new attempt"
+    )
+
+
+def _other_kind(found: str, kind: str, run_id: str) -> Conflict:
+    return Conflict(
+        f"run id {run_id!r} already belongs to kind {found!r}, not {kind!r}; choose another run id"
+    )
+
+
 def _same_kind(row: Any, kind: str, run_id: str) -> None:
     if row.kind != kind:
-        raise Conflict(
-            f"run id {run_id!r} already belongs to kind {row.kind!r}, not {kind!r}; "
-            "choose another run id"
-        )
+        raise _other_kind(row.kind, kind, run_id)
 
 
 def _fresh_values(new: NewRun, at: float | None) -> dict[str, Any]:
