@@ -26,6 +26,7 @@ from starlette.types import Message, Receive, Scope, Send
 from watchkeeper.access.tokens import Role, TokenInfo
 from watchkeeper.config import KIND_NAME_PATTERN
 from watchkeeper.server.fields import free_text
+from watchkeeper.server.routes_runs import run_out
 from watchkeeper.server.schemas import RUN_ID_PATTERN, STEP_MAX
 
 _PREFIX = "/api/v1/runs/"
@@ -85,8 +86,6 @@ class ProgressRoute(BaseRoute):
             scope[_PASSED_ON] = True
             await scope["router"](scope, _replay(body, receive), send)
             return
-        from watchkeeper.server.routes_runs import run_out
-
         reports = scope["app"].state.services.reports
         run = await run_in_threadpool(reports.progress, kind, run_id, step, None)
         await run_out(run)(scope, receive, send)
