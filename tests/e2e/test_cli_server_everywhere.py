@@ -90,7 +90,7 @@ def test_verify_record_asks_the_server_and_names_what_changed(
     from watchkeeper.timeline import record
 
     settings = config.load(str(config_file))
-    key = record.load_key(settings.model_copy(update={"data_dir": tmp_path / "data"}))
+    key = record.load_keys(settings.model_copy(update={"data_dir": tmp_path / "data"}))
     body = {"format": record.FORMAT, "job": {"id": "j-7", "status": "done"}, "rounds": []}
     out = tmp_path / "record.json"
     out.write_text(json.dumps(record.sign(body, key), indent=2) + "\n")

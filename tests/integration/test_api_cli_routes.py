@@ -59,7 +59,7 @@ def test_revoke_takes_effect_says_when_done_twice_and_names_an_unknown_id(
 
 def _signed(runtime: Runtime) -> dict[str, object]:
     body = {"format": record.FORMAT, "job": {"id": "j-1", "status": "done"}, "rounds": []}
-    return record.sign(body, record.load_key(runtime.settings))
+    return record.sign(body, record.load_keys(runtime.settings))
 
 
 def test_a_record_is_verified_with_the_servers_key(server: LiveServer) -> None:

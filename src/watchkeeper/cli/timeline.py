@@ -59,17 +59,31 @@ def verify_record(
         "--store",
         help="check here with the record key of this data folder instead of asking a server",
     ),
+    public_key: str | None = typer.Option(
+        None,
+        "--public-key",
+        help="check here, offline, with this public key (hex, or a file holding it) as "
+        "GET /api/v1/records/key gives it",
+    ),
 ) -> None:
-    """Have the server check a record's signature with its key: exit 0 valid, 1 invalid."""
+    """Check a record's signatures: exit 0 valid, 1 invalid.
+
+    By default the server checks it with its key, and also that the job's timeline still
+    says what the record does. --public-key checks it here, offline.
+    """
     try:
         data = file.read_bytes()
     except OSError as exc:
         say(f"invalid: cannot read {file}: {exc.strerror}", stderr=True)
         raise typer.Exit(1) from None
-    if store:
+    if public_key or store:
         from watchkeeper.timeline import record as records
 
-        found = records.verify(data, records.load_key(_key_settings(ctx, store)))
+        if public_key:
+            found = records.verify(data, _public_key(public_key))
+        else:
+            keys = records.load_keys(_key_settings(ctx, store or ""))
+            found = records.verify(data, keys.public_key, keys.legacy)
         valid, reason = found.valid, found.reason
     else:
         with connect(server, token) as client:
@@ -89,14 +103,39 @@ def verify_record(
 def _key_settings(ctx: typer.Context, store: str) -> Settings:
     """The configuration pointed at ``--store``, whose record key must exist: a key made now
     would call every record invalid."""
+    from watchkeeper.timeline.record import SEED_FILE
+
     loaded = pointed_at(settings(ctx), store)
-    key = loaded.data_dir / "record.key"
+    key = loaded.data_dir / SEED_FILE
     if not loaded.records.key_env and not key.is_file():
         raise NoStore(
             f"no record key at {key}: name the data folder of the server that signed the record "
             "with --store PATH, or set [records] key_env"
         )
     return loaded
+
+
+def _public_key(given: str) -> bytes:
+    """The 32 bytes of ``--public-key``: hex, or a file holding the hex (or the key's JSON)."""
+    from watchkeeper.errors import InvalidInput
+
+    text = given.strip()
+    path = Path(text)
+    if len(text) != 64 and path.is_file():
+        text = path.read_text(encoding="utf-8").strip()
+        if text.startswith("{"):
+            text = str(json.loads(text).get("public_key", ""))
+    try:
+        key = bytes.fromhex(text)
+    except ValueError:
+        key = b""
+    if len(key) != 32:
+        raise InvalidInput(
+            "--public-key must be the 64 hex digits GET /api/v1/records/key gives, or a file "
+            "holding them",
+            "public_key",
+        )
+    return key
 
 
 def spend(

@@ -331,13 +331,17 @@ class ForgeConfig(BaseModel):
 
 
 class RecordsConfig(BaseModel):
-    """The ``[records]`` table: the key execution records are signed with.
+    """The ``[records]`` table: the Ed25519 key execution records are signed with.
 
-    Without ``key_env`` a random key is generated once into ``DATA_DIR/record.key``.
+    Without ``key_env`` a random key is generated once into ``DATA_DIR/record.ed25519``.
+    Replicas share one key through ``key_env``; the public key is
+    ``GET /api/v1/records/key``.
     """
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
     key_env: str | None = Field(
-        default=None, description="the environment variable holding the signing key"
+        default=None,
+        description="the environment variable holding the signing key: an Ed25519 seed, 64 "
+        "hex digits",
     )

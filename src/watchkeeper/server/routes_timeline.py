@@ -33,6 +33,7 @@ from starlette.concurrency import run_in_threadpool
 
 from watchkeeper.access.tokens import TaskToken, TokenInfo
 from watchkeeper.clock import rfc3339
+from watchkeeper.errors import WatchkeeperError
 from watchkeeper.records.timeline import NewEvent, Usage
 from watchkeeper.server.auth import own_task_only, reporter_or_task, viewer
 from watchkeeper.server.deps import services
@@ -116,14 +117,14 @@ class Batch(BaseModel):
     events: list[EventIn] = Field(min_length=1, max_length=MAX_BATCH)
 
 
-def record_key(request: Request) -> bytes:
-    """The server's record key, read (or made) once."""
-    key = getattr(request.app.state, "record_key", None)
-    if isinstance(key, bytes):
-        return key
-    key = record.load_key(services(request).settings)
-    request.app.state.record_key = key
-    return key
+def record_key(request: Request) -> record.RecordKeys:
+    """The server's record keys, read (or made) once."""
+    keys = getattr(request.app.state, "record_keys", None)
+    if isinstance(keys, record.RecordKeys):
+        return keys
+    keys = record.load_keys(services(request).settings)
+    request.app.state.record_keys = keys
+    return keys
 
 
 def _inflate(body: bytes, encoding: str) -> bytes:
@@ -276,11 +277,45 @@ async def verify_record(request: Request) -> VerdictOut | JSONResponse:
             "the body must be a JSON object: a record as `watchkeeper record --out` writes it",
             field="body",
         )
-    key = await run_in_threadpool(record_key, request)
+    return await run_in_threadpool(_verdict, request, raw, parsed)
+
+
+def _verdict(request: Request, raw: bytes, parsed: dict[str, Any]) -> VerdictOut:
+    """The signatures, then (for a record of this server) whether its events still match."""
+    keys = record_key(request)
     try:
-        verdict = record.verify(raw, key)
-    except (AttributeError, TypeError, ValueError):
+        verdict = record.verify(raw, keys.public_key, keys.legacy)
+        if not verdict.valid or parsed["signature"].get("algorithm") != record.ALGORITHM:
+            return VerdictOut(valid=verdict.valid, reason=verdict.reason)
+        found = services(request)
+        job_id = str(parsed["job"]["id"])
+        if not found.timeline.still_matches(parsed, found.queue.find_job(job_id)):
+            why = (
+                "the signature matches, but the job's timeline no longer does: its events "
+                "were changed after the record was signed"
+            )
+            return VerdictOut(valid=False, reason=why)
+    except (AttributeError, TypeError, ValueError, KeyError):
         # A field of the wrong type deep inside (a link that is not an object) is not a record.
         reason = "not a watchkeeper execution record: a field has the wrong type"
         return VerdictOut(valid=False, reason=reason)
+    except WatchkeeperError:
+        pass  # the job cannot be assembled now (running again): the signature is the answer
     return VerdictOut(valid=verdict.valid, reason=verdict.reason)
+
+
+class PublicKeyOut(BaseModel):
+    """``GET /api/v1/records/key``: what anyone checks this server's records with."""
+
+    algorithm: str
+    public_key: str
+    key_id: str
+
+
+@router.get("/api/v1/records/key", response_model=PublicKeyOut)
+def record_public_key(request: Request) -> PublicKeyOut:
+    """The public key execution records are signed with (Ed25519, hex): no token needed.
+
+    ``watchkeeper verify-record FILE --public-key HEX`` checks a record with it, offline.
+    """
+    return PublicKeyOut(**record_key(request).published())

@@ -59,3 +59,12 @@ def upsert(
     where = and_(*(table.c[name] == value for name, value in key.items()))
     if not conn.execute(update(table).where(where).values(**values)).rowcount:
         conn.execute(insert(table).values(**key, **values))
+
+
+def insert_ignoring_duplicates(engine: Engine, table: Table) -> Any:
+    """An ``INSERT`` of the engine's dialect, to be finished with ``on_conflict_do_nothing``."""
+    if is_sqlite(engine):
+        from sqlalchemy.dialects.sqlite import insert as dialect_insert
+    else:
+        from sqlalchemy.dialects.postgresql import insert as dialect_insert  # type: ignore[assignment]
+    return dialect_insert(table)

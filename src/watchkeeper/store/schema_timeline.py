@@ -68,8 +68,21 @@ timeline_links = sa.Table(
     sa.Column("actor", sa.String(200), nullable=True),
     epoch("at", nullable=False),
     sa.Column("detail", sa.JSON, nullable=False),
-    sa.Column("signature", sa.String(64), nullable=False),
+    # ``ed25519:<key id>:<signature>``, or (links from before 0020) an HMAC's hex.
+    sa.Column("signature", sa.String(200), nullable=False),
     sa.Index(None, "job_id"),
+)
+
+# Execution records, each signed once when first assembled after its job ended, and kept
+# as signed. ``tasks`` is how many tasks the job had then: a job resumed and ended again
+# gets a new record.
+job_records = sa.Table(
+    "job_records",
+    metadata,
+    sa.Column("job_id", sa.String(64), primary_key=True),
+    sa.Column("tasks", sa.Integer, primary_key=True),
+    sa.Column("body", sa.Text, nullable=False),
+    epoch("signed_at", nullable=False),
 )
 
 # Webhook deliveries already handled, so a redelivery changes nothing.

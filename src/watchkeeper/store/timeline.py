@@ -13,13 +13,12 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import Connection, Engine, case, delete, func, insert, or_, select, true, update
+from sqlalchemy import Connection, case, delete, func, insert, or_, select, true, update
 
 from watchkeeper.clock import from_epoch, to_epoch
 from watchkeeper.errors import StoreError
 from watchkeeper.records.timeline import Fact, Price, TimelineEvent, Usage
-from watchkeeper.store.base import Accessor, record_from_row
-from watchkeeper.store.engine import is_sqlite
+from watchkeeper.store.base import Accessor, insert_ignoring_duplicates, record_from_row
 from watchkeeper.store.schema_queue import queue_jobs
 from watchkeeper.store.schema_timeline import (
     forge_deliveries,
@@ -106,14 +105,6 @@ def _copy(conn: Connection, values: Sequence[tuple[Any, ...]]) -> None:
     except psycopg.Error as exc:  # a raw cursor's errors are not wrapped by SQLAlchemy
         first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
         raise StoreError(f"database error while storing timeline events: {first}") from exc
-
-
-def _insert_ignoring_duplicates(engine: Engine, table: Any) -> Any:
-    if is_sqlite(engine):
-        from sqlalchemy.dialects.sqlite import insert as dialect_insert
-    else:
-        from sqlalchemy.dialects.postgresql import insert as dialect_insert  # type: ignore[assignment]
-    return dialect_insert(table)
 
 
 class TimelineStore(Accessor):
@@ -269,7 +260,7 @@ class TimelineStore(Accessor):
     # Forge deliveries ----------------------------------------------------------------
 
     def _claim(self, conn: Connection, source: str, delivery_id: str, at: float) -> bool:
-        statement = _insert_ignoring_duplicates(self._engine, forge_deliveries).values(
+        statement = insert_ignoring_duplicates(self._engine, forge_deliveries).values(
             source=source, delivery_id=delivery_id[:200], received_at=at
         )
         claimed = statement.on_conflict_do_nothing().returning(forge_deliveries.c.source)
@@ -301,7 +292,7 @@ class TimelineStore(Accessor):
         with self._write("recording a webhook") as conn:
             if not self._claim(conn, source, delivery_id, at):
                 return "duplicate"
-            statement = _insert_ignoring_duplicates(self._engine, forge_requests).values(
+            statement = insert_ignoring_duplicates(self._engine, forge_requests).values(
                 source=source, external_id=external_id[:200], title=title[:500],
                 status="pending", detail=detail, created_at=at, updated_at=at,
             )  # fmt: skip

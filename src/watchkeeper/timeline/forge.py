@@ -37,7 +37,7 @@ from watchkeeper.clock import Now, utcnow
 from watchkeeper.config import ForgeConfig, resolve_secret
 from watchkeeper.errors import WatchkeeperError
 from watchkeeper.timeline import reviews
-from watchkeeper.timeline.record import link_body, mac
+from watchkeeper.timeline.record import RecordKeys, sign_link
 
 if TYPE_CHECKING:
     from watchkeeper.store.timeline import TimelineStore
@@ -118,7 +118,7 @@ class Forge:
         self,
         store: TimelineStore,
         config: ForgeConfig,
-        key: bytes,
+        key: RecordKeys,
         *,
         submit: Submit | None = None,
         clock: Now = utcnow,
@@ -158,8 +158,9 @@ class Forge:
             self.config.job_pattern, pr.get("title"), pr.get("body"), dig(pr, "head", "ref")
         )
         known = [job_id for job_id in refs if self.store.job_known(job_id)]
-        links = [self._merge_link(job_id, pr, payload, delivery[:200]) for job_id in known]
-        if not self.store.record_links("github", digest, links, self.clock()):
+        now = self.clock()
+        links = [self._merge_link(job_id, pr, payload, delivery[:200], now) for job_id in known]
+        if not self.store.record_links("github", digest, links, now):
             return Answer("duplicate", {"delivery": delivery})
         log.info(
             "Linked merged pull request %s to job(s) %s",
@@ -171,7 +172,12 @@ class Forge:
         return Answer("linked", {"jobs": known, "unknown_jobs": unknown})
 
     def _merge_link(
-        self, job_id: str, pr: dict[str, Any], payload: dict[str, Any], delivery: str
+        self,
+        job_id: str,
+        pr: dict[str, Any],
+        payload: dict[str, Any],
+        delivery: str,
+        at: datetime,
     ) -> dict[str, Any]:
         link = {
             "job_id": job_id,
@@ -189,7 +195,7 @@ class Forge:
                 **self._approvals(dig(payload, "repository", "full_name"), pr.get("number")),
             },
         }
-        return {**link, "signature": mac(self.key, link_body(link))}
+        return sign_link(link, self.key, at)
 
     def _approvals(self, repository: Any, number: Any) -> dict[str, Any]:
         """``approved_by`` (who approved, from the reviews), or why it could not be read."""

@@ -1,11 +1,17 @@
 """Execution records: a finished job's rounds, phases, outcomes, spend and links, signed.
 
-A record is JSON. Its ``signature`` is HMAC-SHA256, with the server's record
-key, over the canonical form of everything else (keys sorted, no spaces,
-UTF-8), so it can be verified later by whoever holds the key. The key is
-``[records] key_env`` (an environment variable) or a random key generated once
-into ``DATA_DIR/record.key`` with mode 0600. Links appended later (a merged
-pull request) carry a signature of their own, made with the same key.
+A record is JSON, signed once, when it is first assembled after its job ended, and kept
+as signed (:class:`~watchkeeper.timeline.service.TimelineService.record`). Its
+``signature`` is Ed25519, with the server's record signing key, over the canonical form
+(keys sorted, no spaces, UTF-8) of everything but ``links`` and ``signature``: anyone with
+the server's public key (``GET /api/v1/records/key``) can check it, offline, and nobody
+without the private key can make one. Links appended later (a merged pull request) carry
+a signature of their own, made with the same key when they arrived.
+
+The signing key is a 32-byte Ed25519 seed: ``[records] key_env`` (an environment variable
+holding it in hex, shared by replicas), or one generated once into
+``DATA_DIR/record.ed25519`` with mode 0600. Records signed before (HMAC-SHA256 with the
+shared secret in ``DATA_DIR/record.key``) are still checked by the server that holds it.
 """
 
 from __future__ import annotations
@@ -17,9 +23,12 @@ import os
 import secrets
 from collections.abc import Sequence
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
+
+from nacl.exceptions import BadSignatureError
+from nacl.signing import SigningKey, VerifyKey
 
 from watchkeeper.clock import rfc3339
 from watchkeeper.errors import ConfigError, Conflict, NotFound
@@ -31,39 +40,97 @@ if TYPE_CHECKING:
     from watchkeeper.records.timeline import TimelineEvent
 
 FORMAT = "watchkeeper.execution-record/1"
-ALGORITHM = "HMAC-SHA256"
+ALGORITHM = "Ed25519"
+#: How records were signed before: a secret shared by whoever could check them.
+LEGACY_ALGORITHM = "HMAC-SHA256"
+SEED_FILE = "record.ed25519"
+#: The shared secret of records signed before; read to check them, never made any more.
 KEY_FILE = "record.key"
+#: How a link's own signature starts (a link signed before holds the HMAC's hex alone).
+LINK_PREFIX = "ed25519:"
+#: What the record's own signature does not cover: links are signed one by one.
+_UNCOVERED = frozenset({"signature", "links"})
 
 
-def load_key(settings: Settings) -> bytes:
-    """The record key: from ``[records] key_env``, or ``DATA_DIR/record.key`` (made once)."""
+@dataclass(frozen=True, slots=True)
+class RecordKeys:
+    """The server's record keys: the signing key, and the old shared secret if it has one."""
+
+    signing: SigningKey
+    legacy: bytes | None = None
+
+    @property
+    def public_key(self) -> bytes:
+        """The 32 bytes anyone checks this server's records with."""
+        return bytes(self.signing.verify_key)
+
+    @property
+    def key_id(self) -> str:
+        """A short public name of the key, so a verifier can tell which key signed."""
+        return key_id(self.public_key)
+
+    def published(self) -> dict[str, str]:
+        """``GET /api/v1/records/key``: the public key, hex, and its id."""
+        return {"algorithm": ALGORITHM, "public_key": self.public_key.hex(), "key_id": self.key_id}
+
+
+def load_keys(settings: Settings) -> RecordKeys:
+    """The record keys: the seed from ``[records] key_env`` or ``DATA_DIR/record.ed25519``
+    (made once), and ``DATA_DIR/record.key`` if records were signed with it before."""
     env_name = settings.records.key_env
     if env_name:
-        value = os.environ.get(env_name)
+        value = os.environ.get(env_name, "").strip()
         if not value:
             raise ConfigError(
                 f"records.key_env = {env_name!r}: the environment variable is not set"
             )
-        return value.encode()
-    return _key_file(settings.data_dir / KEY_FILE)
+        seed = _seed(value, f"records.key_env = {env_name!r}: the variable")
+    else:
+        seed = _seed_file(settings.data_dir / SEED_FILE)
+    return RecordKeys(SigningKey(seed), _legacy_key(settings.data_dir / KEY_FILE))
 
 
-def _key_file(path: Path) -> bytes:
+def new_seed() -> str:
+    """A fresh signing seed, hex: what ``[records] key_env`` holds."""
+    return secrets.token_hex(32)
+
+
+def _seed(text: str, where: str) -> bytes:
     try:
-        return bytes.fromhex(path.read_text(encoding="ascii").strip())
+        seed = bytes.fromhex(text)
+    except ValueError:
+        seed = b""
+    if len(seed) != 32:
+        raise ConfigError(
+            f"{where} must hold an Ed25519 seed: 64 hex digits (make one with "
+            "`python -c 'import secrets; print(secrets.token_hex(32))'`)"
+        )
+    return seed
+
+
+def _seed_file(path: Path) -> bytes:
+    try:
+        return _seed(path.read_text(encoding="ascii").strip(), str(path))
     except FileNotFoundError:
         pass
-    except (OSError, ValueError) as exc:
-        raise ConfigError(f"{path}: cannot read the record key: {exc}") from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ConfigError(f"{path}: cannot read the record signing key: {exc}") from None
     path.parent.mkdir(parents=True, exist_ok=True)
-    key = secrets.token_bytes(32)
+    seed = new_seed()
     try:
         fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
     except FileExistsError:  # another process made it first: use theirs
-        return _key_file(path)
+        return _seed_file(path)
     with os.fdopen(fd, "w", encoding="ascii") as handle:
-        handle.write(key.hex() + "\n")
-    return key
+        handle.write(seed + "\n")
+    return bytes.fromhex(seed)
+
+
+def _legacy_key(path: Path) -> bytes | None:
+    try:
+        return bytes.fromhex(path.read_text(encoding="ascii").strip())
+    except (OSError, ValueError, UnicodeDecodeError):
+        return None
 
 
 def canonical(value: Any) -> bytes:
@@ -71,21 +138,46 @@ def canonical(value: Any) -> bytes:
     return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False).encode()
 
 
-def key_id(key: bytes) -> str:
+def key_id(public_key: bytes) -> str:
     """A short public name of a key, so a verifier can tell which key signed."""
-    return hashlib.sha256(b"watchkeeper-record-key:" + key).hexdigest()[:16]
+    return hashlib.sha256(b"watchkeeper-record-key:" + public_key).hexdigest()[:16]
 
 
 def mac(key: bytes, value: Any) -> str:
-    """HMAC-SHA256 of ``value``'s canonical form, hex."""
+    """HMAC-SHA256 of ``value``'s canonical form, hex (records signed before Ed25519)."""
     return hmac.new(key, canonical(value), hashlib.sha256).hexdigest()
 
 
-def sign(body: dict[str, Any], key: bytes) -> dict[str, Any]:
+def _signature(keys: RecordKeys, value: Any) -> dict[str, str]:
+    signed = keys.signing.sign(canonical(value)).signature
+    return {"algorithm": ALGORITHM, "key_id": keys.key_id, "value": signed.hex()}
+
+
+def covered(record: dict[str, Any]) -> dict[str, Any]:
+    """The part of a record its own signature covers."""
+    return {k: v for k, v in record.items() if k not in _UNCOVERED}
+
+
+def sign(body: dict[str, Any], keys: RecordKeys) -> dict[str, Any]:
     """``body`` with its signature."""
-    unsigned = {k: v for k, v in body.items() if k != "signature"}
-    signature = {"algorithm": ALGORITHM, "key_id": key_id(key), "value": mac(key, unsigned)}
-    return {**unsigned, "signature": signature}
+    return {
+        **covered(body),
+        "links": body.get("links", []),
+        "signature": _signature(keys, covered(body)),
+    }
+
+
+def sign_link(link: dict[str, Any], keys: RecordKeys, at: datetime) -> dict[str, Any]:
+    """``link``, appended ``at``, with a signature of its own over both:
+    ``ed25519:<key id>:<signature, hex>``."""
+    covers = {**link_body(link), "at": link_time(at)}
+    signed = keys.signing.sign(canonical(covers)).signature
+    return {**link, "signature": f"{LINK_PREFIX}{keys.key_id}:{signed.hex()}"}
+
+
+def link_time(at: datetime) -> str:
+    """When a link was appended, to the second, as its record shows and its signature covers."""
+    return rfc3339(datetime.fromtimestamp(int(at.timestamp()), UTC)) or ""
 
 
 @dataclass(frozen=True, slots=True)
@@ -96,8 +188,9 @@ class Verdict:
     reason: str
 
 
-def verify(data: bytes, key: bytes) -> Verdict:
-    """Check a record file's bytes against ``key``."""
+def verify(data: bytes, public_key: bytes, legacy_key: bytes | None = None) -> Verdict:
+    """Check a record file's bytes against a server's ``public_key`` (and, for a record
+    signed before Ed25519, the shared ``legacy_key`` if one is known)."""
     try:
         record = json.loads(data)
     except (ValueError, UnicodeDecodeError) as exc:
@@ -105,17 +198,61 @@ def verify(data: bytes, key: bytes) -> Verdict:
     if not isinstance(record, dict) or not isinstance(record.get("signature"), dict):
         return Verdict(False, "no signature: this is not a watchkeeper execution record")
     signature = record["signature"]
-    if signature.get("algorithm") != ALGORITHM:
-        return Verdict(False, f"unknown signature algorithm {signature.get('algorithm')!r}")
-    if signature.get("key_id") != key_id(key):
-        return Verdict(False, "signed with another key (its key_id differs from this server's)")
-    expected = mac(key, {k: v for k, v in record.items() if k != "signature"})
-    if not hmac.compare_digest(expected, str(signature.get("value", ""))):
+    algorithm = signature.get("algorithm")
+    if algorithm == LEGACY_ALGORITHM:
+        return _verify_legacy(record, legacy_key)
+    if algorithm != ALGORITHM:
+        return Verdict(False, f"unknown signature algorithm {algorithm!r}")
+    if signature.get("key_id") != key_id(public_key):
+        return Verdict(False, "signed with another key (its key_id differs from this key's)")
+    if not _signed_by(public_key, covered(record), signature):
         return Verdict(False, "the signature does not match: the record was changed")
-    bad = [i for i, link in enumerate(record.get("links", [])) if not _link_ok(key, link)]
+    links = record.get("links", [])
+    bad = [i for i, link in enumerate(links) if not _link_ok(public_key, link)]
     if bad:
         return Verdict(False, f"link {bad[0]} has a signature that does not match")
-    return Verdict(True, f"valid: job {record.get('job', {}).get('id')}, signed by {key_id(key)}")
+    job = record.get("job", {}).get("id")
+    return Verdict(True, f"valid: job {job}, signed by {key_id(public_key)}")
+
+
+def _signed_by(public_key: bytes, value: Any, signature: Any) -> bool:
+    if not isinstance(signature, dict) or signature.get("algorithm") != ALGORITHM:
+        return False
+    try:
+        VerifyKey(public_key).verify(canonical(value), bytes.fromhex(str(signature["value"])))
+    except (BadSignatureError, KeyError, ValueError, TypeError):
+        return False
+    return True
+
+
+def _link_ok(public_key: bytes, link: Any) -> bool:
+    if not isinstance(link, dict):
+        return False
+    key, _, value = str(link.get("signature", "")).removeprefix(LINK_PREFIX).rpartition(":")
+    signature = {"algorithm": ALGORITHM, "value": value}
+    covers = {**link_body(link), "at": link.get("at")}
+    return key == key_id(public_key) and _signed_by(public_key, covers, signature)
+
+
+def _verify_legacy(record: dict[str, Any], key: bytes | None) -> Verdict:
+    if key is None:
+        why = (
+            "signed with the server's old shared key (HMAC-SHA256): only the server holding "
+            "it can check it (POST /api/v1/records/verify)"
+        )
+        return Verdict(False, why)
+    signature = record["signature"]
+    expected = mac(key, {k: v for k, v in record.items() if k != "signature"})
+    if signature.get("key_id") != key_id(key):  # the old id hashed the secret the same way
+        return Verdict(False, "signed with another key (its key_id differs from this key's)")
+    if not hmac.compare_digest(expected, str(signature.get("value", ""))):
+        return Verdict(False, "the signature does not match: the record was changed")
+    for i, link in enumerate(record.get("links", [])):
+        if not isinstance(link, dict) or not hmac.compare_digest(
+            mac(key, link_body(link)), str(link.get("signature", ""))
+        ):
+            return Verdict(False, f"link {i} has a signature that does not match")
+    return Verdict(True, f"valid: job {record.get('job', {}).get('id')}, signed with the old key")
 
 
 def link_body(link: dict[str, Any]) -> dict[str, Any]:
@@ -123,10 +260,12 @@ def link_body(link: dict[str, Any]) -> dict[str, Any]:
     return {k: link.get(k) for k in ("job_id", "kind", "url", "title", "actor", "detail")}
 
 
-def _link_ok(key: bytes, link: Any) -> bool:
-    if not isinstance(link, dict):
-        return False
-    return hmac.compare_digest(mac(key, link_body(link)), str(link.get("signature", "")))
+def with_links(
+    record: dict[str, Any], job_id: str, links: Sequence[dict[str, Any]]
+) -> dict[str, Any]:
+    """A kept record with the links its job has now (each signed when it arrived)."""
+    shown = [{**link, "job_id": job_id, "at": link_time(link["at"])} for link in links]
+    return {**record, "links": shown}
 
 
 def assemble(
@@ -150,6 +289,11 @@ def assemble(
         "spend": _spend(events),
         "links": [{**link, "job_id": job_id, "at": rfc3339(link["at"])} for link in links],
     }
+
+
+def same_timeline(kept: dict[str, Any], fresh: dict[str, Any]) -> bool:
+    """Whether a kept record's rounds and spend are still what its events say."""
+    return all(kept.get(part) == fresh.get(part) for part in ("rounds", "spend"))
 
 
 def _job(job_id: str, job: Job | None, status: str) -> dict[str, Any]:

@@ -36,10 +36,12 @@ from typing import TYPE_CHECKING, Any, Unpack
 from watchkeeper.clock import Now, to_epoch, utcnow
 from watchkeeper.records.timeline import Fact, Ingested, NewEvent, TimelineEvent
 from watchkeeper.redact import redact
+from watchkeeper.store.job_records import JobRecordStore
 from watchkeeper.store.timeline import INSERTED, TimelineStore, event_from_mapping
 from watchkeeper.timeline import record, spend
 from watchkeeper.timeline.forge import Forge, Submit
 from watchkeeper.timeline.prices import Pricer
+from watchkeeper.timeline.record import RecordKeys
 
 if TYPE_CHECKING:
     from watchkeeper.config import ForgeConfig, Settings
@@ -139,6 +141,7 @@ class TimelineService:
         exporters: Sequence[Exporter] = (),
     ) -> None:
         self.store: TimelineStore = TimelineStore(store.engine)
+        self.kept = JobRecordStore(store.engine)
         self.pricer = Pricer(settings.prices)
         self.clock = clock
         self.exporters = list(exporters)
@@ -237,14 +240,32 @@ class TimelineService:
         """Spend grouped ``by`` one key, costliest first; ``where`` narrows the calls counted."""
         return spend.report(self.store, by, **where)
 
-    def record(self, job_id: str, job: Job | None, key: bytes) -> dict[str, Any]:
-        """The execution record of finished ``job`` (``None``: deleted), signed with ``key``."""
-        body = record.assemble(
-            job_id, job, self.events(job_id=job_id), self.links(job_id), self.clock()
-        )
-        return record.sign(body, key)
+    def record(self, job_id: str, job: Job | None, keys: RecordKeys) -> dict[str, Any]:
+        """The execution record of finished ``job`` (``None``: deleted), with its links.
 
-    def forge(self, config: ForgeConfig, key: bytes, submit: Submit | None = None) -> Forge:
+        Signed once, the first time it is asked for after the job ended, and kept: later
+        reads answer the record as it was signed. A job resumed and ended again (more
+        tasks) gets a new one; a deleted job answers the last one kept.
+        """
+        latest = self.kept.latest(job_id)
+        tasks = len(job.tasks) if job is not None else None
+        if latest is not None and (tasks is None or latest[0] == tasks):
+            return record.with_links(latest[1], job_id, self.links(job_id))
+        now = self.clock()
+        body = record.assemble(job_id, job, self.events(job_id=job_id), [], now)
+        kept = self.kept.keep(job_id, tasks or 0, record.sign(body, keys), now)
+        return record.with_links(kept, job_id, self.links(job_id))
+
+    def still_matches(self, kept: dict[str, Any], job: Job | None) -> bool:
+        """Whether a record's rounds and spend are still what its job's events say."""
+        job_id = str(kept.get("job", {}).get("id", ""))
+        events = self.events(job_id=job_id)
+        if job is None and not events:
+            return True  # nothing left to compare with
+        fresh = record.assemble(job_id, job, events, [], self.clock())
+        return record.same_timeline(kept, fresh)
+
+    def forge(self, config: ForgeConfig, key: RecordKeys, submit: Submit | None = None) -> Forge:
         """The forge webhooks' handler, linking merges into this timeline's records."""
         return Forge(self.store, config, key, submit=submit, clock=self.clock)
 

@@ -156,7 +156,7 @@ def test_a_job_page_draws_rounds_phase_by_phase_with_spend_and_its_merge_link(
         "href", "https://example.org/acme/pull/7"
     )
     expect(page.locator("section", has_text="Execution record")).to_contain_text(
-        "Signed record (HMAC-SHA256"
+        "Signed record (Ed25519"
     )
     expect(page.locator(".task-card .ticon")).to_have_class(re.compile(r"ticon-completed"))
 

@@ -101,7 +101,8 @@ def _merge_link(server: LiveServer, queue: QueueService) -> dict[str, Any]:
     queue.cancel(job.id)
     with Client(server.url, server.tokens["viewer"]) as viewer:
         signed = viewer.timeline.record(job.id)
-    assert record.verify(json.dumps(signed).encode(), record.load_key(server.runtime.settings))
+    keys = record.load_keys(server.runtime.settings)
+    assert record.verify(json.dumps(signed).encode(), keys.public_key).valid
     (link,) = signed["links"]
     detail: dict[str, Any] = link["detail"]
     return detail

@@ -121,8 +121,8 @@ def test_a_merged_pull_request_links_to_the_job_s_signed_record(
         "merge", "octocat", "https://github.example/acme/app/pull/42",
     )  # fmt: skip
     assert link["detail"]["repository"] == "acme/app"
-    key = record.load_key(server.runtime.settings)
-    assert record.verify(json.dumps(signed).encode(), key).valid
+    keys = record.load_keys(server.runtime.settings)
+    assert record.verify(json.dumps(signed).encode(), keys.public_key).valid
 
 
 def test_unsigned_and_forged_github_deliveries_change_nothing(

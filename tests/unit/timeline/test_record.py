@@ -1,4 +1,5 @@
-"""Execution records: signed with the server's key; any change fails verification."""
+"""Execution records: signed with the server's Ed25519 key; checked with its public key by
+anyone, made by nobody else; any change fails verification."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
+from nacl.signing import SigningKey
 
 from tests.conftest import make_settings
 from watchkeeper.errors import ConfigError, Conflict, NotFound
@@ -16,7 +18,8 @@ from watchkeeper.records.timeline import Price, TimelineEvent, Usage
 from watchkeeper.timeline import record
 
 T0 = datetime(2026, 1, 5, 12, 0, tzinfo=UTC)
-KEY = b"k" * 32
+KEYS = record.RecordKeys(SigningKey(b"k" * 32))
+OTHER = record.RecordKeys(SigningKey(b"o" * 32))
 
 
 def _task(status: TaskStatus) -> Task:
@@ -96,9 +99,9 @@ def _signed() -> dict[str, object]:
         "actor": "bob",
         "detail": {"number": 1},
     }
-    link["signature"] = record.mac(KEY, record.link_body(link))
-    body = record.assemble("j-1", _job(), EVENTS, [{**link, "at": T0}], T0)
-    return record.sign(body, KEY)
+    signed_link = record.sign_link(link, KEYS, T0)
+    body = record.assemble("j-1", _job(), EVENTS, [], T0)
+    return record.with_links(record.sign(body, KEYS), "j-1", [{**signed_link, "at": T0}])
 
 
 def test_a_record_has_rounds_phases_outcomes_spend_and_links() -> None:
@@ -126,18 +129,18 @@ def test_a_record_has_rounds_phases_outcomes_spend_and_links() -> None:
 
 def test_the_signature_verifies_and_a_flipped_byte_does_not() -> None:
     data = json.dumps(_signed(), indent=2).encode()
-    assert record.verify(data, KEY).valid
+    assert record.verify(data, KEYS.public_key).valid
     failures = set()
     for offset in range(0, len(data), 7):
         flipped = bytearray(data)
         flipped[offset] ^= 0x01
-        verdict = record.verify(bytes(flipped), KEY)
+        verdict = record.verify(bytes(flipped), KEYS.public_key)
         if bytes(flipped) != data and json.loads(data) != _loads(bytes(flipped)):
             assert not verdict.valid, f"byte {offset} flipped and still valid"
             failures.add(verdict.reason.split(":")[0])
     assert "the signature does not match" in failures
-    assert not record.verify(data, b"another key").valid
-    assert "another key" in record.verify(data, b"another key").reason
+    assert not record.verify(data, OTHER.public_key).valid
+    assert "another key" in record.verify(data, OTHER.public_key).reason
 
 
 def _loads(data: bytes) -> object:
@@ -147,12 +150,20 @@ def _loads(data: bytes) -> object:
         return None
 
 
-def test_a_link_changed_and_re_signed_as_a_whole_still_fails_without_the_key() -> None:
+def test_a_link_changed_after_it_was_signed_fails() -> None:
     signed = _signed()
     signed["links"][0]["actor"] = "mallory"
-    resigned = record.sign(signed, KEY)  # the record's signature recomputed, the link's not
-    verdict = record.verify(json.dumps(resigned).encode(), KEY)
+    verdict = record.verify(json.dumps(signed).encode(), KEYS.public_key)
     assert not verdict.valid and verdict.reason == "link 0 has a signature that does not match"
+
+
+def test_nobody_without_the_private_key_can_make_a_record_that_verifies() -> None:
+    forged = _signed()
+    forged["spend"]["cost"] = 0.0
+    by_another = record.sign(forged, OTHER)
+    by_another["signature"]["key_id"] = KEYS.key_id  # claiming to be the server's
+    verdict = record.verify(json.dumps(by_another).encode(), KEYS.public_key)
+    assert not verdict.valid and "does not match" in verdict.reason
 
 
 def test_records_only_for_finished_jobs() -> None:
@@ -166,10 +177,11 @@ def test_records_only_for_finished_jobs() -> None:
 
 def test_the_key_is_generated_once_with_mode_0600(tmp_path: Path) -> None:
     settings = make_settings(tmp_path, "sqlite://")
-    key = record.load_key(settings)
-    path = settings.data_dir / record.KEY_FILE
+    keys = record.load_keys(settings)
+    path = settings.data_dir / record.SEED_FILE
     assert stat.S_IMODE(path.stat().st_mode) == 0o600
-    assert len(key) == 32 and record.load_key(settings) == key
+    assert len(keys.public_key) == 32 and record.load_keys(settings).public_key == keys.public_key
+    assert keys.legacy is None  # no old shared key here, and none is made
 
 
 def test_the_key_may_come_from_the_environment(
@@ -177,7 +189,24 @@ def test_the_key_may_come_from_the_environment(
 ) -> None:
     settings = make_settings(tmp_path, "sqlite://", records={"key_env": "WK_TEST_RECORD_KEY"})
     with pytest.raises(ConfigError, match="WK_TEST_RECORD_KEY"):
-        record.load_key(settings)
+        record.load_keys(settings)
     monkeypatch.setenv("WK_TEST_RECORD_KEY", "shared between replicas")
-    assert record.load_key(settings) == b"shared between replicas"
-    assert not (settings.data_dir / record.KEY_FILE).exists()
+    with pytest.raises(ConfigError, match="64 hex digits"):
+        record.load_keys(settings)
+    seed = record.new_seed()
+    monkeypatch.setenv("WK_TEST_RECORD_KEY", seed)
+    assert bytes(record.load_keys(settings).signing) == bytes.fromhex(seed)
+    assert not (settings.data_dir / record.SEED_FILE).exists()
+
+
+def test_a_record_signed_with_the_old_shared_key_is_checked_with_it() -> None:
+    secret = b"s" * 32
+    body = record.assemble("j-1", _job(), EVENTS, [], T0)
+    unsigned = {k: v for k, v in body.items() if k != "signature"}
+    signature = {"algorithm": record.LEGACY_ALGORITHM, "key_id": record.key_id(secret),
+                 "value": record.mac(secret, unsigned)}  # fmt: skip
+    data = json.dumps({**unsigned, "signature": signature}).encode()
+    assert record.verify(data, KEYS.public_key, secret).valid
+    assert not record.verify(data, KEYS.public_key, b"x" * 32).valid
+    without = record.verify(data, KEYS.public_key)
+    assert not without.valid and "old shared key" in without.reason

@@ -87,7 +87,8 @@ def _key(request: Request) -> bytes:
     key = getattr(request.app.state, "web_session_key", None)
     if isinstance(key, bytes):
         return key
-    derived = hmac.new(record_key(request), b"watchkeeper dashboard session", "sha256").digest()
+    seed = bytes(record_key(request).signing)  # secret: the signing key never leaves the server
+    derived = hmac.new(seed, b"watchkeeper dashboard session", "sha256").digest()
     request.app.state.web_session_key = derived
     return derived
 
