@@ -164,7 +164,7 @@ def spend(
 def _cells(group: dict[str, Any]) -> list[str]:
     return [
         str(group["key"] if group["key"] is not None else "(none)"),
-        f"{group['cost']:.6f}",
+        "unpriced" if group["cost"] is None else f"{group['cost']:.6f}",
         str(group["calls"]),
         str(group["unpriced"]),
         str(group["input_tokens"]),

@@ -34,12 +34,14 @@ INSERTED = tuple(column.name for column in timeline_events.c if column.name != "
 assert INSERTED[:2] == ("org", "job_id")  # _fill_orgs reads both and replaces the first
 _VALUES = operator.itemgetter(*INSERTED)
 _L = timeline_links.c
-#: What spend may be grouped by, and the column each groups on.
+#: What spend may be grouped by, and the column each groups on. A model is named as the
+#: price table named it when it priced (or looked up) the call, so the spellings reporters
+#: use for one model are one group; a call never looked up is grouped by its name lowercased.
 SPEND_KEYS = {
     "org": _E.org,
     "job": _E.job_id,
     "role": _E.role,
-    "model": _E.model,
+    "model": func.lower(func.coalesce(_E.price_model, _E.model)),
     "provider": _E.provider,
     "day": _E.day,
 }
@@ -67,12 +69,15 @@ def event_from_mapping(m: Mapping[Any, Any]) -> TimelineEvent:
 
 @dataclass(frozen=True, slots=True)
 class SpendGroup:
-    """The spend of one group: calls, unpriced calls, cost and tokens."""
+    """The spend of one group: calls, unpriced calls, cost and tokens.
+
+    ``cost`` is ``None`` when no call of the group was priced: unknown, not free.
+    """
 
     key: str | None
     calls: int
     unpriced: int
-    cost: float
+    cost: float | None
     input_tokens: int
     output_tokens: int
     cache_read_tokens: int
@@ -85,7 +90,7 @@ def _group(row: tuple[Any, ...]) -> SpendGroup:
         None if key is None else str(key),
         int(calls),
         int(unpriced),
-        float(cost),
+        None if cost is None else float(cost),
         int(inp),
         int(out),
         int(read),
@@ -210,7 +215,7 @@ class TimelineStore(Accessor):
                 column,
                 func.count(),
                 func.coalesce(func.sum(case((_E.unpriced == true(), 1), else_=0)), 0),
-                func.coalesce(func.sum(_E.cost), 0.0),
+                func.sum(_E.cost),
                 func.coalesce(func.sum(_E.input_tokens), 0),
                 func.coalesce(func.sum(_E.output_tokens), 0),
                 func.coalesce(func.sum(_E.cache_read_tokens), 0),
@@ -228,7 +233,7 @@ class TimelineStore(Accessor):
             statement = statement.where(_E.at < to_epoch(until))
         with self._read("summing spend") as conn:
             groups = [_group(tuple(row)) for row in conn.execute(statement)]
-        return sorted(groups, key=lambda group: (-group.cost, str(group.key)))
+        return sorted(groups, key=lambda group: (-(group.cost or 0.0), str(group.key)))
 
     # Record links --------------------------------------------------------------------
 

@@ -2,12 +2,15 @@
 
 Each call was priced when its event arrived, on the provider it ran on
 (:mod:`watchkeeper.timeline.prices`); a rollup only sums. Unpriced calls are
-counted, never added as zero: a report with ``unpriced > 0`` is a floor.
+counted, never added as zero: a report with ``unpriced > 0`` is a floor, and a
+group (or a report) none of whose calls was priced has no cost (``None``), not 0.
+Models are grouped by the name the price table gave them, so ``Claude-Haiku-4-5``
+and ``claude-haiku-4-5`` are one model.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import TYPE_CHECKING, Any, TypedDict, Unpack
@@ -37,9 +40,9 @@ class SpendReport:
     groups: tuple[SpendGroup, ...]
 
     @property
-    def cost(self) -> float:
-        """The priced calls' total cost in USD."""
-        return sum(group.cost for group in self.groups)
+    def cost(self) -> float | None:
+        """The priced calls' total cost in USD; ``None`` when every call was unpriced."""
+        return total_cost(group.cost for group in self.groups)
 
     @property
     def unpriced(self) -> int:
@@ -58,6 +61,16 @@ class SpendReport:
                 **_tokens(self.groups),
             },
         }
+
+
+def total_cost(costs: Iterable[float | None]) -> float | None:
+    """The sum of the known ``costs``; ``None`` when there are some and none is known."""
+    total, known, seen = 0.0, False, False
+    for cost in costs:
+        seen = True
+        if cost is not None:
+            total, known = total + cost, True
+    return total if known or not seen else None
 
 
 def _group_dict(group: SpendGroup) -> dict[str, Any]:
