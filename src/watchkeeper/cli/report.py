@@ -18,16 +18,27 @@ _RUN_ID = typer.Argument(
 
 
 def _parse_origin(value: str | None) -> dict[str, str] | None:
-    """``slack:C123/1700000000.1`` -> platform, chat and thread."""
+    """``slack:C123/1700000000.1`` -> platform, chat and thread.
+
+    ``github:OWNER/REPO#N`` names a pull request or issue: the repository is the chat,
+    the number the thread.
+    """
     if not value:
         return None
     from watchkeeper.errors import InvalidInput
 
     platform, _, rest = value.partition(":")
+    if platform == "github":
+        from watchkeeper.procs.github_results import parse
+
+        try:
+            return parse(rest)
+        except ValueError as exc:
+            raise InvalidInput(f"--origin {value!r}: {exc}") from None
     if platform not in {"telegram", "discord", "slack", "web"} or not rest:
         raise InvalidInput(
             f"--origin {value!r}: write PLATFORM:CHAT[/THREAD], "
-            "PLATFORM one of telegram, discord, slack, web"
+            "PLATFORM one of telegram, discord, slack, web, or github:OWNER/REPO#N"
         )
     chat, _, thread = rest.partition("/")
     origin = {"platform": platform, "chat_id": chat}

@@ -258,7 +258,9 @@ class ForgeConfig(BaseModel):
     running ``sentry_argv`` on ``sentry_fleet`` for ``sentry_org``; a regression reopens it.
     A Linear issue becomes a job running ``linear_argv`` (``{identifier}``, ``{issue_id}`` and
     ``{url}`` are filled in) on ``linear_fleet`` for ``linear_org``; without ``linear_argv`` the
-    request is kept as pending.
+    request is kept as pending. A process run started with ``--origin github:OWNER/REPO#N``
+    posts its result on that pull request or issue with ``github_token_env``, linking to
+    ``public_url``.
     """
 
     model_config = ConfigDict(extra="forbid", frozen=True)
@@ -286,6 +288,11 @@ class ForgeConfig(BaseModel):
     github_api_url: str = Field(
         default="https://api.github.com",
         description="GitHub's REST API (a GitHub Enterprise server's `https://HOST/api/v3`)",
+    )
+    public_url: str | None = Field(
+        default=None,
+        description="the server's address as readers reach it (`https://watchkeeper.example`): "
+        "a result posted on GitHub links to the run's record there",
     )
     sentry_secret: str | None = Field(
         default=None,

@@ -26,7 +26,7 @@ from watchkeeper.procs import park as parking
 from watchkeeper.records.procs import AbortOutcome, HookState, Park, ParkState, ProcRun
 
 if TYPE_CHECKING:
-    from watchkeeper.config import Settings
+    from watchkeeper.config import ForgeConfig, Settings
     from watchkeeper.store import Store
     from watchkeeper.store.procs import ProcStore
 
@@ -59,6 +59,7 @@ class ProcEngine:
         clock: Now = utcnow,
         hook_secret: str | None = None,
         grace_s: float = aborting.DEFAULT_GRACE_S,
+        forge: ForgeConfig | None = None,
     ) -> None:
         from watchkeeper.store.procs import ProcStore
 
@@ -70,11 +71,18 @@ class ProcEngine:
         self.clock = clock
         self.grace_s = grace_s
         self._configured_secret = hook_secret
+        self.forge = forge
 
     @classmethod
     def from_settings(cls, settings: Settings, store: Store, clock: Now = utcnow) -> ProcEngine:
         """The engine of a configured watchkeeper."""
-        return cls(store, settings.data_dir, clock=clock, hook_secret=settings.ops.webhook_secret)
+        return cls(
+            store,
+            settings.data_dir,
+            clock=clock,
+            hook_secret=settings.ops.webhook_secret,
+            forge=settings.forge,
+        )
 
     @classmethod
     def open(cls, settings: Settings) -> ProcEngine:
@@ -94,8 +102,23 @@ class ProcEngine:
     # Starting -------------------------------------------------------------------------
 
     def start(self, request: launch.LaunchRequest, *, tee: bool = False) -> launch.Launched:
-        """Register, then start; see :func:`watchkeeper.procs.launch.launch`."""
-        return launch.launch(self.procs, self.data_dir, request, self.clock, tee=tee)
+        """Register, then start; see :func:`watchkeeper.procs.launch.launch`.
+
+        A run from GitHub labels its issue waiting first, so the label never lands
+        after the run's end has replaced it.
+        """
+        if not (request.origin and request.origin.get("platform") == "github"):
+            return launch.launch(self.procs, self.data_dir, request, self.clock, tee=tee)
+        from watchkeeper.procs import github_results  # its HTTP client only when needed
+
+        unlabelled = github_results.GitHubResults(self.forge).announce(request.origin)
+        launched = launch.launch(self.procs, self.data_dir, request, self.clock, tee=tee)
+        if unlabelled:
+            log.warning(
+                "Process run %s: %s", launched.run.run_id, unlabelled, extra={"action": "proc_hook"}
+            )
+            github_results.note(self.data_dir, launched.run.run_id, unlabelled)
+        return launched
 
     def finish_foreground(self, launched: launch.Launched) -> ProcRun:
         """Wait for a foreground run's shim, then settle the run from its witness."""
@@ -302,7 +325,9 @@ class ProcEngine:
 
     def _fire_hooks(self, now: datetime) -> list[tuple[str, HookState]]:
         secret = hooks.hook_secret(self.data_dir, self._configured_secret)
-        return hooks.fire_due(self.procs, self.data_dir, secret, self.engine_key, now)
+        return hooks.fire_due(
+            self.procs, self.data_dir, secret, self.engine_key, now, forge=self.forge
+        )
 
     def sweep(self, now: datetime) -> SweepReport:
         """The sweep hook: reap, fire due hooks, wake parked sessions."""

@@ -6,7 +6,9 @@ engine that stopped mid-fire becomes ``maybe_fired`` and is never refired.
 
 A hook is a command (run with the result in ``WATCHKEEPER_RESULT`` and a few
 plain variables) and/or a POST of the result as JSON, signed with
-HMAC-SHA256 over the raw body in ``X-Watchkeeper-Signature: sha256=<hex>``.
+HMAC-SHA256 over the raw body in ``X-Watchkeeper-Signature: sha256=<hex>``,
+and/or, for a run that came from GitHub, a comment and a label there
+(:mod:`watchkeeper.procs.github_results`).
 """
 
 from __future__ import annotations
@@ -29,6 +31,7 @@ from watchkeeper.procs import layout
 from watchkeeper.records.procs import HookState, ProcRun
 
 if TYPE_CHECKING:
+    from watchkeeper.config import ForgeConfig
     from watchkeeper.store.procs import ProcStore
 
 log = logging.getLogger(__name__)
@@ -95,17 +98,24 @@ def sign(secret: bytes, body: bytes) -> str:
 
 
 def fire_due(
-    procs: ProcStore, data_dir: Path, secret: bytes, engine_key: str, now: datetime
+    procs: ProcStore,
+    data_dir: Path,
+    secret: bytes,
+    engine_key: str,
+    now: datetime,
+    *,
+    forge: ForgeConfig | None = None,
 ) -> list[tuple[str, HookState]]:
     """Fire once every due hook of the runs ``engine_key`` (host and data folder) settles.
 
-    Returns (run id, final state) for each hook fired.
+    ``forge`` has what posts the result of a run that came from GitHub; without it
+    that post fails for want of a token. Returns (run id, final state) for each hook fired.
     """
     fired = []
     for run in procs.due_hooks(engine_key):
         if not procs.claim_hook(run.run_id, now):
             continue  # another engine claimed it first
-        errors = _fire(run, result_of(run, data_dir, now), data_dir, secret)
+        errors = _fire(run, result_of(run, data_dir, now), data_dir, secret, forge)
         state = HookState.FAILED if errors else HookState.FIRED
         procs.settle_hook(run.run_id, state, "; ".join(errors) or None, now)
         log.info(
@@ -118,13 +128,23 @@ def fire_due(
     return fired
 
 
-def _fire(run: ProcRun, result: dict[str, Any], data_dir: Path, secret: bytes) -> list[str]:
+def _fire(
+    run: ProcRun,
+    result: dict[str, Any],
+    data_dir: Path,
+    secret: bytes,
+    forge: ForgeConfig | None,
+) -> list[str]:
     body = json.dumps(result, sort_keys=True).encode()
     errors = []
     if run.on_done_cmd:
         errors += _run_command(run, result, body, data_dir)
     if run.on_done_url:
         errors += _post(run.on_done_url, body, secret)
+    if run.origin and run.origin.get("platform") == "github":
+        from watchkeeper.procs.github_results import GitHubResults  # its HTTP client when needed
+
+        errors += GitHubResults(forge).post_result(run, result)
     return errors
 
 

@@ -36,7 +36,13 @@ class Runs(Accessor):
         any well-formed witness settles the run.
         """
         at = to_epoch(now)
-        hooks = HookState.WAITING if (new.on_done_cmd or new.on_done_url) else HookState.NONE
+        # A run from GitHub posts its result there as one of its hooks: fired once.
+        from_github = (new.origin or {}).get("platform") == "github"
+        hooks = (
+            HookState.WAITING
+            if (new.on_done_cmd or new.on_done_url or from_github)
+            else HookState.NONE
+        )
         values = {
             "run_id": new.run_id,
             "name": new.name,
