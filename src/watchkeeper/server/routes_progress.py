@@ -25,6 +25,7 @@ from starlette.types import Message, Receive, Scope, Send
 
 from watchkeeper.access.tokens import Role, TokenInfo
 from watchkeeper.config import KIND_NAME_PATTERN
+from watchkeeper.errors import WatchkeeperError
 from watchkeeper.server.fields import free_text
 from watchkeeper.server.routes_runs import run_out
 from watchkeeper.server.schemas import RUN_ID_PATTERN, STEP_MAX
@@ -38,8 +39,9 @@ _RUN_ID = re.compile(RUN_ID_PATTERN)
 _JSON = b"application/json"
 
 
-class _NotOrdinary(Exception):
-    """The request is not an ordinary report: the documented route answers it."""
+class _NotOrdinary(WatchkeeperError):
+    """The request is not an ordinary report: the documented route answers it (never told
+    to a caller: it only passes the request on)."""
 
 
 class ProgressRoute(BaseRoute):
