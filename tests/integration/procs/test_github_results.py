@@ -23,13 +23,14 @@ from watchkeeper.clock import ManualClock, utcnow
 from watchkeeper.config import ForgeConfig
 from watchkeeper.errors import InvalidInput
 from watchkeeper.notify.ops import OpsNotifier
-from watchkeeper.procs import identity
+from watchkeeper.procs import identity, layout
 from watchkeeper.procs.engine import FIRING_STALE_S, ProcEngine
 from watchkeeper.records.procs import HookState, NewProc, ProcStatus
 from watchkeeper.runtime import Runtime
 from watchkeeper.store import Store
 
 from ...conftest import make_settings
+from ...support.cli import wk
 from .conftest import kill_leftovers, start_detached, wait_witness
 
 TOKEN = "ghp-results-token"
@@ -236,6 +237,9 @@ def test_a_refused_token_is_recorded_as_failed_with_the_reason(
     assert state is HookState.FAILED
     error = refused.get(run_id).hook_error
     assert error is not None and "401" in error and "Bad credentials" in error
+    # The waiting label could not be set either: the run started anyway and says why.
+    noted = (layout.run_dir(data_dir, run_id) / layout.HOOKS_LOG_NAME).read_text()
+    assert "watchkeeper:waiting" in noted and "401" in noted
     assert github.comments == []
     # Only the comment was tried after the start's label: nothing is retried.
     assert [method for method, _ in github.calls] == ["POST", "POST"]
@@ -252,6 +256,26 @@ def test_without_a_token_the_run_ends_and_says_why_nothing_was_posted(
     assert state is HookState.FAILED
     assert "github_token" in (bare.get(run_id).hook_error or "")
     assert github.calls == []
+
+
+def test_the_command_line_posts_a_foreground_run_from_its_configuration(
+    tmp_path: Path, engine: ProcEngine, github: FakeGitHub
+) -> None:
+    config = tmp_path / "watchkeeper.toml"
+    config.write_text(
+        f'data_dir = "{engine.data_dir}"\ndatabase_url = "{engine.store.url}"\n'
+        f'[forge]\ngithub_token = "{TOKEN}"\ngithub_api_url = "{github.url}"\n'
+    )
+    script = "echo half way; echo 'BLOCKED: needs a deploy key'"
+    ran = wk(
+        "--config", str(config), "run", "--origin", "github:acme/app#42", "--", "sh", "-c", script
+    )
+    assert ran.returncode == 0, ran.stderr
+    assert github.labels == {"bug", "watchkeeper:blocked"}
+    assert len(github.comments) == 1 and "needs a deploy key" in github.comments[0]
+    assert "/web/procs/" not in github.comments[0]  # no public_url: no link to nowhere
+    refused = wk("--config", str(config), "run", "--origin", "github:acme#42", "--", "true")
+    assert refused.returncode != 0 and "github:OWNER/REPO#N" in refused.stderr
 
 
 def test_a_github_origin_names_a_repository_and_a_number() -> None:
