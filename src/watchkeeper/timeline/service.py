@@ -5,9 +5,12 @@ A runner (or any reporter) sends events such as ``round_start``,
 with its outcome, duration, role, model and provider, token usage and, where
 the phase explains itself, a short rationale. Events are append-only and
 outlive the task they describe. Before an event is stored, each text field is
-redacted (:func:`watchkeeper.redact.redact`) and capped, so raw test output
-and secrets never land in the timeline; the call is priced on the provider it
-ran on (:mod:`watchkeeper.timeline.prices`). The records themselves are in
+redacted (:func:`watchkeeper.redact.redact`) and capped, so secrets never land in
+the timeline; a text that is test output (any text of a ``verify`` event but a
+one-line note, or any text that looks like pytest, unittest or jest output) is
+replaced by its summary (:mod:`watchkeeper.timeline.testoutput`), so raw test
+output never does. The call is priced on the provider it ran on
+(:mod:`watchkeeper.timeline.prices`). The records themselves are in
 :mod:`watchkeeper.records.timeline`.
 
 Progress. A round may carry a fingerprint (say, a hash of the diff and the
@@ -38,7 +41,7 @@ from watchkeeper.records.timeline import Fact, Ingested, NewEvent, TimelineEvent
 from watchkeeper.redact import redact
 from watchkeeper.store.job_records import JobRecordStore
 from watchkeeper.store.timeline import INSERTED, TimelineStore, event_from_mapping
-from watchkeeper.timeline import record, spend
+from watchkeeper.timeline import record, spend, testoutput
 from watchkeeper.timeline.forge import Forge, Submit
 from watchkeeper.timeline.prices import Pricer
 from watchkeeper.timeline.record import RecordKeys
@@ -118,6 +121,18 @@ def _remember(memo: dict[str, str], text: str, limit: int) -> str:
     return cleaned
 
 
+def _stored_text(memo: dict[str, str], text: str, verify: bool) -> str:
+    """A rationale or detail as stored: test output as its summary, other text cleaned."""
+    if verify and ("\n" in text.strip() or testoutput.looks_like(text)):
+        cleaned = _capped(testoutput.describe(text), TEXT_MAX)
+    elif testoutput.looks_like(text):
+        cleaned = _capped(testoutput.summarize(text) or "", TEXT_MAX)
+    else:
+        cleaned = _capped(redact(text), TEXT_MAX)
+    memo[text] = cleaned
+    return cleaned
+
+
 def day_of(at: float) -> str:
     """The UTC day an epoch second falls on, as spend is grouped (``YYYY-MM-DD``)."""
     number = int(at // 86400)
@@ -180,6 +195,7 @@ class TimelineService:
         price = self.pricer.columns
         names: dict[str, str] = {}
         texts: dict[str, str] = {}
+        verified: dict[str, str] = {}
         days = _DAYS
         reporter = reporter[:200]
         now_at = to_epoch(now) or 0.0
@@ -201,10 +217,12 @@ class TimelineService:
             name, rationale, detail = event.name, event.rationale, event.detail
             if name is not None:
                 name = names.get(name) or _remember(names, name, NAME_MAX)
+            verify = event.phase == "verify"
+            memo = verified if verify else texts
             if rationale is not None:
-                rationale = texts.get(rationale) or _remember(texts, rationale, TEXT_MAX)
+                rationale = memo.get(rationale) or _stored_text(memo, rationale, verify)
             if detail is not None:
-                detail = texts.get(detail) or _remember(texts, detail, TEXT_MAX)
+                detail = memo.get(detail) or _stored_text(memo, detail, verify)
             row = (
                 event.org, event.job_id, event.task_id, at, day, received, event.phase,
                 event.round, event.fingerprint, event.outcome, event.duration_s, name,

@@ -63,14 +63,14 @@ def test_text_is_redacted_and_capped_before_it_is_stored(timeline: TimelineServi
         "Authorization: Bearer abc.def.ghi, db postgresql://app:s3cret@db/x, "
         "password=hunter2, aws AKIAABCDEFGHIJKLMNOP"
     )
-    test_output = "FAILED tests/test_x.py::test_y - AssertionError\n" * 2000
+    long_note = "the reviewer's long note, line after line\n" * 2000
     timeline.ingest(
         [
             NewEvent(
                 "review",
                 task_id="t-1",
                 rationale=secret_text,
-                detail=test_output,
+                detail=long_note,
                 name="tool token=abcdef123456",
             )
         ],

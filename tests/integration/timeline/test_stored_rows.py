@@ -26,7 +26,7 @@ from watchkeeper.timeline.service import TimelineService
 VERSION = f"genai-prices {genai_prices.__version__}"
 SECRET = "review: export OPENAI_API_KEY=sk-abcdefghijklmnopqrstuvwx; password=hunter2"
 SECRET_CLEAN = "review: export OPENAI_API_KEY=[redacted]; password=[redacted]"
-LONG = "FAILED tests/test_x.py::test_y - AssertionError token=abc123def456\n" * 40
+LONG = "a long note with token=abc123def456 in it, line after line\n" * 40
 #: A model whose price changed on 2026-03-13 (linear after, tiered before): the price
 #: follows the call's time. The batch sends the later day first, so a price kept from it
 #: would show on the earlier day's call.
