@@ -107,18 +107,17 @@ class ProcEngine:
         A run from GitHub labels its issue waiting first, so the label never lands
         after the run's end has replaced it.
         """
-        if not (request.origin and request.origin.get("platform") == "github"):
+
+        def start() -> launch.Launched:
             return launch.launch(self.procs, self.data_dir, request, self.clock, tee=tee)
+
+        if not (request.origin and request.origin.get("platform") == "github"):
+            return start()
         from watchkeeper.procs import github_results  # its HTTP client only when needed
 
-        unlabelled = github_results.GitHubResults(self.forge).announce(request.origin)
-        launched = launch.launch(self.procs, self.data_dir, request, self.clock, tee=tee)
-        if unlabelled:
-            log.warning(
-                "Process run %s: %s", launched.run.run_id, unlabelled, extra={"action": "proc_hook"}
-            )
-            github_results.note(self.data_dir, launched.run.run_id, unlabelled)
-        return launched
+        return github_results.GitHubResults(self.forge).start_labelled(
+            self.data_dir, request, start
+        )
 
     def finish_foreground(self, launched: launch.Launched) -> ProcRun:
         """Wait for a foreground run's shim, then settle the run from its witness."""

@@ -25,10 +25,14 @@ from urllib.parse import quote
 import httpx
 
 from watchkeeper.errors import ConfigError
-from watchkeeper.procs import layout
+from watchkeeper.procs import launch, layout
+from watchkeeper.procs.errors import LaunchFailed
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
     from watchkeeper.config import ForgeConfig
+    from watchkeeper.procs.launch import Launched, LaunchRequest
     from watchkeeper.records.procs import ProcRun
 
 log = logging.getLogger(__name__)
@@ -162,6 +166,40 @@ class GitHubResults:
         except _UNPOSTED as exc:  # best effort: the run starts regardless
             return f"labelling {target.repository}#{target.number} {WAITING}: {_why(exc)}"
         return None
+
+    def start_labelled(
+        self, data_dir: Path, request: LaunchRequest, start: Callable[[], Launched]
+    ) -> Launched:
+        """``start()`` the run of ``request`` with its issue labelled waiting first.
+
+        First, so the label never lands after the run's end replaced it. Refused input
+        is refused before GitHub is told anything; a start that fails with no run
+        recorded takes the label back, since no run will end to replace it.
+        """
+        launch.check(request)
+        unlabelled = self.announce(request.origin)
+        try:
+            launched = start()
+        except BaseException as exc:
+            if not (isinstance(exc, LaunchFailed) and exc.run_id) and unlabelled is None:
+                self._withdraw(request.origin)
+            raise
+        if unlabelled:
+            run_id = launched.run.run_id
+            log.warning("Process run %s: %s", run_id, unlabelled, extra={"action": "proc_hook"})
+            note(data_dir, run_id, unlabelled)
+        return launched
+
+    def _withdraw(self, origin: dict[str, str] | None) -> None:
+        target = target_of(origin)
+        if target is None:
+            return
+        try:
+            with self._client() as client:
+                path = f"{target.path}/labels/{quote(WAITING)}"
+                _call(client, "DELETE", path, missing_ok=True)
+        except _UNPOSTED as exc:
+            log.warning("Could not take back %s: %s", WAITING, _why(exc))
 
     def post_result(self, run: ProcRun, result: dict[str, Any]) -> list[str]:
         """One comment, then the outcome label in place of the others; the errors."""

@@ -25,6 +25,8 @@ from watchkeeper.errors import InvalidInput
 from watchkeeper.notify.ops import OpsNotifier
 from watchkeeper.procs import identity, layout
 from watchkeeper.procs.engine import FIRING_STALE_S, ProcEngine
+from watchkeeper.procs.errors import LaunchFailed
+from watchkeeper.procs.launch import LaunchRequest
 from watchkeeper.records.procs import HookState, NewProc, ProcStatus
 from watchkeeper.runtime import Runtime
 from watchkeeper.store import Store
@@ -276,6 +278,22 @@ def test_the_command_line_posts_a_foreground_run_from_its_configuration(
     assert "/web/procs/" not in github.comments[0]  # no public_url: no link to nowhere
     refused = wk("--config", str(config), "run", "--origin", "github:acme#42", "--", "true")
     assert refused.returncode != 0 and "github:OWNER/REPO#N" in refused.stderr
+
+
+def test_a_command_refused_before_it_is_recorded_leaves_no_label_behind(
+    tmp_path: Path, engine: ProcEngine, github: FakeGitHub
+) -> None:
+    with pytest.raises(InvalidInput):
+        engine.start(LaunchRequest(("no-such-command-here",), detach=True, origin=ORIGIN))
+    assert github.calls == []  # refused before GitHub was told anything
+    blocker = tmp_path / "a-file"
+    blocker.write_text("not a folder")
+    broken = ProcEngine(engine.store, blocker / "data", forge=engine.forge)
+    with pytest.raises(LaunchFailed):
+        broken.start(LaunchRequest(("true",), detach=True, origin=ORIGIN))
+    # Labelled waiting, then the label taken back: no run will ever end to replace it.
+    assert github.labels == {"bug"}
+    assert github.comments == []
 
 
 def test_a_github_origin_names_a_repository_and_a_number() -> None:
