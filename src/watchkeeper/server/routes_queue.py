@@ -167,7 +167,15 @@ def submit(body: SubmitJob, request: Request, token: TokenInfo = Depends(admin))
     """Queue a job; its first task waits for a runner of its fleet."""
     queue = services(request).queue
     job = queue.submit(**body.model_dump(), submitted_by=token.name)
-    return job_json(job, queue.blocked([job]), {})
+    return _with_spend(request, [job_json(job, queue.blocked([job]), {})])[0]
+
+
+def _with_spend(request: Request, bodies: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Each job's ``spend``: its calls' cost and tokens, all the list's jobs in one query."""
+    spent = services(request).timeline.spend_of_jobs([body["id"] for body in bodies])
+    for body in bodies:
+        body["spend"] = spent[body["id"]]
+    return bodies
 
 
 @router.get("/api/v1/jobs", dependencies=[Depends(viewer)])
@@ -183,7 +191,7 @@ def list_jobs(
     jobs = queue.jobs(status=status, fleet=fleet, org=org, limit=limit)
     blocked = queue.blocked(jobs) if jobs else {}
     marks = queue.marks([task for job in jobs for task in job.tasks])
-    return {"jobs": [job_json(job, blocked, marks) for job in jobs]}
+    return {"jobs": _with_spend(request, [job_json(job, blocked, marks) for job in jobs])}
 
 
 @router.get("/api/v1/jobs/{job_id}", dependencies=[Depends(viewer)])
@@ -191,7 +199,7 @@ def get_job(job_id: Id, request: Request) -> dict[str, Any]:
     """One job with its tasks, why any waits, and its timeline."""
     queue = services(request).queue
     job = queue.job(job_id)
-    body = job_json(job, queue.blocked([job]), queue.marks(job.tasks))
+    body = _with_spend(request, [job_json(job, queue.blocked([job]), queue.marks(job.tasks))])[0]
     body["timeline"] = [event_json(event) for event in queue.job_events(job_id)]
     return body
 

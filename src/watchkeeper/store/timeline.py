@@ -205,10 +205,15 @@ class TimelineStore(Accessor):
         *,
         org: str | None = None,
         job_id: str | None = None,
+        job_ids: Sequence[str] | None = None,
         since: datetime | None = None,
         until: datetime | None = None,
     ) -> list[SpendGroup]:
-        """Spend grouped by ``by`` (a key of :data:`SPEND_KEYS`), costliest first."""
+        """Spend grouped by ``by`` (a key of :data:`SPEND_KEYS`), costliest first.
+
+        ``job_ids`` narrows it to those jobs' calls: grouped ``by`` job, a list of jobs
+        gets the spend of each in one query.
+        """
         column = SPEND_KEYS[by]
         statement = (
             select(
@@ -227,6 +232,8 @@ class TimelineStore(Accessor):
         for value, col in ((org, _E.org), (job_id, _E.job_id)):
             if value is not None:
                 statement = statement.where(col == value)
+        if job_ids is not None:
+            statement = statement.where(_E.job_id.in_(list(job_ids)))
         if since is not None:
             statement = statement.where(_E.at >= to_epoch(since))
         if until is not None:

@@ -258,6 +258,10 @@ class TimelineService:
         """Spend grouped ``by`` one key, costliest first; ``where`` narrows the calls counted."""
         return spend.report(self.store, by, **where)
 
+    def spend_of_jobs(self, job_ids: Sequence[str]) -> dict[str, dict[str, Any]]:
+        """Each job's spend over all its rounds (:func:`spend.of_jobs`), in one query."""
+        return spend.of_jobs(self.store, job_ids)
+
     def record(self, job_id: str, job: Job | None, keys: RecordKeys) -> dict[str, Any]:
         """The execution record of finished ``job`` (``None``: deleted), with its links.
 

@@ -92,6 +92,26 @@ def _tokens(groups: Sequence[SpendGroup]) -> dict[str, int]:
     }
 
 
+def of_jobs(store: TimelineStore, job_ids: Sequence[str]) -> dict[str, dict[str, Any]]:
+    """Each job's spend over all its rounds, as the API answers it, in one query.
+
+    A job without calls spent nothing (cost 0.0); one whose calls were all unpriced
+    has no cost (``None``).
+    """
+    if not job_ids:
+        return {}
+    found = {group.key: group for group in store.spend("job", job_ids=job_ids)}
+    return {job_id: _job_dict(found.get(job_id)) for job_id in job_ids}
+
+
+def _job_dict(group: SpendGroup | None) -> dict[str, Any]:
+    if group is None:
+        return {"cost": 0.0, "calls": 0, "unpriced": 0, **_tokens([])}
+    body = _group_dict(group)
+    del body["key"]
+    return body
+
+
 def report(store: TimelineStore, by: str, **where: Unpack[SpendWhere]) -> SpendReport:
     """Spend grouped ``by`` one of :data:`GROUPINGS`, optionally for one org or job."""
     if by not in GROUPINGS:
