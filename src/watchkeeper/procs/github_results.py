@@ -98,10 +98,15 @@ def comment(result: dict[str, Any], public_url: str | None) -> str:
     word, reason = outcome(str(result["status"]), str(result["log_tail"] or ""))
     duration = result["duration_s"]
     exit_code = result["exit_code"]
-    ended = f"exit code {exit_code}" if exit_code is not None else f"signal {result['signal']}"
+    if exit_code is not None:
+        ended = f"exit code {exit_code}"
+    elif result.get("signal") is not None:
+        ended = f"signal {result['signal']}"
+    else:
+        ended = "no exit code"
     lines = [
         f"**watchkeeper** · `{result['name']}` ({result['id']}) **{result['status']}**, "
-        f"{ended}, after {_duration(duration)}.",
+        f"{ended}, {_duration(duration)}.",
         f"Label: `{PREFIX}{word}`" + (f": {reason}" if reason else ""),
     ]
     if word == "ready" and _declared_done(str(result["log_tail"] or "")):
@@ -109,8 +114,9 @@ def comment(result: dict[str, Any], public_url: str | None) -> str:
     if result.get("reason"):
         lines.append(f"Reason: {result['reason']}")
     tail = str(result["log_tail"] or "").replace("```", "`\u200b``")
-    lines += ["", "<details><summary>Last lines of output</summary>", "", "```", tail, "```"]
-    lines += ["", "</details>"]
+    if tail.strip():
+        lines += ["", "<details><summary>Last lines of output</summary>", "", "```", tail, "```"]
+        lines += ["", "</details>"]
     if public_url:
         lines += ["", f"Record: {public_url.rstrip('/')}/web/procs/{result['id']}"]
     return "\n".join(lines)
@@ -123,12 +129,12 @@ def _declared_done(log_tail: str) -> bool:
 
 def _duration(seconds: float | None) -> str:
     if seconds is None:
-        return "no time (it never started)"
+        return "before it started"
     if seconds < 60:
-        return f"{seconds:.1f} s"
+        return f"after {seconds:.1f} s"
     minutes, rest = divmod(int(seconds), 60)
     hours, minutes = divmod(minutes, 60)
-    return f"{hours} h {minutes} min" if hours else f"{minutes} min {rest} s"
+    return f"after {hours} h {minutes} min" if hours else f"after {minutes} min {rest} s"
 
 
 class GitHubResults:
