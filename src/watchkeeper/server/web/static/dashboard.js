@@ -76,6 +76,7 @@ const wk = (() => {
       }
       draw(span, merged);
     }
+    markTab();
     for (const badge of document.querySelectorAll(`[data-task-status="${id}"]`)) {
       badge.textContent = update.status;
       badge.className = `badge badge-${update.status}`;
@@ -131,6 +132,69 @@ const wk = (() => {
     if (part && part.id) refresh(part);
   }
 
+  const FOCUSABLE = "a[href], button, summary, input, select, textarea, [tabindex]";
+
+  // A phone shows tables as stacked cards: each cell is labelled with its column's heading.
+  function labelCells(root) {
+    for (const table of root.querySelectorAll("table")) {
+      const heads = [...table.querySelectorAll("thead th")].map((th) => th.textContent.trim());
+      for (const row of table.querySelectorAll("tbody tr")) {
+        [...row.children].forEach((cell, i) => {
+          if (cell.tagName === "TD" && heads[i] && !cell.hasAttribute("colspan")) {
+            cell.dataset.label = heads[i];
+          }
+        });
+      }
+    }
+  }
+
+  // The tab's icon (what a phone's task switcher shows) and title turn red while the page
+  // shows a task a restart interrupted.
+  const TAB_ICON = (fill) => "data:image/svg+xml," + encodeURIComponent(
+    `<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 16 16"><circle cx="8" cy="8" r="7" fill="${fill}"/>`
+    + (fill === "#d32f2f" ? '<rect x="7" y="3.5" width="2" height="6" fill="#fff"/><rect x="7" y="11" width="2" height="2" fill="#fff"/>' : "")
+    + "</svg>");
+  const ALERT = "(!) ";
+  function markTab() {
+    const link = document.getElementById("favicon");
+    if (!link) return;
+    const alert = Boolean(document.querySelector(".ticon-interrupted"));
+    const href = TAB_ICON(alert ? "#d32f2f" : "#3949ab");
+    if (link.getAttribute("href") !== href) link.setAttribute("href", href);
+    const plain = document.title.startsWith(ALERT) ? document.title.slice(ALERT.length) : document.title;
+    const title = alert ? ALERT + plain : plain;
+    if (document.title !== title) document.title = title;
+  }
+
+  // The phone's menu button shows and hides the navigation; Escape closes it and the bell,
+  // and gives focus back to the button that opened them.
+  function menus() {
+    const button = document.getElementById("menu-btn");
+    const nav = document.getElementById("nav");
+    if (button && nav) {
+      button.hidden = false;
+      button.addEventListener("click", () => {
+        const open = button.getAttribute("aria-expanded") !== "true";
+        button.setAttribute("aria-expanded", String(open));
+        nav.classList.toggle("open", open);
+      });
+    }
+    document.addEventListener("keydown", (event) => {
+      if (event.key !== "Escape") return;
+      const bell = document.querySelector("details.bell[open]");
+      if (bell) {
+        bell.open = false;
+        bell.querySelector("summary").focus();
+        return;
+      }
+      if (button && nav && nav.classList.contains("open")) {
+        nav.classList.remove("open");
+        button.setAttribute("aria-expanded", "false");
+        button.focus();
+      }
+    });
+  }
+
   // Live parts: an element with data-src and data-on="event ..." is fetched again on those events.
   const busy = new Map();
   async function refresh(element) {
@@ -150,6 +214,9 @@ const wk = (() => {
       if (response.ok) {
         const current = document.getElementById(id);
         const open = current ? [...current.querySelectorAll("details")].map((d) => d.open) : [];
+        // Focus inside the part (the bell's button, a row's button) stays where it was.
+        const focusables = current ? [...current.querySelectorAll(FOCUSABLE)] : [];
+        const focused = focusables.indexOf(document.activeElement);
         const holder = document.createElement("div");
         holder.innerHTML = await response.text();
         const fresh = holder.querySelector(`#${CSS.escape(id)}`) || holder;
@@ -159,7 +226,15 @@ const wk = (() => {
           current.replaceChildren(...holder.childNodes);
         }
         const now = document.getElementById(id);
-        if (now) now.querySelectorAll("details").forEach((d, i) => { if (open[i]) d.open = true; });
+        if (now) {
+          now.querySelectorAll("details").forEach((d, i) => { if (open[i]) d.open = true; });
+          labelCells(now);
+          if (focused >= 0) {
+            const again = now.querySelectorAll(FOCUSABLE)[focused];
+            if (again) again.focus();
+          }
+        }
+        markTab();
       }
     } finally {
       const again = busy.get(id) === "again";
@@ -397,7 +472,14 @@ const wk = (() => {
   }
 
   document.addEventListener("submit", submit);
-  document.addEventListener("DOMContentLoaded", () => { listen(); followLog(); });
+  document.documentElement.classList.add("js");
+  document.addEventListener("DOMContentLoaded", () => {
+    menus();
+    labelCells(document);
+    markTab();
+    listen();
+    followLog();
+  });
   return { taskIcon, taskLabel, applyTaskUpdate, refreshOn, source: null };
 })();
 window.wk = wk;
