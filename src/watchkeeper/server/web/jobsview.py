@@ -187,3 +187,30 @@ def by_day(jobs: tuple[Job, ...], group: bool) -> list[tuple[str, list[Job]]]:
         (day, list(items))
         for day, items in groupby(jobs, key=lambda j: j.created_at.strftime("%Y-%m-%d"))
     ]
+
+
+def spend_text(spend: Mapping[str, Any] | None) -> str:
+    """A job's spend in a few words: ``$0.1620 · 30k tokens``, ``unpriced · 2k tokens``,
+    ``$0.16 + 2 unpriced · 31k tokens``; ``no calls`` when it made none.
+
+    Unpriced calls are named, never counted as free.
+    """
+    if not spend or not spend.get("calls"):
+        return "no calls"
+    cost, unpriced = spend.get("cost"), int(spend.get("unpriced") or 0)
+    if cost is None:
+        shown = "unpriced"
+    else:
+        shown = f"${cost:,.4f}" if cost < 1 else f"${cost:,.2f}"
+        if unpriced:
+            shown += f" + {unpriced} unpriced"
+    tokens = int(spend.get("input_tokens") or 0) + int(spend.get("output_tokens") or 0)
+    return f"{shown} · {_count(tokens)} tokens"
+
+
+def _count(number: int) -> str:
+    """``950``, ``1.5k``, ``30k``, ``2.1M``."""
+    for size, unit in ((1_000_000, "M"), (1_000, "k")):
+        if number >= size:
+            return f"{number / size:.1f}".removesuffix(".0") + unit
+    return str(number)

@@ -31,8 +31,9 @@ TaskId = Path(pattern=r"^[a-z]-[0-9a-f]{1,60}$")
 
 
 def _list_context(
-    queue: QueueService, view: jobsview.JobsView, on_screen: list[str] | None = None
+    request: Request, view: jobsview.JobsView, on_screen: list[str] | None = None
 ) -> dict[str, Any]:
+    queue = services(request).queue
     found = jobsview.find(queue, view)
     matched = {job.id for job in found.jobs}
     if on_screen:
@@ -40,6 +41,7 @@ def _list_context(
     blocked = queue.blocked(list(found.jobs)) if found.jobs else {}
     marks = queue.marks([task for job in found.jobs for task in job.tasks])
     shown = [job_json(job, blocked, marks) for job in found.jobs]
+    _add_spend(request, shown)
     by_id = {body["id"]: body for body in shown}
     return {
         "view": view,
@@ -54,6 +56,18 @@ def _list_context(
     }
 
 
+def _add_spend(request: Request, bodies: list[dict[str, Any]]) -> None:
+    """Each job's spend and how the page words it, all of them in one query."""
+    try:
+        spent = services(request).timeline.spend_of_jobs([body["id"] for body in bodies])
+    except (ImportError, WatchkeeperError) as exc:  # the jobs are still worth showing
+        log.warning("Spend of jobs not shown: %s", exc, extra={"action": "web_job_spend"})
+        spent = {}
+    for body in bodies:
+        body["spend"] = spent.get(body["id"])
+        body["spend_text"] = jobsview.spend_text(body["spend"]) if body["id"] in spent else ""
+
+
 @router.get("/web/jobs", response_class=HTMLResponse)
 async def jobs_page(request: Request, current: Session = Depends(session)) -> Response:
     """Jobs, filtered by status, fleet, org and text; the whole view is in the URL."""
@@ -61,8 +75,7 @@ async def jobs_page(request: Request, current: Session = Depends(session)) -> Re
     asked = request.url.path + (f"?{request.url.query}" if request.url.query else "")
     if asked != view.query():  # a submitted filter form: the short, shareable form of the view
         return RedirectResponse(view.query(), 302)
-    queue = services(request).queue
-    context = await asyncio.to_thread(_list_context, queue, view)
+    context = await asyncio.to_thread(_list_context, request, view)
     return page(request, "jobs.html", current, **context, **await chrome(request), title="Jobs")
 
 
@@ -71,7 +84,7 @@ async def jobs_fragment(request: Request, current: Session = Depends(session)) -
     """The jobs list alone (the same view parameters as the page), for live updates."""
     view = jobsview.JobsView.parse(request.query_params)
     shown = jobsview.shown_ids(request.query_params.get("shown"))
-    context = await asyncio.to_thread(_list_context, services(request).queue, view, shown)
+    context = await asyncio.to_thread(_list_context, request, view, shown)
     return page(request, "_jobs_list.html", current, **context)
 
 
@@ -116,6 +129,7 @@ def _job_context(request: Request, job_id: str) -> dict[str, Any]:
     queue = services(request).queue
     job = queue.job(job_id)
     body = job_json(job, queue.blocked([job]), queue.marks(job.tasks))
+    _add_spend(request, [body])
     status = rollup.of_tasks(job.tasks).value
     for task in body["tasks"]:
         task["output"] = tasks.shown_output(queue, task["id"])
