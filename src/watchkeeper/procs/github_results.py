@@ -24,7 +24,7 @@ from urllib.parse import quote
 
 import httpx
 
-from watchkeeper.errors import ConfigError
+from watchkeeper.errors import ConfigError, WatchkeeperError
 from watchkeeper.procs import launch, layout
 from watchkeeper.procs.errors import LaunchFailed
 
@@ -44,7 +44,7 @@ _DECLARED = re.compile(r"^(DONE|PARKED|BLOCKED)(?::\s*(.*))?$")
 _REPOSITORY = re.compile(r"^[A-Za-z0-9][A-Za-z0-9-]*/[A-Za-z0-9._-]+$")
 
 
-class NotPosted(Exception):
+class NotPosted(WatchkeeperError):
     """GitHub did not take a call; the message says which and why."""
 
 
