@@ -173,7 +173,8 @@ def bars(groups: Sequence[Mapping[str, Any]], css: str = "bar") -> Picture:
         y = 4 + row * (BAR_H + BAR_GAP)
         cost = float(group.get("cost") or 0.0)
         w = 0.0 if top <= 0 else max(2.0, BAR_MOST * cost / top)
-        tip = f"{group['key']}: ${cost:.4f}, {group.get('calls', 0)} calls"
+        priced = "unpriced" if group.get("cost") is None else f"${cost:.4f}"
+        tip = f"{group['key']}: {priced}, {group.get('calls', 0)} calls"
         if group.get("unpriced"):
             tip += f", {group['unpriced']} unpriced"
         shapes.append(Shape(left, y, w, BAR_H, css, "", tip))
