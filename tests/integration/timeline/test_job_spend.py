@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -11,6 +12,7 @@ from sqlalchemy import event
 
 from tests.integration.queue.conftest import make_service, submit
 from tests.integration.server import LiveServer, live_server
+from tests.support.cli import wk
 from watchkeeper.clock import ManualClock
 from watchkeeper.queue.service import QueueService
 from watchkeeper.records.timeline import NewEvent, Usage
@@ -88,3 +90,19 @@ def test_jobs_show_the_spend_of_all_their_rounds(
     nothing = dict.fromkeys(("calls", "unpriced", "input_tokens", "output_tokens"), 0)
     nothing |= {"cost": 0.0, "cache_read_tokens": 0, "cache_write_tokens": 0}
     assert listed[idle] == nothing
+
+
+@pytest.mark.parametrize("db_url", ["sqlite"], indirect=True)
+def test_the_cli_prints_a_group_without_a_priced_call_as_unpriced(
+    server: LiveServer, runtime: Runtime, queue: QueueService, tmp_path: Path
+) -> None:
+    job = submit(queue).id
+    runtime.timeline.ingest([_call(job, "claude-private-9", 1)], "runner")
+    config = tmp_path / "watchkeeper.toml"
+    config.write_text(f"data_dir = {json.dumps(str(tmp_path / 'data'))}\n", encoding="utf-8")
+    env = {"WATCHKEEPER_URL": server.url, "WATCHKEEPER_TOKEN": server.tokens["viewer"],
+           "WATCHKEEPER_CONFIG": str(config)}  # fmt: skip
+    printed = wk("spend", "--by", "model", env=env, columns=250)
+    assert printed.returncode == 0, printed.stderr
+    row = next(line for line in printed.stdout.splitlines() if "claude-private-9" in line)
+    assert "unpriced" in row and "0.000000" not in row
