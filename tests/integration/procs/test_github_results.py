@@ -8,10 +8,8 @@ from __future__ import annotations
 
 import asyncio
 import json
-import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 from urllib.parse import unquote
@@ -33,6 +31,7 @@ from watchkeeper.store import Store
 
 from ...conftest import make_settings
 from ...support.cli import wk
+from ...support.json_server import JsonHandler, JsonServer, answering
 from .conftest import kill_leftovers, start_detached, wait_witness
 
 TOKEN = "ghp-results-token"
@@ -41,19 +40,15 @@ ORIGIN = {"platform": "github", "chat_id": "acme/app", "thread_id": "42"}
 PUBLIC = "https://wk.example.test"
 
 
-class FakeGitHub(ThreadingHTTPServer):
+class FakeGitHub(JsonServer):
     """Comments and labels of issues, behind a bearer token; every call kept."""
 
     calls: list[tuple[str, str]]
     comments: list[str]
     labels: set[str]
 
-    @property
-    def url(self) -> str:
-        return f"http://127.0.0.1:{self.server_address[1]}"
 
-
-class _Issues(BaseHTTPRequestHandler):
+class _Issues(JsonHandler):
     server: FakeGitHub
 
     def do_POST(self) -> None:
@@ -62,12 +57,12 @@ class _Issues(BaseHTTPRequestHandler):
             return
         if self.path == f"{ISSUE}/comments":
             self.server.comments.append(body["body"])
-            self._send(201, {"id": len(self.server.comments)})
+            self.send_json(201, {"id": len(self.server.comments)})
         elif self.path == f"{ISSUE}/labels":
             self.server.labels.update(body["labels"])
-            self._send(200, [{"name": name} for name in sorted(self.server.labels)])
+            self.send_json(200, [{"name": name} for name in sorted(self.server.labels)])
         else:
-            self._send(404, {"message": "Not Found"})
+            self.send_json(404, {"message": "Not Found"})
 
     def do_DELETE(self) -> None:
         if not self._allowed("DELETE"):
@@ -75,39 +70,25 @@ class _Issues(BaseHTTPRequestHandler):
         prefix = f"{ISSUE}/labels/"
         name = unquote(self.path[len(prefix) :]) if self.path.startswith(prefix) else None
         if name is None or name not in self.server.labels:
-            self._send(404, {"message": "Label does not exist"})
+            self.send_json(404, {"message": "Label does not exist"})
             return
         self.server.labels.discard(name)
-        self._send(200, [{"name": label} for label in sorted(self.server.labels)])
+        self.send_json(200, [{"name": label} for label in sorted(self.server.labels)])
 
     def _allowed(self, method: str) -> bool:
         self.server.calls.append((method, unquote(self.path)))
         if self.headers.get("Authorization") == f"Bearer {TOKEN}":
             return True
-        self._send(401, {"message": "Bad credentials"})
+        self.send_json(401, {"message": "Bad credentials"})
         return False
-
-    def _send(self, status: int, body: Any) -> None:
-        data = json.dumps(body).encode()
-        self.send_response(status)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(data)))
-        self.end_headers()
-        self.wfile.write(data)
-
-    def log_message(self, *_args: Any) -> None:
-        pass
 
 
 @pytest.fixture
 def github() -> Iterator[FakeGitHub]:
     fake = FakeGitHub(("127.0.0.1", 0), _Issues)
     fake.calls, fake.comments, fake.labels = [], [], {"bug"}
-    thread = threading.Thread(target=fake.serve_forever, daemon=True)
-    thread.start()
-    yield fake
-    fake.shutdown()
-    fake.server_close()
+    with answering(fake):
+        yield fake
 
 
 def _forge(github: FakeGitHub, token: str = TOKEN) -> dict[str, Any]:

@@ -10,9 +10,7 @@ approvers are part of the signed link.
 from __future__ import annotations
 
 import json
-import threading
 from collections.abc import Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
@@ -21,6 +19,7 @@ import pytest
 from tests.integration.queue.conftest import make_service, submit
 from tests.integration.server import LiveServer
 from tests.integration.timeline.test_webhooks import GITHUB_SECRET, _github, _merged, serving
+from tests.support.json_server import JsonHandler, JsonServer, answering
 from watchkeeper.client import Client
 from watchkeeper.clock import ManualClock
 from watchkeeper.queue.service import QueueService
@@ -41,57 +40,37 @@ REVIEWS = [
 ]
 
 
-class FakeGitHub(ThreadingHTTPServer):
+class FakeGitHub(JsonServer):
     """``GET /repos/acme/app/pulls/42/reviews`` in pages of 4, behind a bearer token."""
 
     asked: list[str]
 
-    @property
-    def url(self) -> str:
-        return f"http://127.0.0.1:{self.server_address[1]}"
 
-
-class _Reviews(BaseHTTPRequestHandler):
+class _Reviews(JsonHandler):
     server: FakeGitHub
 
     def do_GET(self) -> None:
         self.server.asked.append(self.path)
         if self.headers.get("Authorization") != f"Bearer {TOKEN}":
-            self._send(401, {"message": "Bad credentials"})
+            self.send_json(401, {"message": "Bad credentials"})
             return
         path, _, query = self.path.partition("?")
         if path != "/repos/acme/app/pulls/42/reviews":
-            self._send(404, {"message": "Not Found"})
+            self.send_json(404, {"message": "Not Found"})
             return
         page = int(dict(p.split("=") for p in query.split("&") if p).get("page", "1"))
         links = {}
         if page == 1:
             links["Link"] = f'<{self.server.url}{path}?per_page=4&page=2>; rel="next"'
-        self._send(200, REVIEWS[(page - 1) * 4 : page * 4], links)
-
-    def _send(self, status: int, body: Any, headers: dict[str, str] | None = None) -> None:
-        data = json.dumps(body).encode()
-        self.send_response(status)
-        self.send_header("Content-Type", "application/json")
-        for name, value in (headers or {}).items():
-            self.send_header(name, value)
-        self.send_header("Content-Length", str(len(data)))
-        self.end_headers()
-        self.wfile.write(data)
-
-    def log_message(self, *_args: Any) -> None:
-        pass
+        self.send_json(200, REVIEWS[(page - 1) * 4 : page * 4], links)
 
 
 @pytest.fixture
 def github() -> Iterator[FakeGitHub]:
     fake = FakeGitHub(("127.0.0.1", 0), _Reviews)
     fake.asked = []
-    thread = threading.Thread(target=fake.serve_forever, daemon=True)
-    thread.start()
-    yield fake
-    fake.shutdown()
-    fake.server_close()
+    with answering(fake):
+        yield fake
 
 
 def _merge_link(server: LiveServer, queue: QueueService) -> dict[str, Any]:
