@@ -125,11 +125,10 @@ def _public_key(given: str) -> bytes:
         text = path.read_text(encoding="utf-8").strip()
         if text.startswith("{"):
             text = str(json.loads(text).get("public_key", ""))
-    try:
-        key = bytes.fromhex(text)
-    except ValueError:
-        key = b""
-    if len(key) != 32:
+    from watchkeeper.timeline.record import key_bytes
+
+    key = key_bytes(text)
+    if key is None:
         raise InvalidInput(
             "--public-key must be the 64 hex digits GET /api/v1/records/key gives, or a file "
             "holding them",

@@ -95,12 +95,18 @@ def new_seed() -> str:
     return secrets.token_hex(32)
 
 
-def _seed(text: str, where: str) -> bytes:
+def key_bytes(text: str) -> bytes | None:
+    """The 32 bytes 64 hex digits name (a seed or a public key); ``None`` for anything else."""
     try:
-        seed = bytes.fromhex(text)
+        found = bytes.fromhex(text.strip())
     except ValueError:
-        seed = b""
-    if len(seed) != 32:
+        return None
+    return found if len(found) == 32 else None
+
+
+def _seed(text: str, where: str) -> bytes:
+    seed = key_bytes(text)
+    if seed is None:
         raise ConfigError(
             f"{where} must hold an Ed25519 seed: 64 hex digits (make one with "
             "`python -c 'import secrets; print(secrets.token_hex(32))'`)"
