@@ -71,17 +71,24 @@ def reports_for(runtime: Runtime) -> Reports:
 
 
 def _reports_matched_first(app: FastAPI, included: dict[int, list[BaseRoute]]) -> None:
-    """Match the report routes (most of the traffic) before the others; document them in order.
+    """Match the report routes (most of the traffic), then the presses, before the others;
+    document them in order.
 
     A request is matched against the routes one by one. Ordinary progress reports
     are taken first by their own route (:class:`ProgressRoute`, which leaves the
     process kind's path alone and passes any other request on); then the process
     routes, since one of them (``/api/v1/runs/process/{run_id}/progress``) would
     otherwise be taken by ``/api/v1/runs/{kind}/{run_id}/progress``; then the other
-    report routes. The OpenAPI document keeps the order the routers were included in.
+    report routes; then the decision routes, since a burst of presses on one card is
+    when matching costs most (each route tried costs FastAPI's scope bookkeeping). The
+    OpenAPI document keeps the order the routers were included in.
     """
     documented = list(app.router.routes)
-    first = [*included[id(procs_router)], *included[id(runs_router)]]
+    first = [
+        *included[id(procs_router)],
+        *included[id(runs_router)],
+        *included[id(decide_router)],
+    ]
     rest = (route for route in documented if route not in first)
     app.router.routes[:] = [ProgressRoute(progress), *first, *rest]
 
