@@ -17,6 +17,7 @@ PAGES = [
     "jobs",
     "job",
     "incident",
+    "incidents",
     "processes",
     "process",
     "silences",
@@ -24,7 +25,7 @@ PAGES = [
     "topology",
     "not found",
 ]
-NAV = ["Running work", "Jobs", "Topology", "Spend", "Processes", "Silences"]
+NAV = ["Running work", "Incidents", "Jobs", "Topology", "Spend", "Processes", "Silences"]
 #: The smallest touch target, in CSS pixels, on each side.
 TARGET = 44
 #: What a thumb presses: the navigation, the bell, logging out, and every button that acts.

@@ -88,6 +88,7 @@ def _seed(dashboard: Dashboard, folder: Path) -> tuple[dict[str, str], str]:
         "jobs": "/web/jobs",
         "job": f"/web/jobs/{job_id}",
         "incident": f"/web/incidents/{incidents[0].id}",
+        "incidents": "/web/incidents",
         "processes": "/web/procs",
         "process": f"/web/procs/{run_id}",
         "silences": "/web/silences",

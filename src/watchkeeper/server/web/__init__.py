@@ -17,6 +17,7 @@ from fastapi.staticfiles import StaticFiles
 
 from watchkeeper.server.web.common import HERE, wants_json
 from watchkeeper.server.web.routes_home import router as home_router
+from watchkeeper.server.web.routes_incidents import router as incidents_router
 from watchkeeper.server.web.routes_jobs import router as jobs_router
 from watchkeeper.server.web.routes_missing import router as missing_router
 from watchkeeper.server.web.routes_ops import router as ops_router
@@ -50,6 +51,8 @@ async def _csrf_rejected(request: Request, _exc: Exception) -> Response:
 
 def install(app: FastAPI) -> None:
     """Serve the dashboard from ``app``."""
+    # Before home: its /web/incidents/{incident_id} would take /web/incidents/export.
+    app.include_router(incidents_router)
     app.include_router(home_router)
     app.include_router(jobs_router)
     app.include_router(ops_router)

@@ -471,11 +471,23 @@ const wk = (() => {
     }, "log");
   }
 
+  // A <time datetime> the server wrote in UTC reads in the browser's zone; its title keeps UTC.
+  function localTimes(root) {
+    const two = (n) => String(n).padStart(2, "0");
+    for (const time of root.querySelectorAll("time[datetime]")) {
+      const at = new Date(time.getAttribute("datetime"));
+      if (Number.isNaN(at.getTime())) continue;
+      time.textContent = `${at.getFullYear()}-${two(at.getMonth() + 1)}-${two(at.getDate())} `
+        + `${two(at.getHours())}:${two(at.getMinutes())}:${two(at.getSeconds())}`;
+    }
+  }
+
   document.addEventListener("submit", submit);
   document.documentElement.classList.add("js");
   document.addEventListener("DOMContentLoaded", () => {
     menus();
     labelCells(document);
+    localTimes(document);
     markTab();
     listen();
     followLog();
