@@ -114,13 +114,15 @@ class _Filters:
             None, description="text found in the title, the run id or the reason, in any case"
         ),
     ) -> None:
-        after, before = _time("since", since), _time("until", until)
+        after, before = time_filter("since", since), time_filter("until", until)
         if after is not None and before is not None and before <= after:
             raise InvalidInput("until must be later than since", "until")
         self.query = IncidentQuery(status, kind, condition, decided_by, after, before, q or None)
 
 
-def _time(name: str, value: str | None) -> datetime | None:
+def time_filter(name: str, value: str | None) -> datetime | None:
+    """``since`` or ``until`` as a time (naive: UTC); :class:`InvalidInput` says how to write
+    it."""
     if value is None:
         return None
     try:

@@ -7,16 +7,17 @@ filter that does not parse is a message on the page, never a traceback or a JSON
 from __future__ import annotations
 
 import asyncio
-from datetime import UTC, datetime
+from datetime import datetime
 from typing import Any
 from urllib.parse import urlencode
 
 from fastapi import APIRouter, Depends, Request
 from fastapi.responses import HTMLResponse, JSONResponse, Response
 
+from watchkeeper.errors import InvalidInput
 from watchkeeper.server.deps import services
 from watchkeeper.server.incidents_csv import EXPORT_MAX, incidents_csv
-from watchkeeper.server.routes_incidents import incident_json
+from watchkeeper.server.routes_incidents import incident_json, time_filter
 from watchkeeper.server.web.common import page
 from watchkeeper.server.web.routes_home import chrome
 from watchkeeper.server.web.session import Session, session
@@ -71,13 +72,10 @@ class _Filters:
         if not value:
             return None
         try:
-            parsed = datetime.fromisoformat(value.replace("Z", "+00:00"))
-        except ValueError:
-            self.problems.append(
-                f"{name} {value!r} is not a time: write it as RFC 3339, e.g. 2026-01-05T12:00:00Z"
-            )
+            return time_filter(name, value)
+        except InvalidInput as exc:
+            self.problems.append(str(exc))
             return None
-        return parsed if parsed.tzinfo is not None else parsed.replace(tzinfo=UTC)
 
     def link(self, **extra: Any) -> str:
         """The query string of this view with ``extra`` changed; empty filters left out."""
