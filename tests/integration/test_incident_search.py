@@ -13,13 +13,13 @@ import pytest
 
 from tests.conftest import T0, make_settings
 from tests.integration.server import LiveServer, live_server
+from tests.support.incidents import decide, open_incidents
 from watchkeeper.client import Client
 from watchkeeper.clock import ManualClock, rfc3339
 from watchkeeper.notify.ops import OpsNotifier
 from watchkeeper.runtime import Runtime
 from watchkeeper.store import Store
-from watchkeeper.store.decisions import Claim
-from watchkeeper.store.incidents import Changes, IncidentKey, Opening
+from watchkeeper.store.incidents import Changes
 
 #: (kind, run id, condition, title, hours after T0 it opened)
 MADE = [
@@ -33,13 +33,8 @@ MADE = [
 
 @pytest.fixture
 def server(tmp_path: Path, store: Store, clock: ManualClock) -> Iterator[LiveServer]:
-    for kind, run_id, condition, title, hours in MADE:
-        opening = Opening(IncidentKey(kind, run_id, condition), title, f"{condition}: {title}",
-                          T0, "tok", None, "unknown")  # fmt: skip
-        store.incidents.apply(Changes(openings=[opening]), T0 + timedelta(hours=hours))
-    by_run = {i.key.run_id: i.id for i in store.incidents.list(limit=100)}
-    claim = Claim(by_run["r-2"], "retry", "@ana", "slack", "tok", False, False, "h", 1)
-    store.decisions.claim(claim, "crawl", "r-2", T0 + timedelta(hours=5))
+    by_run = open_incidents(store, MADE, T0)
+    decide(store, by_run["r-2"], "crawl", "r-2", T0 + timedelta(hours=5))
     store.incidents.apply(Changes(resolutions=[(by_run["t-1"], "it moved")]), T0)
     settings = make_settings(tmp_path, store.url)
     runtime = Runtime.open(settings, clock=clock, store=store, notifier=OpsNotifier(settings.ops))

@@ -26,8 +26,11 @@ async def _token(
     if credentials is None or credentials.scheme.lower() != "bearer":
         raise HTTPException(
             401,
-            "missing bearer token: send `Authorization: Bearer <token>` "
-            "(create one with `watchkeeper token create`)",
+            # Worded so the command line's redaction, which hides what looks like a
+            # credential, leaves the advice whole.
+            "missing bearer token (no Authorization header was sent): give the command line "
+            "--token or WATCHKEEPER_TOKEN, or send the header yourself as the word Bearer, a "
+            "space and the token; create one with `watchkeeper token create`",
             headers=_CHALLENGE,
         )
     tokens = services(request).tokens

@@ -162,6 +162,11 @@ def export_incidents(
 ) -> Response:
     """Every incident the filters find (at most 10,000, newest first), as a CSV or JSON file."""
     items, total = services(request).incidents.search(filters.query, EXPORT_MAX, 0)
+    return export_file(items, total, format)
+
+
+def export_file(items: list[Incident], total: int, format: str) -> Response:
+    """``items`` (of ``total`` found) as the file to download: CSV, or else JSON."""
     headers = {
         "Content-Disposition": f'attachment; filename="incidents.{format}"',
         "X-Total-Count": str(total),

@@ -18,9 +18,8 @@ from playwright.sync_api import expect
 
 from watchkeeper.server.app import create_app
 from watchkeeper.store import Store
-from watchkeeper.store.decisions import Claim
-from watchkeeper.store.incidents import Changes, IncidentKey, Opening
 
+from ...support.incidents import decide, open_incidents
 from .conftest import Dashboard, open_runtime, serve
 
 T0 = datetime(2026, 1, 5, 12, 0, tzinfo=UTC)
@@ -52,13 +51,8 @@ def seeded(tmp_path: Path, sqlite_template: Path) -> Iterator[Dashboard]:
 
 
 def _seed(store: Store) -> None:
-    for kind, run_id, condition, title, hours in MADE:
-        opening = Opening(IncidentKey(kind, run_id, condition), title, f"{condition}: {title}",
-                          T0, "tok", None, "unknown")  # fmt: skip
-        store.incidents.apply(Changes(openings=[opening]), T0 + timedelta(hours=hours))
-    by_run = {i.key.run_id: i.id for i in store.incidents.list(limit=100)}
-    claim = Claim(by_run["r-2"], "retry", "@ana", "slack", "tok", False, False, "h", 1)
-    store.decisions.claim(claim, "nightly", "r-2", T0 + timedelta(hours=5))
+    by_run = open_incidents(store, MADE, T0)
+    decide(store, by_run["r-2"], "nightly", "r-2", T0 + timedelta(hours=5))
 
 
 def _rows(page: Any) -> list[str]:

@@ -12,12 +12,12 @@ from typing import Any
 from urllib.parse import urlencode
 
 from fastapi import APIRouter, Depends, Request
-from fastapi.responses import HTMLResponse, JSONResponse, Response
+from fastapi.responses import HTMLResponse, Response
 
 from watchkeeper.errors import InvalidInput
 from watchkeeper.server.deps import services
-from watchkeeper.server.incidents_csv import EXPORT_MAX, incidents_csv
-from watchkeeper.server.routes_incidents import incident_json, time_filter
+from watchkeeper.server.incidents_csv import EXPORT_MAX
+from watchkeeper.server.routes_incidents import export_file, incident_json, time_filter
 from watchkeeper.server.web.common import page
 from watchkeeper.server.web.routes_home import chrome
 from watchkeeper.server.web.session import Session, session
@@ -141,13 +141,4 @@ async def export_incidents(request: Request, current: Session = Depends(session)
     items, total = await asyncio.to_thread(
         services(request).incidents.search, filters.query, EXPORT_MAX, 0
     )
-    headers = {
-        "Content-Disposition": f'attachment; filename="incidents.{format}"',
-        "X-Total-Count": str(total),
-    }
-    if format == "csv":
-        return Response(incidents_csv(items), media_type="text/csv; charset=utf-8",
-                        headers=headers)  # fmt: skip
-    body = {"incidents": [incident_json(i) for i in items], "total": total,
-            "truncated": total > len(items)}  # fmt: skip
-    return JSONResponse(body, headers=headers)
+    return export_file(items, total, format)
