@@ -22,6 +22,7 @@ from watchkeeper.server.web.routes_jobs import router as jobs_router
 from watchkeeper.server.web.routes_missing import router as missing_router
 from watchkeeper.server.web.routes_ops import router as ops_router
 from watchkeeper.server.web.routes_silences import router as silences_router
+from watchkeeper.server.web.routes_spend import router as spend_router
 from watchkeeper.server.web.session import CsrfRejected, LoginRequired
 from watchkeeper.server.web.stream import router as stream_router
 
@@ -57,6 +58,7 @@ def install(app: FastAPI) -> None:
     app.include_router(jobs_router)
     app.include_router(ops_router)
     app.include_router(silences_router)
+    app.include_router(spend_router)
     app.include_router(stream_router)
     app.mount("/web/static", StaticFiles(directory=HERE / "static"), name="web-static")
     app.include_router(missing_router)  # last: it answers what no dashboard route matched

@@ -1,4 +1,4 @@
-"""Topology (fleets, runners, breakers, health), spend, and process runs with their logs."""
+"""Topology (fleets, runners, breakers, health) and process runs with their logs."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ from typing import Any
 from fastapi import APIRouter, Depends, Query, Request
 from fastapi.responses import HTMLResponse, Response
 
-from watchkeeper.errors import InvalidInput, NotFound, WatchkeeperError
+from watchkeeper.errors import NotFound, WatchkeeperError
 from watchkeeper.queue.views import task_json
 from watchkeeper.redact import redact, redact_bytes, whole_lines
 from watchkeeper.server.deps import services
@@ -32,7 +32,6 @@ router = APIRouter(include_in_schema=False)
 #: How much of a log the page shows at first; the rest follows live.
 LOG_TAIL_BYTES = 64 * 1024
 LOG_POLL_S = 0.5
-SPEND_GROUPINGS = ("day", "model", "provider", "role")
 _DIAL = {"healthy": 1.0, "degraded": 0.55, "unhealthy": 0.15}
 
 
@@ -135,31 +134,6 @@ async def topology_page(request: Request, current: Session = Depends(session)) -
 async def topology_fragment(request: Request, current: Session = Depends(session)) -> HTMLResponse:
     """The topology picture alone, for live updates."""
     return page(request, "_topology.html", current, **await topology_context(request))
-
-
-# Spend -------------------------------------------------------------------------------
-
-
-def _spend_context(request: Request) -> dict[str, Any]:
-    timeline = services(request).timeline
-    charts_by: dict[str, Any] = {}
-    for by in SPEND_GROUPINGS:
-        report = timeline.spend(by).as_dict()
-        groups = report["groups"]
-        # Days read in order, the latest month; the others costliest first.
-        groups = sorted(groups, key=lambda g: str(g["key"]))[-31:] if by == "day" else groups[:15]
-        charts_by[by] = {"report": report, "picture": charts.bars(groups, f"bar bar-{by}")}
-    return {"charts": charts_by}
-
-
-@router.get("/web/spend", response_class=HTMLResponse)
-async def spend_page(request: Request, current: Session = Depends(session)) -> HTMLResponse:
-    """Spend by day, model, provider and role."""
-    try:
-        context = await asyncio.to_thread(_spend_context, request)
-    except (ImportError, InvalidInput) as exc:
-        context = {"charts": None, "error": str(exc)}
-    return page(request, "spend.html", current, **context, **await chrome(request), title="Spend")
 
 
 # Process runs ------------------------------------------------------------------------
