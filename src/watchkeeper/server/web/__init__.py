@@ -16,6 +16,7 @@ from fastapi.responses import HTMLResponse, JSONResponse, RedirectResponse, Resp
 from fastapi.staticfiles import StaticFiles
 
 from watchkeeper.server.web.common import HERE, wants_json
+from watchkeeper.server.web.routes_canvas import router as canvas_router
 from watchkeeper.server.web.routes_home import router as home_router
 from watchkeeper.server.web.routes_incidents import router as incidents_router
 from watchkeeper.server.web.routes_jobs import router as jobs_router
@@ -59,6 +60,7 @@ def install(app: FastAPI) -> None:
     app.include_router(ops_router)
     app.include_router(silences_router)
     app.include_router(spend_router)
+    app.include_router(canvas_router)
     app.include_router(stream_router)
     app.mount("/web/static", StaticFiles(directory=HERE / "static"), name="web-static")
     app.include_router(missing_router)  # last: it answers what no dashboard route matched
