@@ -12,6 +12,7 @@ import sqlalchemy as sa
 from watchkeeper.store import (  # noqa: F401
     schema_cluster,
     schema_notify,
+    schema_prices,
     schema_procs,
     schema_queue,
     schema_silences,
