@@ -22,6 +22,8 @@ PAGES = [
     "process",
     "silences",
     "spend",
+    "spend range",
+    "task",
     "topology",
     "not found",
 ]

@@ -93,6 +93,8 @@ def _seed(dashboard: Dashboard, folder: Path) -> tuple[dict[str, str], str]:
         "process": f"/web/procs/{run_id}",
         "silences": "/web/silences",
         "spend": "/web/spend",
+        "spend range": "/web/spend?since=2020-01-01&until=2099-12-31",
+        "task": f"/web/tasks/{lease.task.id}",
         "topology": "/web/topology",
         "not found": "/web/jobs/no-such-job",
     }
