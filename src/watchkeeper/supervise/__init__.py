@@ -29,6 +29,7 @@ from watchkeeper.supervise.errors import (
     SuperviseError,
     SupervisorStoppedError,
     TreeFixedError,
+    UnknownChild,
 )
 from watchkeeper.supervise.events import (
     ChildExited,
@@ -132,6 +133,7 @@ __all__ = [
     "SupervisorStoppedError",
     "Timer",
     "TreeFixedError",
+    "UnknownChild",
     "WallClock",
     "coroutine_child",
     "health_payload",

@@ -183,6 +183,22 @@ class CircuitBreaker(AsyncScope):
         """Call ``listener`` on every state change this breaker sees."""
         self._listeners.append(listener)
 
+    def force_open(self) -> None:
+        """Open the circuit now, whatever its state (an operator's decision).
+
+        Calls are rejected for a reset timeout from now, then one probe is let
+        through as after any opening. A probe in flight is forgotten: its result
+        no longer changes the state.
+        """
+        now = self._clock.now()
+        self._update(None, lambda s: BreakerState(CircuitState.OPEN, s.failure_count, now))
+        logger.warning(
+            "breaker %s forced open; a probe will be let through in %g s",
+            self.name,
+            self.reset_timeout_s,
+            extra={"action": "breaker_force_open"},
+        )
+
     def call(self, func: Callable[P, R], *args: P.args, **kwargs: P.kwargs) -> R:
         """Run ``func`` through the breaker (sync)."""
         permit = self._acquire()

@@ -11,12 +11,13 @@ package raises in one clause; that root hangs from watchkeeper's own, the leaf
         ├── StartError              a child could not be started or never became ready
         ├── RestartIntensityExceeded  a supervisor gave up on its children
         ├── SupervisorStoppedError  the supervisor was already stopped (your code)
+        ├── UnknownChild            a supervisor has no child of that name (also a NotFound)
         └── CircuitOpenError        a circuit breaker rejected a call
 """
 
 from __future__ import annotations
 
-from watchkeeper.errors import WatchkeeperError
+from watchkeeper.errors import NotFound, WatchkeeperError
 
 
 class SuperviseError(WatchkeeperError):
@@ -66,6 +67,16 @@ class SupervisorStoppedError(SuperviseError):
     def __init__(self, path: str) -> None:
         super().__init__(f"supervisor {path!r} has stopped; build and start a new one")
         self.path = path
+
+
+class UnknownChild(SuperviseError, NotFound):
+    """A child was named that the supervisor does not have."""
+
+    def __init__(self, path: str, child: str, known: tuple[str, ...]) -> None:
+        names = ", ".join(known) or "none"
+        super().__init__(f"supervisor {path!r} has no child {child!r}; its children are: {names}")
+        self.path = path
+        self.child = child
 
 
 class CircuitOpenError(SuperviseError):

@@ -22,6 +22,8 @@ class ChildInfo:
     restarts: int
     attempt: int
     last_beat: float | None
+    #: How its last incarnation ended (``reason: detail``); ``None`` if it never ended.
+    last_exit: str | None = None
 
 
 @dataclass(frozen=True)
@@ -46,6 +48,8 @@ class _Tree(Protocol):
     async def stop(self) -> None: ...
     async def wait(self) -> None: ...
     async def add_child(self, spec: ChildSpec) -> None: ...
+    async def restart_child(self, name: str) -> None: ...
+    async def stop_child(self, name: str) -> None: ...
     def subscribe(self, maxsize: int | None = None) -> Subscription: ...
     def children(self) -> tuple[ChildInfo, ...]: ...
     def last_beat(self, name: str) -> float | None: ...
@@ -82,6 +86,14 @@ class SupervisorHandle(StopsOnExit):
     async def add_child(self, spec: ChildSpec) -> None:
         """Start a new child; only for supervisors built with ``.dynamic()``."""
         await self._sup.add_child(spec)
+
+    async def restart_child(self, name: str) -> None:
+        """Stop the named child if it runs and start it again, on request."""
+        await self._sup.restart_child(name)
+
+    async def stop_child(self, name: str) -> None:
+        """Stop the named child and leave it stopped until it is restarted on request."""
+        await self._sup.stop_child(name)
 
     def subscribe(self, maxsize: int | None = None) -> Subscription:
         """A bounded subscription to this tree's events."""

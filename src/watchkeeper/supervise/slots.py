@@ -35,6 +35,8 @@ class Slot:
     last_beat_event: float = float("-inf")
     hb_timer: Timer | None = None
     token: object | None = None
+    #: How the child's last incarnation ended (``reason: detail``), if one has.
+    last_exit: str | None = None
 
 
 @dataclass(frozen=True)
@@ -70,6 +72,15 @@ class Add:
 
 
 @dataclass(frozen=True)
+class Command:
+    """Restart or stop the child called ``child`` on request; ``done`` says how it went."""
+
+    child: str
+    restart: bool
+    done: asyncio.Future[None] = field(compare=False)
+
+
+@dataclass(frozen=True)
 class Stop:
     """Stop the tree; ``done`` resolves once every child is down."""
 
@@ -77,7 +88,7 @@ class Stop:
 
 
 #: Everything the actor's mailbox carries.
-Msg = Exit | Hung | RestartDue | Add | Stop
+Msg = Exit | Hung | RestartDue | Add | Command | Stop
 
 
 def first_of(
