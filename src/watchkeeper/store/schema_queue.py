@@ -23,6 +23,8 @@ queue_jobs = sa.Table(
     sa.Column("payload", sa.JSON, nullable=False),
     sa.Column("submitted_by", sa.String(200), nullable=False),
     epoch("created_at", nullable=False),
+    # Where the job came from (``github:OWNER/REPO#N``), to say there how it ended.
+    sa.Column("origin", sa.String(300), nullable=True),
     sa.Index(None, "org"),
     sa.Index(None, "fleet"),
     sa.Index(None, "created_at"),
@@ -169,4 +171,24 @@ queue_task_shipped_pieces = sa.Table(
     ),
     sa.Column("offset", sa.BigInteger, primary_key=True),
     sa.Column("text", sa.Text, nullable=False),
+)
+
+# Posting the end of a job that came from GitHub: ``waiting`` -> ``firing`` (claimed, one
+# conditional update) -> ``fired`` | ``failed``; a claim left ``firing`` is ``maybe_fired``.
+queue_job_results = sa.Table(
+    "queue_job_results",
+    metadata,
+    sa.Column(
+        "job_id",
+        sa.String(64),
+        sa.ForeignKey("queue_jobs.id", ondelete="CASCADE"),
+        primary_key=True,
+    ),
+    sa.Column("state", sa.String(16), nullable=False),
+    # Which end was claimed: the last task and its version then.
+    sa.Column("end_key", sa.String(100), nullable=True),
+    epoch("claimed_at"),
+    epoch("settled_at"),
+    sa.Column("error", sa.String(2000), nullable=True),
+    sa.Index(None, "state"),
 )
