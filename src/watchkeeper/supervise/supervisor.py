@@ -19,7 +19,6 @@ from watchkeeper.supervise.errors import (
     StartError,
     SupervisorStoppedError,
     TreeFixedError,
-    UnknownChild,
 )
 from watchkeeper.supervise.events import (
     ChildExited,
@@ -32,6 +31,7 @@ from watchkeeper.supervise.events import (
     SupervisorGaveUp,
 )
 from watchkeeper.supervise.handle import ChildInfo, SupervisorHandle, SupervisorStatistics
+from watchkeeper.supervise.on_demand import OnDemand
 from watchkeeper.supervise.policy import IntensityWindow, should_restart
 from watchkeeper.supervise.process import ProcessRunner
 from watchkeeper.supervise.slots import (
@@ -58,7 +58,7 @@ from watchkeeper.supervise.strategies import restart_group
 logger = logging.getLogger(__name__)
 
 
-class Supervisor:
+class Supervisor(OnDemand):
     """A running (or runnable) supervision tree node. Build it with SupervisorBuilder."""
 
     def __init__(
@@ -130,29 +130,6 @@ class Supervisor:
             raise SupervisorStoppedError(self.path)
         done: asyncio.Future[None] = asyncio.get_running_loop().create_future()
         self._mailbox.put_nowait(Add(spec, done))
-        await done
-
-    async def restart_child(self, name: str) -> None:
-        """Stop the named child if it runs and start it again (a restart on request).
-
-        The restart is counted in the child's restarts but not in the intensity
-        window, which counts failures. Raises :class:`UnknownChild` for a name
-        the supervisor does not have, :class:`StartError` if it fails to start
-        (the restart policy then handles it as any other failed start).
-        """
-        await self._command(name, restart=True)
-
-    async def stop_child(self, name: str) -> None:
-        """Stop the named child and leave it stopped until :meth:`restart_child`."""
-        await self._command(name, restart=False)
-
-    async def _command(self, name: str, *, restart: bool) -> None:
-        if self._finished.is_set() or self._mailbox is None:
-            raise SupervisorStoppedError(self.path)
-        if not any(s.spec.name == name for s in self._slots):
-            raise UnknownChild(self.path, name, tuple(s.spec.name for s in self._slots))
-        done: asyncio.Future[None] = asyncio.get_running_loop().create_future()
-        self._mailbox.put_nowait(Command(name, restart, done))
         await done
 
     @property
@@ -476,52 +453,6 @@ class Supervisor:
             reason,
             extra={"action": "stop_children"},
         )
-
-    async def _on_command(self, msg: Command) -> None:
-        slot = next(s for s in self._slots if s.spec.name == msg.child)
-        wanted = "restart requested" if msg.restart else "stop requested"
-        if slot.state in (SlotState.RUNNING, SlotState.STARTING) and slot.runner is not None:
-            await self._stop_slot(slot)
-            outcome = Outcome(ExitReason.SHUTDOWN, wanted)
-            self._publish_exit(slot, outcome, will_restart=msg.restart)
-        elif slot.state is SlotState.RESTART_PENDING:
-            self._untoken(slot)
-        if not msg.restart:
-            slot.state = SlotState.DONE
-            logger.info(
-                "child %s/%s stopped on request",
-                self.path,
-                slot.spec.name,
-                extra={"action": "stop_child"},
-            )
-            msg.done.set_result(None)
-            return
-        slot.restarts += 1
-        self._restarts_total += 1
-        logger.info(
-            "child %s/%s restarting on request (restart %d)",
-            self.path,
-            slot.spec.name,
-            slot.restarts,
-            extra={"action": "restart_child"},
-        )
-        self.bus.publish(
-            ChildRestarting(self.path, slot.spec.name, self.clock.now(), 0.0, slot.attempt)
-        )
-        failed = await self._start_slot(slot)
-        if failed is None:
-            msg.done.set_result(None)
-            return
-        msg.done.set_exception(StartError(self.path, slot.spec.name, failed.detail))
-        await self._child_exited(slot, failed)
-
-    def _untoken(self, slot: Slot) -> None:
-        """Take ``slot`` out of its pending restart group; the group's timer goes with its last."""
-        old, slot.token = slot.token, None
-        if old is not None and not any(s.token is old for s in self._slots):
-            timer = self._restart_timers.pop(old, None)
-            if timer is not None:
-                timer.cancel()
 
     async def _add(self, msg: Add) -> None:
         if any(s.spec.name == msg.spec.name for s in self._slots):
