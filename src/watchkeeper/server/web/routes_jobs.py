@@ -1,33 +1,43 @@
-"""The jobs list (filters in the URL), a job's page (rounds, timeline, spend, record), control."""
+"""The jobs list (filters in the URL), a job's page (rounds, timeline, spend, record), a task's
+page (its facts, its timeline, its output following live), control."""
 
 from __future__ import annotations
 
 import asyncio
+import functools
 import logging
 import re
+from collections.abc import AsyncIterator
 from typing import Any, Literal
 
-from fastapi import APIRouter, Depends, Path, Request
+from fastapi import APIRouter, Depends, Path, Query, Request
 from fastapi.responses import HTMLResponse, PlainTextResponse, RedirectResponse, Response
 
 from watchkeeper.errors import Conflict, NotFound, WatchkeeperError
 from watchkeeper.queue import rollup
 from watchkeeper.queue.output import cut_note
 from watchkeeper.queue.service import QueueService
-from watchkeeper.queue.views import job_json
+from watchkeeper.queue.views import event_json, job_json, task_json
 from watchkeeper.server.deps import services
+from watchkeeper.server.longpoll import held_stream, unless_set
+from watchkeeper.server.routes_events import stopping_of
 from watchkeeper.server.routes_timeline import record_key
 from watchkeeper.server.web import charts, jobsview, tasks
+from watchkeeper.server.web import task_output as outputs
 from watchkeeper.server.web.common import acting_form, answer, local_path, page
 from watchkeeper.server.web.routes_home import chrome, detail_page
 from watchkeeper.server.web.session import Session, session
 from watchkeeper.server.web.shared import shared_overview
+from watchkeeper.server.web.stream import STREAM_S
 
 log = logging.getLogger(__name__)
 router = APIRouter(include_in_schema=False)
 JOB_ID = re.compile(r"^[a-z]-[0-9a-f]{1,60}$")
 JobId = Path(pattern=JOB_ID.pattern)
-TaskId = Path(pattern=r"^[a-z]-[0-9a-f]{1,60}$")
+TASK_ID = re.compile(r"^[a-z]-[0-9a-f]{1,60}$")
+TaskId = Path(pattern=TASK_ID.pattern)
+#: How often a task page's stream looks for new output.
+OUTPUT_POLL_S = 0.5
 
 
 def _list_context(
@@ -161,6 +171,101 @@ async def job_page(
         return _job_context(request, job_id)
 
     return await detail_page(request, current, "job.html", f"Job {job_id}", read)
+
+
+def _task_context(request: Request, task_id: str) -> dict[str, Any]:
+    if not TASK_ID.match(task_id):
+        raise NotFound(f"no task {task_id!r}: see the jobs list")
+    queue = services(request).queue
+    task = queue.task(task_id)
+    job = queue.job(task.job_id)
+    body = task_json(task, queue.blocked([job]), queue.marks([task]))
+    history = [event_json(e) for e in queue.job_events(job.id) if e.task_id == task_id]
+    context: dict[str, Any] = {
+        "task": body,
+        "job": {"id": job.id, "title": job.title, "tasks": len(job.tasks)},
+        "history": history,
+        "output": outputs.first_view(queue, task_id),
+    }
+    try:
+        events = [e.as_dict() for e in services(request).timeline.events(task_id=task_id)]
+        context["events"] = events
+    except (ImportError, WatchkeeperError) as exc:
+        log.warning(
+            "Timeline of task %s not shown: %s", task_id, exc, extra={"action": "web_task_timeline"}
+        )
+        context["events"] = None
+        context["timeline_error"] = str(exc)
+    return context
+
+
+@router.get("/web/tasks/{task_id}", response_class=HTMLResponse)
+async def task_page(
+    request: Request, task_id: str, current: Session = Depends(session)
+) -> HTMLResponse:
+    """One task: its facts, its timeline, and its output, following live while it runs.
+
+    Any id is taken here: one that names no task gets the dashboard's not-found page.
+    """
+    read = functools.partial(_task_context, request, task_id)
+    return await detail_page(request, current, "task.html", f"Task {task_id}", read)
+
+
+def _sse(event: str, data: str, ident: str | None = None) -> str:
+    text = data.replace("\r\n", "\n").replace("\r", "\n")
+    lines = "".join(f"data: {line}\n" for line in text.split("\n"))
+    head = "" if ident is None else f"id: {ident}\n"
+    return f"{head}event: {event}\n{lines}\n"
+
+
+@router.get("/web/tasks/{task_id}/follow")
+async def follow_output(
+    request: Request,
+    task_id: str = TaskId,
+    at: int = Query(0, ge=0, le=2**62),
+    run: str = Query("", max_length=100),
+    current: Session = Depends(session),
+) -> Response:
+    """Server-sent events: what the task's output gains (``output``; ``reset`` when another
+    run took the task up and its output replaces the last one's), then ``end`` with the
+    task's status once it ended (``gone`` once it was deleted).
+
+    Each event's id is where the page got to, so a reconnecting browser (a stream lasts at
+    most :data:`STREAM_S`) carries on where it stopped.
+    """
+    resumed = outputs.Mark.parse(request.headers.get("last-event-id", ""))
+    start = resumed or outputs.Mark(at, run)
+    queue = services(request).queue
+
+    async def events() -> AsyncIterator[str]:
+        mark = start
+        loop = asyncio.get_running_loop()
+        ends_at = loop.time() + STREAM_S
+        stopping = stopping_of(request.app)
+        yield "retry: 1000\n\n"
+        while (
+            loop.time() < ends_at and not stopping.is_set() and not await request.is_disconnected()
+        ):
+            try:
+                found = await asyncio.to_thread(outputs.gained, queue, task_id, mark)
+            except NotFound:
+                yield _sse("end", "gone")
+                return
+            if found.restarted or found.text:
+                mark = found.mark
+                name = "reset" if found.restarted else "output"
+                yield _sse(name, found.text, mark.ident())
+            if found.ended is not None:
+                yield _sse("end", found.ended)
+                return
+            if not found.text:
+                # A stopping server ends the stream now; the page resumes it from the event id.
+                await unless_set(stopping, asyncio.sleep(OUTPUT_POLL_S))
+
+    # A held request: it counts against the token's and the server's caps.
+    return held_stream(
+        request.app, current.token_id, events(), headers={"Cache-Control": "no-store"}
+    )
 
 
 @router.get("/web/tasks/{task_id}/output", response_class=PlainTextResponse)
