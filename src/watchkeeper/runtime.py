@@ -25,6 +25,7 @@ from watchkeeper.decide.runbooks import Runbooks
 from watchkeeper.kinds import registry
 from watchkeeper.kinds.base import AdapterContext
 from watchkeeper.notify.channels.base import Channel
+from watchkeeper.notify.install import InstallView
 from watchkeeper.notify.ops import OpsNotifier
 from watchkeeper.notify.service import Notifier
 from watchkeeper.store import Store
@@ -177,6 +178,11 @@ class Runtime:
         from watchkeeper.queue.service import QueueService  # lazy, as above
 
         return QueueService(self.store, self.settings, clock=self.clock)
+
+    @cached_property
+    def install(self) -> InstallView:
+        """The integrations as configured and as they fared, and what the install has done."""
+        return InstallView(self.store, self.settings)
 
     @cached_property
     def timeline(self) -> TimelineService:

@@ -29,6 +29,7 @@ from watchkeeper.server.routes_events import router as events_router
 from watchkeeper.server.routes_events import wake_streams
 from watchkeeper.server.routes_forge import router as forge_router
 from watchkeeper.server.routes_incidents import router as incidents_router
+from watchkeeper.server.routes_models import router as models_router
 from watchkeeper.server.routes_procs import router as procs_router
 from watchkeeper.server.routes_progress import ProgressRoute
 from watchkeeper.server.routes_queue import router as queue_router
@@ -50,6 +51,7 @@ ROUTERS = (
     procs_router,
     queue_router,
     timeline_router,
+    models_router,
     events_router,
     runs_router,
     incidents_router,

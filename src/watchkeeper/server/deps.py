@@ -20,6 +20,7 @@ if TYPE_CHECKING:
     from watchkeeper.config import Settings
     from watchkeeper.decide.decider import Decider
     from watchkeeper.decide.runbooks import Runbooks
+    from watchkeeper.notify.install import InstallView
     from watchkeeper.procs.engine import ProcEngine
     from watchkeeper.queue.service import QueueService
     from watchkeeper.timeline.service import TimelineService
@@ -46,7 +47,8 @@ class Services(Protocol):
     ``tokens`` and ``sessions`` are API tokens and dashboard sessions; ``procs``
     the processes this host started; ``queue`` jobs, tasks, leases and
     runners; ``timeline`` run events and spend; ``cluster`` the replicas
-    sharing the database and who leads them.
+    sharing the database and who leads them; ``install`` the integrations and
+    what the install has done so far.
     """
 
     # Read-only members: the runtime holds them as fields and cached properties.
@@ -78,6 +80,8 @@ class Services(Protocol):
     def timeline(self) -> TimelineService: ...
     @property
     def cluster(self) -> ClusterView: ...
+    @property
+    def install(self) -> InstallView: ...
 
     @property
     def push_kinds(self) -> set[str]:

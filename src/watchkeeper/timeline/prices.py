@@ -1,8 +1,9 @@
 """What one model call cost, priced on the provider it actually ran on.
 
 Prices come from the local override table (``[prices."provider/model"]``)
-first, then from the price data bundled with ``genai-prices``, as they were at
-the time of the call. The bundled data is never updated over the network.
+first, then from the prices an admin set (:meth:`Pricer.use_stored`, kept in
+the database), then from the price data bundled with ``genai-prices``, as they
+were at the time of the call. The bundled data is never updated over the network.
 The provider is never guessed: a call without one, or with a model the data
 does not know on that provider, is *unpriced* (cost ``None``), never free.
 
@@ -37,6 +38,8 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 OVERRIDE_VERSION = "override"
+#: The price version of a call priced by an override an admin set (not the file's).
+STORED_VERSION = "override set by an admin"
 _MTOK = Decimal(1_000_000)
 
 
@@ -110,18 +113,75 @@ def split_key(key: str) -> tuple[str, str]:
     return provider.lower(), model.lower()
 
 
+@dataclass(frozen=True, slots=True)
+class Quote:
+    """What a new call of one provider and model is priced at, and where the price comes from.
+
+    ``source`` is ``config`` (the file's ``[prices]``), ``override`` (set by an admin),
+    ``built-in`` (the bundled data) or ``None`` (unpriced). Prices are USD per million
+    tokens; ``None`` where the source gives no flat price (a tiered one, or none).
+    """
+
+    source: str | None
+    input_per_mtok: float | None = None
+    output_per_mtok: float | None = None
+    note: str = ""
+
+
 class Pricer:
-    """Prices calls: overrides first, then the bundled ``genai-prices`` data."""
+    """Prices calls: the file's overrides first, then an admin's, then the bundled data."""
 
     def __init__(self, overrides: Mapping[str, PriceOverride] | None = None) -> None:
-        self._overrides = {
-            split_key(key): _override_rates(value) for key, value in (overrides or {}).items()
-        }
+        self._configured = {split_key(key): value for key, value in (overrides or {}).items()}
+        self._overrides = {key: _override_rates(value) for key, value in self._configured.items()}
+        self._stored: dict[tuple[str, str], PriceOverride] = {}
+        self._stored_rates: dict[tuple[str, str], _Rates] = {}
         self._found: dict[tuple[str, str], tuple[Any, Any] | None] = {}
         self._linear: dict[int, tuple[Any, _Rates | None]] = {}
         #: Per reported (provider, model): its rates, or the one answer when it is unpriced.
         self._plans: dict[tuple[str, str], _Plan | _Dated | Price] = {}
         self._version: str | None = None
+
+    def use_stored(self, stored: Mapping[tuple[str, str], PriceOverride]) -> None:
+        """Price with the overrides an admin set (lowercased provider and model) from now on.
+
+        The file's prices still win. Calls priced before keep their cost; a change forgets
+        every kept plan, so the next call of each model is looked up again.
+        """
+        chosen = {(p.lower(), m.lower()): value for (p, m), value in stored.items()}
+        if chosen == self._stored:
+            return
+        self._stored = chosen
+        self._stored_rates = {key: _override_rates(value) for key, value in chosen.items()}
+        self._plans = {}
+
+    def configured(self, provider: str, model: str) -> bool:
+        """Whether the configuration file prices ``model`` on ``provider``."""
+        return (provider.lower(), model.lower()) in self._configured
+
+    def configured_keys(self) -> list[tuple[str, str]]:
+        """Every (provider, model) the configuration file prices, lowercased."""
+        return sorted(self._configured)
+
+    def quote(self, provider: str | None, model: str, at: datetime) -> Quote:
+        """The price a new call of ``model`` on ``provider`` would get at ``at``."""
+        if provider is None:
+            return Quote(None, note="no provider reported: calls cannot be priced")
+        key = (provider.lower(), model.lower())
+        for source, table in (("config", self._configured), ("override", self._stored)):
+            found = table.get(key)
+            if found is not None:
+                return Quote(source, found.input_per_mtok, found.output_per_mtok)
+        located = self._lookup(key)
+        if located is None:
+            return Quote(None, note="no known price")
+        try:
+            rates = self._rates_of(located[1].get_prices(at))
+        except (ValueError, ArithmeticError, TypeError) as exc:
+            return Quote(None, note=f"cannot price: {exc}")
+        if rates is None:
+            return Quote("built-in", note="tiered by context length")
+        return Quote("built-in", float(rates.input * _MTOK), float(rates.output * _MTOK))
 
     @property
     def version(self) -> str:
@@ -179,9 +239,12 @@ class Pricer:
             return plan
         key = (provider.lower(), model.lower())
         rates = self._overrides.get(key)
+        version = OVERRIDE_VERSION
+        if rates is None:
+            rates, version = self._stored_rates.get(key), STORED_VERSION
         if rates is not None:
-            self._keep(reported, _Plan(rates, model, provider, OVERRIDE_VERSION))
-            return Price(float(rates.cost(usage)), False, model, provider, OVERRIDE_VERSION)
+            self._keep(reported, _Plan(rates, model, provider, version))
+            return Price(float(rates.cost(usage)), False, model, provider, version)
         return self._bundled(reported, key, usage, at, day)
 
     def _keep(self, reported: tuple[str, str], plan: _Plan | _Dated | Price) -> None:

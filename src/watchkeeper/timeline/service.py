@@ -32,6 +32,7 @@ The task kind's hook is :meth:`TimelineService.last_progress_at` (and
 from __future__ import annotations
 
 import logging
+import time
 from collections.abc import Callable, Iterable, Sequence
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any, Unpack
@@ -40,8 +41,9 @@ from watchkeeper.clock import Now, to_epoch, utcnow
 from watchkeeper.records.timeline import Fact, Ingested, NewEvent, TimelineEvent
 from watchkeeper.redact import redact
 from watchkeeper.store.job_records import JobRecordStore
+from watchkeeper.store.price_overrides import PriceOverrideStore
 from watchkeeper.store.timeline import INSERTED, TimelineStore, event_from_mapping
-from watchkeeper.timeline import record, spend, testoutput
+from watchkeeper.timeline import models, record, spend, testoutput
 from watchkeeper.timeline.forge import Forge, Submit
 from watchkeeper.timeline.prices import Pricer
 from watchkeeper.timeline.record import RecordKeys
@@ -71,6 +73,9 @@ _ROW = (
 if _ROW != INSERTED:  # a column added to the table must be added to the row too
     raise RuntimeError(f"timeline rows are built as {_ROW}, the table takes {INSERTED}")
 _COST, _UNPRICED = _ROW.index("cost"), _ROW.index("unpriced")
+#: How long the prices an admin set are trusted before the database is asked again: a
+#: price set through another replica prices this one's new events within this time.
+OVERRIDES_FRESH_S = 5.0
 
 
 def clean(text: str | None, limit: int = TEXT_MAX) -> str | None:
@@ -158,8 +163,36 @@ class TimelineService:
         self.store: TimelineStore = TimelineStore(store.engine)
         self.kept = JobRecordStore(store.engine)
         self.pricer = Pricer(settings.prices)
+        self.overrides = PriceOverrideStore(store.engine)
         self.clock = clock
         self.exporters = list(exporters)
+        self._overrides_read = -OVERRIDES_FRESH_S
+
+    def fresh_prices(self, *, now: bool = False) -> Pricer:
+        """The pricer with the admin's overrides as stored (read again when stale or ``now``).
+
+        By the monotonic clock: it bounds a cache, it is no fact about the work.
+        """
+        moment = time.monotonic()
+        if now or moment - self._overrides_read >= OVERRIDES_FRESH_S:
+            self.pricer.use_stored(models.stored_overrides(self.overrides.stored()))
+            self._overrides_read = moment
+        return self.pricer
+
+    def model_prices(self) -> list[models.ModelPrice]:
+        """The models in use and those given a price, each with its price and its source."""
+        return models.listing(self.overrides, self.fresh_prices(now=True), self.clock())
+
+    def set_price(self, provider: str, model: str, prices: models.Prices, by: str) -> None:
+        """Price new calls of ``model`` on ``provider`` at ``prices`` (unless the file does)."""
+        models.set_price(self.overrides, self.pricer, provider, model, prices, by, self.clock())
+        self.fresh_prices(now=True)
+
+    def clear_price(self, provider: str, model: str) -> bool:
+        """Remove an admin's price for ``model`` on ``provider``; whether there was one."""
+        cleared = self.overrides.clear(provider, model)
+        self.fresh_prices(now=True)
+        return cleared
 
     def ingest(self, events: Sequence[NewEvent], reporter: str) -> Ingested:
         """Store ``events`` in one transaction (all or nothing), priced and redacted."""
@@ -192,7 +225,7 @@ class TimelineService:
         name, a stock rationale) is redacted once. The copies of raw texts this keeps
         live only as long as the call.
         """
-        price = self.pricer.columns
+        price = self.fresh_prices().columns
         names: dict[str, str] = {}
         texts: dict[str, str] = {}
         verified: dict[str, str] = {}
