@@ -25,6 +25,7 @@ PAGES = [
     "spend range",
     "task",
     "topology",
+    "supervision",
     "not found",
 ]
 NAV = ["Running work", "Incidents", "Jobs", "Topology", "Spend", "Processes", "Silences"]
