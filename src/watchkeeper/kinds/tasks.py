@@ -17,6 +17,7 @@ from collections.abc import Sequence
 from datetime import datetime, timedelta
 
 from watchkeeper.contract import (
+    NO_OWNER,
     Action,
     Effects,
     Failure,
@@ -30,6 +31,7 @@ from watchkeeper.kinds.base import Adapter
 from watchkeeper.queue import control
 from watchkeeper.records.queue import Task, TaskStatus
 from watchkeeper.store.queue import QueueStore
+from watchkeeper.store.queue.judging import JudgingReads, QueuedLine
 
 FINISHED_WINDOW = timedelta(days=1)
 _STATUS = {
@@ -56,9 +58,14 @@ class TasksAdapter(Adapter):
 
     def read(self, now: datetime) -> Sequence[RunView]:
         """Unfinished tasks and those that ended within the last day."""
-        found = self._queue().for_judging(now - FINISHED_WINDOW)
+        store = self.context.store
+        if store is None:
+            raise RuntimeError("the tasks adapter needs watchkeeper's store")
+        found, queued = JudgingReads(store.engine).for_judging_split(now - FINISHED_WINDOW)
         moved = self._timeline_progress([task for task, _ in found])
-        return [view(self.name, task, title, now, moved.get(task.id)) for task, title in found]
+        views = [view(self.name, task, title, now, moved.get(task.id)) for task, title in found]
+        views.extend(queued_view(self.name, task) for task in queued)
+        return views
 
     def read_one(self, run_id: str, now: datetime) -> RunView | None:
         """One task by id."""
@@ -111,6 +118,21 @@ class TasksAdapter(Adapter):
         if task.exit_code is not None:
             facts["exit_code"] = str(task.exit_code)
         return facts
+
+
+def queued_view(kind: str, task: QueuedLine) -> RunView:
+    """A queued task in the read model: what :func:`view` makes of it, from fewer columns."""
+    return RunView(
+        kind=kind,
+        run_id=task.id,
+        title=task.title if task.seq == 0 else f"{task.title} (continuation {task.seq})",
+        status=RunStatus.QUEUED,
+        state_token=task.state_token,
+        owner=NO_OWNER,
+        progress_at=task.progress_at,
+        effects=Effects.NONE if task.rerunnable else Effects.UNKNOWN,
+        step=task.step,
+    )
 
 
 def view(
