@@ -18,7 +18,7 @@ from datetime import datetime, timedelta
 
 from watchkeeper.backoff import backoff_delay
 from watchkeeper.clock import Clock, Now, WallClock
-from watchkeeper.errors import StoreUnavailable
+from watchkeeper.errors import StoreUnavailable, WatchkeeperError
 from watchkeeper.notify.channels.base import Channel, SendOutcome, SendResult
 from watchkeeper.notify.exchanger import Exchanger
 from watchkeeper.notify.message import Message, Target
@@ -27,6 +27,7 @@ from watchkeeper.store import Store
 from watchkeeper.store.outbox import Delivery, DeliveryStatus, PaceRequest
 from watchkeeper.store.outbox_batch import ClaimAsk, NotYet, Settlement
 from watchkeeper.store.pacing import platform_place
+from watchkeeper.supervise import CircuitBreaker, CircuitOpenError
 
 log = logging.getLogger(__name__)
 #: Retries of a definite non-send before it is given up as failed.
@@ -47,6 +48,25 @@ LATE_S = 0.02
 GLOBAL_CATCH_UP_S = 0.5
 #: Tries of a write recording a call's outcome, over about a minute of database trouble.
 KEEP_TRIES = 15
+
+
+class PlatformFailed(WatchkeeperError):
+    """A platform's call failed (unreachable, no answer, a server error): counted by its breaker."""
+
+    def __init__(self, result: SendResult) -> None:
+        super().__init__(result.error or "the platform failed")
+        self.result = result
+
+
+def platform_failed(result: SendResult) -> bool:
+    """Whether ``result`` is the platform's failure, not an answer about the message.
+
+    A refusal of the message (4xx) or a rate limit (429) proves the platform
+    answered; a transport error, a timeout or a server error does not.
+    """
+    if result.outcome is SendOutcome.MAYBE_SENT:
+        return True
+    return result.outcome is SendOutcome.RETRY and not (result.error or "").startswith("HTTP 429")
 
 
 def backoff_s(attempts: int) -> float:
@@ -86,6 +106,9 @@ class Deliverer:
         #: The earliest slot of a conversation held back by its pace (epoch seconds of
         #: ``pace``) in the last pass, or ``None``.
         self.next_slot_s: float | None = None
+        #: A circuit breaker per channel name (set by whoever serves the notifier): a
+        #: platform that keeps failing is not called until its breaker lets a probe through.
+        self.breakers: dict[str, CircuitBreaker] = {}
 
     async def deliver_due(self, limit: int = 200) -> int:
         """Send what is due now; returns how many calls were made."""
@@ -217,6 +240,29 @@ class Deliverer:
         return await asyncio.to_thread(self._anchor, delivery)
 
     async def _call(self, channel: Channel, delivery: Delivery, target: Target) -> SendResult:
+        breaker = self.breakers.get(delivery.channel)
+        if breaker is None:
+            return await self._call_channel(channel, delivery, target)
+        try:
+            return await breaker.call_async(self._call_counted, channel, delivery, target)
+        except PlatformFailed as failed:
+            return failed.result
+        except CircuitOpenError as exc:
+            # Not called: the row waits (as a definite non-send) until the breaker may probe.
+            return SendResult(SendOutcome.RETRY, error=str(exc), retry_after_s=exc.retry_in_s)
+
+    async def _call_counted(
+        self, channel: Channel, delivery: Delivery, target: Target
+    ) -> SendResult:
+        """The call, raising :class:`PlatformFailed` when the platform failed (for its breaker)."""
+        result = await self._call_channel(channel, delivery, target)
+        if platform_failed(result):
+            raise PlatformFailed(result)
+        return result
+
+    async def _call_channel(
+        self, channel: Channel, delivery: Delivery, target: Target
+    ) -> SendResult:
         message = Message.from_json(delivery.payload)
         try:
             async with asyncio.timeout(CALL_TIMEOUT_S):

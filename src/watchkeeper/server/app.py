@@ -37,10 +37,12 @@ from watchkeeper.server.routes_runs import progress
 from watchkeeper.server.routes_runs import router as runs_router
 from watchkeeper.server.routes_silences import router as silences_router
 from watchkeeper.server.routes_slack import router as slack_router
+from watchkeeper.server.routes_supervision import router as supervision_router
 from watchkeeper.server.routes_system import router as system_router
 from watchkeeper.server.routes_telegram import router as telegram_router
 from watchkeeper.server.routes_timeline import router as timeline_router
 from watchkeeper.server.routes_tokens import router as tokens_router
+from watchkeeper.server.supervision import ServerSupervision
 from watchkeeper.server.web import install as install_dashboard
 from watchkeeper.watch.reports import Reports
 
@@ -58,6 +60,7 @@ ROUTERS = (
     silences_router,
     decide_router,
     system_router,
+    supervision_router,
     tokens_router,
     cluster_router,
     telegram_router,
@@ -124,11 +127,19 @@ def create_app(
     notifier = notifier or runtime.build_notifier(build_channels(runtime.settings))
     deliver = run_sweeper if run_notifier is None else run_notifier
 
+    leadership = runtime.leadership
+    # Started in this order, stopped in reverse: the lease is given up last.
+    loops = [
+        ("leader-lease", leadership.run, "holds or follows the leader lease"),
+        ("sweeper", runtime.sweeper.run, "sweeps the runs and judges them"),
+    ] if run_sweeper else []  # fmt: skip
+    if deliver:
+        loops.append(("notifier", notifier.run, "routes incident events and delivers messages"))
+    supervision = ServerSupervision(runtime, loops, notifier.channels if deliver else None)
+    notifier.deliverer.breakers.update(supervision.channel_breakers())
+
     @contextlib.asynccontextmanager
     async def lifespan(_app: FastAPI) -> AsyncIterator[None]:
-        stop = asyncio.Event()
-        tasks = []
-        leadership = runtime.leadership
         if run_sweeper:
             # Know who leads before the loops start, so a lone replica sweeps at once.
             with contextlib.suppress(StoreError):
@@ -140,10 +151,7 @@ def create_app(
         if deliver:
             await asyncio.to_thread(notifier.recover, runtime.clock())
             runtime.sweeper.after_sweep.append(notifier.poke)
-            tasks.append(asyncio.create_task(notifier.run(stop), name="notifier"))
-        if run_sweeper:
-            tasks.append(asyncio.create_task(runtime.sweeper.run(stop), name="sweeper"))
-            tasks.append(asyncio.create_task(leadership.run(stop), name="leader-lease"))
+        await supervision.start()
         # Another replica's incident event or queued message wakes this one's notifier and
         # streams at once; the notifier's one-second pass stays the fallback.
         listener = runtime.listener
@@ -158,10 +166,7 @@ def create_app(
         try:
             yield
         finally:
-            stop.set()
-            for task in tasks:
-                with contextlib.suppress(asyncio.CancelledError):
-                    await asyncio.wait_for(task, timeout=10)
+            await supervision.stop()
             await asyncio.to_thread(listener.stop)
             runtime.share_channels({})
             await notifier.aclose()
@@ -179,6 +184,9 @@ def create_app(
     app.state.services = services
     app.state.notifier = notifier
     app.state.channels = notifier.channels
+    app.state.supervision = supervision
+    app.state.breakers = supervision.breakers
+    app.state.health_monitor = supervision.monitor
     errors.install(app)
     included: dict[int, list[BaseRoute]] = {}  # by id(): routers are not hashable
     for router in ROUTERS:

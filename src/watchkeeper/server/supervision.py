@@ -1,0 +1,403 @@
+"""The server's own supervision: its loops as a supervision tree, the breakers it calls
+platforms through, and the health checks that say how it is.
+
+``watchkeeper serve`` runs its loops (the leader lease, the sweeper, the notifier,
+the health monitor) as children of one one-for-one supervisor, as OTP or
+supervisord would: a loop that ends or raises is restarted after a backoff, the
+restart is counted and logged, and more than :data:`MAX_RESTARTS` restarts within
+:data:`PERIOD_S` make the tree give up (its checks turn unhealthy). Stopping the
+server stops the children in reverse start order, each given its stop signal and
+a grace period first, so the notifier finishes its pass and the lease is given up.
+
+:meth:`ServerSupervision.snapshot` is what ``GET /api/v1/supervision`` and the
+dashboard show (docs/supervision.md describes it).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import time
+from collections.abc import Callable, Coroutine, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from watchkeeper.errors import NotFound
+from watchkeeper.notify.channels.base import Channel
+from watchkeeper.server.deps import Services
+from watchkeeper.supervise import (
+    Backoff,
+    BreakerStateChange,
+    CheckResult,
+    ChildContext,
+    ChildExited,
+    ChildRestarting,
+    ChildSpec,
+    CircuitBreaker,
+    HealthCheck,
+    HealthFlag,
+    HealthMonitor,
+    HealthStatus,
+    Subscription,
+    Supervisor,
+    SupervisorBuilder,
+    SupervisorGaveUp,
+    coroutine_child,
+)
+
+log = logging.getLogger(__name__)
+
+#: The tree's id (and its children's prefix: ``server/notifier``).
+TREE = "server"
+#: Restart intensity: more restarts than this within PERIOD_S and the tree gives up.
+MAX_RESTARTS = 5
+PERIOD_S = 60.0
+#: Restart delays: 0.5 s, 1 s, 2 s ... up to 30 s, half of it jittered; 30 s up resets it.
+BACKOFF = Backoff(initial=0.5, factor=2.0, cap=30.0, jitter=0.5)
+STABLE_S = 30.0
+#: How long a loop has to finish after its stop signal before it is cancelled.
+GRACE_S = 10.0
+#: A platform is not called for this long after this many failures in a row.
+BREAKER_FAIL_MAX = 3
+BREAKER_RESET_S = 30.0
+#: How often the health checks run.
+CHECK_EVERY_S = 5.0
+
+#: A loop of the server: runs until the event it is given is set.
+Loop = Callable[[asyncio.Event], Coroutine[Any, Any, None]]
+
+
+def loop_child(name: str, loop: Loop, title: str) -> ChildSpec:
+    """A child that runs ``loop`` and, when stopped, sets its stop event before cancelling.
+
+    The loop ending by itself (returning or raising) is an exit like any other:
+    the supervisor restarts it.
+    """
+
+    async def body(_ctx: ChildContext) -> None:
+        stop = asyncio.Event()
+        task = asyncio.create_task(loop(stop), name=name)
+        try:
+            await asyncio.shield(task)
+        except asyncio.CancelledError:
+            if not task.done():
+                stop.set()  # a clean stop: the loop finishes its pass and steps down
+                await asyncio.wait((task,), timeout=GRACE_S)
+                task.cancel()
+            raise
+
+    return coroutine_child(name, body, shutdown_timeout_s=GRACE_S + 1.0, title=title)
+
+
+class StoreCheck:
+    """Healthy while the database answers a real query (the open incidents are counted)."""
+
+    name = "store"
+
+    def __init__(self, services: Services) -> None:
+        self._services = services
+
+    async def run(self) -> CheckResult:
+        """Count the open incidents once; how long it took is the detail."""
+        started = time.perf_counter()
+        try:
+            count = await asyncio.to_thread(self._services.incidents.open_count)
+        except Exception as exc:  # noqa: BLE001 - any failure to answer is the finding
+            return CheckResult(HealthStatus.UNHEALTHY, f"the database did not answer: {exc}")
+        took = (time.perf_counter() - started) * 1000
+        return CheckResult(HealthStatus.HEALTHY, f"answered in {took:.0f} ms ({count} open)")
+
+
+class SweepCheck:
+    """Healthy while this replica's sweeps succeed (a follower's, while it can follow)."""
+
+    name = "sweeps"
+
+    def __init__(self, services: Services) -> None:
+        self._services = services
+
+    async def run(self) -> CheckResult:
+        """Read the sweeper's own account of its last sweeps."""
+        health = self._services.sweeper.health
+        if health.working:
+            return CheckResult(HealthStatus.HEALTHY, "sweeps succeed")
+        return CheckResult(HealthStatus.UNHEALTHY, health.last_error or "sweeps fail")
+
+
+class ChildCheck:
+    """Healthy while the named child runs; degraded while it restarts; else unhealthy."""
+
+    def __init__(self, supervision: ServerSupervision, child: str) -> None:
+        self.name = f"{child} running"
+        self.child = child
+        self._supervision = supervision
+
+    async def run(self) -> CheckResult:
+        """Look at the child's state in the tree."""
+        child = self._supervision.child(self.child)
+        state, last = child["state"], child["last_exit"]
+        detail = f"{state}, {child['restarts']} restarts" + (f"; last exit {last}" if last else "")
+        if state == "running":
+            return CheckResult(HealthStatus.HEALTHY, detail)
+        if state == "restarting":
+            return CheckResult(HealthStatus.DEGRADED, detail)
+        return CheckResult(HealthStatus.UNHEALTHY, detail)
+
+
+_STATES = {"running": "running", "starting": "running", "restart_pending": "restarting"}
+
+
+@dataclass
+class _Breaker:
+    breaker: CircuitBreaker
+    node: str | None
+
+
+class ServerSupervision:
+    """The server's supervision tree, its breakers and its health monitor, and their picture."""
+
+    def __init__(
+        self,
+        services: Services,
+        loops: Sequence[tuple[str, Loop, str]],
+        channels: Mapping[str, Channel] | None = None,
+    ) -> None:
+        self.services = services
+        self.monitor = HealthMonitor(
+            interval_s=CHECK_EVERY_S, failure_threshold=2, flag=HealthFlag()
+        )
+        builder = (
+            SupervisorBuilder(TREE)
+            .intensity(MAX_RESTARTS, PERIOD_S)
+            .backoff(BACKOFF, stable_s=STABLE_S)
+        )
+        for name, loop, title in loops:
+            builder.child(loop_child(name, loop, title))
+        builder.child(loop_child("health", self._check_loop, "runs the health checks"))
+        self.supervisor: Supervisor = builder.build()
+        self._breakers: dict[str, _Breaker] = {}
+        for channel in sorted(channels or {}):
+            if channel != "log":  # the log channel calls no one
+                self.add_breaker(f"notify:{channel}", f"{TREE}/notifier")
+        #: The tree node each check is about (none for the store).
+        self._check_nodes: dict[str, str | None] = {}
+        self._register(StoreCheck(services), None)
+        if any(name == "sweeper" for name, _, _ in loops):
+            self._register(SweepCheck(services), f"{TREE}/sweeper")
+        for spec in self.supervisor.spec.children:
+            self._register(ChildCheck(self, spec.name), f"{TREE}/{spec.name}")
+        self.gave_up = False
+        #: Called (on the event loop) whenever a child, a breaker or a check changes.
+        self.on_change: list[Callable[[], None]] = []
+        self._events: Subscription | None = None
+        self._watch: asyncio.Task[None] | None = None
+
+    # -- building -------------------------------------------------------------------
+
+    def _register(self, check: HealthCheck, node: str | None) -> None:
+        self.monitor.register(check)
+        self._check_nodes[check.name] = node
+
+    def add_breaker(self, name: str, node: str | None) -> CircuitBreaker:
+        """A breaker called ``name``, drawn on ``node`` of the tree."""
+        breaker = CircuitBreaker(name, fail_max=BREAKER_FAIL_MAX, reset_timeout_s=BREAKER_RESET_S)
+        breaker.add_listener(self._breaker_changed)
+        self._breakers[name] = _Breaker(breaker, node)
+        return breaker
+
+    @property
+    def breakers(self) -> dict[str, CircuitBreaker]:
+        """Every breaker by name (what ``app.state.breakers`` holds)."""
+        return {name: kept.breaker for name, kept in self._breakers.items()}
+
+    def channel_breakers(self) -> dict[str, CircuitBreaker]:
+        """The notifier's breakers by channel name (what its deliverer calls through)."""
+        return {
+            name.removeprefix("notify:"): kept.breaker
+            for name, kept in self._breakers.items()
+            if name.startswith("notify:")
+        }
+
+    # -- running --------------------------------------------------------------------
+
+    async def start(self) -> None:
+        """Start the loops in order, and watch the tree to log and announce what it does."""
+        self._events = self.supervisor.subscribe()
+        self._watch = asyncio.create_task(self._follow(self._events), name="supervision-watch")
+        await self.supervisor.start()
+
+    async def stop(self) -> None:
+        """Stop the loops in reverse start order, each after its grace period at most."""
+        await self.supervisor.stop()
+        if self._watch is not None:
+            self._watch.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._watch
+        if self._events is not None:
+            self._events.close()
+
+    async def _check_loop(self, stop: asyncio.Event) -> None:
+        while not stop.is_set():
+            await self._run_checks()
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(stop.wait(), timeout=CHECK_EVERY_S)
+
+    async def _run_checks(self) -> None:
+        before = self._check_states()
+        await self.monitor.run_once()
+        if self._check_states() != before:
+            self._changed()
+
+    def _check_states(self) -> list[tuple[str, str]]:
+        return [(c.name, c.status.value) for c in self.monitor.report().checks]
+
+    async def _follow(self, events: Subscription) -> None:
+        async for event in events:
+            if isinstance(event, ChildExited) and event.will_restart and event.reason.abnormal:
+                log.warning(
+                    "Loop %s/%s %s (%s); the supervisor restarts it",
+                    event.path,
+                    event.child,
+                    event.reason.value,
+                    event.detail,
+                    extra={"action": "supervise_restart"},
+                )
+            elif isinstance(event, ChildRestarting):
+                counts = {c.name: c.restarts for c in self.supervisor.children()}
+                log.info(
+                    "Restarting %s/%s in %.1f s (restart %d)",
+                    event.path,
+                    event.child,
+                    event.delay_s,
+                    counts.get(event.child, 0),
+                    extra={"action": "supervise_restart"},
+                )
+            elif isinstance(event, SupervisorGaveUp):
+                self.gave_up = True
+                log.error(
+                    "Supervision tree %s gave up after %d restarts in %g s: its loops are stopped",
+                    event.path,
+                    event.restarts,
+                    event.period_s,
+                    extra={"action": "supervise_gave_up"},
+                )
+            self._changed()
+            # A child's check follows its state at once, not at the next round of checks.
+            await self._run_checks()
+
+    def _breaker_changed(self, change: BreakerStateChange) -> None:
+        log.warning(
+            "Circuit breaker %s: %s -> %s",
+            change.name,
+            change.old.value,
+            change.new.value,
+            extra={"action": "breaker_state"},
+        )
+        self._changed()
+
+    def _changed(self) -> None:
+        for callback in tuple(self.on_change):
+            with contextlib.suppress(Exception):
+                callback()
+
+    # -- actions --------------------------------------------------------------------
+
+    def _child_name(self, child_id: str) -> str:
+        names = [spec.name for spec in self.supervisor.spec.children]
+        tree, _, name = child_id.partition("/")
+        if tree != TREE or name not in names:
+            known = ", ".join(f"{TREE}/{n}" for n in names)
+            raise NotFound(f"no supervised child {child_id!r}; the children are: {known}")
+        return name
+
+    async def restart_child(self, child_id: str) -> str:
+        """Restart the child ``server/<name>`` now; what was done, in words."""
+        name = self._child_name(child_id)
+        await self.supervisor.restart_child(name)
+        return f"{child_id} restarted"
+
+    async def stop_child(self, child_id: str) -> str:
+        """Stop the child ``server/<name>`` until it is restarted; what was done, in words."""
+        name = self._child_name(child_id)
+        await self.supervisor.stop_child(name)
+        self._changed()
+        return f"{child_id} stopped; restart it to run it again"
+
+    async def open_breaker(self, name: str) -> str:
+        """Force the breaker ``name`` open; what was done, in words."""
+        kept = self._breakers.get(name)
+        if kept is None:
+            known = ", ".join(sorted(self._breakers)) or "none"
+            raise NotFound(f"no circuit breaker {name!r}; the breakers are: {known}")
+        kept.breaker.force_open()
+        return f"breaker {name} is open for {BREAKER_RESET_S:g} s, then lets one probe through"
+
+    # -- the picture ----------------------------------------------------------------
+
+    def child(self, name: str) -> dict[str, Any]:
+        """One child of the tree as the API shows it."""
+        return next(c for c in self.snapshot()["trees"][0]["children"] if c["name"] == name)
+
+    def _state(self, raw: str) -> str:
+        state = _STATES.get(raw, "stopped")
+        return "gave_up" if state == "stopped" and self.gave_up else state
+
+    def snapshot(self) -> dict[str, Any]:
+        """The trees, breakers and checks, as ``GET /api/v1/supervision`` answers."""
+        sup = self.supervisor
+        stats = sup.statistics()
+        titles = {spec.name: spec.title for spec in sup.spec.children}
+        children: list[dict[str, Any]] = [
+            {
+                "id": f"{TREE}/{info.name}",
+                "name": info.name,
+                "title": titles.get(info.name),
+                "kind": "worker",
+                "state": self._state(info.state),
+                "restarts": info.restarts,
+                "last_exit": info.last_exit,
+                "children": [],
+            }
+            for info in sup.children()
+        ]
+        running = any(c["state"] != "stopped" for c in children)
+        tree_state = "gave_up" if self.gave_up else "running" if running else "stopped"
+        tree = {
+            "id": TREE,
+            "name": "watchkeeper serve",
+            "kind": "supervisor",
+            "strategy": sup.spec.strategy.value,
+            "state": tree_state,
+            "restarts": stats.restarts,
+            "intensity": {"max_restarts": MAX_RESTARTS, "period_s": PERIOD_S},
+            "children": children,
+        }
+        return {"trees": [tree], "breakers": self._breaker_rows(), "health": self._check_rows()}
+
+    def _breaker_rows(self) -> list[dict[str, Any]]:
+        rows = []
+        for name, kept in sorted(self._breakers.items()):
+            stats = kept.breaker.statistics()
+            rows.append(
+                {
+                    "name": name,
+                    "state": stats.state.value.replace("_", "-"),
+                    "failures": stats.failures,
+                    "successes": stats.successes,
+                    "rejections": stats.rejections,
+                    "node": kept.node,
+                }
+            )
+        return rows
+
+    def _check_rows(self) -> list[dict[str, Any]]:
+        return [
+            {
+                "name": check.name,
+                "status": check.status.value,
+                "detail": check.last.detail,
+                "node": self._check_nodes.get(check.name),
+            }
+            for check in self.monitor.report().checks
+        ]

@@ -1,0 +1,230 @@
+"""A stock ``watchkeeper serve`` runs its loops as a supervision tree, calls the ops webhook
+through a circuit breaker, and shows both (and its health checks) at /api/v1/supervision."""
+
+from __future__ import annotations
+
+import signal
+import subprocess
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+
+from ..integration.server import free_port
+from ..support.cli import WK, cli_env
+from ..support.json_server import JsonHandler, JsonServer, answering
+from ..support.serving import healthy
+from ..support.waiting import wait_for
+
+LOOPS = ["leader-lease", "sweeper", "notifier", "health"]
+
+
+class BrokenWebhook(JsonHandler):
+    """An ops webhook whose server is broken: every POST gets a 503."""
+
+    def do_POST(self) -> None:
+        self.rfile.read(int(self.headers.get("Content-Length", "0")))
+        self.server.posts += 1  # type: ignore[attr-defined]
+        self.send_json(503, {"error": "upstream is down"})
+
+
+class Webhook(JsonServer):
+    posts = 0
+
+
+@dataclass
+class Served:
+    """A running server, its admin token and every line it logged."""
+
+    process: subprocess.Popen[str]
+    url: str
+    token: str
+    lines: list[str] = field(default_factory=list)
+
+    def get(self, path: str) -> httpx.Response:
+        return httpx.get(self.url + path, headers=self.auth, timeout=10)
+
+    def post(self, path: str, **kwargs: Any) -> httpx.Response:
+        return httpx.post(self.url + path, headers=self.auth, timeout=30, **kwargs)
+
+    @property
+    def auth(self) -> dict[str, str]:
+        return {"Authorization": f"Bearer {self.token}"}
+
+    def supervision(self) -> dict[str, Any]:
+        answer = self.get("/api/v1/supervision")
+        assert answer.status_code == 200, answer.text
+        body: dict[str, Any] = answer.json()
+        return body
+
+    def child(self, name: str) -> dict[str, Any]:
+        tree = self.supervision()["trees"][0]
+        found: dict[str, Any] = next(c for c in tree["children"] if c["name"] == name)
+        return found
+
+    def breaker(self, name: str) -> dict[str, Any] | None:
+        return next((b for b in self.supervision()["breakers"] if b["name"] == name), None)
+
+
+@contextmanager
+def serve(config: Path) -> Iterator[Served]:
+    """``serve`` with ``config``; its log is kept (not only drained) for the test to read."""
+    port = free_port()
+    process = subprocess.Popen(
+        [*WK, "--config", str(config), "serve", "--port", str(port)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        env=cli_env(),
+    )
+    assert process.stdout is not None
+    token = None
+    lines: list[str] = []
+    for line in process.stdout:
+        lines.append(line)
+        if line.strip().startswith("wk_"):
+            token = line.strip()
+        if "watchkeeper serving on" in line:
+            break
+    assert token is not None, "".join(lines)
+    keep = threading.Thread(target=lambda: lines.extend(process.stdout or []), daemon=True)
+    keep.start()
+    served = Served(process, f"http://127.0.0.1:{port}", token, lines)
+    try:
+        wait_for(lambda: healthy(served.url), what="the server answering /healthz", timeout=10)
+        yield served
+    finally:
+        if process.poll() is None:
+            process.send_signal(signal.SIGINT)
+            try:
+                process.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                process.kill()
+                process.wait(timeout=10)
+        keep.join(timeout=5)
+        process.stdout.close()
+
+
+@pytest.fixture
+def webhook() -> Iterator[Webhook]:
+    with answering(Webhook(("127.0.0.1", 0), BrokenWebhook)) as server:
+        yield server
+
+
+@pytest.fixture
+def served(tmp_path: Path, webhook: Webhook) -> Iterator[Served]:
+    config = tmp_path / "watchkeeper.toml"
+    config.write_text(
+        'data_dir = "data"\ncheck_interval_s = 1\n'
+        f'[ops]\nwebhook_url = "{webhook.url}/hook"\nchannels = ["webhook"]\n'
+    )
+    with serve(config) as found:
+        yield found
+
+
+def test_a_stock_serve_shows_its_tree_breakers_and_checks(served: Served) -> None:
+    tree = wait_for(
+        lambda: (t := served.supervision()["trees"][0])["state"] == "running" and t,
+        what="the tree running",
+    )
+    assert (tree["id"], tree["strategy"]) == ("server", "one_for_one")
+    assert [c["name"] for c in tree["children"]] == LOOPS
+    assert {c["id"] for c in tree["children"]} == {f"server/{name}" for name in LOOPS}
+    for child in tree["children"]:
+        assert (child["kind"], child["state"], child["restarts"]) == ("worker", "running", 0)
+    breaker = served.breaker("notify:webhook")
+    assert breaker is not None
+    assert (breaker["state"], breaker["node"]) == ("closed", "server/notifier")
+    checks = {c["name"]: c for c in served.supervision()["health"]}
+    assert {"store", "sweeps", "notifier running"} <= checks.keys()
+    assert checks["store"]["status"] == "healthy" and "answered" in checks["store"]["detail"]
+    assert checks["notifier running"]["node"] == "server/notifier"
+
+
+def test_a_failing_webhook_opens_its_breaker_and_the_api_shows_it(
+    served: Served, webhook: Webhook
+) -> None:
+    reporter = served.post("/api/v1/tokens", json={"role": "reporter", "name": "ci"}).json()
+    headers = {"Authorization": f"Bearer {reporter['token']}"}
+    for n in range(4):
+        body = {"kind": "crawl", "run_id": f"crawl-{n}", "title": f"crawl {n}", "effects": "none"}
+        started = httpx.post(served.url + "/api/v1/runs", json=body, headers=headers, timeout=10)
+        assert started.status_code == 201, started.text
+        failed = httpx.post(
+            f"{served.url}/api/v1/runs/crawl/crawl-{n}/fail",
+            json={"reason": f"disk full {n}", "fingerprint": f"disk-{n}"},
+            headers=headers,
+            timeout=10,
+        )
+        assert failed.status_code == 200, failed.text
+    opened = wait_for(
+        lambda: (b := served.breaker("notify:webhook")) and b["state"] == "open" and b,
+        what="the webhook's breaker opening",
+    )
+    assert opened["failures"] >= 3
+    assert webhook.posts == opened["failures"]
+    wait_for(
+        lambda: any("Circuit breaker notify:webhook: closed -> open" in x for x in served.lines),
+        what="the breaker's opening logged",
+    )
+
+
+def test_restarting_and_stopping_a_loop_over_the_api(served: Served) -> None:
+    wait_for(lambda: served.child("notifier")["state"] == "running", what="the notifier running")
+    restarted = served.post("/api/v1/supervision/children/server/notifier/restart")
+    assert restarted.status_code == 200, restarted.text
+    assert restarted.json() == {"ok": True, "message": "server/notifier restarted"}
+    notifier = served.child("notifier")
+    assert (notifier["state"], notifier["restarts"]) == ("running", 1)
+    assert notifier["last_exit"] == "shutdown: restart requested"
+    assert any("server/notifier restarting on request" in x for x in served.lines)
+
+    stopped = served.post("/api/v1/supervision/children/server/sweeper/stop")
+    assert stopped.status_code == 200, stopped.text
+    assert served.child("sweeper")["state"] == "stopped"
+    wait_for(
+        lambda: (
+            {c["name"]: c for c in served.supervision()["health"]}["sweeper running"]["status"]
+            == "unhealthy"
+        ),
+        what="the sweeper's check turning unhealthy",
+    )
+
+    forced = served.post("/api/v1/supervision/breakers/notify:webhook/open")
+    assert forced.status_code == 200, forced.text
+    assert (served.breaker("notify:webhook") or {})["state"] == "open"
+
+
+def test_unknown_ids_are_refused_with_what_there_is(served: Served) -> None:
+    missing = served.post("/api/v1/supervision/children/server/nope/restart")
+    assert missing.status_code == 404
+    message = missing.json()["error"]["message"]
+    assert "no supervised child 'server/nope'" in message and "server/notifier" in message
+    breaker = served.post("/api/v1/supervision/breakers/nope/open")
+    assert breaker.status_code == 404
+    assert "notify:webhook" in breaker.json()["error"]["message"]
+
+
+def test_the_api_needs_a_token_and_actions_need_an_admin(served: Served) -> None:
+    assert httpx.get(served.url + "/api/v1/supervision", timeout=10).status_code == 401
+    viewer = served.post("/api/v1/tokens", json={"role": "viewer", "name": "eve"}).json()
+    headers = {"Authorization": f"Bearer {viewer['token']}"}
+    assert httpx.get(served.url + "/api/v1/supervision", headers=headers).status_code == 200
+    refused = httpx.post(
+        served.url + "/api/v1/supervision/children/server/notifier/stop", headers=headers
+    )
+    assert refused.status_code == 403
+
+
+def test_stopping_the_server_stops_the_tree_in_reverse_order(served: Served) -> None:
+    wait_for(lambda: served.child("health")["state"] == "running", what="the tree running")
+    served.process.send_signal(signal.SIGINT)
+    assert served.process.wait(timeout=30) == 0
+    # The log says which loops stopped, last started first.
+    stopped = [x for x in served.lines if "supervisor server stopped its children" in x]
+    assert stopped, "".join(served.lines[-30:])
