@@ -40,15 +40,20 @@ class Jobs(ApiPart):
         rerunnable: bool = True,
         max_attempts: int | None = None,
         lease_s: float | None = None,
+        origin: str | None = None,
     ) -> dict[str, Any]:
-        """Queue a job running ``argv`` (or a full ``payload``); admin token."""
+        """Queue a job running ``argv`` (or a full ``payload``); admin token.
+
+        ``origin`` (``github:OWNER/REPO#N``) is the pull request or issue it came from:
+        the server labels it and, when the job ends, says there how it ended.
+        """
         body: dict[str, Any] = {
             "title": title,
             "org": org,
             "fleet": fleet,
             "payload": dict(payload or {}) | ({"argv": list(argv)} if argv else {}),
             "rerunnable": rerunnable,
-        } | present(max_attempts=max_attempts, lease_s=lease_s)
+        } | present(max_attempts=max_attempts, lease_s=lease_s, origin=origin)
         return self._post("/api/v1/jobs", body)
 
     def list(

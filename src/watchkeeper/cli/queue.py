@@ -44,6 +44,16 @@ def _known_form(what: str, value: str, where: str) -> str:
     return value
 
 
+def _check_origin(value: str) -> None:
+    """Refuse a malformed ``--origin`` before asking the server, saying how to write it."""
+    from watchkeeper.procs.github_results import canonical
+
+    try:
+        canonical(value)
+    except ValueError as exc:
+        raise typer.BadParameter(str(exc), param_hint="--origin") from None
+
+
 def submit(
     argv: list[str] = typer.Argument(None, help="the command and its arguments, after --"),
     fleet: str | None = typer.Option(None, "--fleet", help="the fleet whose runners may run it"),
@@ -54,6 +64,12 @@ def submit(
         False, "--not-rerunnable", help="its effects are unknown: never run it again by itself"
     ),
     max_attempts: int | None = typer.Option(None, "--max-attempts", min=1),
+    origin: str | None = typer.Option(
+        None,
+        "--origin",
+        help="the pull request or issue it came from, github:OWNER/REPO#N: "
+        "the server says there how it ended",
+    ),
     resume: bool = typer.Option(
         False, "--resume", help="add a continuation task to --task-id's job instead"
     ),
@@ -83,6 +99,8 @@ def submit(
         return
     if not argv or not fleet or not org:
         raise typer.BadParameter("give --fleet, --org and the command after --")
+    if origin is not None:
+        _check_origin(origin)
     with connect(server, token) as client:
         job = client.jobs.submit(
             title or " ".join(argv)[:200],
@@ -91,6 +109,7 @@ def submit(
             payload=payload,
             rerunnable=not not_rerunnable,
             max_attempts=max_attempts,
+            origin=origin,
         )
     if as_json:
         print_json(job)

@@ -74,6 +74,29 @@ def parse(value: str) -> dict[str, str]:
     return {"platform": "github", "chat_id": repository, "thread_id": str(int(number))}
 
 
+def canonical(value: str) -> str:
+    """A job's origin as given (``github:OWNER/REPO#N``), as kept; :class:`ValueError` saying
+    what is wrong."""
+    platform, colon, rest = value.partition(":")
+    if platform != "github" or not colon:
+        raise ValueError(
+            f"{value!r}: a job's origin is the pull request or issue it came from: "
+            "write github:OWNER/REPO#N"
+        )
+    origin = parse(rest)
+    return f"github:{origin['chat_id']}#{origin['thread_id']}"
+
+
+def origin_of(value: str | None) -> dict[str, str] | None:
+    """A job's kept origin (``github:OWNER/REPO#N``) as a run's origin, if it names one."""
+    if not value or not value.startswith("github:"):
+        return None
+    try:
+        return parse(value.removeprefix("github:"))
+    except ValueError:
+        return None
+
+
 def target_of(origin: dict[str, str] | None) -> Target | None:
     """The GitHub issue an origin names, if it names one."""
     if not origin or origin.get("platform") != "github":
@@ -106,28 +129,36 @@ def comment(result: dict[str, Any], public_url: str | None) -> str:
         ended = "no exit code"
     lines = [
         f"**watchkeeper** · `{result['name']}` ({result['id']}) **{result['status']}**, "
-        f"{ended}, {_duration(duration)}.",
+        f"{ended}, {duration_words(duration)}.",
         f"Label: `{PREFIX}{word}`" + (f": {reason}" if reason else ""),
     ]
-    if word == "ready" and _declared_done(str(result["log_tail"] or "")):
+    if word == "ready" and declared_done(str(result["log_tail"] or "")):
         lines.append("Done, as the run declared.")
     if result.get("reason"):
         lines.append(f"Reason: {result['reason']}")
-    tail = str(result["log_tail"] or "").replace("```", "`\u200b``")
-    if tail.strip():
-        lines += ["", "<details><summary>Last lines of output</summary>", "", "```", tail, "```"]
-        lines += ["", "</details>"]
+    lines += output_block(str(result["log_tail"] or ""))
     if public_url:
         lines += ["", f"Record: {public_url.rstrip('/')}/web/procs/{result['id']}"]
     return "\n".join(lines)
 
 
-def _declared_done(log_tail: str) -> bool:
+def output_block(tail: str) -> list[str]:
+    """The comment's folded block of the output's last lines (none for no output)."""
+    if not tail.strip():
+        return []
+    fenced = tail.replace("```", "`\u200b``")  # a fence in the output must not close ours
+    return ["", "<details><summary>Last lines of output</summary>", "", "```", fenced, "```",
+            "", "</details>"]  # fmt: skip
+
+
+def declared_done(log_tail: str) -> bool:
+    """Whether the output's last line is ``DONE``."""
     lines = [line.strip() for line in log_tail.splitlines() if line.strip()]
     return bool(lines) and lines[-1] == "DONE"
 
 
-def _duration(seconds: float | None) -> str:
+def duration_words(seconds: float | None) -> str:
+    """``after 1 min 30 s``: how long the work took, as the comment says it."""
     if seconds is None:
         return "before it started"
     if seconds < 60:
@@ -213,13 +244,23 @@ class GitHubResults:
         if target is None:
             return []
         word, _ = outcome(run.status.value, str(result["log_tail"] or ""))
-        public_url = self.forge.public_url if self.forge else None
+        return self.post_end(run.origin, word, comment(result, self.public_url))
+
+    @property
+    def public_url(self) -> str | None:
+        """Where readers reach this watchkeeper, for links to records."""
+        return self.forge.public_url if self.forge else None
+
+    def post_end(self, origin: dict[str, str] | None, word: str, body: str) -> list[str]:
+        """Comment ``body``, then label ``watchkeeper:<word>`` in place of the others; the
+        errors (none posted when the first call fails; nothing is retried)."""
+        target = target_of(origin)
+        if target is None:
+            return []
         where = f"{target.repository}#{target.number}"
         try:
             with self._client() as client:
-                _call(
-                    client, "POST", f"{target.path}/comments", {"body": comment(result, public_url)}
-                )
+                _call(client, "POST", f"{target.path}/comments", {"body": body})
                 _call(client, "POST", f"{target.path}/labels", {"labels": [PREFIX + word]})
                 for other in (WAITING, *(PREFIX + o for o in OUTCOMES if o != word)):
                     _call(client, "DELETE", f"{target.path}/labels/{quote(other)}", missing_ok=True)

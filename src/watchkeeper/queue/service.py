@@ -19,6 +19,7 @@ from watchkeeper.contract import fingerprint as failure_fingerprint
 from watchkeeper.errors import InvalidInput, NotFound
 from watchkeeper.queue import control, launcher, rollup, rules
 from watchkeeper.queue.errors import LeaseLost
+from watchkeeper.queue.results import JobResults, checked_origin
 from watchkeeper.queue.topology import topology
 from watchkeeper.queue.views import TaskUpdated, task_json
 from watchkeeper.records.queue import (
@@ -99,6 +100,8 @@ class QueueService:
             launchers if launchers is not None else _configured_launchers(settings)
         )
         self._recovered_at: datetime | None = None
+        #: Posts the end of a job that came from GitHub where it came from.
+        self.results = JobResults(self.store, settings.forge, clock)
         self.group: GroupCommit[End, Task | LeaseLost] = GroupCommit(self._end_together)
 
     # Jobs ----------------------------------------------------------------------------
@@ -114,9 +117,12 @@ class QueueService:
         rerunnable: bool = True,
         max_attempts: int | None = None,
         lease_s: float | None = None,
+        origin: str | None = None,
     ) -> Job:
-        """Queue a job; its first task waits for a runner of ``fleet``."""
+        """Queue a job; its first task waits for a runner of ``fleet``. ``origin``
+        (``github:OWNER/REPO#N``) is told how it ended when it ends (:mod:`results`)."""
         check_payload(payload)
+        kept_origin = checked_origin(origin)
         new = NewJob(
             title=title,
             org=org,
@@ -126,16 +132,21 @@ class QueueService:
             rerunnable=rerunnable,
             max_attempts=max_attempts or self.config.max_attempts,
             lease_s=lease_s or self.config.lease_s,
+            origin=kept_origin,
         )
         job = self.store.submit(new, self.clock())
         log.info("Submitted job %s to fleet %s", job.id, fleet, extra={"action": "queue_submit"})
+        if kept_origin is not None:
+            self.results.announce(job)
         return job
 
     def resume(self, job_id: str, payload: dict[str, Any] | None = None) -> Task:
         """Add a continuation task to a job whose tasks have all ended."""
         if payload is not None:
             check_payload(payload)
-        return self.store.resume(job_id, payload, self.clock())
+        task = self.store.resume(job_id, payload, self.clock())
+        self.results.rearm(job_id)
+        return task
 
     def job(self, job_id: str) -> Job:
         """One job with its tasks."""
@@ -421,7 +432,10 @@ class QueueService:
 
     def retry(self, job_id: str) -> control.Controlled:
         """Queue the job's failed, cancelled and stuck tasks again."""
-        return control.retry(self.store, job_id, self.clock())
+        done = control.retry(self.store, job_id, self.clock())
+        if done.affected:
+            self.results.rearm(job_id)
+        return done
 
     def delete(self, job_id: str) -> control.Controlled:
         """Delete the job (refused while a task runs)."""
@@ -430,8 +444,10 @@ class QueueService:
     # The sweep ----------------------------------------------------------
 
     def sweep(self, now: datetime) -> QueueSweep:
-        """The sweep hook: take back lapsed leases, then cold-start missing runners."""
+        """The sweep hook: take back lapsed leases, post the ends of jobs that came from
+        GitHub, then cold-start missing runners."""
         recovered = self.recover(now)
+        self.results.post_due(now)
         if not self.launchers:
             return QueueSweep(recovered)
         queued = [t for t in self.store.queued() if t.org in self.launchers]

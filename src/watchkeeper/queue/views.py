@@ -49,6 +49,7 @@ def job_json(
         "payload": job.payload,
         "submitted_by": job.submitted_by,
         "created_at": rfc3339(job.created_at),
+        "origin": job.origin,
         "status": rollup.of_tasks(job.tasks).value,
         "tasks": [task_json(task, blocked, marks) for task in job.tasks],
     }

@@ -54,6 +54,8 @@ class NewJob:
     rerunnable: bool = True
     max_attempts: int = 3
     lease_s: float = 60.0
+    #: Where it came from (``github:OWNER/REPO#N``): its end is posted there.
+    origin: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -138,6 +140,7 @@ class Job:
     submitted_by: str
     created_at: datetime
     tasks: tuple[Task, ...] = ()
+    origin: str | None = None
 
 
 @dataclass(frozen=True, slots=True)

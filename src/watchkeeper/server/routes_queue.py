@@ -67,6 +67,11 @@ class SubmitJob(_Body):
     rerunnable: bool = Field(default=True, description="false: effects unknown, never re-run")
     max_attempts: int | None = Field(default=None, ge=1, le=100)
     lease_s: float | None = Field(default=None, ge=1, le=86400)
+    origin: Annotated[str, Line(300)] | None = Field(
+        default=None,
+        description="the pull request or issue it came from, `github:OWNER/REPO#N`: labelled "
+        "`watchkeeper:waiting` now, told how the job ended when it ends",
+    )
 
 
 class ResumeJob(_Body):

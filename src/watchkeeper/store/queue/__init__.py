@@ -11,6 +11,7 @@ and :class:`QueueStore` is all of them over one engine:
 - ``recovery``: take back leases whose runner is gone
 - ``markers``: the interrupted marker of start-up reconciliation
 - ``output``: the redacted output tail a runner sends when its task ends
+- ``results``: the journal of posting a job's end where it came from (GitHub)
 - ``facts`` and ``provisions``: what the lease and blocked-reason rules read
 - ``rows`` and ``ledger``: rows as records; the timeline and spend every move leaves
 
@@ -30,12 +31,13 @@ from watchkeeper.store.queue.markers import INTERRUPTED, Markers
 from watchkeeper.store.queue.output import Output, TaskOutput
 from watchkeeper.store.queue.provisions import Provisions
 from watchkeeper.store.queue.recovery import Recoveries
+from watchkeeper.store.queue.results import Results
 from watchkeeper.store.queue.runners import Runners
 
 __all__ = ["INTERRUPTED", "Admit", "End", "QueueStore", "TaskOutput"]
 
 
 class QueueStore(
-    Jobs, Control, Runners, Leases, Ends, Recoveries, Markers, Facts, Provisions, Output
+    Jobs, Control, Runners, Leases, Ends, Recoveries, Markers, Facts, Provisions, Output, Results
 ):
     """Reads and moves the queue's rows. Every move is one transaction."""

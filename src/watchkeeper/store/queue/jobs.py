@@ -24,7 +24,12 @@ from watchkeeper.store.queue.rows import (
     new_id,
     task_from_row,
 )
-from watchkeeper.store.schema_queue import queue_events, queue_jobs, queue_tasks
+from watchkeeper.store.schema_queue import (
+    queue_events,
+    queue_job_results,
+    queue_jobs,
+    queue_tasks,
+)
 
 
 class Jobs(Part):
@@ -37,6 +42,8 @@ class Jobs(Part):
         with self._write("submitting a job") as conn:
             conn.execute(insert(queue_jobs).values(_job_values(new, job_id, at)))
             _add_task(conn, job_id, 0, new, new.payload, at)
+            if new.origin is not None:
+                conn.execute(insert(queue_job_results).values(job_id=job_id, state="waiting"))
         return self.job(job_id)
 
     def resume(self, job_id: str, payload: dict[str, Any] | None, now: datetime) -> Task:
@@ -78,6 +85,9 @@ class Jobs(Part):
             if jobs:
                 conn.execute(insert(queue_jobs), jobs)
                 conn.execute(insert(queue_tasks), tasks)
+            journal = [{"job_id": job["id"], "state": "waiting"} for job in jobs if job["origin"]]
+            if journal:
+                conn.execute(insert(queue_job_results), journal)
         return [str(task["id"]) for task in tasks]
 
     def job(self, job_id: str) -> Job:
