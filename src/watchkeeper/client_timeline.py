@@ -11,6 +11,7 @@
          "fingerprint": diff_and_result_hash},
     ])
     client.timeline.spend(by="model")["totals"]      # cost, calls, unpriced
+    client.timeline.spend("day", since=date(2026, 1, 5), until=date(2026, 1, 11))  # a week
     record = client.timeline.record(job_id)          # signed; `watchkeeper verify-record`
 
 A batch (up to 5,000 events) is stored all or nothing; a bad event raises
@@ -25,7 +26,7 @@ import builtins
 import gzip
 import json
 from collections.abc import Mapping, Sequence
-from datetime import datetime
+from datetime import date, datetime
 from typing import TYPE_CHECKING, Any
 
 from watchkeeper.client_part import ApiPart
@@ -36,6 +37,14 @@ if TYPE_CHECKING:
     pass
 
 MAX_BATCH = 5000
+
+
+def _day_or_time(value: datetime | date | str | None) -> str | None:
+    """A range end as the spend API reads it: a date as ``YYYY-MM-DD``, a time in RFC 3339."""
+    if isinstance(value, date) and not isinstance(value, datetime):
+        return value.isoformat()
+    wired: str | None = _wire(value)
+    return wired
 
 
 def _wire(value: Any) -> Any:
@@ -95,12 +104,22 @@ class Timeline(ApiPart):
         *,
         org: str | None = None,
         job_id: str | None = None,
-        since: datetime | None = None,
-        until: datetime | None = None,
+        since: datetime | date | str | None = None,
+        until: datetime | date | str | None = None,
     ) -> dict[str, Any]:
-        """Spend grouped by org, job, role, model, provider or day, with totals."""
+        """Spend grouped by org, job, role, model, provider or day, with totals.
+
+        ``since`` and ``until`` narrow it to the calls made within a range: a date is a
+        whole UTC day (``until`` counts that day too), a time that instant (``until`` is
+        left out); text is sent as it is (``"2026-01-05"``, ``"2026-01-05T12:00:00Z"``).
+        """
         params: dict[str, Any] = {"by": by}
-        optional = {"org": org, "job_id": job_id, "since": _wire(since), "until": _wire(until)}
+        optional = {
+            "org": org,
+            "job_id": job_id,
+            "since": _day_or_time(since),
+            "until": _day_or_time(until),
+        }
         params.update({key: value for key, value in optional.items() if value is not None})
         return self._client.request_object("GET", "/api/v1/spend", params=params)
 

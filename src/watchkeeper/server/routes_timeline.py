@@ -14,8 +14,9 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import re
 import zlib
-from datetime import datetime
+from datetime import UTC, date, datetime, time, timedelta
 from typing import Annotated, Any
 
 from fastapi import APIRouter, Depends, HTTPException, Query, Request
@@ -33,7 +34,7 @@ from starlette.concurrency import run_in_threadpool
 
 from watchkeeper.access.tokens import TaskToken, TokenInfo
 from watchkeeper.clock import rfc3339
-from watchkeeper.errors import WatchkeeperError
+from watchkeeper.errors import InvalidInput, WatchkeeperError
 from watchkeeper.records.timeline import NewEvent, Usage
 from watchkeeper.server.auth import own_task_only, reporter_or_task, viewer
 from watchkeeper.server.deps import services
@@ -46,6 +47,7 @@ from watchkeeper.timeline.service import MAX_BATCH
 router = APIRouter(tags=["timeline"], responses=ERRORS)
 #: Decompressed bodies are capped too: a small gzip body must not expand without bound.
 MAX_INFLATED_BYTES = 32 * 1024 * 1024
+_DATE = re.compile(r"^\d{4}-\d{2}-\d{2}$")
 _MODEL = r"^[A-Za-z0-9][A-Za-z0-9._:/@+-]{0,199}$"
 # Queue ids (``j-...``, ``t-...``) or any other reporter's own ids, as stored (64 characters).
 Ident = Annotated[str, StringConstraints(pattern=r"^[A-Za-z0-9][A-Za-z0-9._:@+=-]{0,63}$")]
@@ -223,17 +225,55 @@ def read_timeline(
     return body
 
 
+def _range_end(name: str, value: str | None) -> datetime | None:
+    """One end of a spend range: a date is that whole UTC day, a time that instant."""
+    if value is None or not value.strip():
+        return None
+    text = value.strip()
+    try:
+        if _DATE.match(text):
+            day = datetime.combine(date.fromisoformat(text), time(), UTC)
+            return day + timedelta(days=1) if name == "until" else day
+        parsed = datetime.fromisoformat(text.replace("Z", "+00:00").replace("z", "+00:00"))
+    except (ValueError, OverflowError):
+        raise InvalidInput(
+            f"{name} {value!r} is not a date or a time: write a date (2026-01-05) or a time "
+            "in RFC 3339 (2026-01-05T12:00:00Z)",
+            name,
+        ) from None
+    return parsed if parsed.tzinfo is not None else parsed.replace(tzinfo=UTC)
+
+
+def spend_range(since: str | None, until: str | None) -> tuple[datetime | None, datetime | None]:
+    """``since`` and ``until`` as the spend API and the dashboard read them.
+
+    A date (``2026-01-05``) is a whole UTC day: ``since`` counts from its start and
+    ``until`` up to its end, so ``since=2026-01-05&until=2026-01-05`` is that one day. A
+    time (RFC 3339; naive: UTC) is that instant, ``since`` included and ``until`` left
+    out. :class:`InvalidInput` says what was wrong and how to write it.
+    """
+    after, before = _range_end("since", since), _range_end("until", until)
+    if after is not None and before is not None and before <= after:
+        raise InvalidInput("until must be later than since", "until")
+    return after, before
+
+
 @router.get("/api/v1/spend", dependencies=[Depends(viewer)])
 def read_spend(
     request: Request,
     by: str = Query("model", description="org, job, role, model, provider or day"),
     org: Org | None = Query(None),
     job_id: Ident | None = Query(None),
-    since: datetime | None = Query(None),
-    until: datetime | None = Query(None),
+    since: Annotated[str, Line(40)] | None = Query(
+        None, description="calls made from this date (its start, UTC) or time (RFC 3339) on"
+    ),
+    until: Annotated[str, Line(40)] | None = Query(
+        None, description="calls made up to this date (its end, UTC) or before this time"
+    ),
 ) -> dict[str, Any]:
     """Spend grouped by one key, costliest first, with totals and the unpriced count."""
-    report = services(request).timeline.spend(by, org=org, job_id=job_id, since=since, until=until)
+    after, before = spend_range(since, until)
+    report = services(request).timeline.spend(by, org=org, job_id=job_id, since=after, until=before)
     return report.as_dict()
 
 
