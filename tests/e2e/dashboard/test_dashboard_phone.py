@@ -26,9 +26,22 @@ PAGES = [
     "task",
     "topology",
     "supervision",
+    "models",
+    "integrations",
+    "settings",
+    "onboarding",
     "not found",
 ]
-NAV = ["Running work", "Incidents", "Jobs", "Topology", "Spend", "Processes", "Silences"]
+NAV = [
+    "Running work",
+    "Incidents",
+    "Jobs",
+    "Topology",
+    "Spend",
+    "Processes",
+    "Silences",
+    "Settings",
+]
 #: The smallest touch target, in CSS pixels, on each side.
 TARGET = 44
 #: What a thumb presses: the navigation, the bell, logging out, and every button that acts.

@@ -96,6 +96,10 @@ def _seed(dashboard: Dashboard, folder: Path) -> tuple[dict[str, str], str]:
         "spend range": "/web/spend?since=2020-01-01&until=2099-12-31",
         "task": f"/web/tasks/{lease.task.id}",
         "topology": "/web/topology",
+        "models": "/web/models",
+        "integrations": "/web/integrations",
+        "settings": "/web/settings",
+        "onboarding": "/web/onboarding",
         "supervision": "/web/supervision",
         "not found": "/web/jobs/no-such-job",
     }

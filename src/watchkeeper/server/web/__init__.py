@@ -19,9 +19,13 @@ from watchkeeper.server.web.common import HERE, wants_json
 from watchkeeper.server.web.routes_canvas import router as canvas_router
 from watchkeeper.server.web.routes_home import router as home_router
 from watchkeeper.server.web.routes_incidents import router as incidents_router
+from watchkeeper.server.web.routes_integrations import router as integrations_router
 from watchkeeper.server.web.routes_jobs import router as jobs_router
 from watchkeeper.server.web.routes_missing import router as missing_router
+from watchkeeper.server.web.routes_models import router as models_router
+from watchkeeper.server.web.routes_onboarding import router as onboarding_router
 from watchkeeper.server.web.routes_ops import router as ops_router
+from watchkeeper.server.web.routes_settings import router as settings_router
 from watchkeeper.server.web.routes_silences import router as silences_router
 from watchkeeper.server.web.routes_spend import router as spend_router
 from watchkeeper.server.web.session import CsrfRejected, LoginRequired
@@ -59,6 +63,8 @@ def install(app: FastAPI) -> None:
     app.include_router(jobs_router)
     app.include_router(ops_router)
     app.include_router(silences_router)
+    for pane in (models_router, integrations_router, settings_router, onboarding_router):
+        app.include_router(pane)
     app.include_router(spend_router)
     app.include_router(canvas_router)
     app.include_router(stream_router)
