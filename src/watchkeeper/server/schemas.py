@@ -5,7 +5,7 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Annotated, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, StringConstraints
+from pydantic import BaseModel, ConfigDict, Field, StringConstraints, model_validator
 
 from watchkeeper.config import KIND_NAME_PATTERN
 from watchkeeper.server.fields import Line, Moment, Text
@@ -26,12 +26,33 @@ class _Body(BaseModel):
 
 
 class OriginIn(_Body):
-    """Where the work started, so its card goes back there."""
+    """Where the work started, so its card goes back there.
 
-    platform: Literal["telegram", "discord", "slack", "web"]
+    ``github`` is a pull request or issue (``chat_id`` ``OWNER/REPO``, ``thread_id`` its
+    number): a process run's end is posted there; cards go where cards of work without
+    an origin go.
+    """
+
+    platform: Literal["telegram", "discord", "slack", "web", "github"]
     chat_id: ShortText | None = None
     thread_id: ShortText | None = None
     message_id: ShortText | None = None
+
+    @model_validator(mode="after")
+    def _names_an_issue(self) -> OriginIn:
+        """A github origin names one pull request or issue, or is refused saying how."""
+        if self.platform != "github":
+            return self
+        from watchkeeper.procs.github_results import parse
+
+        try:
+            parse(f"{self.chat_id or ''}#{self.thread_id or ''}")
+        except ValueError:
+            raise ValueError(
+                "a github origin names a pull request or issue: send chat_id OWNER/REPO and "
+                "thread_id its number (github:OWNER/REPO#N)"
+            ) from None
+        return self
 
 
 class StartRun(_Body):
