@@ -26,6 +26,11 @@ export interface SubmitOptions {
   rerunnable?: boolean;
   maxAttempts?: number;
   leaseS?: number;
+  /**
+   * The pull request or issue it came from, `github:OWNER/REPO#N`: the server labels it
+   * `watchkeeper:waiting`, and when the job ends says there how it ended.
+   */
+  origin?: string;
 }
 
 export interface RegisterOptions {
@@ -70,7 +75,7 @@ export class Jobs extends ApiPart {
       fleet: options.fleet,
       payload,
       rerunnable: options.rerunnable ?? true,
-      ...present({ max_attempts: options.maxAttempts, lease_s: options.leaseS }),
+      ...present({ max_attempts: options.maxAttempts, lease_s: options.leaseS, origin: options.origin }),
     });
   }
 

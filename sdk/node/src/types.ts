@@ -113,6 +113,8 @@ export interface Job extends JsonObject {
   fleet: string;
   status: string;
   payload: JsonObject;
+  /** The pull request or issue it came from (`github:OWNER/REPO#N`), if any. */
+  origin: string | null;
   tasks: Task[];
 }
 

@@ -9,6 +9,26 @@ import type { Api } from "./server.js";
 /** The suites of this part, on the server `api` holds once its `before` ran. */
 export function queue(api: Api): void {
   describe("jobs and runners", () => {
+    it("a job from a GitHub pull request or issue carries its origin; a malformed one is refused", async () => {
+      const job = await api.admin.jobs.submit("fix the flake", {
+        org: "acme",
+        fleet: "cpu",
+        argv: ["true"],
+        origin: "github:acme/app#42",
+      });
+      assert.equal(job.origin, "github:acme/app#42");
+      assert.equal((await api.viewer.jobs.get(job.id)).origin, "github:acme/app#42");
+      await assert.rejects(
+        api.admin.jobs.submit("x", { org: "acme", fleet: "cpu", argv: ["true"], origin: "acme/app#42" }),
+        (error: unknown) =>
+          error instanceof WatchkeeperError &&
+          error.status === 422 &&
+          error.field === "origin" &&
+          error.message.includes("github:OWNER/REPO#N"),
+      );
+      await api.admin.jobs.delete(job.id);
+    });
+
     it("a job is submitted, leased, shipped, completed, recorded and resumed", async () => {
       const job = await api.admin.jobs.submit("nightly build", {
         org: "acme",
