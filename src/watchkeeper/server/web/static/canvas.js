@@ -281,6 +281,7 @@
       fact(facts, "State", (item.state || "unknown").replace("_", " "));
     }
     if (row.type === "tree") fact(facts, "Strategy", item.strategy || "");
+    if (row.type === "child" && item.title) fact(facts, "Does", item.title);
     if (row.type === "child") {
       fact(facts, "Restarts", String(item.restarts || 0));
       fact(facts, "Last exit", item.last_exit || "none yet");

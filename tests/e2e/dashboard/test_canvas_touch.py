@@ -1,0 +1,348 @@
+"""The supervision canvas under a finger, a mouse and a keyboard.
+
+Touch input is real: a context with ``has_touch`` and ``is_mobile`` at phone size,
+fingers put down, moved and lifted through the browser's own input pipeline
+(``Input.dispatchTouchEvent`` over CDP, or ``page.touchscreen``). The tests read
+what the user sees (panels, labels, the picture's transform) and what the server
+did (``/web/supervision.json``), never the script's handlers.
+"""
+
+from __future__ import annotations
+
+import re
+import time
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+from playwright.sync_api import expect
+
+from ...support.waiting import wait_for
+from .conftest import WAIT_MS, Dashboard
+from .world import DESKTOP, PHONE
+
+CANVAS = "#sup-canvas"
+
+
+@pytest.fixture
+def contexts(browser: Any) -> Iterator[list[Any]]:
+    """Browser contexts a test opens; closed after it."""
+    opened: list[Any] = []
+    yield opened
+    for context in opened:
+        context.close()
+
+
+def _open(dashboard: Dashboard, browser: Any, opened: list[Any], phone: bool) -> Any:
+    """The canvas, logged in, drawn: on a touch phone or a desktop with a mouse."""
+    options: dict[str, Any] = {"viewport": DESKTOP}
+    if phone:
+        options = {"viewport": PHONE, "has_touch": True, "is_mobile": True}
+    context = browser.new_context(**options)
+    context.set_default_timeout(WAIT_MS)
+    opened.append(context)
+    page = dashboard.login(context.new_page())
+    page.goto(f"{dashboard.url}/web/supervision")
+    expect(page.locator(f"{CANVAS} .sn").first).to_be_visible()
+    return page
+
+
+class Fingers:
+    """Fingers on a touch screen, through the browser's input pipeline.
+
+    Each event carries its own timestamp, so a flick is fast by the clock the page
+    reads however slowly the machine delivers it.
+    """
+
+    def __init__(self, page: Any) -> None:
+        self.cdp = page.context.new_cdp_session(page)
+        self.at = time.time()
+
+    def _send(self, kind: str, points: list[tuple[float, float]], after_s: float) -> None:
+        self.at += after_s
+        touch = [{"x": x, "y": y, "id": i} for i, (x, y) in enumerate(points)]
+        self.cdp.send(
+            "Input.dispatchTouchEvent",
+            {"type": kind, "touchPoints": touch, "timestamp": self.at},
+        )
+
+    def down(self, *points: tuple[float, float]) -> None:
+        """Put a finger on each point."""
+        self._send("touchStart", list(points), 0.0)
+
+    def move(self, *points: tuple[float, float], after_s: float = 0.016) -> None:
+        """Move the fingers to these points."""
+        self._send("touchMove", list(points), after_s)
+
+    def up(self, after_s: float = 0.016) -> None:
+        """Lift every finger."""
+        self._send("touchEnd", [], after_s)
+
+    def swipe(self, start: tuple[float, float], end: tuple[float, float], ms: float) -> None:
+        """One finger from ``start`` to ``end`` in ``ms`` milliseconds, in ten steps."""
+        self.down(start)
+        for step in range(1, 11):
+            x = start[0] + (end[0] - start[0]) * step / 10
+            y = start[1] + (end[1] - start[1]) * step / 10
+            self.move((x, y), after_s=ms / 10_000)
+        self.up(after_s=0.001)
+
+
+def _centre(locator: Any) -> tuple[float, float]:
+    box = locator.bounding_box()
+    assert box is not None
+    return box["x"] + box["width"] / 2, box["y"] + box["height"] / 2
+
+
+def _view(page: Any) -> dict[str, float]:
+    """The picture's zoom and offset, as the canvas draws them."""
+    found: dict[str, float] = page.evaluate(
+        """(selector) => {
+            const svg = document.querySelector(selector);
+            const t = svg.querySelector('#sup-view').getAttribute('transform');
+            const [x, y, s] = t.match(/-?[\\d.]+/g).map(Number);
+            return {x, y, scale: s};
+        }""",
+        CANVAS,
+    )
+    return found
+
+
+def _supervision(page: Any, dashboard: Dashboard) -> dict[str, Any]:
+    response = page.request.get(f"{dashboard.url}/web/supervision.json")
+    assert response.ok, response.status
+    found: dict[str, Any] = response.json()
+    return found
+
+
+def _child(found: dict[str, Any], node_id: str) -> dict[str, Any] | None:
+    def walk(children: list[dict[str, Any]]) -> dict[str, Any] | None:
+        for child in children:
+            if child["id"] == node_id:
+                return child
+            hit = walk(child.get("children") or [])
+            if hit:
+                return hit
+        return None
+
+    for tree in found["trees"]:
+        hit = walk(tree["children"])
+        if hit:
+            return hit
+    return None
+
+
+def _blank(page: Any) -> tuple[float, float]:
+    """A point on the canvas with no node under it (right of the picture)."""
+    box = page.locator(CANVAS).bounding_box()
+    assert box is not None
+    return box["x"] + box["width"] - 8, box["y"] + box["height"] - 8
+
+
+# Touch --------------------------------------------------------------------------------
+
+
+def test_a_tap_shows_the_tapped_nodes_details(
+    dashboard: Dashboard, browser: Any, contexts: list[Any]
+) -> None:
+    page = _open(dashboard, browser, contexts, phone=True)
+    child = page.locator(f"{CANVAS} .sn[data-type=child]").first
+    name = child.get_attribute("data-name")
+    node_id = child.get_attribute("data-node")
+    page.touchscreen.tap(*_centre(child))
+    panel = page.locator("#sup-panel")
+    expect(panel).to_be_visible()
+    expect(panel.get_by_role("heading")).to_have_text(name or "")
+    expect(panel.locator("dd").nth(1)).to_have_text(node_id or "")
+    expect(child).to_have_class(re.compile(r"\bselected\b"))
+    expect(page.locator("#sup-sheet")).to_be_hidden()
+
+
+def test_a_long_press_offers_the_childs_actions_and_restart_restarts_it(
+    dashboard: Dashboard, browser: Any, contexts: list[Any]
+) -> None:
+    page = _open(dashboard, browser, contexts, phone=True)
+    child = page.locator(f"{CANVAS} .sn[data-type=child][data-state=running]").first
+    node_id = str(child.get_attribute("data-node"))
+    before = _child(_supervision(page, dashboard), node_id)
+    assert before is not None
+    fingers = Fingers(page)
+    fingers.down(_centre(child))
+    sheet = page.locator("#sup-sheet")
+    # Held until the sheet shows: a press, not a tap.
+    expect(sheet).to_be_visible()
+    fingers.up()
+    expect(sheet.get_by_role("button", name="Restart")).to_be_visible()
+    expect(sheet.get_by_role("button", name="Stop")).to_be_visible()
+    page.touchscreen.tap(*_centre(sheet.get_by_role("button", name="Restart")))
+    yes = sheet.get_by_role("button", name="Yes, restart")
+    expect(yes).to_be_visible()
+    page.touchscreen.tap(*_centre(yes))
+    expect(page.locator("#sup-answer")).not_to_be_empty()
+    expect(page.locator("#sup-answer")).not_to_have_text(re.compile(r"…$"))
+    wait_for(
+        lambda: (
+            (_child(_supervision(page, dashboard), node_id) or {}).get("restarts", 0)
+            > before["restarts"]
+        ),
+        what=f"{node_id} restarted",
+    )
+    # The picture follows.
+    expect(page.locator(f'{CANVAS} .sn[data-node="{node_id}"]')).to_have_attribute(
+        "aria-label", re.compile(rf", {before['restarts'] + 1} restarts")
+    )
+
+
+def test_a_flick_dismisses_the_panel_and_a_slow_drag_does_not(
+    dashboard: Dashboard, browser: Any, contexts: list[Any]
+) -> None:
+    page = _open(dashboard, browser, contexts, phone=True)
+    page.touchscreen.tap(*_centre(page.locator(f"{CANVAS} .sn").first))
+    panel = page.locator("#sup-panel")
+    expect(panel).to_be_visible()
+    x, y = _centre(panel.get_by_role("heading"))
+    fingers = Fingers(page)
+    fingers.swipe((x, y), (x, y + 50), ms=2000)
+    expect(panel).to_be_visible()
+    fingers.swipe((x, y), (x, y + 160), ms=120)
+    expect(panel).to_be_hidden()
+
+
+def test_pinch_zooms_out_around_the_fingers_and_spread_zooms_back_in(
+    dashboard: Dashboard, browser: Any, contexts: list[Any]
+) -> None:
+    page = _open(dashboard, browser, contexts, phone=True)
+    start = _view(page)
+    box = page.locator(CANVAS).bounding_box()
+    assert box is not None
+    cx, cy = box["x"] + box["width"] / 2, box["y"] + box["height"] / 2
+    fingers = Fingers(page)
+    fingers.down((cx - 120, cy), (cx + 120, cy))
+    for gap in (100, 80, 60):
+        fingers.move((cx - gap, cy), (cx + gap, cy))
+    fingers.up()
+    page.wait_for_function(
+        "([s, was]) => Number(document.querySelector(s).dataset.scale) < was - 0.01",
+        arg=[CANVAS, start["scale"]],
+    )
+    pinched = _view(page)
+    assert pinched["scale"] == pytest.approx(start["scale"] / 2, rel=0.02)
+    # The point between the fingers stayed between them.
+    mid = (cx - box["x"], cy - box["y"])
+    world = ((mid[0] - start["x"]) / start["scale"], (mid[1] - start["y"]) / start["scale"])
+    assert pinched["x"] + world[0] * pinched["scale"] == pytest.approx(mid[0], abs=1)
+
+    fingers.down((cx - 60, cy), (cx + 60, cy))
+    for gap in (80, 100, 120):
+        fingers.move((cx - gap, cy), (cx + gap, cy))
+    fingers.up()
+    page.wait_for_function(
+        "([s, was]) => Number(document.querySelector(s).dataset.scale) > was + 0.01",
+        arg=[CANVAS, pinched["scale"]],
+    )
+    spread = _view(page)
+    assert spread["scale"] == pytest.approx(start["scale"], rel=0.02)
+    assert spread["x"] == pytest.approx(start["x"], abs=1)
+
+
+def test_a_one_finger_drag_moves_the_view(
+    dashboard: Dashboard, browser: Any, contexts: list[Any]
+) -> None:
+    page = _open(dashboard, browser, contexts, phone=True)
+    start = _view(page)
+    x, y = _centre(page.locator(f"{CANVAS} .sn").first)
+    Fingers(page).swipe((x, y), (x - 70, y + 90), ms=600)
+    page.wait_for_function(
+        "([s, was]) => Number(document.querySelector(s).dataset.tx) !== was",
+        arg=[CANVAS, start["x"]],
+    )
+    moved = _view(page)
+    assert (moved["x"] - start["x"], moved["y"] - start["y"]) == pytest.approx((-70, 90), abs=1)
+    assert moved["scale"] == start["scale"]
+    # A drag is not a tap: nothing was selected.
+    expect(page.locator("#sup-panel")).to_be_hidden()
+
+
+# Mouse and keyboard -------------------------------------------------------------------
+
+
+def test_click_selects_right_click_offers_actions_and_escape_closes_each_in_turn(
+    dashboard: Dashboard, browser: Any, contexts: list[Any]
+) -> None:
+    page = _open(dashboard, browser, contexts, phone=False)
+    child = page.locator(f"{CANVAS} .sn[data-type=child]").first
+    child.click()
+    panel = page.locator("#sup-panel")
+    expect(panel.get_by_role("heading")).to_have_text(child.get_attribute("data-name") or "")
+    child.click(button="right")
+    sheet = page.locator("#sup-sheet")
+    expect(sheet.get_by_role("button", name="Restart")).to_be_visible()
+    page.keyboard.press("Escape")
+    expect(sheet).to_be_hidden()
+    expect(panel).to_be_visible()
+    page.keyboard.press("Escape")
+    expect(panel).to_be_hidden()
+    expect(child).to_be_focused()
+    # The panel's Actions button is the right-click's twin.
+    child.click()
+    panel.get_by_role("button", name="Actions").click()
+    expect(sheet.get_by_role("button", name="Stop")).to_be_visible()
+    sheet.get_by_role("button", name="Close").click()
+    expect(sheet).to_be_hidden()
+
+
+def test_the_wheel_and_buttons_zoom_and_a_mouse_drag_pans(
+    dashboard: Dashboard, browser: Any, contexts: list[Any]
+) -> None:
+    page = _open(dashboard, browser, contexts, phone=False)
+    start = _view(page)
+    page.get_by_role("button", name="Zoom in").click()
+    expect(page.locator(CANVAS)).to_have_attribute("data-scale", f"{start['scale'] * 1.25:.4f}")
+    page.get_by_role("button", name="Zoom out").click()
+    expect(page.locator(CANVAS)).to_have_attribute("data-scale", f"{start['scale']:.4f}")
+    x, y = _blank(page)
+    page.mouse.move(x, y)
+    page.keyboard.down("Control")
+    page.mouse.wheel(0, 200)
+    page.keyboard.up("Control")
+    page.wait_for_function(
+        "([s, was]) => Number(document.querySelector(s).dataset.scale) < was",
+        arg=[CANVAS, start["scale"]],
+    )
+    page.get_by_role("button", name="Reset view").click()
+    expect(page.locator(CANVAS)).to_have_attribute("data-scale", f"{start['scale']:.4f}")
+    page.mouse.move(x, y)
+    page.mouse.down()
+    page.mouse.move(x - 50, y - 30, steps=5)
+    page.mouse.up()
+    moved = _view(page)
+    assert (moved["x"] - start["x"], moved["y"] - start["y"]) == pytest.approx((-50, -30), abs=1)
+    expect(page.locator("#sup-panel")).to_be_hidden()
+
+
+def test_tab_reaches_each_node_enter_selects_arrows_pan_and_plus_minus_zoom(
+    dashboard: Dashboard, browser: Any, contexts: list[Any]
+) -> None:
+    page = _open(dashboard, browser, contexts, phone=False)
+    nodes = page.locator(f"{CANVAS} .sn")
+    page.get_by_role("button", name="Reset view").focus()
+    page.keyboard.press("Tab")
+    expect(nodes.nth(0)).to_be_focused()
+    page.keyboard.press("Tab")
+    expect(nodes.nth(1)).to_be_focused()
+    page.keyboard.press("Enter")
+    expect(page.locator("#sup-panel").get_by_role("heading")).to_have_text(
+        nodes.nth(1).get_attribute("data-name") or ""
+    )
+    start = _view(page)
+    page.keyboard.press("ArrowLeft")
+    page.keyboard.press("ArrowUp")
+    moved = _view(page)
+    assert (moved["x"] - start["x"], moved["y"] - start["y"]) == (40, 40)
+    page.keyboard.press("+")
+    expect(page.locator(CANVAS)).to_have_attribute("data-scale", f"{start['scale'] * 1.25:.4f}")
+    page.keyboard.press("-")
+    expect(page.locator(CANVAS)).to_have_attribute("data-scale", f"{start['scale']:.4f}")
+    page.keyboard.press("Escape")
+    expect(page.locator("#sup-panel")).to_be_hidden()
+    expect(nodes.nth(1)).to_be_focused()
