@@ -225,7 +225,7 @@ def read_timeline(
     return body
 
 
-def _range_end(name: str, value: str | None) -> datetime | None:
+def range_end(name: str, value: str | None) -> datetime | None:
     """One end of a spend range: a date is that whole UTC day, a time that instant."""
     if value is None or not value.strip():
         return None
@@ -252,7 +252,7 @@ def spend_range(since: str | None, until: str | None) -> tuple[datetime | None, 
     time (RFC 3339; naive: UTC) is that instant, ``since`` included and ``until`` left
     out. :class:`InvalidInput` says what was wrong and how to write it.
     """
-    after, before = _range_end("since", since), _range_end("until", until)
+    after, before = range_end("since", since), range_end("until", until)
     if after is not None and before is not None and before <= after:
         raise InvalidInput("until must be later than since", "until")
     return after, before

@@ -82,10 +82,13 @@ class SpendGroup:
     output_tokens: int
     cache_read_tokens: int
     cache_write_tokens: int
+    #: When the group's first and last calls were made.
+    first_at: datetime | None = None
+    last_at: datetime | None = None
 
 
 def _group(row: tuple[Any, ...]) -> SpendGroup:
-    key, calls, unpriced, cost, inp, out, read, write = row
+    key, calls, unpriced, cost, inp, out, read, write, first, last = row
     return SpendGroup(
         None if key is None else str(key),
         int(calls),
@@ -95,6 +98,8 @@ def _group(row: tuple[Any, ...]) -> SpendGroup:
         int(out),
         int(read),
         int(write),
+        None if first is None else from_epoch(float(first)),
+        None if last is None else from_epoch(float(last)),
     )
 
 
@@ -212,7 +217,8 @@ class TimelineStore(Accessor):
         """Spend grouped by ``by`` (a key of :data:`SPEND_KEYS`), costliest first.
 
         ``job_ids`` narrows it to those jobs' calls: grouped ``by`` job, a list of jobs
-        gets the spend of each in one query.
+        gets the spend of each in one query. ``since`` (included) and ``until`` (left out)
+        narrow it to the calls made between those times.
         """
         column = SPEND_KEYS[by]
         statement = (
@@ -225,6 +231,8 @@ class TimelineStore(Accessor):
                 func.coalesce(func.sum(_E.output_tokens), 0),
                 func.coalesce(func.sum(_E.cache_read_tokens), 0),
                 func.coalesce(func.sum(_E.cache_write_tokens), 0),
+                func.min(_E.at),
+                func.max(_E.at),
             )
             .where(or_(_E.cost.is_not(None), _E.unpriced == true()))
             .group_by(column)
