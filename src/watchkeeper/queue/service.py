@@ -145,7 +145,7 @@ class QueueService:
         if payload is not None:
             check_payload(payload)
         task = self.store.resume(job_id, payload, self.clock())
-        self.results.rearm(job_id)
+        pass  # MUTATION
         return task
 
     def job(self, job_id: str) -> Job:
@@ -196,18 +196,24 @@ class QueueService:
         need: int | None = None,
         batch: int = 500,
         most: int | None = None,
+        text: str | None = None,
     ) -> JobScan:
         """Jobs newest first that ``keep`` accepts, read a batch at a time.
 
         Reading stops once ``need`` jobs are kept (never, without it), or before
-        the batch that would start past ``most`` jobs read (then ``cut``).
+        the batch that would start past ``most`` jobs read (then ``cut``). An
+        ASCII ``text`` spares reading jobs that cannot contain it (see
+        ``QueueStore.jobs``); ``keep`` still decides.
         """
+        text = text if text and text.isascii() else None
         found: list[Job] = []
         offset = 0
         while need is None or len(found) < need:
             if most is not None and offset >= most:
                 return JobScan(found, offset, True)
-            page = self.store.jobs(fleet=fleet, org=org, active=active, limit=batch, offset=offset)
+            page = self.store.jobs(
+                fleet=fleet, org=org, active=active, limit=batch, offset=offset, text=text
+            )
             found += [job for job in page if keep is None or keep(job)]
             offset += len(page)
             if len(page) < batch:

@@ -126,6 +126,7 @@ def find(queue: QueueService, view: JobsView) -> JobsPage:
         org=view.org or None,
         active=unfinished(JobStatus(view.status)) if view.status else None,
         keep=lambda job: matches(job, view),
+        text=view.q,
         need=None if view.sort == "oldest" else start + view.per + 1,
         batch=_BATCH,
         most=SCAN_LIMIT,

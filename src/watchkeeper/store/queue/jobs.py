@@ -6,7 +6,7 @@ from collections.abc import Sequence
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import Connection, insert, select
+from sqlalchemy import ColumnElement, Connection, func, insert, select
 
 from watchkeeper.clock import to_epoch
 from watchkeeper.errors import Conflict, NotFound
@@ -106,9 +106,16 @@ class Jobs(Part):
         active: bool | None = None,
         limit: int = 200,
         offset: int = 0,
+        text: str | None = None,
     ) -> list[Job]:
-        """Jobs newest first; ``active`` keeps jobs with (or without) an unfinished task."""
+        """Jobs newest first; ``active`` keeps jobs with (or without) an unfinished task.
+
+        ``text`` (ASCII) keeps the jobs whose id, title or submitter may contain it,
+        ignoring case: a superset of those that do, for the caller's own rule to decide.
+        """
         statement = select(queue_jobs).order_by(J.created_at.desc(), J.id)
+        if text:
+            statement = statement.where(_may_contain(text, sqlite=self._sqlite))
         if fleet is not None:
             statement = statement.where(J.fleet == fleet)
         if org is not None:
@@ -154,6 +161,19 @@ class Jobs(Part):
             statement = statement.where(T.status.in_(ACTIVE) | (T.finished_at >= since))
         with self._read("reading tasks") as conn:
             return [(task_from_row(row), row.job_title) for row in conn.execute(statement)]
+
+
+def _may_contain(text: str, *, sqlite: bool) -> ColumnElement[bool]:
+    """Whether a job's id, title or submitter may hold ``text`` (ASCII), in any case.
+
+    Lowering is exact for ASCII on both databases; a row holding anything else
+    (where case folding may turn ß into ss) is kept for the caller to judge.
+    """
+    if not text.isascii():
+        raise ValueError("only an ASCII text can be looked for by the database")
+    haystack = J.id + " " + J.title + " " + J.submitted_by
+    unusual = haystack.op("GLOB")("*[^ -~]*") if sqlite else haystack.op("~")("[^ -~]")
+    return func.lower(haystack).contains(text.lower(), autoescape=True) | unusual
 
 
 def _add_task(
