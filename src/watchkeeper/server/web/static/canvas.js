@@ -665,6 +665,7 @@
     flickable(sheet);
     // The stream says the tree moved (see dashboard.js): read it again and redraw.
     document.addEventListener("wk:supervision", load);
+    document.addEventListener("wk:resync", load);
     apply();
     load();
   }

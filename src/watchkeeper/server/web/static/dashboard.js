@@ -243,10 +243,12 @@ const wk = (() => {
     }
   }
 
+  // A page's own script follows an event as `wk:<event>` on the document (the canvas does).
   function refreshOn(event) {
     for (const element of document.querySelectorAll("[data-src][data-on]")) {
       if (element.dataset.on.split(" ").includes(event)) refresh(element);
     }
+    document.dispatchEvent(new CustomEvent(`wk:${event}`));
   }
 
   // Event streams are read through fetch, not EventSource: the browser's EventSource gives up
@@ -409,10 +411,13 @@ const wk = (() => {
   }
 
   // Lists the stream signs: an event carries the list's new signature.
-  const SIGNED = ["incidents", "runs", "topology", "jobs", "procs", "silences", "runbooks"];
+  const SIGNED = [
+    "incidents", "runs", "topology", "jobs", "procs", "silences", "runbooks", "supervision",
+  ];
 
   function refreshAll() {
     for (const element of document.querySelectorAll("[data-src][data-on]")) refresh(element);
+    document.dispatchEvent(new CustomEvent("wk:resync"));
   }
 
   function listen() {
