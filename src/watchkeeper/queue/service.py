@@ -145,7 +145,7 @@ class QueueService:
         if payload is not None:
             check_payload(payload)
         task = self.store.resume(job_id, payload, self.clock())
-        pass  # MUTATION
+        self.results.rearm(job_id)
         return task
 
     def job(self, job_id: str) -> Job:

@@ -209,3 +209,20 @@ def _race(tmp_path: Path, stores: list[Store], clock: ManualClock, github: FakeG
     assert sorted(next(j.id for j in jobs if j.id in c) for c in comments) == sorted(
         j.id for j in jobs
     )
+
+
+def test_a_job_retried_after_its_end_is_labelled_waiting_again_and_its_next_end_posted(
+    queue: QueueService, github: FakeGitHub, clock: ManualClock
+) -> None:
+    job = _submit(queue)
+    _end(queue, "broke\n", failed=True)
+    queue.sweep(clock())
+    assert github.labels_on(ISSUE) == {"watchkeeper:failed"}
+    queue.retry(job.id)
+    assert github.labels_on(ISSUE) == {"watchkeeper:failed", "watchkeeper:waiting"}
+    _end(queue, "fixed\nDONE\n")
+    queue.sweep(clock())
+    queue.sweep(clock())
+    first, second = github.comments_on(ISSUE)
+    assert "failed" in first and "succeeded" in second and "Done" in second
+    assert github.labels_on(ISSUE) == {"watchkeeper:ready"}
