@@ -38,8 +38,9 @@ _DIAL = {"healthy": 1.0, "degraded": 0.55, "unhealthy": 0.15}
 # Topology ---------------------------------------------------------------------------
 
 
-def _breakers(request: Request) -> list[dict[str, Any]]:
-    """Circuit breakers a process registered on ``app.state.breakers`` (name to breaker)."""
+def _breakers(request: Request, nodes: Mapping[str, str | None]) -> list[dict[str, Any]]:
+    """Circuit breakers a process registered on ``app.state.breakers`` (name to breaker),
+    each with the node of the server's tree that calls through it (``nodes``), if known."""
     found = getattr(request.app.state, "breakers", None) or {}
     shown = []
     for name, breaker in sorted(dict(found).items()):
@@ -51,9 +52,34 @@ def _breakers(request: Request) -> list[dict[str, Any]]:
                 "failures": stats.failures,
                 "successes": stats.successes,
                 "rejections": stats.rejections,
+                "node": nodes.get(name),
             }
         )
     return shown
+
+
+def _supervision(request: Request) -> dict[str, Any] | None:
+    """The server's own supervision (its tree, breakers and checks), when it has one."""
+    found = getattr(request.app.state, "supervision", None)
+    if found is None:
+        return None
+    snapshot: dict[str, Any] = found.snapshot()
+    return snapshot
+
+
+def tree_picture(tree: Mapping[str, Any]) -> dict[str, Any]:
+    """A supervision tree drawn top-down: the supervisor, then each child below it on an
+    elbow line, one row each (narrow enough for a phone)."""
+    row, left, width = 40, 28, 340
+    children = list(tree["children"])
+    nodes = [{"x": 4, "y": 4, "w": width - 8, "node": tree, "root": True}]
+    lines = []
+    for i, child in enumerate(children, start=1):
+        y = 4 + i * row
+        nodes.append({"x": left + 8, "y": y, "w": width - left - 12, "node": child, "root": False})
+        lines.append((left - 8, y - row + 30, left - 8, y + 15))
+        lines.append((left - 8, y + 15, left + 8, y + 15))
+    return {"width": width, "height": 8 + (len(children) + 1) * row, "nodes": nodes, "lines": lines}
 
 
 def _server_checks(sweeper: Sweeper) -> list[dict[str, Any]]:
@@ -112,9 +138,22 @@ async def topology_context(request: Request) -> dict[str, Any]:
     """The whole topology page's data, read in a thread."""
     context = await asyncio.to_thread(_topology_context, request)
     checks = _server_checks(services(request).sweeper) + await _monitor_checks(request)
+    supervision = _supervision(request)
+    nodes: dict[str, str | None] = {}
+    trees = []
+    if supervision is not None:
+        nodes = {c["name"]: c["node"] for c in supervision["health"]}
+        trees = [{**tree, "picture": tree_picture(tree)} for tree in supervision["trees"]]
     for check in checks:
         check["dial"] = charts.dial(_DIAL.get(str(check["status"]), 0.0))
-    return {**context, "breakers": _breakers(request), "checks": checks}
+        check.setdefault("node", nodes.get(str(check["name"])))
+    breaker_nodes = {b["name"]: b["node"] for b in (supervision or {}).get("breakers", [])}
+    return {
+        **context,
+        "breakers": _breakers(request, breaker_nodes),
+        "checks": checks,
+        "trees": trees,
+    }
 
 
 @router.get("/web/topology", response_class=HTMLResponse)

@@ -12,7 +12,11 @@ and emits:
 - ``jobs`` when one of the newest jobs comes, goes or a task of it changes status;
 - ``procs`` when a process run or a parked session comes, goes or changes state;
 - ``silences`` when a silence is added, ends or is expired;
-- ``runbooks`` when an automatic first step is switched on or off.
+- ``runbooks`` when an automatic first step is switched on or off;
+- ``supervision`` when a child of the server's supervision tree starts, stops or
+  restarts, a circuit breaker changes state or a health check changes status
+  (docs/supervision.md). The ``topology`` signature covers it too, so the
+  topology page redraws then.
 
 Lists other than these (``jobs``, ``procs``, ``silences``, ``runbooks``) carry
 only a signature: a page that shows the list fetches it again when it differs
@@ -39,7 +43,7 @@ from collections import deque
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 from datetime import timedelta
-from typing import Any
+from typing import Any, Protocol
 
 from fastapi import APIRouter, Depends, Request
 from fastapi.responses import StreamingResponse
@@ -55,6 +59,14 @@ from watchkeeper.server.web.shared import SharedOverview, shared_overview
 
 log = logging.getLogger(__name__)
 router = APIRouter(include_in_schema=False)
+
+
+class SupervisionView(Protocol):
+    """What the watcher reads of the server's supervision."""
+
+    def snapshot(self) -> dict[str, Any]: ...
+
+
 LOOK_EVERY_S = 1.0
 #: A stream ends after this long; the browser reconnects at once and is replayed what it missed.
 STREAM_S = 15.0
@@ -67,7 +79,9 @@ WATCHED_JOBS = 200
 #: Most process runs and silences the ``procs`` and ``silences`` signatures cover.
 WATCHED_ROWS = 200
 #: The signatures a page compares; each is also the name of its event.
-SIGNED = ("incidents", "runs", "topology", "jobs", "procs", "silences", "runbooks")
+SIGNED = (
+    "incidents", "runs", "topology", "jobs", "procs", "silences", "runbooks", "supervision",
+)  # fmt: skip
 
 
 def _digest(value: Any) -> str:
@@ -86,7 +100,9 @@ class Look:
     lists: dict[str, str] = field(default_factory=dict)
 
     def sig(self, name: str) -> str:
-        """The signature called ``name``."""
+        """The signature called ``name``; the topology's covers the supervision too."""
+        if name == "topology":
+            return _digest((self.topology, self.lists.get("supervision", "")))
         found = getattr(self, name, None)
         return found if isinstance(found, str) else self.lists.get(name, "")
 
@@ -106,6 +122,8 @@ class Watcher:
     task: asyncio.Task[None] | None = None
     #: Set when the server stops: the watcher looks no more.
     stopping: asyncio.Event = field(default_factory=asyncio.Event)
+    #: The server's supervision (``app.state.supervision``), when it has one.
+    supervision: SupervisionView | None = None
 
     def listen(self) -> asyncio.Queue[tuple[int, str, str]]:
         """A new listener's queue; starts looking if nobody was."""
@@ -220,9 +238,26 @@ class Watcher:
             "procs": self._procs(),
             "silences": self._silences(),
             "runbooks": _digest([(s.runbook.name, s.enabled) for s in found.runbooks.switches()]),
+            "supervision": self._supervision(),
         }
         tasks = self._tasks(runners_moved)
         return Look(incidents, open_count, self._runs(), tasks, topology, lists)
+
+    def _supervision(self) -> str:
+        """What the supervision picture shows that can move: states, restarts, statuses.
+
+        Counters that move with every call (a breaker's failures) or check details
+        (how long the store took) are left out: they would redraw the page each look.
+        """
+        if self.supervision is None:
+            return ""
+        shot = self.supervision.snapshot()
+        trees = [
+            (t["id"], t["state"], [(c["id"], c["state"], c["restarts"]) for c in t["children"]])
+            for t in shot["trees"]
+        ]
+        breakers = [(b["name"], b["state"]) for b in shot["breakers"]]
+        return _digest((trees, breakers, [(c["name"], c["status"]) for c in shot["health"]]))
 
     def _jobs(self) -> str:
         jobs = self.services.queue.scan_jobs(need=WATCHED_JOBS, batch=WATCHED_JOBS).jobs
@@ -291,7 +326,10 @@ def watcher_of(request: Request) -> Watcher:
         "web_watcher",
         Watcher,
         lambda: Watcher(
-            services(request), shared_overview(request), stopping=stopping_of(request.app)
+            services(request),
+            shared_overview(request),
+            stopping=stopping_of(request.app),
+            supervision=getattr(request.app.state, "supervision", None),
         ),
     )
 
