@@ -17,7 +17,9 @@ export const MAX_BATCH = 5000;
 export interface SpendOptions {
   org?: string;
   jobId?: string;
+  /** From this date (`"2026-01-05"`: its start, UTC) or time (a `Date`, or RFC 3339 text) on. */
   since?: Date | string;
+  /** Up to this date (`"2026-01-11"`: its end, UTC, so that day counts) or before this time. */
   until?: Date | string;
 }
 

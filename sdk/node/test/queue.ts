@@ -198,6 +198,15 @@ export function queue(api: Api): void {
       assert.equal(spend.totals.calls, 1);
       const none = await api.viewer.timeline.spend("role", { until: new Date(Date.now() - 3_600_000) });
       assert.equal(none.totals.calls, 0);
+      // A date is that whole UTC day, both ends included.
+      const day = at.toISOString().slice(0, 10);
+      const dayAfter = new Date(at.getTime() + 86_400_000).toISOString().slice(0, 10);
+      const thatDay = await api.viewer.timeline.spend("day", { jobId: "j-node", since: day, until: day });
+      assert.equal(thatDay.totals.calls, 1);
+      assert.equal(thatDay.groups[0]?.key, day);
+      const later = await api.viewer.timeline.spend("day", { jobId: "j-node", since: dayAfter });
+      assert.equal(later.totals.calls, 0);
+      await assert.rejects(api.viewer.timeline.spend("day", { since: "someday" }), /since 'someday' is not a date or a time/);
     });
 
     it("a bad event is refused with its index and field; too many are refused before sending", async () => {
