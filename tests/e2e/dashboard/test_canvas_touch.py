@@ -346,3 +346,28 @@ def test_tab_reaches_each_node_enter_selects_arrows_pan_and_plus_minus_zoom(
     page.keyboard.press("Escape")
     expect(page.locator("#sup-panel")).to_be_hidden()
     expect(nodes.nth(1)).to_be_focused()
+
+
+def test_a_restart_made_elsewhere_redraws_the_canvas_from_the_stream(
+    dashboard: Dashboard, browser: Any, contexts: list[Any]
+) -> None:
+    page = _open(dashboard, browser, contexts, phone=False)
+    expect(page.locator("body")).to_have_attribute("data-stream", "open")
+    child = page.locator(f"{CANVAS} .sn[data-type=child][data-state=running]").first
+    node_id = str(child.get_attribute("data-node"))
+    restarts = (_child(_supervision(page, dashboard), node_id) or {})["restarts"]
+    child.click()
+    drawn = page.locator(CANVAS).get_attribute("data-drawn")
+    # Through the API, not this page: only the stream can tell the page.
+    token = {"Authorization": f"Bearer {dashboard.token('ci')}"}
+    answer = page.context.request.post(
+        f"{dashboard.url}/api/v1/supervision/children/{node_id}/restart", headers=token
+    )
+    assert answer.ok, answer.text()
+    redrawn = page.locator(f'{CANVAS} .sn[data-node="{node_id}"]')
+    expect(redrawn).to_have_attribute("aria-label", re.compile(rf", {restarts + 1} restarts"))
+    expect(page.locator(CANVAS)).not_to_have_attribute("data-drawn", drawn or "")
+    # The view and the selection outlive the redraw.
+    expect(redrawn).to_have_class(re.compile(r"\bselected\b"))
+    restarts_fact = page.locator("#sup-panel dt:text-is('Restarts') + dd")
+    expect(restarts_fact).to_have_text(str(restarts + 1))
