@@ -21,7 +21,7 @@ from ..support.json_server import JsonHandler, JsonServer, answering
 from ..support.serving import healthy
 from ..support.waiting import wait_for
 
-LOOPS = ["leader-lease", "sweeper", "notifier", "health"]
+LOOPS = ["leader-lease", "sweeper", "notifier"]
 
 
 class BrokenWebhook(JsonHandler):
@@ -222,9 +222,14 @@ def test_the_api_needs_a_token_and_actions_need_an_admin(served: Served) -> None
 
 
 def test_stopping_the_server_stops_the_tree_in_reverse_order(served: Served) -> None:
-    wait_for(lambda: served.child("health")["state"] == "running", what="the tree running")
+    wait_for(lambda: served.child("notifier")["state"] == "running", what="the tree running")
     served.process.send_signal(signal.SIGINT)
     assert served.process.wait(timeout=30) == 0
-    # The log says which loops stopped, last started first.
-    stopped = [x for x in served.lines if "supervisor server stopped its children" in x]
-    assert stopped, "".join(served.lines[-30:])
+    # The log says which loops stopped: the last started first, the lease last of all.
+    stopped = [
+        name
+        for line in served.lines
+        for name in LOOPS
+        if f"Loop server/{name} stopped (shutdown" in line
+    ]
+    assert stopped == ["notifier", "sweeper", "leader-lease"], "".join(served.lines[-30:])

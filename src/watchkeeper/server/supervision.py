@@ -35,6 +35,8 @@ from watchkeeper.supervise import (
     ChildRestarting,
     ChildSpec,
     CircuitBreaker,
+    Clock,
+    Event,
     HealthCheck,
     HealthFlag,
     HealthMonitor,
@@ -162,6 +164,8 @@ class ServerSupervision:
         services: Services,
         loops: Sequence[tuple[str, Loop, str]],
         channels: Mapping[str, Channel] | None = None,
+        *,
+        clock: Clock | None = None,
     ) -> None:
         self.services = services
         self.monitor = HealthMonitor(
@@ -174,8 +178,7 @@ class ServerSupervision:
         )
         for name, loop, title in loops:
             builder.child(loop_child(name, loop, title))
-        builder.child(loop_child("health", self._check_loop, "runs the health checks"))
-        self.supervisor: Supervisor = builder.build()
+        self.supervisor: Supervisor = builder.build(clock)
         self._breakers: dict[str, _Breaker] = {}
         for channel in sorted(channels or {}):
             if channel != "log":  # the log channel calls no one
@@ -192,6 +195,9 @@ class ServerSupervision:
         self.on_change: list[Callable[[], None]] = []
         self._events: Subscription | None = None
         self._watch: asyncio.Task[None] | None = None
+        # The checks run beside the tree, not in it: they must still say how it is
+        # when it has given up.
+        self._checking: asyncio.Task[None] | None = None
 
     # -- building -------------------------------------------------------------------
 
@@ -222,26 +228,31 @@ class ServerSupervision:
     # -- running --------------------------------------------------------------------
 
     async def start(self) -> None:
-        """Start the loops in order, and watch the tree to log and announce what it does."""
+        """Start the loops in order, the health checks beside them, and watch the tree to
+        log and announce what it does."""
         self._events = self.supervisor.subscribe()
         self._watch = asyncio.create_task(self._follow(self._events), name="supervision-watch")
         await self.supervisor.start()
+        self._checking = asyncio.create_task(self._check_loop(), name="health-checks")
 
     async def stop(self) -> None:
         """Stop the loops in reverse start order, each after its grace period at most."""
         await self.supervisor.stop()
-        if self._watch is not None:
-            self._watch.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._watch
+        for task in (self._checking, self._watch):
+            if task is not None:
+                task.cancel()
+                with contextlib.suppress(asyncio.CancelledError):
+                    await task
         if self._events is not None:
+            # What the tree said while it stopped is logged still, in order.
+            while (event := self._events.get_nowait()) is not None:
+                self._note(event)
             self._events.close()
 
-    async def _check_loop(self, stop: asyncio.Event) -> None:
-        while not stop.is_set():
+    async def _check_loop(self) -> None:
+        while True:
             await self._run_checks()
-            with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(stop.wait(), timeout=CHECK_EVERY_S)
+            await asyncio.sleep(CHECK_EVERY_S)
 
     async def _run_checks(self) -> None:
         before = self._check_states()
@@ -254,37 +265,40 @@ class ServerSupervision:
 
     async def _follow(self, events: Subscription) -> None:
         async for event in events:
-            if isinstance(event, ChildExited) and event.will_restart and event.reason.abnormal:
-                log.warning(
-                    "Loop %s/%s %s (%s); the supervisor restarts it",
-                    event.path,
-                    event.child,
-                    event.reason.value,
-                    event.detail,
-                    extra={"action": "supervise_restart"},
-                )
-            elif isinstance(event, ChildRestarting):
-                counts = {c.name: c.restarts for c in self.supervisor.children()}
-                log.info(
-                    "Restarting %s/%s in %.1f s (restart %d)",
-                    event.path,
-                    event.child,
-                    event.delay_s,
-                    counts.get(event.child, 0),
-                    extra={"action": "supervise_restart"},
-                )
-            elif isinstance(event, SupervisorGaveUp):
-                self.gave_up = True
-                log.error(
-                    "Supervision tree %s gave up after %d restarts in %g s: its loops are stopped",
-                    event.path,
-                    event.restarts,
-                    event.period_s,
-                    extra={"action": "supervise_gave_up"},
-                )
-            self._changed()
+            self._note(event)
             # A child's check follows its state at once, not at the next round of checks.
             await self._run_checks()
+
+    def _note(self, event: Event) -> None:
+        """Log what the tree did, and announce that it changed."""
+        if isinstance(event, ChildExited):
+            if event.will_restart and event.reason.abnormal:
+                log.warning(
+                    "Loop %s/%s %s (%s); the supervisor restarts it",
+                    event.path, event.child, event.reason.value, event.detail,
+                    extra={"action": "supervise_restart"},
+                )  # fmt: skip
+            elif not event.will_restart:
+                log.info(
+                    "Loop %s/%s stopped (%s: %s)",
+                    event.path, event.child, event.reason.value, event.detail,
+                    extra={"action": "supervise_stop"},
+                )  # fmt: skip
+        elif isinstance(event, ChildRestarting):
+            counts = {c.name: c.restarts for c in self.supervisor.children()}
+            log.info(
+                "Restarting %s/%s in %.1f s (restart %d)",
+                event.path, event.child, event.delay_s, counts.get(event.child, 0),
+                extra={"action": "supervise_restart"},
+            )  # fmt: skip
+        elif isinstance(event, SupervisorGaveUp):
+            self.gave_up = True
+            log.error(
+                "Supervision tree %s gave up after %d restarts in %g s: its loops are stopped",
+                event.path, event.restarts, event.period_s,
+                extra={"action": "supervise_gave_up"},
+            )  # fmt: skip
+        self._changed()
 
     def _breaker_changed(self, change: BreakerStateChange) -> None:
         log.warning(
