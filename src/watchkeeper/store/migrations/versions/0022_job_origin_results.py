@@ -39,5 +39,8 @@ def upgrade() -> None:
 def downgrade() -> None:
     op.drop_index(op.f("ix_queue_job_results_state"), table_name="queue_job_results")
     op.drop_table("queue_job_results")
-    with op.batch_alter_table("queue_jobs") as batch:
-        batch.drop_column("origin")
+    if op.get_bind().dialect.name == "sqlite":
+        # Not a batch copy: dropping the old queue_jobs would cascade to every task.
+        op.execute("ALTER TABLE queue_jobs DROP COLUMN origin")
+    else:
+        op.drop_column("queue_jobs", "origin")
