@@ -3,6 +3,7 @@ through a circuit breaker, and shows both (and its health checks) at /api/v1/sup
 
 from __future__ import annotations
 
+import re
 import signal
 import subprocess
 import threading
@@ -233,3 +234,82 @@ def test_stopping_the_server_stops_the_tree_in_reverse_order(served: Served) -> 
         if f"Loop server/{name} stopped (shutdown" in line
     ]
     assert stopped == ["notifier", "sweeper", "leader-lease"], "".join(served.lines[-30:])
+
+
+def _login(served: Served, token: str | None = None) -> tuple[httpx.Client, str]:
+    """A dashboard session (through the login form) and its CSRF token."""
+    web = httpx.Client(base_url=served.url, timeout=30)
+    form = web.get("/web/login")
+    nonce = re.search(r'name="nonce" value="([^"]+)"', form.text)
+    assert nonce is not None
+    logged = web.post("/web/login", data={"token": token or served.token, "nonce": nonce.group(1)})
+    assert logged.status_code == 303, logged.text
+    csrf = re.search(r'name="csrf-token" content="([^"]+)"', web.get("/web/").text)
+    assert csrf is not None
+    return web, csrf.group(1)
+
+
+def test_the_dashboard_reads_and_acts_with_its_session_and_csrf_token(served: Served) -> None:
+    web, csrf = _login(served)
+    try:
+        shown = web.get("/web/supervision.json")
+        assert shown.status_code == 200
+        assert [c["name"] for c in shown.json()["trees"][0]["children"]] == LOOPS
+        wants_json = {"Accept": "application/json", "X-CSRF-Token": csrf}
+        restarted = web.post(
+            "/web/supervision/children/server/notifier/restart", headers=wants_json
+        )
+        assert restarted.status_code == 200, restarted.text
+        assert restarted.json() == {"ok": True, "message": "server/notifier restarted"}
+        assert served.child("notifier")["restarts"] == 1
+        stopped = web.post("/web/supervision/children/server/sweeper/stop", headers=wants_json)
+        assert stopped.json()["ok"] is True
+        assert served.child("sweeper")["state"] == "stopped"
+        opened = web.post("/web/supervision/breakers/notify:webhook/open", headers=wants_json)
+        assert opened.json()["ok"] is True
+        assert (served.breaker("notify:webhook") or {})["state"] == "open"
+
+        unknown = web.post("/web/supervision/children/server/nope/stop", headers=wants_json)
+        assert unknown.status_code == 404
+        assert unknown.json()["ok"] is False
+        assert "no supervised child 'server/nope'" in unknown.json()["message"]
+        no_breaker = web.post("/web/supervision/breakers/nope/open", headers=wants_json)
+        assert (no_breaker.status_code, no_breaker.json()["ok"]) == (404, False)
+
+        forged = web.post(
+            "/web/supervision/children/server/notifier/restart",
+            headers={"Accept": "application/json"},
+        )
+        assert forged.status_code == 403
+        assert "CSRF" in forged.json()["message"]
+        assert served.child("notifier")["restarts"] == 1
+
+        # A plain form (no script) is sent back to the page with the answer as a notice.
+        form = web.post(
+            "/web/supervision/children/server/sweeper/restart",
+            data={"csrf": csrf, "back": "/web/topology"},
+        )
+        assert form.status_code == 303
+        assert form.headers["location"].startswith("/web/topology?notice=server%2Fsweeper")
+    finally:
+        web.close()
+    assert httpx.get(served.url + "/web/supervision.json", timeout=10).status_code in (303, 401)
+
+
+def test_a_viewers_session_reads_but_does_not_act(served: Served) -> None:
+    viewer = served.post("/api/v1/tokens", json={"role": "viewer", "name": "eve"}).json()
+    web, csrf = _login(served, viewer["token"])
+    try:
+        assert web.get("/web/supervision.json").status_code == 200
+        refused = web.post(
+            "/web/supervision/children/server/notifier/stop",
+            headers={"Accept": "application/json", "X-CSRF-Token": csrf},
+        )
+        assert refused.status_code == 403
+        assert refused.json() == {
+            "ok": False,
+            "message": "only admins act on supervision: @eve is not",
+        }
+        assert served.child("notifier")["state"] == "running"
+    finally:
+        web.close()

@@ -191,6 +191,7 @@ class ServerSupervision:
         for spec in self.supervisor.spec.children:
             self._register(ChildCheck(self, spec.name), f"{TREE}/{spec.name}")
         self.gave_up = False
+        self._running = False
         #: Called (on the event loop) whenever a child, a breaker or a check changes.
         self.on_change: list[Callable[[], None]] = []
         self._events: Subscription | None = None
@@ -233,11 +234,13 @@ class ServerSupervision:
         self._events = self.supervisor.subscribe()
         self._watch = asyncio.create_task(self._follow(self._events), name="supervision-watch")
         await self.supervisor.start()
+        self._running = True
         self._checking = asyncio.create_task(self._check_loop(), name="health-checks")
 
     async def stop(self) -> None:
         """Stop the loops in reverse start order, each after its grace period at most."""
         await self.supervisor.stop()
+        self._running = False
         for task in (self._checking, self._watch):
             if task is not None:
                 task.cancel()
@@ -375,7 +378,7 @@ class ServerSupervision:
             }
             for info in sup.children()
         ]
-        running = any(c["state"] != "stopped" for c in children)
+        running = self._running and not stats.finished
         tree_state = "gave_up" if self.gave_up else "running" if running else "stopped"
         tree = {
             "id": TREE,
