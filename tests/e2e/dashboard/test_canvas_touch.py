@@ -371,3 +371,62 @@ def test_a_restart_made_elsewhere_redraws_the_canvas_from_the_stream(
     expect(redrawn).to_have_class(re.compile(r"\bselected\b"))
     restarts_fact = page.locator("#sup-panel dt:text-is('Restarts') + dd")
     expect(restarts_fact).to_have_text(str(restarts + 1))
+
+
+def _breaker(found: dict[str, Any], name: str) -> dict[str, Any]:
+    return next(b for b in found["breakers"] if b["name"] == name)
+
+
+def test_a_long_press_on_a_closed_breaker_offers_open_and_opens_it(
+    dashboard: Dashboard, browser: Any, contexts: list[Any]
+) -> None:
+    dashboard.app.state.supervision.add_breaker("notify:mail", "server/sweeper")
+    page = _open(dashboard, browser, contexts, phone=True)
+    breaker = page.locator(f'{CANVAS} .sn[data-type=breaker][data-name="notify:mail"]')
+    expect(breaker).to_have_attribute("data-state", "closed")
+    fingers = Fingers(page)
+    fingers.down(_centre(breaker))
+    sheet = page.locator("#sup-sheet")
+    expect(sheet).to_be_visible()
+    fingers.up()
+    expect(sheet.get_by_role("button")).to_have_text(["Open breaker", "Close"])
+    page.touchscreen.tap(*_centre(sheet.get_by_role("button", name="Open breaker")))
+    page.touchscreen.tap(*_centre(sheet.get_by_role("button", name="Yes, open")))
+    wait_for(
+        lambda: _breaker(_supervision(page, dashboard), "notify:mail")["state"] == "open",
+        what="the breaker forced open",
+    )
+    expect(breaker).to_have_attribute("data-state", "open")
+    expect(breaker).to_have_class(re.compile(r"\bbad\b"))
+    # Open, it offers nothing more.
+    page.touchscreen.tap(*_centre(page.locator("#sup-close")))
+    expect(page.locator("#sup-panel")).to_be_hidden()
+    fingers.down(_centre(breaker))
+    expect(sheet.get_by_text("No action applies")).to_be_visible()
+    fingers.up()
+
+
+def test_the_context_menu_key_offers_stop_and_stop_stops_the_child(
+    dashboard: Dashboard, browser: Any, contexts: list[Any]
+) -> None:
+    page = _open(dashboard, browser, contexts, phone=False)
+    child = page.locator(f"{CANVAS} .sn[data-type=child][data-state=running]").last
+    node_id = str(child.get_attribute("data-node"))
+    child.focus()
+    page.keyboard.press("Shift+F10")
+    sheet = page.locator("#sup-sheet")
+    stop = sheet.get_by_role("button", name="Stop")
+    expect(stop).to_be_visible()
+    stop.focus()
+    page.keyboard.press("Enter")
+    expect(sheet.get_by_role("button", name="Yes, stop")).to_be_focused()
+    page.keyboard.press("Enter")
+    wait_for(
+        lambda: (_child(_supervision(page, dashboard), node_id) or {}).get("state") == "stopped",
+        what=f"{node_id} stopped",
+    )
+    expect(page.locator(f'{CANVAS} .sn[data-node="{node_id}"]')).to_have_attribute(
+        "data-state", "stopped"
+    )
+    expect(page.locator("#sup-answer")).not_to_be_empty()
+    expect(page.locator("#sup-actions")).to_be_focused()
