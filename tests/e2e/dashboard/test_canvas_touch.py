@@ -250,7 +250,10 @@ def test_a_one_finger_drag_moves_the_view(
 ) -> None:
     page = _open(dashboard, browser, contexts, phone=True)
     start = _view(page)
-    x, y = _centre(page.locator(f"{CANVAS} .sn").first)
+    # From empty ground: a finger held still on a node would become a long press.
+    box = page.locator(CANVAS).bounding_box()
+    assert box is not None
+    x, y = box["x"] + box["width"] - 20, box["y"] + 20
     Fingers(page).swipe((x, y), (x - 70, y + 90), ms=600)
     page.wait_for_function(
         "([s, was]) => Number(document.querySelector(s).dataset.tx) !== was",
