@@ -1,0 +1,87 @@
+"""A platform that keeps failing opens its breaker: its messages then wait, uncalled.
+
+A refusal of the message (4xx) or a rate limit (429) is the platform answering:
+those never open it. The store is real (SQLite and PostgreSQL).
+"""
+
+from __future__ import annotations
+
+import asyncio
+
+from watchkeeper.clock import ManualClock
+from watchkeeper.notify.channels.base import Channel, SendOutcome, SendResult
+from watchkeeper.notify.deliverer import Deliverer
+from watchkeeper.notify.message import Message, Target
+from watchkeeper.store import Store
+from watchkeeper.store.outbox import DeliveryStatus
+from watchkeeper.store.queueing import NewDelivery
+from watchkeeper.supervise import CircuitBreaker, CircuitState
+from watchkeeper.supervise import ManualClock as BreakerClock
+
+
+class Platform(Channel):
+    """A platform answering every call with ``result``; counts the calls."""
+
+    name = "webhook"
+
+    def __init__(self, result: SendResult) -> None:
+        self.result = result
+        self.calls = 0
+
+    async def send(self, target: Target, message: Message, idempotency_key: str) -> SendResult:
+        self.calls += 1
+        return self.result
+
+    async def edit(self, target: Target, message: Message) -> SendResult:
+        raise AssertionError("no edits here")
+
+
+def _enqueue(store: Store, clock: ManualClock, key: str) -> int:
+    (delivery_id,) = store.outbox.enqueue(
+        [NewDelivery(key, None, "note", "webhook", Target("webhook", "ops").as_json(),
+                     Message(f"hello {key}").as_json())],
+        clock(),
+    )  # fmt: skip
+    return delivery_id
+
+
+def _deliverer(store: Store, clock: ManualClock, platform: Platform) -> Deliverer:
+    deliverer = Deliverer(store, {"webhook": platform}, clock, claimer="replica-a")
+    breaker = CircuitBreaker("notify:webhook", fail_max=2, reset_timeout_s=30,
+                             clock=BreakerClock())  # fmt: skip
+    deliverer.breakers["webhook"] = breaker
+    return deliverer
+
+
+def test_server_errors_open_the_breaker_and_later_messages_wait_uncalled(
+    store: Store, clock: ManualClock
+) -> None:
+    platform = Platform(SendResult(SendOutcome.MAYBE_SENT, error="HTTP 503: down"))
+    deliverer = _deliverer(store, clock, platform)
+    breaker = deliverer.breakers["webhook"]
+    for key in ("a", "b"):
+        _enqueue(store, clock, key)
+        asyncio.run(deliverer.deliver_due())
+    assert platform.calls == 2
+    assert breaker.state is CircuitState.OPEN
+    waiting = _enqueue(store, clock, "c")
+    asyncio.run(deliverer.deliver_due())
+    assert platform.calls == 2  # not called
+    row = store.outbox.get(waiting)
+    assert row.status is DeliveryStatus.PENDING
+    assert "circuit breaker 'notify:webhook' is open" in (row.error or "")
+    assert breaker.statistics().rejections == 1
+
+
+def test_refusals_and_rate_limits_do_not_open_it(store: Store, clock: ManualClock) -> None:
+    for answer in (
+        SendResult(SendOutcome.FAILED, error="HTTP 400: chat not found"),
+        SendResult(SendOutcome.RETRY, error="HTTP 429: slow down", retry_after_s=1.0),
+    ):
+        platform = Platform(answer)
+        deliverer = _deliverer(store, clock, platform)
+        for key in ("d", "e", "f"):
+            _enqueue(store, clock, f"{key}{answer.outcome}")
+            asyncio.run(deliverer.deliver_due())
+        assert platform.calls == 3
+        assert deliverer.breakers["webhook"].state is CircuitState.CLOSED
