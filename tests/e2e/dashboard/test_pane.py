@@ -22,6 +22,19 @@ from .conftest import Dashboard, open_runtime, serve
 MILLION = {"input_tokens": 1_000_000, "output_tokens": 1_000_000}
 
 
+def _serious(page: Any) -> list[str]:
+    """axe-core's serious and critical violations on the page, one line per node."""
+    from axe_playwright_python.sync_playwright import Axe
+
+    found = Axe().run(page).response["violations"]
+    return [
+        f"{page.url}: {v['id']} ({v['impact']}): {node['target']}"
+        for v in found
+        if v["impact"] in ("serious", "critical")
+        for node in v["nodes"]
+    ]
+
+
 def _report(dashboard: Dashboard, provider: str, model: str) -> dict[str, Any]:
     event = {"phase": "implementer", "provider": provider, "model": model, **MILLION}
     secret = dashboard.token("runner", Role.REPORTER)
@@ -86,6 +99,7 @@ def test_models_are_grouped_by_provider_with_prices_and_an_admin_sets_an_overrid
     # New calls are priced by it: 1M in at $2 and 1M out at $6.
     assert _report(dashboard, "inhouse", "tuned-7b")["cost"] == pytest.approx(8.0)
 
+    assert _serious(page) == []
     # On a phone the override form fits, with buttons a thumb can press.
     page.set_viewport_size({"width": 390, "height": 844})
     page.reload()
@@ -94,6 +108,8 @@ def test_models_are_grouped_by_provider_with_prices_and_an_admin_sets_an_overrid
     box = button.bounding_box()
     assert box is not None and box["height"] >= 44 and box["x"] + box["width"] <= 390
     assert page.evaluate("() => document.documentElement.scrollWidth") <= 390
+    page.emulate_media(color_scheme="dark")
+    assert _serious(page) == []
 
     viewer = dashboard.login(pages(), "vic", Role.VIEWER)
     viewer.goto(f"{dashboard.url}/web/models")
@@ -154,6 +170,7 @@ def test_integrations_say_what_is_configured_how_deliveries_went_and_never_a_sec
     expect(slack).to_contain_text(re.compile(r"1 failed"))
     expect(slack).to_contain_text("channel slack is not configured")
     expect(slack).to_contain_text("watchkeeper init --platform slack")
+    assert _serious(page) == []
     github = page.locator("[data-integration='github']")
     expect(github).to_contain_text("webhook secret set in the file")
     expect(page.locator("[data-integration='linear']")).to_contain_text("not configured")
@@ -183,6 +200,7 @@ def test_settings_list_tokens_budgets_and_admins_and_an_admin_makes_and_revokes_
     secret = page.locator("#made-secret")
     expect(secret).to_be_visible()
     value = secret.inner_text().strip()
+    assert value.startswith("wk_") and _serious(page) == []
     assert httpx.get(f"{dashboard.url}/api/v1/runs", headers={"Authorization": f"Bearer {value}"},
                      timeout=10).status_code != 401  # fmt: skip
     row = page.locator("tr[data-token-name='ci bot']")
