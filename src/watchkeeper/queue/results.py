@@ -38,6 +38,8 @@ log = logging.getLogger(__name__)
 #: belongs to a server that stopped while posting.
 STALE_AFTER_S = 4 * gh.TIMEOUT_S + 15.0
 TAIL_LINES = 20
+#: Most ends one sweep posts: a backlog drains over the next sweeps, never holding one long.
+BATCH = 20
 _ENDED = (JobStatus.SUCCEEDED, JobStatus.FAILED, JobStatus.CANCELLED)
 
 
@@ -68,6 +70,7 @@ class JobResults:
         self.github = gh.GitHubResults(forge)
         self.clock = clock
         self.stale_after_s = STALE_AFTER_S
+        self.batch = BATCH
 
     def announce(self, job: Job) -> None:
         """Label the job's issue ``watchkeeper:waiting``; a failure is logged, never raised."""
@@ -95,7 +98,7 @@ class JobResults:
         """
         self.store.reconcile_results(now - timedelta(seconds=self.stale_after_s))
         done = []
-        for job_id in self.store.due_results():
+        for job_id in self.store.due_results(self.batch):
             job = self.claim(job_id, now)
             if job is not None:
                 done.append(self._post(job))

@@ -226,3 +226,16 @@ def test_a_job_retried_after_its_end_is_labelled_waiting_again_and_its_next_end_
     first, second = github.comments_on(ISSUE)
     assert "failed" in first and "succeeded" in second and "Done" in second
     assert github.labels_on(ISSUE) == {"watchkeeper:ready"}
+
+
+def test_jobs_still_running_never_crowd_out_the_end_of_one_that_ended(
+    queue: QueueService, github: FakeGitHub, clock: ManualClock
+) -> None:
+    running = [_submit(queue, title=f"still queued {n}") for n in range(20)]
+    ended = _submit(queue, title="ended")
+    queue.cancel(ended.id)
+    queue.results.batch = 1
+    queue.sweep(clock())
+    [comment] = github.comments_on(ISSUE)
+    assert ended.id in comment
+    assert all(queue.results.state(job.id) == "waiting" for job in running)

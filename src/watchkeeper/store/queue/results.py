@@ -16,6 +16,7 @@ from sqlalchemy import ColumnElement, select, update
 
 from watchkeeper.clock import to_epoch
 from watchkeeper.store.queue.base import Part
+from watchkeeper.store.queue.rows import ACTIVE, T
 from watchkeeper.store.schema_queue import queue_job_results
 
 _X = queue_job_results.c
@@ -31,9 +32,13 @@ _SETTLED = (FIRED, FAILED, MAYBE_FIRED)
 class Results(Part):
     """Moves the result journal of jobs with an origin, one conditional update per move."""
 
-    def due_results(self, limit: int = 500) -> list[str]:
-        """Jobs whose end has not been claimed yet (they may still be running)."""
-        statement = select(_X.job_id).where(_X.state == WAITING).order_by(_X.job_id).limit(limit)
+    def due_results(self, limit: int = 100) -> list[str]:
+        """Up to ``limit`` jobs that have ended (no task queued, running or stuck) and whose
+        end nobody has claimed yet."""
+        active = select(T.id).where(T.job_id == _X.job_id, T.status.in_(ACTIVE)).exists()
+        statement = (
+            select(_X.job_id).where(_X.state == WAITING, ~active).order_by(_X.job_id).limit(limit)
+        )
         with self._read("reading jobs whose results wait") as conn:
             return [str(job_id) for job_id in conn.execute(statement).scalars()]
 
