@@ -244,6 +244,16 @@ def test_pinch_zooms_out_around_the_fingers_and_spread_zooms_back_in(
     assert spread["scale"] == pytest.approx(start["scale"], rel=0.02)
     assert spread["x"] == pytest.approx(start["x"], abs=1)
 
+    # However far the fingers go, the zoom stays between 30% and 300%.
+    fingers.down((cx - 150, cy), (cx + 150, cy))
+    fingers.move((cx - 2, cy), (cx + 2, cy))
+    fingers.up()
+    expect(page.locator(CANVAS)).to_have_attribute("data-scale", "0.3000")
+    fingers.down((cx - 2, cy), (cx + 2, cy))
+    fingers.move((cx - 150, cy), (cx + 150, cy))
+    fingers.up()
+    expect(page.locator(CANVAS)).to_have_attribute("data-scale", "3.0000")
+
 
 def test_a_one_finger_drag_moves_the_view(
     dashboard: Dashboard, browser: Any, contexts: list[Any]
