@@ -70,7 +70,7 @@ def _supervision(request: Request) -> dict[str, Any] | None:
 def tree_picture(tree: Mapping[str, Any]) -> dict[str, Any]:
     """A supervision tree drawn top-down: the supervisor, then each child below it on an
     elbow line, one row each (narrow enough for a phone)."""
-    row, left, width = 40, 28, 340
+    row, left, width = 40, 28, 360
     children = list(tree["children"])
     nodes = [{"x": 4, "y": 4, "w": width - 8, "node": tree, "root": True}]
     lines = []
