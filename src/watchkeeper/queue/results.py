@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING
 
 from watchkeeper import redact
 from watchkeeper.clock import Now
-from watchkeeper.errors import InvalidInput
+from watchkeeper.errors import InvalidInput, NotFound
 from watchkeeper.procs import github_results as gh
 from watchkeeper.queue import rollup
 from watchkeeper.records.queue import Job, JobStatus, Task
@@ -34,9 +34,10 @@ if TYPE_CHECKING:
     from watchkeeper.store.queue import QueueStore
 
 log = logging.getLogger(__name__)
-#: Longer than a post can take (a few calls of ``TIMEOUT_S`` each): a claim older than this
-#: belongs to a server that stopped while posting.
-STALE_AFTER_S = 4 * gh.TIMEOUT_S + 15.0
+#: Longer than a post can take (a comment, a label and four removals, ``TIMEOUT_S`` each): a
+#: claim older than this belongs to a server that stopped while posting. Marking one that is
+#: only slow is harmless: ``maybe_fired`` is never posted again, and its late settling is void.
+STALE_AFTER_S = 6 * gh.TIMEOUT_S + 15.0
 TAIL_LINES = 20
 #: Most ends one sweep posts: a backlog drains over the next sweeps, never holding one long.
 BATCH = 20
@@ -85,7 +86,10 @@ class JobResults:
 
     def claim(self, job_id: str, now: datetime) -> Job | None:
         """Claim the post of the job's end if it has ended; the job when this call won."""
-        job = self.store.job(job_id)
+        try:
+            job = self.store.job(job_id)
+        except NotFound:  # deleted since it was found due
+            return None
         if rollup.of_tasks(job.tasks) not in _ENDED:
             return None
         last = _last(job)
@@ -107,7 +111,10 @@ class JobResults:
     def _post(self, job: Job) -> Posted:
         last = _last(job)
         status = rollup.of_tasks(job.tasks)
-        kept = self.store.output(last.id)
+        try:
+            kept = self.store.output(last.id)
+        except NotFound:  # deleted since the claim: its journal row went with it
+            return Posted(job.id, False, "the job was deleted")
         tail = redact.tail(kept.tail if kept else "", TAIL_LINES)
         word, reason = gh.outcome(status.value, tail)
         body = comment(job, status, last, tail, word, reason, self.github.public_url)
