@@ -79,9 +79,9 @@ def _one(request: Request, provider: str, model: str) -> dict[str, Any]:
 
 @router.get("", dependencies=[Depends(viewer)])
 def list_models(request: Request) -> dict[str, Any]:
-    """The models in use (most recently used first) and those priced but unused, each with
-    the price a new call gets and where it comes from: ``config``, ``override``,
-    ``built-in``, or ``null`` (unpriced)."""
+    """The models used in the last 90 days (most recent first), then those priced but
+    unused; each with the price a new call gets and where it comes from: ``config``,
+    ``override``, ``built-in``, or ``null`` (unpriced)."""
     return {"models": [model_json(item) for item in services(request).timeline.model_prices()]}
 
 

@@ -89,8 +89,11 @@ class PriceOverrideStore(Accessor):
         with self._write("clearing a price override") as conn:
             return bool(conn.execute(delete(price_overrides).where(where)).rowcount)
 
-    def models_seen(self, limit: int = MODELS_LISTED) -> list[ModelSeen]:
-        """The models the timeline holds calls of, most recently used first."""
+    def models_seen(self, since: datetime, limit: int = MODELS_LISTED) -> list[ModelSeen]:
+        """The models the timeline holds calls of since ``since``, most recently used first.
+
+        Bounded by time so the read walks the index on ``at``, not every event ever kept.
+        """
         provider = func.lower(_E.provider)
         model = func.lower(_E.model)
         last = func.max(_E.at)
@@ -102,7 +105,7 @@ class PriceOverrideStore(Accessor):
                 func.sum(case((_E.unpriced == true(), 1), else_=0)),
                 last,
             )
-            .where(_E.model.is_not(None))
+            .where(_E.at >= to_epoch(since), _E.model.is_not(None))
             .group_by(provider, model)
             .order_by(last.desc())
             .limit(limit)

@@ -11,7 +11,7 @@ from __future__ import annotations
 import math
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import datetime, timedelta
 
 from watchkeeper.config import PriceOverride
 from watchkeeper.errors import Conflict, InvalidInput
@@ -29,6 +29,8 @@ _NAMES = {
     "cache_write_per_mtok": "the cache write price",
 }
 NAME_MAX = {"provider": 100, "model": 200}
+#: How far back a model counts as in use.
+IN_USE = timedelta(days=90)
 
 
 @dataclass(frozen=True, slots=True)
@@ -125,11 +127,12 @@ def set_price(
 
 
 def listing(store: PriceOverrideStore, pricer: Pricer, now: datetime) -> list[ModelPrice]:
-    """The models in use (most recent first), then those priced but not used yet."""
+    """The models used in the last :data:`IN_USE` (most recent first), then those priced but
+    not used in that time."""
     overrides = {(s.provider, s.model): s for s in store.stored()}
     found: list[ModelPrice] = []
     seen: set[tuple[str | None, str]] = set()
-    for used in store.models_seen():
+    for used in store.models_seen(now - IN_USE):
         key = (used.provider, used.model)
         seen.add(key)
         override = overrides.get((used.provider, used.model)) if used.provider else None

@@ -88,3 +88,14 @@ def test_the_file_wins_and_bad_prices_are_explained(server: LiveServer) -> None:
     assert refused.status_code == 403
     assert _call(server, "acme", "coder-1")["cost"] == pytest.approx(5.0)
     assert _listed(server)["acme/coder-1"]["price"]["source"] == "config"
+
+
+def test_a_model_not_called_for_ninety_days_is_no_longer_in_use(server: LiveServer) -> None:
+    # The clock stands at 2026-01-05 12:00 UTC.
+    old = {"phase": "implementer", "provider": "inhouse", "model": "retired", **MILLION}
+    with server.client("reporter") as http:
+        for at in ("2025-10-01T00:00:00Z", "2025-10-07T13:00:00Z"):
+            answer = http.post("/api/v1/events/batch", json={"events": [{**old, "at": at}]})
+            assert answer.status_code == 201, answer.text
+    listed = _listed(server)
+    assert "inhouse/retired" in listed and listed["inhouse/retired"]["calls"] == 1
