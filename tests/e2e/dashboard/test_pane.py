@@ -177,6 +177,11 @@ def test_integrations_say_what_is_configured_how_deliveries_went_and_never_a_sec
     content = page.content()
     assert "gh-s3cret-value" not in content and "T0KEN-IN-PATH" not in content
 
+    # The card reached the webhook: getting started has nothing left to do.
+    page.goto(f"{wired.url}/web/onboarding")
+    expect(page.locator("ol.steps > li[data-done='true']")).to_have_count(5)
+    expect(page.locator(".next-step")).to_contain_text("All done")
+
 
 def test_settings_list_tokens_budgets_and_admins_and_an_admin_makes_and_revokes_a_token(
     dashboard: Dashboard, pages: Any
