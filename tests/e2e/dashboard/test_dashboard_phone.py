@@ -37,6 +37,7 @@ NAV = [
     "Incidents",
     "Jobs",
     "Topology",
+    "Supervision",
     "Spend",
     "Processes",
     "Silences",
