@@ -9,6 +9,7 @@ from collections.abc import Callable
 
 import pytest
 
+from watchkeeper.errors import Conflict
 from watchkeeper.runtime import Runtime
 from watchkeeper.server.supervision import ServerSupervision
 from watchkeeper.supervise import ManualClock
@@ -100,6 +101,9 @@ def test_more_restarts_than_the_intensity_allows_make_the_tree_give_up(
             async with asyncio.timeout(30):
                 while _check(sup, "broken running")["status"] != "unhealthy":
                     await sup.monitor.run_once()
+            # Nothing can be restarted in a tree that gave up: the answer says what to do.
+            with pytest.raises(Conflict, match=r"gave up.*restart the server"):
+                await sup.restart_child("server/broken")
         finally:
             await sup.stop()
 

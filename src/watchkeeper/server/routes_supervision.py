@@ -15,7 +15,7 @@ from fastapi import APIRouter, Depends, Request
 from fastapi.responses import JSONResponse, Response
 from pydantic import BaseModel, Field
 
-from watchkeeper.errors import NotFound
+from watchkeeper.errors import Conflict, NotFound
 from watchkeeper.server.auth import admin, viewer
 from watchkeeper.server.routes_runs import ERRORS
 from watchkeeper.server.supervision import ServerSupervision
@@ -166,7 +166,7 @@ async def _web_act(
         message = await act(supervision_of(request))
     except NotFound as exc:
         return _refused(request, back, str(exc), 404)
-    except SuperviseError as exc:
+    except (Conflict, SuperviseError) as exc:
         return _refused(request, back, str(exc), 409)
     return answer(request, back, message, True)
 

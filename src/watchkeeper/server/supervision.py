@@ -19,11 +19,11 @@ import asyncio
 import contextlib
 import logging
 import time
-from collections.abc import Callable, Coroutine, Mapping, Sequence
+from collections.abc import Callable, Coroutine, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from watchkeeper.errors import NotFound
+from watchkeeper.errors import Conflict, NotFound
 from watchkeeper.notify.channels.base import Channel
 from watchkeeper.server.deps import Services
 from watchkeeper.supervise import (
@@ -45,6 +45,7 @@ from watchkeeper.supervise import (
     Supervisor,
     SupervisorBuilder,
     SupervisorGaveUp,
+    SupervisorStoppedError,
     coroutine_child,
 )
 
@@ -328,16 +329,30 @@ class ServerSupervision:
             raise NotFound(f"no supervised child {child_id!r}; the children are: {known}")
         return name
 
+    @contextlib.contextmanager
+    def _running_tree(self) -> Iterator[None]:
+        """A stopped tree's refusal, in the server's words."""
+        try:
+            yield
+        except SupervisorStoppedError as exc:
+            why = "gave up (too many restarts)" if self.gave_up else "is stopped"
+            raise Conflict(
+                f"the server's supervision tree {why}: its loops cannot be restarted one by "
+                "one; restart the server"
+            ) from exc
+
     async def restart_child(self, child_id: str) -> str:
         """Restart the child ``server/<name>`` now; what was done, in words."""
         name = self._child_name(child_id)
-        await self.supervisor.restart_child(name)
+        with self._running_tree():
+            await self.supervisor.restart_child(name)
         return f"{child_id} restarted"
 
     async def stop_child(self, child_id: str) -> str:
         """Stop the child ``server/<name>`` until it is restarted; what was done, in words."""
         name = self._child_name(child_id)
-        await self.supervisor.stop_child(name)
+        with self._running_tree():
+            await self.supervisor.stop_child(name)
         self._changed()
         return f"{child_id} stopped; restart it to run it again"
 
