@@ -20,7 +20,7 @@ from __future__ import annotations
 import logging
 from dataclasses import dataclass
 from datetime import datetime, timedelta
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, TypeVar
 
 from watchkeeper import redact
 from watchkeeper.clock import Now
@@ -42,6 +42,7 @@ TAIL_LINES = 20
 #: Most ends one sweep posts: a backlog drains over the next sweeps, never holding one long.
 BATCH = 20
 _ENDED = (JobStatus.SUCCEEDED, JobStatus.FAILED, JobStatus.CANCELLED)
+R = TypeVar("R")
 
 
 def checked_origin(value: str | None) -> str | None:
@@ -74,15 +75,20 @@ class JobResults:
         self.batch = BATCH
 
     def announce(self, job: Job) -> None:
-        """Label the job's issue ``watchkeeper:waiting``; a failure is logged, never raised."""
+        """Label the job's issue ``watchkeeper:waiting`` (if it came from one); a failure is
+        logged, never raised."""
+        if job.origin is None:
+            return
         unlabelled = self.github.announce(gh.origin_of(job.origin))
         if unlabelled:
             log.warning("Job %s: %s", job.id, unlabelled, extra={"action": "queue_github"})
 
-    def rearm(self, job_id: str) -> None:
-        """The job runs again: label it waiting, and post its next end too."""
-        if self.store.rearm_result(job_id):
+    def rearmed(self, job_id: str, result: R, *, again: bool = True) -> R:
+        """``result``, once a job that runs ``again`` (retried, resumed) is labelled waiting
+        and its next end is to be posted too."""
+        if again and self.store.rearm_result(job_id):
             self.announce(self.store.job(job_id))
+        return result
 
     def claim(self, job_id: str, now: datetime) -> Job | None:
         """Claim the post of the job's end if it has ended; the job when this call won."""

@@ -122,7 +122,6 @@ class QueueService:
         """Queue a job; its first task waits for a runner of ``fleet``. ``origin``
         (``github:OWNER/REPO#N``) is told how it ended when it ends (:mod:`results`)."""
         check_payload(payload)
-        kept_origin = checked_origin(origin)
         new = NewJob(
             title=title,
             org=org,
@@ -132,21 +131,18 @@ class QueueService:
             rerunnable=rerunnable,
             max_attempts=max_attempts or self.config.max_attempts,
             lease_s=lease_s or self.config.lease_s,
-            origin=kept_origin,
+            origin=checked_origin(origin),
         )
         job = self.store.submit(new, self.clock())
         log.info("Submitted job %s to fleet %s", job.id, fleet, extra={"action": "queue_submit"})
-        if kept_origin is not None:
-            self.results.announce(job)
+        self.results.announce(job)
         return job
 
     def resume(self, job_id: str, payload: dict[str, Any] | None = None) -> Task:
         """Add a continuation task to a job whose tasks have all ended."""
         if payload is not None:
             check_payload(payload)
-        task = self.store.resume(job_id, payload, self.clock())
-        self.results.rearm(job_id)
-        return task
+        return self.results.rearmed(job_id, self.store.resume(job_id, payload, self.clock()))
 
     def job(self, job_id: str) -> Job:
         """One job with its tasks."""
@@ -439,9 +435,7 @@ class QueueService:
     def retry(self, job_id: str) -> control.Controlled:
         """Queue the job's failed, cancelled and stuck tasks again."""
         done = control.retry(self.store, job_id, self.clock())
-        if done.affected:
-            self.results.rearm(job_id)
-        return done
+        return self.results.rearmed(job_id, done, again=bool(done.affected))
 
     def delete(self, job_id: str) -> control.Controlled:
         """Delete the job (refused while a task runs)."""
