@@ -162,3 +162,36 @@ def test_an_unknown_or_malformed_task_id_answers_the_not_found_page(
     assert answer is not None and answer.status == 404
     expect(page.locator("main h1")).to_have_text("Not found")
     expect(page.locator("main")).to_contain_text("no task")
+
+
+SILENT = "import os, sys, time\nwhile not os.path.exists(sys.argv[1]):\n    time.sleep(0.02)\n"
+
+
+@pytest.mark.usefixtures("runner")
+def test_a_task_that_printed_nothing_says_so_once_it_ended(
+    browser: Any, dashboard: Dashboard, tmp_path: Path
+) -> None:
+    gate = tmp_path / "gate"
+    with Client(dashboard.url, dashboard.token("ana")) as client:
+        job = client.jobs.submit(
+            "silent", org="o", fleet="ship", argv=[sys.executable, "-c", SILENT, str(gate)]
+        )
+        job_id, task_id = str(job["id"]), str(job["tasks"][0]["id"])
+        wait_for(
+            lambda: client.jobs.get(job_id)["status"] == "running",
+            what="the task's start",
+            timeout=60,
+        )
+        page = _page(browser, dashboard, PHONE)
+        page.goto(f"{dashboard.url}/web/tasks/{task_id}")
+        expect(page.locator("#task-no-output")).to_have_text(
+            "No output yet: its runner ships it while the task runs."
+        )
+        gate.touch()
+        expect(page.locator("#task-state")).to_contain_text("the task ended: succeeded")
+        expect(page.locator("#task-no-output")).to_have_text("The task printed nothing.")
+        expect(page.locator("#task-output")).to_be_hidden()  # no empty box
+        page.reload()
+        expect(page.locator("#task-no-output")).to_have_text("The task printed nothing.")
+        expect(page.locator("#task-output")).to_be_hidden()
+        page.context.close()

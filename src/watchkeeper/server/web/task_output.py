@@ -69,7 +69,7 @@ def first_view(queue: QueueService, task_id: str) -> dict[str, Any]:
             "mark": Mark(),
             "shown_from_start": True,
             "note": None,
-            "any": ended is not None,
+            "any": bool(ended and ended.tail),
         }
     whole = shipped.text.encode()
     return {
@@ -77,7 +77,7 @@ def first_view(queue: QueueService, task_id: str) -> dict[str, Any]:
         "mark": Mark(len(whole), shipped.run_id or ""),
         "shown_from_start": len(whole) <= PAGE_OUTPUT_BYTES,
         "note": cut_note(shipped),
-        "any": True,
+        "any": bool(shipped.text),
     }
 
 

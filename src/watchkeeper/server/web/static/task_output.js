@@ -28,6 +28,7 @@
     function ended(status) {
       done = true;
       if (controller) controller.abort();
+      if (empty && !pre.textContent && status !== "gone") empty.textContent = "The task printed nothing.";
       if (state) state.textContent = status === "gone"
         ? "the task is gone: it was deleted"
         : `the task ended: ${status}`;
