@@ -278,6 +278,17 @@ def decorate(app: Any) -> None:
     app.state.health_monitor = monitor
 
 
+#: The pages added with the single pane and the supervision canvas, shot at both sizes.
+PANE_PAGES = {
+    "incidents": "/web/incidents",
+    "supervision": "/web/supervision",
+    "models": "/web/models",
+    "integrations": "/web/integrations",
+    "settings": "/web/settings",
+    "onboarding": "/web/onboarding",
+}
+
+
 def photograph(base: str, token: str, shots: dict[str, str], out: Path) -> list[Path]:
     """Log in, then one full-page screenshot per page."""
     from playwright.sync_api import sync_playwright
@@ -317,7 +328,7 @@ def main() -> None:
         settings = settings_for(folder, url, kinds=KINDS, prices=PRICES)
         runtime = Runtime.open(settings, notifier=OpsNotifier(settings.ops))
         seed_runs(runtime)
-        _queue, job_id = seed_queue(runtime, folder)
+        queue, job_id = seed_queue(runtime, folder)
         seed_spend(runtime)
         token = runtime.store.tokens.create(Role.ADMIN, "ana", datetime.now(UTC))[1]
         engine = ProcEngine.from_settings(settings, runtime.store, runtime.clock)
@@ -340,6 +351,8 @@ def main() -> None:
                     "spend": "/web/spend",
                     "procs": "/web/procs",
                     "proc": f"/web/procs/{run.run_id}",
+                    **PANE_PAGES,
+                    "task": f"/web/tasks/{queue.job(job_id).tasks[0].id}",
                 }
                 taken = photograph(base, token, shots, args.out)
         finally:

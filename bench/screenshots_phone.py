@@ -1,7 +1,9 @@
 """Phone-sized and dark screenshots of the dashboard: ``docs/screenshots/phone-*.png``.
 
-Seeds the same world as ``bench/screenshots.py`` and photographs a few pages at
-390x844 (light), one opened menu, and the desktop home page in the dark theme.
+Seeds the same world as ``bench/screenshots.py`` and photographs, at 390x844
+(light), the home page, the jobs, a job, an incident, every page of the single
+pane, the supervision canvas and a task; one opened menu; and the desktop home
+page in the dark theme.
 
 Run::
 
@@ -74,7 +76,7 @@ def main() -> None:
         settings = shots.settings_for(folder, url, kinds=shots.KINDS, prices=shots.PRICES)
         runtime = Runtime.open(settings, notifier=OpsNotifier(settings.ops))
         shots.seed_runs(runtime)
-        _queue, job_id = shots.seed_queue(runtime, folder)
+        queue, job_id = shots.seed_queue(runtime, folder)
         shots.seed_spend(runtime)
         token = runtime.store.tokens.create(Role.ADMIN, "ana", datetime.now(UTC))[1]
         try:
@@ -86,6 +88,8 @@ def main() -> None:
                     "jobs": "/web/jobs",
                     "job": f"/web/jobs/{job_id}",
                     "incident": "/web/incidents/1",
+                    **shots.PANE_PAGES,
+                    "task": f"/web/tasks/{queue.job(job_id).tasks[0].id}",
                 }
                 taken = photograph(base, token, paths, out)
         finally:
