@@ -281,7 +281,6 @@ def decorate(app: Any) -> None:
 #: The pages added with the single pane and the supervision canvas, shot at both sizes.
 PANE_PAGES = {
     "incidents": "/web/incidents",
-    "supervision": "/web/supervision",
     "models": "/web/models",
     "integrations": "/web/integrations",
     "settings": "/web/settings",
