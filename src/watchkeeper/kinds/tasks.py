@@ -29,6 +29,7 @@ from watchkeeper.contract import (
 from watchkeeper.kinds.actions import ActionFailed, ActionRequest
 from watchkeeper.kinds.base import Adapter
 from watchkeeper.queue import control
+from watchkeeper.queue.results import JobResults
 from watchkeeper.records.queue import Task, TaskStatus
 from watchkeeper.store.queue import QueueStore
 from watchkeeper.store.queue.judging import JudgingReads, QueuedLine
@@ -101,6 +102,9 @@ class TasksAdapter(Adapter):
             done = control.retry_task(queue, request.run_id, now)
             if not done.affected:
                 raise ActionFailed(f"task {request.run_id} cannot be retried now")
+            # Its job runs again: where it came from hears so, and of its next end.
+            results = JobResults(queue, self.context.settings.forge, self.context.clock)
+            results.rearmed(queue.task(request.run_id).job_id, done)
             return f"queued {done.affected} task(s) again"
         return super().perform(request)
 
