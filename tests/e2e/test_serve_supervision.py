@@ -313,3 +313,24 @@ def test_a_viewers_session_reads_but_does_not_act(served: Served) -> None:
         assert served.child("notifier")["state"] == "running"
     finally:
         web.close()
+
+
+def test_the_dashboard_stream_tells_when_the_supervision_moves(served: Served) -> None:
+    web, _csrf = _login(served)
+    seen: list[str] = []
+    try:
+        with web.stream("GET", "/web/stream", timeout=30) as stream:
+            acted = False
+            for line in stream.iter_lines():
+                if line.startswith("event: "):
+                    seen.append(line.removeprefix("event: "))
+                if line == "event: hello" and not acted:
+                    acted = True
+                    stop = served.post("/api/v1/supervision/children/server/sweeper/stop")
+                    assert stop.status_code == 200
+                elif acted and line == "event: supervision":
+                    break
+    finally:
+        web.close()
+    after = seen[seen.index("hello") + 1 :]
+    assert "supervision" in after and "topology" in after, seen
