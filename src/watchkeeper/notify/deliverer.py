@@ -249,7 +249,9 @@ class Deliverer:
             return failed.result
         except CircuitOpenError as exc:
             # Not called: the row waits (as a definite non-send) until the breaker may probe.
-            return SendResult(SendOutcome.RETRY, error=str(exc), retry_after_s=exc.retry_in_s)
+            return SendResult(
+                SendOutcome.RETRY, error=str(exc), retry_after_s=exc.retry_in_s, called=False
+            )
 
     async def _call_counted(
         self, channel: Channel, delivery: Delivery, target: Target
@@ -299,7 +301,12 @@ class Deliverer:
                     target = replace(target, reply_to=card.platform_message_id)
             elif card is not None and card.status in {DeliveryStatus.PENDING,
                                                       DeliveryStatus.SENDING}:  # fmt: skip
-                return SendResult(SendOutcome.RETRY, error="waiting for its card to be sent first")
+                return SendResult(
+                    SendOutcome.RETRY,
+                    error="waiting for its card to be sent first",
+                    retry_after_s=2.0,
+                    called=False,
+                )
             elif delivery.purpose == "update":
                 return SendResult(SendOutcome.FAILED, error="its card did not arrive: no edit")
             # else a note whose card did not arrive goes out on its own
@@ -324,7 +331,7 @@ class Deliverer:
         self, delivery: Delivery, channel: Channel | None, result: SendResult
     ) -> Settlement:
         """What the row becomes after its call (logged unless sent)."""
-        attempts = delivery.attempts + 1
+        attempts = delivery.attempts + (1 if result.called else 0)
         outcome = result.outcome
         repeatable = delivery.purpose == "update" or (
             channel is not None and channel.idempotent_sends
@@ -344,6 +351,7 @@ class Deliverer:
             return Settlement(
                 delivery.id, DeliveryStatus.PENDING.value, error=result.error,
                 next_attempt_at=self.clock() + timedelta(seconds=delay),
+                uncalled=not result.called,
             )  # fmt: skip
         status = (
             DeliveryStatus.FAILED if outcome is SendOutcome.FAILED else DeliveryStatus.MAYBE_SENT

@@ -181,7 +181,7 @@ class OutboxStore(Accessor):
                 if s.status != DeliveryStatus.SENT.value:
                     settle_row(
                         conn, s.delivery_id, DeliveryStatus(s.status), exchange.now,
-                        error=s.error, next_attempt_at=s.next_attempt_at,
+                        error=s.error, next_attempt_at=s.next_attempt_at, uncalled=s.uncalled,
                     )  # fmt: skip
             answers = claim_all(conn, exchange, paces)
             write_paces(conn, before, paces)
@@ -294,14 +294,18 @@ def settle_row(
     error: str | None = None,
     next_attempt_at: datetime | None = None,
     claimed_by: str | None = None,
+    uncalled: bool = False,
 ) -> bool:
     """sending -> ``status`` on ``conn``, a failure or a maybe told on the incident; False
-    if the row was no longer sending (or no longer held by ``claimed_by``)."""
+    if the row was no longer sending (or no longer held by ``claimed_by``). ``uncalled``
+    gives back the attempt its claim counted: the platform was never called."""
     values: dict[str, Any] = {
         "status": status.value,
         "updated_at": to_epoch(now),
         "error": error,
     }
+    if uncalled:
+        values["attempts"] = deliveries.c.attempts - 1
     if message_id is not None:
         values["platform_message_id"] = message_id
     if next_attempt_at is not None:

@@ -53,6 +53,8 @@ class Settlement:
     message_id: str | None = None
     error: str | None = None
     next_attempt_at: datetime | None = None
+    #: The platform was not called: the claim's attempt is given back.
+    uncalled: bool = False
 
 
 @dataclass(frozen=True, slots=True)

@@ -10,7 +10,7 @@ import asyncio
 
 from watchkeeper.clock import ManualClock
 from watchkeeper.notify.channels.base import Channel, SendOutcome, SendResult
-from watchkeeper.notify.deliverer import Deliverer
+from watchkeeper.notify.deliverer import MAX_ATTEMPTS, Deliverer
 from watchkeeper.notify.message import Message, Target
 from watchkeeper.store import Store
 from watchkeeper.store.outbox import DeliveryStatus
@@ -85,3 +85,30 @@ def test_refusals_and_rate_limits_do_not_open_it(store: Store, clock: ManualCloc
             asyncio.run(deliverer.deliver_due())
         assert platform.calls == 3
         assert deliverer.breakers["webhook"].state is CircuitState.CLOSED
+
+
+def test_a_message_kept_waiting_by_an_open_breaker_spends_none_of_its_attempts(
+    store: Store, clock: ManualClock
+) -> None:
+    platform = Platform(SendResult(SendOutcome.MAYBE_SENT, error="HTTP 503: down"))
+    deliverer = Deliverer(store, {"webhook": platform}, clock, claimer="replica-a")
+    breaker_clock = BreakerClock()
+    deliverer.breakers["webhook"] = CircuitBreaker(
+        "notify:webhook", fail_max=2, reset_timeout_s=30, clock=breaker_clock
+    )
+    for key in ("a", "b"):
+        _enqueue(store, clock, key)
+        asyncio.run(deliverer.deliver_due())
+    waiting = _enqueue(store, clock, "c")
+    for _ in range(MAX_ATTEMPTS + 4):  # the platform stays down longer than eight tries
+        asyncio.run(deliverer.deliver_due())
+        row = store.outbox.get(waiting)
+        assert row.status is DeliveryStatus.PENDING, row.error
+        assert row.attempts == 0
+        clock.advance(31)
+    assert platform.calls == 2
+    platform.result = SendResult(SendOutcome.SENT, message_id="m-1")
+    breaker_clock.advance(31)  # the breaker lets its probe through
+    asyncio.run(deliverer.deliver_due())
+    row = store.outbox.get(waiting)
+    assert row.status is DeliveryStatus.SENT and row.attempts == 1

@@ -52,6 +52,9 @@ class SendResult:
     #: Seconds the conversation's route may take no other call (the platform said its
     #: bucket is spent), whatever the call's outcome.
     hold_s: float | None = None
+    #: False when the platform was never called (its breaker is open, or a note waits for
+    #: its card): a wait like that spends none of the message's attempts.
+    called: bool = True
 
 
 def classify_error(exc: httpx.HTTPError) -> SendResult:
