@@ -72,6 +72,12 @@ PAGES = {
     "spend": "/web/spend",
     "processes": "/web/procs",
     "silences": "/web/silences",
+    "task": "/web/tasks/{task}",
+    "supervision": "/web/supervision",
+    "models": "/web/models",
+    "integrations": "/web/integrations",
+    "settings": "/web/settings",
+    "getting started": "/web/onboarding",
 }
 PAINTED = "performance.getEntriesByType('paint').length >= 2"
 TIMINGS = """() => {
