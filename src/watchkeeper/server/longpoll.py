@@ -176,3 +176,12 @@ def held_stream(
     """Stream ``content`` under a hold of token ``holder`` (429 at once past a cap)."""
     hold = long_waits_of(app).acquire(holder)
     return _HeldStream(hold, content, media_type=media_type, headers=headers)
+
+
+def sse_event(event: str, data: str, ident: str | int | None = None) -> str:
+    """One server-sent event: every line of ``data`` its own ``data:`` line (a line break
+    of any kind ends a line), with its ``id`` when given."""
+    text = data.replace("\r\n", "\n").replace("\r", "\n")
+    lines = "".join(f"data: {line}\n" for line in text.split("\n"))
+    head = "" if ident is None else f"id: {ident}\n"
+    return f"{head}event: {event}\n{lines}\n"

@@ -19,7 +19,7 @@ from watchkeeper.queue.output import cut_note
 from watchkeeper.queue.service import QueueService
 from watchkeeper.queue.views import event_json, job_json, task_json
 from watchkeeper.server.deps import services
-from watchkeeper.server.longpoll import held_stream, unless_set
+from watchkeeper.server.longpoll import held_stream, sse_event, unless_set
 from watchkeeper.server.routes_events import stopping_of
 from watchkeeper.server.routes_timeline import record_key
 from watchkeeper.server.web import charts, jobsview, tasks
@@ -211,13 +211,6 @@ async def task_page(
     return await detail_page(request, current, "task.html", f"Task {task_id}", read)
 
 
-def _sse(event: str, data: str, ident: str | None = None) -> str:
-    text = data.replace("\r\n", "\n").replace("\r", "\n")
-    lines = "".join(f"data: {line}\n" for line in text.split("\n"))
-    head = "" if ident is None else f"id: {ident}\n"
-    return f"{head}event: {event}\n{lines}\n"
-
-
 @router.get("/web/tasks/{task_id}/follow")
 async def follow_output(
     request: Request,
@@ -249,14 +242,14 @@ async def follow_output(
             try:
                 found = await asyncio.to_thread(outputs.gained, queue, task_id, mark)
             except NotFound:
-                yield _sse("end", "gone")
+                yield sse_event("end", "gone")
                 return
             if found.restarted or found.text:
                 mark = found.mark
                 name = "reset" if found.restarted else "output"
-                yield _sse(name, found.text, mark.ident())
+                yield sse_event(name, found.text, mark.ident())
             if found.ended is not None:
-                yield _sse("end", found.ended)
+                yield sse_event("end", found.ended)
                 return
             if not found.text:
                 # A stopping server ends the stream now; the page resumes it from the event id.

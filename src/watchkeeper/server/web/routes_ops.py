@@ -17,7 +17,7 @@ from watchkeeper.queue.views import task_json
 from watchkeeper.redact import redact, redact_bytes, whole_lines
 from watchkeeper.server.deps import services
 from watchkeeper.server.fields import INT64_MAX
-from watchkeeper.server.longpoll import held_stream, unless_set
+from watchkeeper.server.longpoll import held_stream, sse_event, unless_set
 from watchkeeper.server.routes_events import stopping_of
 from watchkeeper.server.schemas import RUN_ID_PATTERN, RunId
 from watchkeeper.server.web import charts
@@ -259,13 +259,6 @@ def _read_from(request: Request, run_id: str, offset: int) -> tuple[bytes, bool,
     return chunk, run.status.ended, engine.effective_status(run)
 
 
-def _sse(event: str, data: str, ident: int | None = None) -> str:
-    text = data.replace("\r\n", "\n").replace("\r", "\n")
-    lines = "".join(f"data: {line}\n" for line in text.split("\n"))
-    head = "" if ident is None else f"id: {ident}\n"
-    return f"{head}event: {event}\n{lines}\n"
-
-
 @router.get("/web/procs/{run_id}/log")
 async def follow_log(
     request: Request,
@@ -294,7 +287,7 @@ async def follow_log(
             try:
                 chunk, ended, status = await asyncio.to_thread(_read_from, request, run_id, at)
             except NotFound:
-                yield _sse("end", "gone")
+                yield sse_event("end", "gone")
                 return
             # Whole lines only: a secret written in two pieces is recognisable once its line
             # is complete; the event id stays at the end of what was sent, for resuming.
@@ -303,10 +296,10 @@ async def follow_log(
             )
             if ready:
                 at += ready
-                yield _sse("log", redact_bytes(chunk[:ready]).decode("utf-8"), at)
+                yield sse_event("log", redact_bytes(chunk[:ready]).decode("utf-8"), at)
                 continue
             if ended:
-                yield _sse("end", status)
+                yield sse_event("end", status)
                 return
             # A stopping server ends the stream now; the page resumes it from the event id.
             await unless_set(stopping, asyncio.sleep(LOG_POLL_S))
