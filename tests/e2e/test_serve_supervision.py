@@ -6,7 +6,6 @@ from __future__ import annotations
 import re
 import signal
 import subprocess
-import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -16,10 +15,8 @@ from typing import Any
 import httpx
 import pytest
 
-from ..integration.server import free_port
-from ..support.cli import WK, cli_env
 from ..support.json_server import JsonHandler, JsonServer, answering
-from ..support.serving import healthy
+from ..support.serving import serving
 from ..support.waiting import wait_for
 
 LOOPS = ["leader-lease", "sweeper", "notifier"]
@@ -74,41 +71,14 @@ class Served:
 
 @contextmanager
 def serve(config: Path) -> Iterator[Served]:
-    """``serve`` with ``config``; its log is kept (not only drained) for the test to read."""
-    port = free_port()
-    process = subprocess.Popen(
-        [*WK, "--config", str(config), "serve", "--port", str(port)],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-        text=True,
-        env=cli_env(),
-    )
-    assert process.stdout is not None
-    token = None
+    """``serve`` with ``config``; its log is kept (not only drained) for the test to read,
+    and it is stopped gracefully (SIGINT) at the end."""
     lines: list[str] = []
-    for line in process.stdout:
-        lines.append(line)
-        if line.strip().startswith("wk_"):
-            token = line.strip()
-        if "watchkeeper serving on" in line:
-            break
-    assert token is not None, "".join(lines)
-    keep = threading.Thread(target=lambda: lines.extend(process.stdout or []), daemon=True)
-    keep.start()
-    served = Served(process, f"http://127.0.0.1:{port}", token, lines)
-    try:
-        wait_for(lambda: healthy(served.url), what="the server answering /healthz", timeout=10)
-        yield served
-    finally:
+    with serving(config, log=lines) as (process, url, token):
+        yield Served(process, url, token, lines)
         if process.poll() is None:
             process.send_signal(signal.SIGINT)
-            try:
-                process.wait(timeout=30)
-            except subprocess.TimeoutExpired:
-                process.kill()
-                process.wait(timeout=10)
-        keep.join(timeout=5)
-        process.stdout.close()
+            process.wait(timeout=30)
 
 
 @pytest.fixture

@@ -25,11 +25,15 @@ def healthy(url: str) -> bool:
 
 
 @contextmanager
-def serving(config_file: Path) -> Iterator[tuple[subprocess.Popen[str], str, str]]:
+def serving(
+    config_file: Path, log: list[str] | None = None
+) -> Iterator[tuple[subprocess.Popen[str], str, str]]:
     """Start ``serve`` on a fresh data folder; yields the process, its URL and first admin token.
 
     A server still running at the end is killed; stop it first to test a graceful stop.
+    Every line the server prints is added to ``log`` when one is given.
     """
+    kept = log if log is not None else []
     port = free_port()
     process = subprocess.Popen(
         [*WK, "--config", str(config_file), "serve", "--port", str(port)],
@@ -41,13 +45,14 @@ def serving(config_file: Path) -> Iterator[tuple[subprocess.Popen[str], str, str
     assert process.stdout is not None
     token = None
     for line in process.stdout:
+        kept.append(line)
         if line.strip().startswith("wk_"):
             token = line.strip()
         if "watchkeeper serving on" in line:
             break
-    assert token is not None, "a new data folder prints its first admin token"
+    assert token is not None, "a new data folder prints its first admin token:\n" + "".join(kept)
     # Keep draining the server's log so a full pipe never blocks it.
-    drain = threading.Thread(target=lambda: [None for _ in process.stdout or []], daemon=True)
+    drain = threading.Thread(target=lambda: kept.extend(process.stdout or []), daemon=True)
     drain.start()
     url = f"http://127.0.0.1:{port}"
     try:
