@@ -253,7 +253,11 @@ class Sweeper:
         """Sweep until ``stop`` is set; a failing sweep is logged and retried next tick."""
         self._loop = asyncio.get_running_loop()
         self._changed = asyncio.Event()
-        if self.leadership is not None:
+        # A loop restarted by its supervisor registers once, not once per start.
+        if (
+            self.leadership is not None
+            and self._leadership_changed not in self.leadership.on_change
+        ):
             self.leadership.on_change.append(self._leadership_changed)
         while not stop.is_set():
             self._wake_at = None  # a report poked during the sweep leaves its deadline here
