@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from typing import TYPE_CHECKING
 
 from watchkeeper.supervise.children import Outcome
 from watchkeeper.supervise.clock import Clock, Timer
@@ -30,17 +31,15 @@ class OnDemand:
     _restart_timers: dict[object, Timer]
     _restarts_total: int
 
-    async def _stop_slot(self, slot: Slot) -> Outcome:
-        raise NotImplementedError
+    if TYPE_CHECKING:  # the supervisor's own, which this mixin's requests go through
 
-    def _publish_exit(self, slot: Slot, outcome: Outcome, *, will_restart: bool) -> None:
-        raise NotImplementedError
+        async def _stop_slot(self, slot: Slot) -> Outcome: ...
 
-    async def _start_slot(self, slot: Slot) -> Outcome | None:
-        raise NotImplementedError
+        def _publish_exit(self, slot: Slot, outcome: Outcome, *, will_restart: bool) -> None: ...
 
-    async def _child_exited(self, slot: Slot, outcome: Outcome) -> None:
-        raise NotImplementedError
+        async def _start_slot(self, slot: Slot) -> Outcome | None: ...
+
+        async def _child_exited(self, slot: Slot, outcome: Outcome) -> None: ...
 
     async def restart_child(self, name: str) -> None:
         """Stop the named child if it runs and start it again (a restart on request).
