@@ -141,13 +141,19 @@ def spend(
     by: str = typer.Option("model", "--by", help="org, job, role, model, provider or day"),
     org: str | None = typer.Option(None, "--org"),
     job_id: str | None = typer.Option(None, "--job"),
+    since: str | None = typer.Option(
+        None, "--since", help="only calls from then on: a date (that whole UTC day) or a time"
+    ),
+    until: str | None = typer.Option(
+        None, "--until", help="only calls until then: a date (that day counts) or a time"
+    ),
     server: str | None = SERVER,
     token: str | None = TOKEN,
     as_json: bool = JSON,
 ) -> None:
     """What model calls cost, grouped, with totals and how many calls were unpriced."""
     with connect(server, token) as client:
-        body = client.timeline.spend(by, org=org, job_id=job_id)
+        body = client.timeline.spend(by, org=org, job_id=job_id, since=since, until=until)
     if as_json:
         print_json(body)
         return

@@ -3,6 +3,7 @@ SQLite and PostgreSQL; a date means that whole (UTC) day, a time that instant.""
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator
 from datetime import UTC, date, datetime
 
@@ -104,3 +105,19 @@ def test_the_sdk_takes_dates_times_and_text_for_the_range(server: LiveServer) ->
         )
         assert _tokens(times) == 2_000
         assert _tokens(viewer.timeline.spend("role", since="2026-01-06")) == 12_000
+
+
+@pytest.mark.parametrize("db_url", ["sqlite"], indirect=True)
+def test_the_command_line_reads_the_same_range(server: LiveServer) -> None:
+    from tests.support.cli import wk
+
+    where = ("--server", server.url, "--token", server.tokens["viewer"])
+    done = wk("spend", "--by", "day", "--since", "2026-01-05", "--until", "2026-01-06",
+              "--json", *where)  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    body = json.loads(done.stdout)
+    assert body["totals"]["calls"] == 2
+    assert body["totals"]["input_tokens"] == 6_000
+    refused = wk("spend", "--since", "last tuesday", *where)
+    assert refused.returncode != 0
+    assert "since" in refused.stderr and "Traceback" not in refused.stderr
