@@ -49,14 +49,16 @@ def answer_of(status: int, content: bytes, reason: str, retry_after_header: str 
     raises :class:`ClientError` with the server's code and message (:class:`Busy` for 429)."""
     if 200 <= status < 300:
         return json.loads(content) if content else None
+    field = None
     try:
         error = json.loads(content)["error"]
         code, message = str(error["code"]), str(error["message"])
-    except (ValueError, KeyError, TypeError):
+        field = error.get("field") if isinstance(error.get("field"), str) else None
+    except (ValueError, KeyError, TypeError, AttributeError):
         code, message = "http_error", content.decode("utf-8", "replace")[:500] or reason
     if status == 429:
         raise Busy(code, message, retry_after(retry_after_header))
-    raise ClientError(status, code, message)
+    raise ClientError(status, code, message, field)
 
 
 def unreachable(url: str, exc: BaseException) -> ClientError:

@@ -95,9 +95,10 @@ class KindUnreadable(WatchkeeperError):
 class ClientError(WatchkeeperError):
     """The watchkeeper server answered a client call with an error."""
 
-    def __init__(self, status: int, code: str, message: str) -> None:
+    def __init__(self, status: int, code: str, message: str, field: str | None = None) -> None:
         # Status 0: no HTTP answer came at all, and the message says why in words.
         super().__init__(f"{message} (HTTP {status}, {code})" if status else message)
         self.status = status
         self.code = code
         self.message = message
+        self.field = field
