@@ -7,13 +7,14 @@ import logging
 import signal
 import threading
 from collections.abc import Iterator
+from pathlib import Path
 from types import FrameType
 from typing import TYPE_CHECKING
 
 import typer
 
 from watchkeeper import logsafety
-from watchkeeper.cli.common import settings
+from watchkeeper.cli.common import settings, state
 from watchkeeper.cli_console import console
 
 if TYPE_CHECKING:
@@ -51,6 +52,7 @@ def serve(
 
     try:
         app = create_app(runtime)
+        app.state.config_file = _read_from(state(ctx).config_path)
         server = Server(
             server_config(app, bind_host, bind_port, log_level="info", access_log=access_log),
             on_stop=[lambda: stop_streams(app)],
@@ -63,6 +65,16 @@ def serve(
             raise typer.Exit(3)  # uvicorn said why (e.g. the port is in use)
     finally:
         runtime.close()
+
+
+def _read_from(given: str | None) -> str | None:
+    """The configuration file this server read (``--config`` or ``WATCHKEEPER_CONFIG``), whole."""
+    import os
+
+    from watchkeeper.config import CONFIG_ENV
+
+    chosen = given or os.environ.get(CONFIG_ENV)
+    return str(Path(chosen).resolve()) if chosen else None
 
 
 def _exit_cleanly(_signal: int, _frame: FrameType | None) -> None:

@@ -4,12 +4,16 @@ from __future__ import annotations
 
 import os
 
+from fastapi import Request
+
 from watchkeeper.config import CONFIG_ENV
 
 
-def config_path() -> str:
-    """The configuration file the server was started with, as far as the server can tell."""
-    return os.environ.get(CONFIG_ENV) or "the configuration file"
+def config_path(request: Request) -> str:
+    """The configuration file the server was started with: the one ``serve`` read, else
+    ``WATCHKEEPER_CONFIG``'s, else words for it."""
+    read = getattr(request.app.state, "config_file", None)
+    return str(read or os.environ.get(CONFIG_ENV) or "the configuration file")
 
 
 def per_mtok(value: float | None) -> str:

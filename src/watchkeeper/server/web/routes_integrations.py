@@ -45,4 +45,5 @@ async def integrations_page(request: Request, current: Session = Depends(session
     """GitHub, Linear, the chat platforms and the webhook: configured, last delivery, failures."""
     items = await asyncio.to_thread(services(request).install.integrations)
     return page(request, "integrations.html", current, integrations=[_card(i) for i in items],
-                where=config_path(), **await chrome(request), title="Integrations")  # fmt: skip
+                where=config_path(request), **await chrome(request),
+                title="Integrations")  # fmt: skip

@@ -70,7 +70,7 @@ def grouped(items: Sequence[ModelPrice], where: str) -> list[dict[str, Any]]:
 async def models_page(request: Request, current: Session = Depends(session)) -> HTMLResponse:
     """The priced models in use, per provider, with a form to set an override (admins)."""
     items = await asyncio.to_thread(services(request).timeline.model_prices)
-    return page(request, "models.html", current, providers=grouped(items, config_path()),
+    return page(request, "models.html", current, providers=grouped(items, config_path(request)),
                 **await chrome(request), title="Models")  # fmt: skip
 
 

@@ -41,8 +41,8 @@ def _steps(request: Request) -> list[dict[str, Any]]:
             "title": "Connect a chat",
             "done": found.install.chat_configured(),
             "said": "a chat platform or the webhook is configured",
-            "how": f"Write {config_path()} for your chat platform (telegram, discord or slack), "
-            "check it, and restart the server:",
+            "how": f"Write {config_path(request)} for your chat platform "
+            "(telegram, discord or slack), check it, and restart the server:",
             "command": "watchkeeper init --platform slack --chat slack:C0123",
         },
         {

@@ -64,7 +64,7 @@ def _budgets(found: Services, where: str) -> list[dict[str, Any]]:
 
 def _context(request: Request) -> dict[str, Any]:
     found = services(request)
-    where = config_path()
+    where = config_path(request)
     settings = found.settings
     active = found.silences.list(active=True, limit=1000)
     return {
