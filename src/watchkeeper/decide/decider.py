@@ -8,19 +8,22 @@ kind's function runs; the function's answer is journalled afterwards.
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import os
 import re
 import socket
-from collections.abc import Mapping
-from dataclasses import dataclass
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, replace
 from datetime import datetime
 from enum import StrEnum
+from functools import partial
 
 from watchkeeper.clock import Now
 from watchkeeper.config import AdminsConfig
 from watchkeeper.contract import Action, Condition, Effects, RunView
 from watchkeeper.decide.actors import Actor, via_label
+from watchkeeper.decide.crowd import Ask, Crowds, Later, Verdict
 from watchkeeper.decide.diagnose import Diagnoser
 from watchkeeper.decide.offer import DECIDING, JOURNALLED, buttons, label
 from watchkeeper.decide.turns import Turns
@@ -65,6 +68,20 @@ class PressResult:
     def won(self) -> bool:
         """Whether this press decided the incident."""
         return self.outcome in {Outcome.DONE, Outcome.FAILED, Outcome.DISMISSED}
+
+
+@dataclass(frozen=True, slots=True)
+class Claimed:
+    """A press that made its claim: won (its action still to carry out) or beaten to it."""
+
+    incident: Incident
+    action: Action
+    state_token: str
+    actor: Actor
+    adapter: Adapter | None
+    result: ClaimResult
+    #: The decision the claim made, should it have won.
+    decision: Decision
 
 
 def parse_action(value: str) -> Action:
@@ -116,6 +133,7 @@ class Decider:
         #: Journalled with each action, so other replicas recover it once this one is gone.
         self.replica = replica
         self._turns = Turns()
+        self._crowds: Crowds[PressResult] = Crowds(self.press_together)
 
     def offered(self, incident: Incident, run: RunView | None = None) -> list[Action]:
         """The buttons ``incident`` shows now."""
@@ -145,9 +163,67 @@ class Decider:
         incident = self.store.incidents.get(incident_id, with_events=chosen is Action.DIAGNOSE)
         if chosen is Action.DIAGNOSE:
             return self._diagnose(incident, actor)
+        step = self._judge(incident, chosen, state_token, actor)
+        if isinstance(step, Claimed):
+            return self.finish(step)
+        press, result = step
+        self.store.decisions.record_press(press)
+        return result
+
+    async def press_async(
+        self, incident_id: int, action: Action | str, state_token: str | None, actor: Actor
+    ) -> PressResult:
+        """:meth:`press` from the event loop: presses of one incident arriving together are
+        judged from one read and their losses recorded in one write (see :class:`Crowds`)."""
+        chosen = parse_action(action) if isinstance(action, str) else action
+        if chosen is Action.DIAGNOSE:
+            return await asyncio.to_thread(self.press, incident_id, chosen, state_token, actor)
+        return await self._crowds.press(incident_id, Ask(chosen, state_token, actor))
+
+    def press_together(self, incident_id: int, asks: Sequence[Ask]) -> list[Verdict[PressResult]]:
+        """Judge presses of one incident that all arrived before this call, in order.
+
+        One read of the incident serves them all: once one of them decides it (or
+        the read finds it decided), the others lose to that decision without
+        another read. The losses are recorded in one transaction before this
+        returns; a winner's action is left to :meth:`finish`. A press that cannot
+        be judged (no state token on an undecided card) gets its own error.
+        """
+        incident: Incident | None = None
+        verdicts: list[Verdict[PressResult]] = []
+        losses: list[Press] = []
+        for ask in asks:
+            try:
+                if incident is None:
+                    incident = self.store.incidents.get(incident_id, with_events=False)
+                step = self._judge(incident, ask.action, ask.state_token, ask.actor)
+            except WatchkeeperError as exc:
+                verdicts.append(exc)
+                continue
+            if isinstance(step, Claimed):
+                if step.result.won:
+                    # Every later press arrived before this commit: it lost to this decision.
+                    incident = replace(step.incident, decision=step.decision)
+                    verdicts.append(Later(partial(self.finish, step)))
+                else:
+                    # Another process decided first: explained from a read of its own.
+                    verdicts.append(self.finish(step))
+                    incident = None
+                continue
+            press, result = step
+            losses.append(press)
+            verdicts.append(result)
+        if losses:
+            self.store.decisions.record_presses(losses)
+        return verdicts
+
+    def _judge(
+        self, incident: Incident, chosen: Action, state_token: str | None, actor: Actor
+    ) -> tuple[Press, PressResult] | Claimed:
+        """A loss to record (and its answer), or the claim this press made."""
         early = self._early_loss(incident, chosen, actor)
         if early is not None:
-            return self._lose(incident, chosen, state_token, actor, *early)
+            return self._loss(incident, chosen, state_token, actor, *early)
         if not state_token:
             raise InvalidInput(
                 "state_token is required: send the token shown with the incident", "state_token"
@@ -162,10 +238,11 @@ class Decider:
                 adapter = self.adapters.get(incident.key.kind)
                 early = self._check(incident, chosen, state_token, adapter)
             if early is None:
-                claim = self._claim_in_turn(incident, chosen, state_token, actor)
+                result, now = self._claim_in_turn(incident, chosen, state_token, actor)
         if early is not None:
-            return self._lose(incident, chosen, state_token, actor, *early)
-        return self._after_claim(incident, chosen, state_token, actor, adapter, *claim)
+            return self._loss(incident, chosen, state_token, actor, *early)
+        decision = Decision(chosen.value, actor.name, actor.via, now)
+        return Claimed(incident, chosen, state_token, actor, adapter, result, decision)
 
     def _early_loss(
         self, incident: Incident, chosen: Action, actor: Actor
@@ -234,25 +311,20 @@ class Decider:
         )
         return self.store.decisions.claim(claim, incident.key.kind, incident.key.run_id, now), now
 
-    def _after_claim(
-        self,
-        incident: Incident,
-        action: Action,
-        state_token: str,
-        actor: Actor,
-        adapter: Adapter | None,
-        result: ClaimResult,
-        now: datetime,
-    ) -> PressResult:
-        if not result.won:
-            return self._explain_loss(incident.id, action, state_token, actor)
-        decision = Decision(action.value, actor.name, actor.via, now)
+    def finish(self, claimed: Claimed) -> PressResult:
+        """After a claim: a winner's action carried out and journalled, a loser told why."""
+        incident, action, actor = claimed.incident, claimed.action, claimed.actor
+        if not claimed.result.won:
+            return self._explain_loss(incident.id, action, claimed.state_token, actor)
+        decision = claimed.decision
         if action is Action.DISMISS:
             message = "dismissed: this failure of this work will not be reported again"
             return PressResult(Outcome.DISMISSED, message, incident.id, action, decision)
-        assert result.action_id is not None
-        assert adapter is not None
-        return self._carry_out(incident, action, actor, adapter, result.action_id, decision)
+        assert claimed.result.action_id is not None
+        assert claimed.adapter is not None
+        return self._carry_out(
+            incident, action, actor, claimed.adapter, claimed.result.action_id, decision
+        )
 
     def _carry_out(
         self,
@@ -324,20 +396,31 @@ class Decider:
         outcome: Outcome,
         message: str,
     ) -> PressResult:
-        now = self.clock()
-        self.store.decisions.record_press(
-            Press(
-                incident.id,
-                now,
-                actor.name,
-                actor.via,
-                action.value,
-                state_token,
-                outcome.value,
-                message,
-            )
+        press, result = self._loss(incident, action, state_token, actor, outcome, message)
+        self.store.decisions.record_press(press)
+        return result
+
+    def _loss(
+        self,
+        incident: Incident,
+        action: Action,
+        state_token: str | None,
+        actor: Actor,
+        outcome: Outcome,
+        message: str,
+    ) -> tuple[Press, PressResult]:
+        """A losing press's row for the history, and its answer."""
+        press = Press(
+            incident.id,
+            self.clock(),
+            actor.name,
+            actor.via,
+            action.value,
+            state_token,
+            outcome.value,
+            message,
         )
-        return PressResult(outcome, message, incident.id, action, incident.decision)
+        return press, PressResult(outcome, message, incident.id, action, incident.decision)
 
     def _diagnose(self, incident: Incident, actor: Actor) -> PressResult:
         diagnosis = self.diagnoser.diagnose(incident, self.offered(incident))

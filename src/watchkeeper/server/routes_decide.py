@@ -93,7 +93,7 @@ def _answer(result: PressResult) -> JSONResponse:
 
 
 @router.post("/api/v1/incidents/{incident_id}/decide")
-def decide(
+async def decide(
     body: DecideBody,
     request: Request,
     incident_id: int = Path(ge=1, le=INT32_MAX),
@@ -102,7 +102,9 @@ def decide(
     """Press a button. The first decision wins everywhere; later presses are told who won.
 
     The press is recorded as made on the API (or the command line): the dashboard and
-    the chat platforms press through their own routes.
+    the chat platforms press through their own routes. Presses of one card in flight
+    together are judged together, off the event loop, in as few reads and writes as
+    their order allows.
     """
     if body.via is not None and body.via not in _LEGACY_VIAS:
         message = (
@@ -110,7 +112,7 @@ def decide(
             "the API; remove the via field (press on the dashboard to press as the dashboard)"
         )
         return error_response(400, "via_not_allowed", message, "via")
-    result = services(request).decider.press(
+    result = await services(request).decider.press_async(
         incident_id, body.action, body.state_token, actor_of(token, api_via(request))
     )
     return _answer(result)

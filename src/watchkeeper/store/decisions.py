@@ -201,6 +201,12 @@ class DecisionStore(Accessor):
         """
         self._losers.run([press])
 
+    def record_presses(self, rows: Sequence[Press]) -> None:
+        """Append presses that did not win, all in one transaction (shared, like
+        :meth:`record_press`'s, with what other threads record at the same moment)."""
+        if rows:
+            self._losers.run(rows)
+
     def _record_presses(self, rows: Sequence[Press]) -> list[None]:
         with self._write("recording a press") as conn:
             conn.execute(insert(presses), [_press_values(press) for press in rows])
