@@ -171,6 +171,20 @@ class Runners(ApiPart):
         answer = self._post("/api/v1/tasks/outcomes", {"outcomes": outcomes})
         return list(answer["outcomes"])
 
+    def report_and_lease(
+        self, runner_id: str, outcomes: builtins.list[dict[str, Any]], max: int = 1
+    ) -> dict[str, Any]:
+        """Report outcomes (as :meth:`report`) and lease up to ``max`` tasks into the slots
+        they free, in one request and one transaction.
+
+        The answer has ``outcomes`` (as :meth:`report` returns) and ``tasks`` (as
+        :meth:`lease` returns). A request refused as a whole (say, an unknown
+        runner) recorded no outcome.
+        """
+        path = f"/api/v1/runners/{segment(runner_id)}/lease"
+        answer = self._post(path, {"max": max, "outcomes": outcomes})
+        return {"outcomes": list(answer["outcomes"]), "tasks": list(answer["tasks"])}
+
     def fail(
         self,
         task_id: str,

@@ -40,7 +40,7 @@ PARTS = {
     "jobs": ["cancel", "delete", "get", "list", "output", "resume", "retry", "submit", "task"],
     "runners": [
         "complete", "fail", "heartbeat", "lease", "list", "output", "register", "renew", "report",
-        "ship_output", "stop",
+        "report_and_lease", "ship_output", "stop",
         "topology",
     ],
     "timeline": ["emit", "emit_batch", "events", "last_progress_at", "record", "spend"],

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
@@ -19,6 +19,7 @@ from watchkeeper.contract import fingerprint as failure_fingerprint
 from watchkeeper.errors import InvalidInput, NotFound
 from watchkeeper.queue import control, launcher, rollup, rules
 from watchkeeper.queue.errors import LeaseLost
+from watchkeeper.queue.leasing import fingerprinted, lease_terms
 from watchkeeper.queue.results import JobResults, checked_origin
 from watchkeeper.queue.topology import topology
 from watchkeeper.queue.views import TaskUpdated, task_json
@@ -29,12 +30,10 @@ from watchkeeper.records.queue import (
     Lease,
     NewJob,
     NewRunner,
-    OrgLoad,
     QueuedTask,
     Recovery,
     Runner,
     Task,
-    TaskStatus,
 )
 from watchkeeper.store.group_commit import GroupCommit
 from watchkeeper.store.queue import End as End  # the outcome a route records
@@ -315,25 +314,30 @@ class QueueService:
         A leased task a restart had interrupted loses its marker; ``on_update``
         gets its new form.
         """
-        limit = max(1, min(limit, MAX_LEASE_BATCH))
+        return self.report_and_lease(runner_id, [], max(1, limit), on_update=on_update)[1]
+
+    def report_and_lease(
+        self,
+        runner_id: str,
+        ends: Sequence[End],
+        limit: int,
+        *,
+        on_update: TaskUpdated | None = None,
+    ) -> tuple[list[Task | LeaseLost], list[Lease]]:
+        """Record a runner's outcomes as :meth:`end_many` does (a lost lease is refused
+        alone), then lease as :meth:`lease` up to ``limit`` tasks (none for 0) into the
+        slots they freed: one transaction for a runner's pass. When the lease is refused
+        (unknown or stopped runner) nothing is recorded: the runner may send them again.
+        """
+        limit = max(0, min(limit, MAX_LEASE_BATCH))
         now = self.clock()
-        self.recover_due(now)
-
-        def admit(task: QueuedTask, runner: Runner, load: OrgLoad) -> bool:
-            return rules.lease_block(task, runner, load, self.policy, now) is None
-
-        leases, marked = self.store.lease_marked(
-            runner_id,
-            now,
-            limit=limit,
-            admit=admit,
-            load_needed=lambda org: self.policy.org(org).capped,
-            # Enough to pass over what other leases are taking meanwhile, no more to build.
-            page=max(64, 8 * limit),
-            caps_possible=any(org.capped for org in self.policy.orgs.values()),
+        if limit:
+            self.recover_due(now)
+        ended, leases, marked = self.store.end_and_lease(
+            fingerprinted(ends), runner_id, now, **lease_terms(self.policy, now, limit)
         )
         self._running_again([lease.task for lease in leases if lease.task.id in marked], on_update)
-        return leases
+        return _lost_or_ended(ends, ended), leases
 
     def renew(
         self,
@@ -371,17 +375,10 @@ class QueueService:
         lease is gone (that outcome alone is not recorded). A failure without a
         fingerprint gets one from its reason.
         """
-        ends = [
-            end
-            if end.status is not TaskStatus.FAILED or end.fingerprint
-            else replace(end, fingerprint=failure_fingerprint(end.reason or ""))
-            for end in ends
-        ]
-        return self.group.run(ends)
+        return self.group.run(fingerprinted(ends))
 
     def _end_together(self, ends: list[End]) -> list[Task | LeaseLost]:
-        found = self.store.end_many(ends, self.clock())
-        return [LeaseLost(e.task_id) if t is None else t for e, t in zip(ends, found, strict=True)]
+        return _lost_or_ended(ends, self.store.end_many(ends, self.clock()))
 
     def fail(
         self,
@@ -467,6 +464,10 @@ class QueueService:
             if began is not None:
                 done.append(began)
         return QueueSweep(recovered, tuple(done))
+
+
+def _lost_or_ended(ends: Sequence[End], found: Sequence[Task | None]) -> list[Task | LeaseLost]:
+    return [LeaseLost(e.task_id) if t is None else t for e, t in zip(ends, found, strict=True)]
 
 
 def unfinished(status: JobStatus | None) -> bool | None:

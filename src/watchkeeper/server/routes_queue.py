@@ -38,7 +38,7 @@ from watchkeeper.queue.output import (
 from watchkeeper.queue.service import End
 from watchkeeper.queue.topology import runner_json
 from watchkeeper.queue.views import TaskUpdated, event_json, job_json, task_json
-from watchkeeper.records.queue import JobStatus, NewRunner, Task, TaskStatus
+from watchkeeper.records.queue import JobStatus, Lease, NewRunner, Task, TaskStatus
 from watchkeeper.server.auth import admin, reporter, viewer
 from watchkeeper.server.deps import services
 from watchkeeper.server.fields import ExitCode, JsonObject, Line, Pid, Text
@@ -92,12 +92,6 @@ class RegisterRunner(_Body):
     name: Annotated[str, Line(200)] | None = None
 
 
-class LeaseIn(_Body):
-    """``POST /api/v1/runners/{id}/lease``: how many tasks the runner can take now."""
-
-    max: int = Field(default=1, ge=1, le=100)
-
-
 class RenewIn(_Body):
     """``POST /api/v1/tasks/{id}/renew``: the lease holder is alive (and maybe moved)."""
 
@@ -137,6 +131,14 @@ class OutcomesIn(_Body):
     """``POST /api/v1/tasks/outcomes``: outcomes a runner has at once, recorded together."""
 
     outcomes: list[OutcomeIn] = Field(min_length=1, max_length=100)
+
+
+class LeaseIn(_Body):
+    """``POST /api/v1/runners/{id}/lease``: how many tasks the runner can take now, and
+    the outcomes it has to report first (recorded in the same transaction)."""
+
+    max: int = Field(default=1, ge=1, le=100)
+    outcomes: list[OutcomeIn] | None = Field(default=None, max_length=100)
 
 
 class OutputIn(_Body):
@@ -307,26 +309,25 @@ def outcomes(body: OutcomesIn, request: Request) -> dict[str, Any]:
     ``{"id", "code": "lease_lost"}`` for one whose lease is gone (only that
     outcome is refused; the others are recorded).
     """
-    ends = [
-        End(
-            item.task_id,
-            item.lease_token,
-            TaskStatus.FAILED if item.reason is not None else TaskStatus.SUCCEEDED,
-            item.exit_code,
-            item.reason,
-            item.fingerprint,
-        )
-        for item in body.outcomes
+    ends = [_end(item) for item in body.outcomes]
+    return {"outcomes": _outcomes(ends, services(request).queue.end_many(ends))}
+
+
+def _end(item: OutcomeIn) -> End:
+    status = TaskStatus.FAILED if item.reason is not None else TaskStatus.SUCCEEDED
+    return End(
+        item.task_id, item.lease_token, status, item.exit_code, item.reason, item.fingerprint
+    )
+
+
+def _outcomes(ends: list[End], found: list[Task | LeaseLost]) -> list[dict[str, Any]]:
+    """One answer per outcome, in order: the task, or why its outcome was refused."""
+    return [
+        {"id": end.task_id, "code": "lease_lost", "message": str(result)}
+        if isinstance(result, LeaseLost)
+        else result.as_dict()
+        for end, result in zip(ends, found, strict=True)
     ]
-    found = services(request).queue.end_many(ends)
-    return {
-        "outcomes": [
-            {"id": end.task_id, "code": "lease_lost", "message": str(result)}
-            if isinstance(result, LeaseLost)
-            else result.as_dict()
-            for end, result in zip(ends, found, strict=True)
-        ]
-    }
 
 
 @router.post(
@@ -449,12 +450,18 @@ def lease(runner_id: Id, request: Request, body: LeaseIn | None = Body(None)) ->
     token, and ``task_token``: the API token for the task's own process, which may
     only report about that task and ends with the lease."""
     queue = services(request).queue
-    leases = queue.lease(runner_id, (body or LeaseIn()).max, on_update=_announce(request))
-    return {
-        "tasks": [
-            {**x.task.as_dict(), "lease_token": x.token, "task_token": x.task_token} for x in leases
-        ]
-    }
+    body = body or LeaseIn()
+    if body.outcomes is None:
+        return {"tasks": _leased(queue.lease(runner_id, body.max, on_update=_announce(request)))}
+    ends = [_end(item) for item in body.outcomes]
+    found, leases = queue.report_and_lease(runner_id, ends, body.max, on_update=_announce(request))
+    return {"outcomes": _outcomes(ends, found), "tasks": _leased(leases)}
+
+
+def _leased(leases: list[Lease]) -> list[dict[str, Any]]:
+    return [
+        {**x.task.as_dict(), "lease_token": x.token, "task_token": x.task_token} for x in leases
+    ]
 
 
 @router.post("/api/v1/runners/{runner_id}/stop", dependencies=[Depends(reporter)])

@@ -65,11 +65,21 @@ class Ends(Part):
         lease is gone (that outcome is not recorded). All commit together or none."""
         if not ends:
             return []
-        at = to_epoch(now)
         with self._write(f"recording {len(ends)} task outcome(s)") as conn:
-            if self._sqlite:
-                return [_end_one(conn, end, now, at) for end in ends]
-            return _end_batch(conn, ends, now, at)
+            return end_within(conn, self._sqlite, ends, now)
+
+
+def end_within(
+    conn: Connection, sqlite: bool, ends: Sequence[End], now: datetime
+) -> list[Task | None]:
+    """:meth:`Ends.end_many` inside a transaction the caller holds (which may go on to
+    lease the slots these outcomes free)."""
+    if not ends:
+        return []
+    at = to_epoch(now)
+    if sqlite:
+        return [_end_one(conn, end, now, at) for end in ends]
+    return _end_batch(conn, ends, now, at)
 
 
 def _end_one(conn: Connection, end: End, now: datetime, at: float) -> Task | None:

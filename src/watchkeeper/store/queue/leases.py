@@ -27,6 +27,7 @@ from watchkeeper.clock import to_epoch
 from watchkeeper.errors import Conflict
 from watchkeeper.records.queue import Lease, OrgLoad, QueuedTask, Runner, Task, TaskStatus
 from watchkeeper.store.queue.base import Part
+from watchkeeper.store.queue.ends import End, end_within
 from watchkeeper.store.queue.facts import org_loads
 from watchkeeper.store.queue.ledger import add_spend, log_events
 from watchkeeper.store.queue.markers import INTERRUPTED
@@ -103,12 +104,69 @@ class Leases(Part):
 
         ``caps_possible=False`` (no org has a cap) spares reading the queued orgs.
         """
-        at = to_epoch(now)
         with self._write("leasing tasks") as conn:
-            runner = _serving_runner(conn, runner_id)
-            picker = _Picker(conn, runner, admit, now, lock_rows=not self._sqlite)
-            chosen = picker.pick(limit, load_needed, page, caps_possible=caps_possible)
-            return self._claim(conn, runner_id, chosen, at) if chosen else ([], set())
+            return self._lease_within(
+                conn, runner_id, now, limit, admit, load_needed, page, caps_possible
+            )
+
+    def end_and_lease(
+        self,
+        ends: Sequence[End],
+        runner_id: str,
+        now: datetime,
+        *,
+        limit: int,
+        admit: Admit,
+        load_needed: Callable[[str], bool],
+        page: int = 256,
+        caps_possible: bool = True,
+    ) -> tuple[list[Task | None], list[Lease], set[str]]:
+        """Record ``ends`` (as :meth:`Ends.end_many`), then :meth:`lease_marked` up to
+        ``limit`` tasks (none for 0), in one transaction: one commit for a runner's
+        pass. The lease counts the slots the outcomes freed. All commit or none: when
+        the lease is refused (the runner is unknown or stopped) no outcome is recorded.
+        """
+        action = f"recording {len(ends)} task outcome(s) and leasing" if ends else "leasing tasks"
+        with self._write(action) as conn:
+            ended = end_within(conn, self._sqlite, ends, now)
+            if limit <= 0:
+                return ended, [], set()
+            # Read after the outcomes, so the runner's count no longer holds the ended tasks.
+            leases, marked = self._lease_within(
+                conn, runner_id, now, limit, admit, load_needed, page, caps_possible
+            )
+            return ended, leases, marked
+
+    def _lease_within(
+        self,
+        conn: Connection,
+        runner_id: str,
+        now: datetime,
+        limit: int,
+        admit: Admit,
+        load_needed: Callable[[str], bool],
+        page: int,
+        caps_possible: bool,
+    ) -> tuple[list[Lease], set[str]]:
+        runner = _serving_runner(conn, runner_id)
+        return self._pick_and_claim(
+            conn, runner, now, limit, admit, load_needed, page, caps_possible
+        )
+
+    def _pick_and_claim(
+        self,
+        conn: Connection,
+        runner: Runner,
+        now: datetime,
+        limit: int,
+        admit: Admit,
+        load_needed: Callable[[str], bool],
+        page: int,
+        caps_possible: bool,
+    ) -> tuple[list[Lease], set[str]]:
+        picker = _Picker(conn, runner, admit, now, lock_rows=not self._sqlite)
+        chosen = picker.pick(limit, load_needed, page, caps_possible=caps_possible)
+        return self._claim(conn, runner.id, chosen, to_epoch(now)) if chosen else ([], set())
 
     def _claim(
         self, conn: Connection, runner_id: str, task_ids: list[str], at: float
