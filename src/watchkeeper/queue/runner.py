@@ -53,8 +53,8 @@ from watchkeeper.clock import Clock, MonotonicClock
 from watchkeeper.errors import ClientError, WatchkeeperError
 from watchkeeper.procs import identity, layout
 from watchkeeper.procs.launch import LaunchRequest
+from watchkeeper.queue import report_batch
 from watchkeeper.queue.held import EXPIRY_MARGIN, HeldTask
-from watchkeeper.queue.report_batch import report_together
 from watchkeeper.queue.shipping import Shipment, Shipper
 from watchkeeper.queue.task_env import task_env
 from watchkeeper.records.procs import ProcStatus
@@ -67,6 +67,8 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 #: How often the loop looks at its subprocesses; their exit is noticed within this.
 TICK_S = 0.05
+#: The most tasks one lease request may ask for (the server refuses more).
+LEASE_MAX = 100
 #: How much of a failed start's run log the task's outcome carries.
 START_LOG_TAIL = 600
 
@@ -109,6 +111,8 @@ class RunnerDaemon:
         self.runner_id: str | None = None
         self.held: dict[str, HeldTask] = {}
         self._next_poll = 0.0
+        #: Outcomes go with the next lease; off for a server that predates that.
+        self._combine = True
         self._expiry = threading.Lock()
         self._timeline = Timeline(client)
         self._shipper = Shipper(client, options.poll_s)
@@ -179,11 +183,16 @@ class RunnerDaemon:
             self._leave()
 
     def step(self) -> None:
-        """One pass: report ended runs, renew due leases, ship output, lease into free slots."""
-        self._collect()
+        """One pass: find ended runs, renew due leases, ship output, then report the
+        ended runs and lease into the free slots (one request when both)."""
+        ended = self._collect()
         self._renew_due()
         shipping = [h for h in self.held.values() if h.outcome is None and not h.expiring]
         self._shipper.due([h.shipment for h in shipping if h.shipment], self.clock.now())
+        if ended and self._combine:
+            self._report_and_lease(ended)
+            return
+        report_batch.report_apart(self.client, ended, self._tell, self._forget)
         self._lease_if_free()
 
     # Heartbeats ----------------------------------------------------------------------
@@ -231,6 +240,32 @@ class RunnerDaemon:
         except ClientError as exc:
             self._fails("Leasing", exc, "runner_lease")
             tasks = []
+        if len(tasks) < free:
+            self._next_poll = self.clock.now() + self.options.poll_s
+        for task in tasks:
+            self._start(task, asked)
+
+    def _report_and_lease(self, ended: list[HeldTask]) -> None:
+        """The outcomes and the lease into the slots they free: one request, one commit."""
+        assert self.runner_id is not None
+        free = min(self.options.capacity - len(self.held) + len(ended), LEASE_MAX)
+        asked = self.clock.now()
+        try:
+            tasks = report_batch.report_and_lease(
+                self.client, self.runner_id, ended, free, self._tell, self._forget
+            )
+        except ClientError as exc:
+            log.warning(
+                "Reporting %d task(s) failed, will try again: %s",
+                len(ended),
+                exc,
+                extra={"action": "runner_report"},
+            )
+            return
+        if tasks is None:  # a server from before: report and lease apart from now on
+            self._combine = False
+            return
+        self._works("Leasing")
         if len(tasks) < free:
             self._next_poll = self.clock.now() + self.options.poll_s
         for task in tasks:
@@ -307,7 +342,7 @@ class RunnerDaemon:
         try:
             self.client.runners.renew(held.task_id, held.token, progressed=size > held.log_size)
         except ClientError as exc:
-            if _lease_gone(exc):
+            if report_batch.lease_gone(exc):
                 self._abort(held, exc.message)
                 return
             log.warning(
@@ -392,7 +427,9 @@ class RunnerDaemon:
 
     # Reporting -----------------------------------------------------------------------
 
-    def _collect(self) -> None:
+    def _collect(self) -> list[HeldTask]:
+        """The held tasks whose run ended (their outcome found now or in an earlier pass
+        whose report failed), not yet reported."""
         for held in list(self.held.values()):
             if held.expiring:
                 continue  # its lease is lapsing: nothing can be reported, it is only dropped
@@ -402,11 +439,7 @@ class RunnerDaemon:
                 continue
             if held.outcome is None and held.shim is not None and held.shim.poll() is not None:
                 held.outcome = self._outcome(held)
-        ended = [h for h in self.held.values() if h.outcome is not None and not h.expiring]
-        if len(ended) > 1:  # ended in the same pass: one request, one commit
-            report_together(self.client, ended, self._tell, self._report, self._forget)
-        elif ended:
-            self._report(ended[0])
+        return [h for h in self.held.values() if h.outcome is not None and not h.expiring]
 
     def _outcome(self, held: HeldTask) -> dict[str, Any]:
         assert held.run_id is not None
@@ -443,33 +476,7 @@ class RunnerDaemon:
             )
 
     def _report(self, held: HeldTask) -> None:
-        outcome = held.outcome
-        assert outcome is not None
-        if not held.told:
-            self._tell(held, outcome)
-        try:
-            if "succeeded" in outcome:
-                self.client.runners.complete(held.task_id, held.token, outcome["exit_code"])
-            else:
-                self.client.runners.fail(
-                    held.task_id, held.token, outcome["failed"], exit_code=outcome["exit_code"]
-                )
-        except ClientError as exc:
-            if not _lease_gone(exc):
-                log.warning(
-                    "Reporting task %s failed, will try again: %s",
-                    held.task_id,
-                    exc,
-                    extra={"action": "runner_report"},
-                )
-                return
-            log.warning(
-                "The outcome of task %s was not recorded: %s",
-                held.task_id,
-                exc.message,
-                extra={"action": "runner_report"},
-            )
-        self._forget(held)
+        report_batch.report_one(self.client, held, self._tell, self._forget)
 
     # Leaving -------------------------------------------------------------------------
 
@@ -489,7 +496,3 @@ class RunnerDaemon:
                 exc,
                 extra={"action": "runner_stop"},
             )
-
-
-def _lease_gone(exc: ClientError) -> bool:
-    return exc.code == "lease_lost" or exc.status == 404
