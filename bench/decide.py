@@ -7,7 +7,10 @@ press), not an owning system's answer time. Exactly one press of an incident
 wins; the others are told who won.
 
 ``--mode http`` (the default; the figure users see): a real ``watchkeeper
-serve`` on loopback and ONE ``httpx.AsyncClient`` in this process. In every
+serve`` on loopback and ONE async client in this process (``--client``:
+``httpx.AsyncClient``, the default, or an ``aiohttp.ClientSession``; httpx's
+connection pool scans every connection on each request, about 3 ms of the
+client's CPU per press with 64 connections, which the figures show apart). In every
 round, ``--incidents`` incidents are pressed by one presser, one press at a
 time (the floor), and ``--incidents`` others each get ``--pressers`` presses
 in flight at once, as a busy channel does when everyone presses one card.
@@ -33,12 +36,15 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
+import gc
 import multiprocessing
 import statistics
 import tempfile
 import time
+from collections.abc import AsyncIterator
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 import httpx
 import psutil
@@ -140,8 +146,62 @@ def measure_processes(backend: str, args: argparse.Namespace) -> common.Figures:
 # -- one async client over HTTP ---------------------------------------------------------------
 
 
+class _Client(Protocol):
+    """One async HTTP client: a POST of JSON, answered with its status and JSON body."""
+
+    async def post(self, path: str, body: dict[str, Any]) -> tuple[int, Any]: ...
+
+    async def get(self, path: str) -> int: ...
+
+
+class _Httpx:
+    def __init__(self, client: httpx.AsyncClient) -> None:
+        self.client = client
+
+    async def post(self, path: str, body: dict[str, Any]) -> tuple[int, Any]:
+        response = await self.client.post(path, json=body)
+        return response.status_code, response.json()
+
+    async def get(self, path: str) -> int:
+        return (await self.client.get(path)).status_code
+
+
+class _Aiohttp:
+    def __init__(self, session: Any) -> None:
+        self.session = session
+
+    async def post(self, path: str, body: dict[str, Any]) -> tuple[int, Any]:
+        async with self.session.post(path, json=body) as response:
+            return response.status, await response.json()
+
+    async def get(self, path: str) -> int:
+        async with self.session.get(path) as response:
+            await response.read()
+            return int(response.status)
+
+
+@contextlib.asynccontextmanager
+async def _client(kind: str, base_url: str, secret: str, size: int) -> AsyncIterator[_Client]:
+    """ONE async client with ``size`` keep-alive connections to ``base_url``."""
+    headers = {"Authorization": f"Bearer {secret}"}
+    if kind == "aiohttp":
+        import aiohttp
+
+        connector = aiohttp.TCPConnector(limit=size, limit_per_host=size)
+        async with aiohttp.ClientSession(
+            base_url, headers=headers, connector=connector, timeout=aiohttp.ClientTimeout(120)
+        ) as session:
+            yield _Aiohttp(session)
+        return
+    limits = httpx.Limits(max_connections=size, max_keepalive_connections=size)
+    async with httpx.AsyncClient(
+        base_url=base_url, headers=headers, limits=limits, timeout=120
+    ) as client:
+        yield _Httpx(client)
+
+
 async def _press_all(
-    client: httpx.AsyncClient, incident_id: int, token: str, count: int
+    client: _Client, incident_id: int, token: str, count: int
 ) -> tuple[list[float], list[dict[str, Any]]]:
     """``count`` presses of one incident in flight at once; latencies from their release."""
     path = f"/api/v1/incidents/{incident_id}/decide"
@@ -149,9 +209,8 @@ async def _press_all(
     released = time.perf_counter()
 
     async def one() -> tuple[float, dict[str, Any]]:
-        response = await client.post(path, json=body)
+        _, answer = await client.post(path, body)
         took = time.perf_counter() - released
-        answer = response.json()
         return took, answer.get("error", {}).get("press", answer)
 
     done = await asyncio.gather(*(one() for _ in range(count)))
@@ -168,9 +227,7 @@ def _check(incident_id: int, answers: list[dict[str, Any]]) -> int:
     return 1
 
 
-async def _series(
-    client: httpx.AsyncClient, pairs: list[tuple[int, str]], count: int
-) -> list[float]:
+async def _series(client: _Client, pairs: list[tuple[int, str]], count: int) -> list[float]:
     """Incidents one after another, each pressed ``count`` times at once."""
     latencies: list[float] = []
     for incident_id, token in pairs:
@@ -190,12 +247,8 @@ async def _rounds(
 ) -> list[dict[str, list[float]]]:
     per_round = args.incidents
     rounds: list[dict[str, list[float]]] = []
-    limits = httpx.Limits(max_connections=args.pressers, max_keepalive_connections=args.pressers)
-    headers = {"Authorization": f"Bearer {secret}"}
     serving = psutil.Process(server.pid)
-    async with httpx.AsyncClient(
-        base_url=server.base_url, headers=headers, limits=limits, timeout=120
-    ) as client:
+    async with _client(args.client, server.base_url, secret, args.pressers) as client:
         # Open every connection first: a round measures presses, not TCP handshakes. One
         # press of a spare incident builds what FastAPI builds on a route's first request.
         await asyncio.gather(*(client.get("/healthz") for _ in range(args.pressers)))
@@ -208,10 +261,12 @@ async def _rounds(
             # Interleaved, and each goes first every other round.
             parts = [("single", single, 1), ("concurrent", crowd, args.pressers)]
             for name, chosen, count in parts if number % 2 == 0 else parts[::-1]:
-                cpu = _cpu_s(serving)
+                cpu, own = _cpu_s(serving), time.process_time()
                 figures[name] = await _series(client, chosen, count)
                 # The server's own CPU per press: a figure the machine's other load barely moves.
                 figures[f"{name}_cpu"] = [(_cpu_s(serving) - cpu) / len(figures[name])]
+                # And the client's: on two cores it shares, it is part of every latency.
+                figures[f"{name}_client_cpu"] = [(time.process_time() - own) / len(figures[name])]
             rounds.append(figures)
     return rounds
 
@@ -235,6 +290,11 @@ def measure_http(backend: str, args: argparse.Namespace) -> common.Figures:
         store = Store(url, migrate=False)
         _, secret = store.tokens.create(Role.ADMIN, "bench admin", common_now())
         store.engine.dispose()
+        # Preparing imported and built the whole runtime in this process: frozen, its objects
+        # are not walked again by the client's collections, which stalled whole rounds of
+        # presses (100-400 ms each) that a client of its own would never see.
+        gc.collect()
+        gc.freeze()
         with common.serve(url, Path(folder)) as server:
             rounds = asyncio.run(_rounds(server, secret, pairs, args))
     result: common.Figures = {
@@ -242,12 +302,16 @@ def measure_http(backend: str, args: argparse.Namespace) -> common.Figures:
         "pressers": args.pressers,
         "incidents_per_round": args.incidents,
         "rounds": args.rounds,
+        "client": args.client,
     }
     for part in ("single", "concurrent"):
         for q in (50, 99):
             per_round = [common.percentile(r[part], q) * 1000 for r in rounds]
             result[f"{part}_p{q}_ms"] = _spread(per_round)
         result[f"{part}_server_cpu_ms"] = _spread([r[f"{part}_cpu"][0] * 1000 for r in rounds])
+        result[f"{part}_client_cpu_ms"] = _spread(
+            [r[f"{part}_client_cpu"][0] * 1000 for r in rounds]
+        )
     return result
 
 
@@ -259,7 +323,7 @@ def show_http(backend: str, f: common.Figures) -> None:
         return f"{s['min']:.1f} / {s['median']:.1f} / {s['max']:.1f}"
 
     common.print_table(
-        f"decisions over HTTP, one async client ({backend}); min / median / max over "
+        f"decisions over HTTP, one {f['client']} client ({backend}); min / median / max over "
         f"{f['rounds']} rounds of {f['incidents_per_round']} incidents",
         [
             ("one presser p50 (ms)", spread("single_p50_ms")),
@@ -273,6 +337,10 @@ def show_http(backend: str, f: common.Figures) -> None:
             (
                 f"server CPU per press, {f['pressers']} in flight (ms)",
                 spread("concurrent_server_cpu_ms"),
+            ),
+            (
+                f"client CPU per press, {f['pressers']} in flight (ms)",
+                spread("concurrent_client_cpu_ms"),
             ),
         ],
     )
@@ -309,6 +377,12 @@ def main() -> None:
     )
     parser.add_argument("--pressers", type=int, default=64, help="presses in flight at once")
     parser.add_argument("--rounds", type=int, default=3, help="interleaved rounds (http)")
+    parser.add_argument(
+        "--client",
+        choices=("httpx", "aiohttp"),
+        default="httpx",
+        help="the async client (http); httpx's pool costs it ~3 ms of CPU per press at 64",
+    )
     args = parser.parse_args()
     common.run_backends(args, "decide", measure, show)
 
