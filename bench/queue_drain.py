@@ -8,9 +8,9 @@ What it measures:
   (a lease/complete loop on the store, no HTTP) and through ``watchkeeper
   serve`` (runner processes leasing and completing over HTTP with the
   client). Each leases up to ``--batch`` tasks per call and reports their
-  outcomes in one call (the way the daemon reports tasks that end in the same
-  pass; over HTTP the server also commits outcomes that arrive together from
-  several runners in one transaction). On the same PostgreSQL: pgqueuer (one
+  outcomes with its next lease, in one call and one transaction (the way the
+  daemon reports tasks that end in the same pass with the lease that fills
+  their slots). On the same PostgreSQL: pgqueuer (one
   ``QueueManager`` per process, ``batch_size=--batch``, drain mode) and
   procrastinate (one worker per process, ``concurrency=1``, ``wait=False``).
   Every system's tables are analyzed after filling. The clock runs from the
@@ -232,11 +232,12 @@ def _drain(url: str, folder: Path, runner_id: str, batch: int, go: Any, poll_s: 
     queue = QueueService(store, settings_for(folder, url))
     beat = time.monotonic()
     go.wait()
+    ends: list[End] = []
     try:
         while True:
-            leases = queue.lease(runner_id, limit=batch)
-            if leases:
-                queue.end_many([End(x.task.id, x.token, TaskStatus.SUCCEEDED) for x in leases])
+            # The last batch's outcomes go with the next lease: one transaction a batch.
+            _, leases = queue.report_and_lease(runner_id, ends, batch)
+            ends = [End(x.task.id, x.token, TaskStatus.SUCCEEDED) for x in leases]
             if time.monotonic() - beat > HEARTBEAT_EVERY_S:
                 queue.heartbeat(runner_id)
                 beat = time.monotonic()
@@ -319,13 +320,13 @@ def _http_drain(base_url: str, token: str, runner_id: str, batch: int, go: Any) 
     client = Client(base_url, token, timeout=60.0)
     beat = time.monotonic()
     go.wait()
-    while True:
-        tasks = client.runners.lease(runner_id, max=batch)
-        if not tasks:
-            return
-        client.runners.report(
-            [{"task_id": t["id"], "lease_token": t["lease_token"], "exit_code": 0} for t in tasks]
-        )
+    tasks = client.runners.lease(runner_id, max=batch)
+    while tasks:
+        # The batch's outcomes go with the next lease, as the daemon sends them: one
+        # request and one transaction a batch.
+        outcomes = [{"task_id": t["id"], "lease_token": t["lease_token"], "exit_code": 0}
+                    for t in tasks]  # fmt: skip
+        tasks = client.runners.report_and_lease(runner_id, outcomes, max=batch)["tasks"]
         if time.monotonic() - beat > HEARTBEAT_EVERY_S:
             client.runners.heartbeat(runner_id)
             beat = time.monotonic()
