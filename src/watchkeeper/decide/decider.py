@@ -192,6 +192,7 @@ class Decider:
         incident: Incident | None = None
         verdicts: list[Verdict[PressResult]] = []
         losses: list[Press] = []
+        lost_at: list[int] = []
         for ask in asks:
             try:
                 if incident is None:
@@ -212,9 +213,16 @@ class Decider:
                 continue
             press, result = step
             losses.append(press)
+            lost_at.append(len(verdicts))
             verdicts.append(result)
         if losses:
-            self.store.decisions.record_presses(losses)
+            try:
+                self.store.decisions.record_presses(losses)
+            except WatchkeeperError as exc:
+                # Unrecorded, the losses are not answered as judged; a winner's claim, made
+                # and committed, stands and its action is still carried out.
+                for index in lost_at:
+                    verdicts[index] = exc
         return verdicts
 
     def _judge(
