@@ -7,7 +7,10 @@ fixed window, so a backlog the caps block never hides a task behind it, and
 the lease takes exactly the tasks the blocked reasons call leasable. The lease
 rule passed in by the caller judges each; on PostgreSQL an admitted task's row
 is then locked alone with ``FOR UPDATE SKIP LOCKED``, so a lease holds only
-the rows it takes and runners leasing together share the queue out. The
+the rows it takes and runners leasing together share the queue out. When no
+capped org is in play the first read locks as it reads, as many rows as the
+lease wants (one round trip when the rule admits them all; a refused one stays
+locked, passed over by other leases, until this one commits). The
 chosen tasks are claimed with ``UPDATE ... WHERE status = 'queued'
 RETURNING``. Every later move of a leased task is ``UPDATE ... WHERE id = ? AND
 lease_token = ?`` and the lease still live: zero rows means the lease is gone.
@@ -47,6 +50,7 @@ from watchkeeper.store.queue.statements import (
     candidates_statement,
     claim_statement,
     end_statement,
+    locked_candidates_statement,
     queued_orgs_statement,
 )
 from watchkeeper.store.schema_queue import queue_tasks
@@ -304,6 +308,12 @@ class _Picker:
         capped = sorted(org for org in orgs if load_needed(org))
         self.loads = org_loads(self.conn, capped, self.now, lock=True) if capped else {}
         after: dict[str, Any] = {}
+        if not capped and self.lock_rows and self._wants(limit):
+            asked = self._want(limit)
+            rows = self._take_locked(scope, tied, asked, limit, load_needed)
+            if len(rows) < asked or not self._wants(limit):
+                return self.chosen  # all taken, or no row left that no other lease holds
+            after = {"p_after_at": rows[-1].queued_at, "p_after_id": rows[-1].id}
         while self._wants(limit):
             params = {**scope, "p_page": page, **after}
             rows = self.conn.execute(candidates_statement(tied, bool(after)), params).all()
@@ -312,6 +322,31 @@ class _Picker:
                 break
             after = {"p_after_at": rows[-1].queued_at, "p_after_id": rows[-1].id}
         return self.chosen
+
+    def _take_locked(
+        self,
+        scope: dict[str, Any],
+        tied: bool,
+        asked: int,
+        limit: int,
+        load_needed: Callable[[str], bool],
+    ) -> Sequence[Any]:
+        """PostgreSQL, no capped org in play: read and lock the oldest rows no other lease
+        holds, as many as the lease wants, and take those the rules admit (their order
+        is the queue's, so the lease still takes the oldest admitted)."""
+        params = {**scope, "p_page": asked}
+        rows = self.conn.execute(locked_candidates_statement(tied), params).all()
+        for row in rows:
+            if not self._wants(limit) or load_needed(row.org):
+                continue  # capped: queued after the caps were read; the next lease judges it
+            task = QueuedTask(row.id, row.job_id, row.org, row.fleet, False)
+            if self.admit(task, self.runner, OrgLoad(row.org)):
+                self.chosen.append(row.id)
+                self.runner = dataclasses.replace(self.runner, running=self.runner.running + 1)
+        return rows
+
+    def _want(self, limit: int) -> int:
+        return min(limit - len(self.chosen), self.runner.capacity - self.runner.running)
 
     def _wants(self, limit: int) -> bool:
         # A full runner is refused every task by the rule: reading on would be waste.

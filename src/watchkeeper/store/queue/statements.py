@@ -67,6 +67,22 @@ def candidates_statement(tied_to_org: bool, after: bool) -> Any:
 
 
 @functools.lru_cache(maxsize=2)
+def locked_candidates_statement(tied_to_org: bool) -> Any:
+    """PostgreSQL: the oldest ``p_page`` queued tasks of the fleet no other lease holds,
+    locked for this lease as they are read (``FOR UPDATE SKIP LOCKED``: never waits, so
+    leases never deadlock, and runners leasing together each get different rows).
+
+    The first read of a lease no capped org is in: it asks for as many rows as the
+    lease wants, so when the rules admit them all, reading and locking is one round
+    trip. A row read this way that the rules refuse stays locked until the lease
+    commits; other leases pass over it meanwhile, as over any row a lease holds.
+    """
+    return candidates_statement(tied_to_org, False).with_for_update(
+        skip_locked=True, of=queue_tasks
+    )
+
+
+@functools.lru_cache(maxsize=2)
 def queued_orgs_statement(tied_to_org: bool) -> Any:
     """The orgs with queued tasks in a fleet: those whose caps a lease must lock first."""
     statement = select(T.org).where(T.status == QUEUED, T.fleet == bindparam("p_fleet"))
