@@ -188,6 +188,23 @@ export class Runners extends ApiPart {
     return [...answer.outcomes];
   }
 
+  /**
+   * Record outcomes (as `report`) and lease up to `max` tasks into the slots they free, in
+   * one request and one transaction. A request refused as a whole (say, an unknown runner)
+   * recorded no outcome.
+   */
+  async reportAndLease(
+    runnerId: string,
+    outcomes: Outcome[],
+    max = 1,
+  ): Promise<{ outcomes: JsonObject[]; tasks: Task[] }> {
+    const answer = await this.post<{ outcomes: JsonObject[]; tasks: Task[] }>(runner(runnerId, "lease"), {
+      max,
+      outcomes,
+    });
+    return { outcomes: [...answer.outcomes], tasks: [...answer.tasks] };
+  }
+
   /** Record failure under the lease. */
   fail(
     taskId: string,

@@ -131,6 +131,19 @@ export function queue(api: Api): void {
       assert.equal(outcomes[1]?.id, third.id);
       assert.equal(outcomes[1]?.code, "lease_lost");
 
+      // The outcomes of a pass and the next lease, in one request.
+      const more = await api.admin.jobs.submit("d", { org: "acme", fleet: "gpu", argv: ["true"] });
+      const [fourth] = await api.reporter.runners.lease(runner.id, 1);
+      assert.equal(fourth?.job_id, more.id);
+      const pass = await api.reporter.runners.reportAndLease(
+        runner.id,
+        [{ task_id: fourth.id, lease_token: String(fourth.lease_token), exit_code: 0 }],
+        2,
+      );
+      assert.equal(pass.outcomes[0]?.status, "succeeded");
+      assert.deepEqual(pass.tasks, []);
+      await assert.rejects(api.reporter.runners.reportAndLease("r-0123456789ab", [], 1), { status: 404 });
+
       const failedJob = first.job_id;
       const retried = await api.admin.jobs.retry(failedJob);
       assert.equal(retried.affected, 1);
