@@ -176,13 +176,21 @@ def test_two_replicas_sweeping_at_once_post_each_end_once(
 ) -> None:
     stores = [Store(store.url) for _ in range(2)]
     try:
-        _race(tmp_path, stores, clock, github)
+        job_ids, failures = _race(tmp_path, stores, clock, github)
     finally:
         for opened in stores:
             opened.close()
+    assert failures == []
+    comments = github.comments_on(ISSUE)
+    assert len(comments) == len(job_ids)
+    assert sorted(next(j for j in job_ids if j in c) for c in comments) == sorted(job_ids)
 
 
-def _race(tmp_path: Path, stores: list[Store], clock: ManualClock, github: FakeGitHub) -> None:
+def _race(
+    tmp_path: Path, stores: list[Store], clock: ManualClock, github: FakeGitHub
+) -> tuple[list[str], list[BaseException]]:
+    """Six jobs ended, then every replica sweeps at the same moment; the jobs' ids and
+    what the sweeps raised."""
     replicas = [make_service(tmp_path, opened, clock, forge=forge_of(github)) for opened in stores]
     jobs = [_submit(replicas[0], title=f"job {n}") for n in range(6)]
     holder = runner(replicas[0], capacity=10)
@@ -203,12 +211,7 @@ def _race(tmp_path: Path, stores: list[Store], clock: ManualClock, github: FakeG
         thread.start()
     for thread in threads:
         thread.join()
-    assert failures == []
-    comments = github.comments_on(ISSUE)
-    assert len(comments) == len(jobs)
-    assert sorted(next(j.id for j in jobs if j.id in c) for c in comments) == sorted(
-        j.id for j in jobs
-    )
+    return [job.id for job in jobs], failures
 
 
 def test_a_job_retried_after_its_end_is_labelled_waiting_again_and_its_next_end_posted(
