@@ -13,6 +13,7 @@ from sqlalchemy import and_, case, func, select
 
 from watchkeeper.clock import from_epoch
 from watchkeeper.store.base import Accessor
+from watchkeeper.store.outbox import DeliveryStatus
 from watchkeeper.store.schema import incidents, push_runs
 from watchkeeper.store.schema_notify import deliveries
 from watchkeeper.store.schema_procs import proc_runs
@@ -21,7 +22,9 @@ from watchkeeper.store.schema_timeline import forge_deliveries, forge_requests
 
 _D = deliveries.c
 #: Delivery states that end a message's life without it arriving.
-FAILED = ("failed", "maybe_sent")
+FAILED = (DeliveryStatus.FAILED.value, DeliveryStatus.MAYBE_SENT.value)
+_UNSETTLED = (DeliveryStatus.PENDING.value, DeliveryStatus.SENDING.value)
+_SENT = DeliveryStatus.SENT.value
 
 
 @dataclass(frozen=True, slots=True)
@@ -63,9 +66,9 @@ class InstallFactsStore(Accessor):
         totals = (
             select(
                 _D.channel,
-                func.sum(case((_D.status == "sent", 1), else_=0)),
+                func.sum(case((_D.status == _SENT, 1), else_=0)),
                 func.sum(case((_D.status.in_(FAILED), 1), else_=0)),
-                func.sum(case((_D.status.in_(("pending", "sending")), 1), else_=0)),
+                func.sum(case((_D.status.in_(_UNSETTLED), 1), else_=0)),
                 func.max(_D.id),
             )
             .group_by(_D.channel)
@@ -124,7 +127,7 @@ class InstallFactsStore(Accessor):
             select(func.count()).select_from(queue_tasks),
             select(func.count()).select_from(incidents),
             select(func.count()).where(
-                _D.purpose == "card", _D.status == "sent", _D.channel != "log"
+                _D.purpose == "card", _D.status == _SENT, _D.channel != "log"
             ),
         )
         with self._read("counting what the install holds") as conn:
