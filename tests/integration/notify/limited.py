@@ -1,4 +1,9 @@
-"""A Telegram-shaped platform that enforces rate limits, for pacing tests and the benchmark.
+"""A platform that enforces rate limits, for pacing tests and the benchmark.
+
+It speaks Telegram's Bot API (``sendMessage``) or, with ``wire="slack"``, Slack's
+Web API (``chat.postMessage``: the channel in ``channel``, a 429 with
+``Retry-After`` and ``error: ratelimited``), so each platform's real channel
+can be paced against it without a slower fake's own speed in the figures.
 
 It answers ``sendMessage`` from raw asyncio streams on a thread of its own
 (so it shares nothing with the deliverer's loop) and keeps a bot's limits
@@ -25,6 +30,7 @@ import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
+from typing import Any
 
 TOKEN = "123:limited"
 
@@ -47,6 +53,8 @@ class LimitedPlatform:
     tolerance_s: float = 0.05
     pair_wait_s: float = 0.0
     group_per_minute: float | None = None
+    #: Whose wire format it speaks: "telegram" or "slack".
+    wire: str = "telegram"
     url: str = ""
     accepted: list[Arrival] = field(default_factory=list)
     refused: int = 0
@@ -96,16 +104,23 @@ class LimitedPlatform:
         self._last[chat] = now
         return None
 
-    def answer(self, body: dict[str, object]) -> tuple[int, dict[str, object]]:
-        """The Bot API's answer to ``sendMessage`` with ``body``."""
-        chat, text, now = str(body.get("chat_id")), str(body.get("text")), time.monotonic()
+    def answer(self, body: dict[str, object]) -> tuple[int, dict[str, object], dict[str, str]]:
+        """The platform's answer to a message with ``body``: status, JSON and headers."""
+        slack = self.wire == "slack"
+        chat = str(body.get("channel") if slack else body.get("chat_id"))
+        text, now = str(body.get("text")), time.monotonic()
         if not self.admit(chat, now):
             self.refused += 1
+            if slack:
+                return 429, {"ok": False, "error": "ratelimited"}, {"Retry-After": "1"}
             return 429, {"ok": False, "error_code": 429, "parameters": {"retry_after": 1},
-                         "description": "Too Many Requests: retry after 1"}  # fmt: skip
+                         "description": "Too Many Requests: retry after 1"}, {}  # fmt: skip
         self.accepted.append(Arrival(now, chat, text))
-        message = {"message_id": next(self._ids), "chat": {"id": chat}, "text": text}
-        return 200, {"ok": True, "result": message}
+        ordinal = next(self._ids)
+        if slack:
+            return 200, {"ok": True, "channel": chat, "ts": f"1700000000.{ordinal:06d}"}, {}
+        message = {"message_id": ordinal, "chat": {"id": chat}, "text": text}
+        return 200, {"ok": True, "result": message}, {}
 
     def in_chat(self, chat: str) -> list[Arrival]:
         """The accepted messages of one chat, in arrival order."""
@@ -126,7 +141,7 @@ async def _serve(platform: LimitedPlatform, ready: threading.Event, stop: asynci
                 )  # fmt: skip
                 body = json.loads(await reader.readexactly(length) or b"{}")
                 # Judged on arrival, as a platform does; only the answer is held.
-                status, answer = platform.answer(body)
+                status, answer, headers = platform.answer(body)
                 platform.in_flight += 1
                 platform.max_in_flight = max(platform.max_in_flight, platform.in_flight)
                 async with arrived:
@@ -138,8 +153,9 @@ async def _serve(platform: LimitedPlatform, ready: threading.Event, stop: asynci
                             platform.pair_wait_s,
                         )
                 raw = json.dumps(answer).encode()
+                extra = "".join(f"{name}: {value}\r\n" for name, value in headers.items())
                 writer.write(
-                    f"HTTP/1.1 {status} X\r\nContent-Type: application/json\r\n".encode()
+                    f"HTTP/1.1 {status} X\r\nContent-Type: application/json\r\n{extra}".encode()
                     + f"Content-Length: {len(raw)}\r\n\r\n".encode()
                     + raw
                 )
@@ -156,9 +172,9 @@ async def _serve(platform: LimitedPlatform, ready: threading.Event, stop: asynci
 
 
 @contextmanager
-def limited_platform(**limits: float | None) -> Iterator[LimitedPlatform]:
-    """A running limited platform, stopped on the way out."""
-    platform = LimitedPlatform(**limits)  # type: ignore[arg-type]
+def limited_platform(**options: Any) -> Iterator[LimitedPlatform]:
+    """A running limited platform (``LimitedPlatform``'s fields), stopped on the way out."""
+    platform = LimitedPlatform(**options)
     ready = threading.Event()
     loop = asyncio.new_event_loop()
     stop = asyncio.Event()

@@ -5,9 +5,12 @@ from __future__ import annotations
 
 import asyncio
 import time
+from typing import Any
 
 from watchkeeper.clock import ManualClock
-from watchkeeper.config import TelegramConfig
+from watchkeeper.config import SlackConfig, TelegramConfig
+from watchkeeper.notify.channels.base import ChatChannel
+from watchkeeper.notify.channels.slack import SlackChannel
 from watchkeeper.notify.channels.telegram import TelegramChannel
 from watchkeeper.notify.deliverer import MAX_PACE_WAIT_S, Deliverer
 from watchkeeper.notify.message import Message, Target
@@ -24,15 +27,20 @@ GLOBAL_RATE = 8.0
 DEADLINE_S = 60.0
 
 
-def cards(chats: int, per_chat: int) -> list[NewDelivery]:
-    """``per_chat`` cards to each of ``chats`` private chats, chat by chat."""
+def cards(chats: int, per_chat: int, platform: str = "telegram") -> list[NewDelivery]:
+    """``per_chat`` cards to each of ``chats`` private chats (Slack channels), chat by chat."""
     return [
-        NewDelivery(f"burst-{chat}-{i}", None, "card", "telegram",
-                    Target("telegram", str(1000 + chat)).as_json(),
+        NewDelivery(f"burst-{chat}-{i}", None, "card", platform,
+                    Target(platform, chat_name(chat, platform)).as_json(),
                     Message(f"card {chat}.{i}").as_json())
         for i in range(per_chat)
         for chat in range(chats)
     ]  # fmt: skip
+
+
+def chat_name(chat: int, platform: str = "telegram") -> str:
+    """The ``chat``-th chat's id on ``platform``."""
+    return f"C{chat:04d}" if platform == "slack" else str(1000 + chat)
 
 
 def deliver_all(
@@ -42,15 +50,21 @@ def deliver_all(
     stall_s: float = 0.0,
     per_chat_rate: float = 1.0,
 ) -> Deliverer:
-    """Passes of a deliverer with the real Telegram channel until nothing is pending.
+    """Passes of a deliverer with the platform's real channel until nothing is pending.
 
     ``stall_s``: the event loop is held that long once the burst is under way, as a busy
     machine does, so every send due meanwhile wakes at once, past its slot."""
-    config = TelegramConfig(bot_token=TOKEN, base_url=platform.base_url, timeout_s=10)
-    channel = TelegramChannel(config)
-    channel.global_rate = GLOBAL_RATE
+    channel: ChatChannel[Any]
+    if platform.wire == "slack":
+        channel = SlackChannel(SlackConfig(bot_token=TOKEN, base_url=platform.base_url,
+                                           timeout_s=10))  # fmt: skip
+    else:
+        channel = TelegramChannel(
+            TelegramConfig(bot_token=TOKEN, base_url=platform.base_url, timeout_s=10)
+        )
+        channel.global_rate = GLOBAL_RATE
     channel.per_chat_rate = per_chat_rate
-    deliverer = Deliverer(store, {"telegram": channel}, clock)
+    deliverer = Deliverer(store, {platform.wire: channel}, clock)
 
     async def passes() -> None:
         loop = asyncio.get_running_loop()
@@ -134,3 +148,27 @@ def test_a_group_takes_twenty_at_once_then_one_every_three_seconds(
     # The first twenty go as quickly as the chat allows, not one every three seconds.
     assert seen[19].at - seen[0].at < 19 * 3.0
     assert all(store.outbox.get(i).status is DeliveryStatus.SENT for i in ids)
+
+
+def test_slack_channels_each_get_one_card_a_second_and_no_429(
+    store: Store, clock: ManualClock
+) -> None:
+    ids = store.outbox.enqueue(cards(CHATS, PER_CHAT, "slack"), clock())
+    # Slack's chat.postMessage: one message a second per channel, nothing platform-wide.
+    with limited_platform(per_chat_rate=1.0, global_rate=None, wire="slack") as platform:
+        deliver_all(store, clock, platform)
+
+    assert platform.refused == 0, f"refused with 429: {platform.refused_by}"
+    for chat in range(CHATS):
+        seen = platform.in_chat(chat_name(chat, "slack"))
+        assert [a.text for a in seen] == [f"card {chat}.{i}" for i in range(PER_CHAT)]
+    assert all(store.outbox.get(i).status is DeliveryStatus.SENT for i in ids)
+
+
+def test_a_slack_429_is_answered_as_slack_answers_it(store: Store, clock: ManualClock) -> None:
+    """The limited platform's Slack wire: a second message inside the second is refused."""
+    with limited_platform(per_chat_rate=1.0, global_rate=None, wire="slack") as platform:
+        first = platform.answer({"channel": "C1", "text": "one"})
+        second = platform.answer({"channel": "C1", "text": "two"})
+    assert first[0] == 200 and first[1]["channel"] == "C1" and "ts" in first[1]
+    assert second == (429, {"ok": False, "error": "ratelimited"}, {"Retry-After": "1"})
