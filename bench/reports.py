@@ -1,18 +1,26 @@
-"""Progress reports per second: over HTTP from 8 client processes, and in-process from 8 threads.
+"""Progress reports per second: over HTTP from a cheap load generator, and in-process.
 
 What it measures:
 
 - HTTP: a real ``watchkeeper serve`` (its own process, a temporary data folder
   and configuration, a reporter token made with ``watchkeeper token create``)
-  on 127.0.0.1. Eight client processes, each with one keep-alive
-  ``httpx.Client``, post ``/api/v1/runs/{kind}/{run_id}/progress`` in a loop
-  over runs of their own (started beforehand) for ``--duration`` seconds.
-  Reported: requests per second, p50/p99 latency, errors, and the CPU the
-  server process used during the window (in cores).
+  on 127.0.0.1. The load generator is ``--generators`` processes (default 1),
+  each an asyncio loop holding its share of ``--connections`` keep-alive
+  HTTP/1.1 connections (default 32) made of raw streams: each request is built
+  by hand as bytes, and of the answer only the status line and
+  ``Content-Length`` are read. Each connection posts
+  ``/api/v1/runs/{kind}/{run_id}/progress`` with a real reporter token and a
+  distinct step, one request at a time, over runs of its own (started
+  beforehand), for ``--duration`` seconds. A client library (httpx) spent more
+  CPU per request than the server did, on the same cores, so the rate measured
+  the clients; the generator's own CPU per request is printed beside the
+  server's so that stays visible. Reported: requests per second, p50/p99
+  latency, errors, the CPU the server process used during the window (in cores
+  and per report) and the generator's.
 - The peer: a minimal FastAPI app (one route, one ``UPDATE`` per request on a
   SQLite table of the same shape as ``push_runs``, no authentication) served
   under the same uvicorn settings as ``serve`` (:func:`server_config`), driven
-  by the same eight clients. The two servers take turns, ``--rounds`` times
+  by the same generator. The two servers take turns, ``--rounds`` times
   (which goes first alternates), so drift in the machine falls on both; each
   round gives the ratios ours/peer of the rate and of the server CPU per report,
   printed as min / median / max.
@@ -24,13 +32,14 @@ Goal (issue 2): 2,000 progress reports per second over HTTP on SQLite, at most
 
 Run::
 
-    .venv/bin/python bench/reports.py                          # SQLite, 3 rounds
+    .venv/bin/python bench/reports.py --duration 5 --rounds 3    # SQLite
     .venv/bin/python bench/reports.py --db both --duration 10 --rounds 5 --json reports.json
 """
 
 from __future__ import annotations
 
 import argparse
+import asyncio
 import multiprocessing
 import sqlite3
 import statistics
@@ -41,9 +50,10 @@ import threading
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 import httpx
 import psutil
@@ -56,38 +66,41 @@ from watchkeeper.store.runs import NewRun
 from watchkeeper.watch.reports import Reports
 
 KINDS = ("chat_turn", "swarm_task", "document_job", "research_session", "crawl")
+#: Threads calling ``Reports.progress`` in the in-process measurement.
+INPROCESS_THREADS = 8
 
 
 @dataclass(frozen=True)
 class Job:
-    """One client's share: its runs, when to begin and for how long."""
+    """One generator process's share: its connections' runs, when to begin and for how long."""
 
     base_url: str
     token: str
-    kind: str
-    run_ids: tuple[str, ...]
+    #: Per connection: its kind and its runs.
+    connections: tuple[tuple[str, tuple[str, ...]], ...]
     start_at: float
     duration_s: float
 
 
 @dataclass
 class Tally:
-    """What one client saw."""
+    """What one client (or generator process) saw."""
 
     ok: int = 0
     errors: int = 0
-    latencies_ms: list[float] | None = None
+    latencies_ms: list[float] = field(default_factory=list)
+    #: The generator process's own CPU during the window, in seconds.
+    cpu_s: float = 0.0
 
 
 def run_ids_for(client: int, per_client: int) -> tuple[str, ...]:
-    """The run ids client number ``client`` reports on."""
-    return tuple(f"bench-{client:02d}-{n:04d}" for n in range(per_client))
+    """The run ids client (connection) number ``client`` reports on."""
+    return tuple(f"bench-{client:03d}-{n:04d}" for n in range(per_client))
 
 
 def loop_for(duration_s: float, start_at: float, report: Callable[[int], bool]) -> Tally:
     """Call ``report(n)`` back to back from ``start_at`` for ``duration_s``; time each call."""
-    tally = Tally(latencies_ms=[])
-    assert tally.latencies_ms is not None
+    tally = Tally()
     while time.time() < start_at:
         time.sleep(0.001)
     end = time.perf_counter() + duration_s
@@ -106,33 +119,89 @@ def loop_for(duration_s: float, start_at: float, report: Callable[[int], bool]) 
     return tally
 
 
-# -- over HTTP -----------------------------------------------------------------------------------
+# -- over HTTP: the load generator ---------------------------------------------------------------
 
 
-def http_client(job: Job) -> Tally:
-    """One client process: keep-alive posts of progress on its own runs."""
-    headers = {"Authorization": f"Bearer {job.token}"}
-    with httpx.Client(base_url=job.base_url, headers=headers, timeout=30.0) as client:
-        client.post(f"/api/v1/runs/{job.kind}/{job.run_ids[0]}/progress", json={})  # connect
+def generator(job: Job) -> Tally:
+    """One generator process: an event loop driving its connections; its CPU in the window."""
+    try:
+        import uvloop  # the cheapest loop at hand: the generator's CPU is not what we measure
+    except ImportError:  # pragma: no cover - uvloop comes with uvicorn[standard]
+        return asyncio.run(_generate(job))
+    return uvloop.run(_generate(job))
 
-        def report(n: int) -> bool:
-            run_id = job.run_ids[n % len(job.run_ids)]
-            try:
-                response = client.post(
-                    f"/api/v1/runs/{job.kind}/{run_id}/progress", json={"step": f"step {n}"}
-                )
-            except httpx.HTTPError:
-                return False
-            return response.status_code == 200
 
-        return loop_for(job.duration_s, job.start_at, report)
+async def _generate(job: Job) -> Tally:
+    url = urlsplit(job.base_url)
+    host, port = url.hostname or "127.0.0.1", url.port or 80
+    streams = [await asyncio.open_connection(host, port) for _ in job.connections]
+    tally = Tally()
+    delay = job.start_at - time.time()
+    if delay > 0:
+        await asyncio.sleep(delay)
+    cpu_before = time.process_time()
+    end = time.perf_counter() + job.duration_s
+    head = (
+        f"Host: {url.netloc}\r\nAuthorization: Bearer {job.token}\r\n"
+        "Content-Type: application/json\r\n"
+    ).encode()
+    await asyncio.gather(
+        *(
+            _connection(reader, writer, head, kind, runs, end, tally)
+            for (reader, writer), (kind, runs) in zip(streams, job.connections, strict=True)
+        )
+    )
+    tally.cpu_s = time.process_time() - cpu_before
+    for _, writer in streams:
+        writer.close()
+    return tally
+
+
+async def _connection(
+    reader: asyncio.StreamReader,
+    writer: asyncio.StreamWriter,
+    head: bytes,
+    kind: str,
+    runs: tuple[str, ...],
+    end: float,
+    tally: Tally,
+) -> None:
+    """Keep-alive posts on one connection, one at a time, each a distinct step of a real run."""
+    paths = [f"POST /api/v1/runs/{kind}/{run_id}/progress HTTP/1.1\r\n".encode() for run_id in runs]
+    latencies = tally.latencies_ms
+    clock = time.perf_counter
+    n = 0
+    while (began := clock()) < end:
+        body = b'{"step":"step %d"}' % n
+        writer.write(
+            b"%s%sContent-Length: %d\r\n\r\n%s" % (paths[n % len(paths)], head, len(body), body)
+        )
+        answer = await reader.readuntil(b"\r\n\r\n")
+        length = _content_length(answer)
+        if length:
+            await reader.readexactly(length)
+        latencies.append((clock() - began) * 1000)
+        if answer.startswith(b"HTTP/1.1 200 "):
+            tally.ok += 1
+        else:
+            tally.errors += 1
+        n += 1
+
+
+def _content_length(head: bytes) -> int:
+    """The ``Content-Length`` of an answer's head (0 when it has none)."""
+    at = head.lower().find(b"\r\ncontent-length:")
+    if at < 0:
+        return 0
+    stop = head.index(b"\r\n", at + 2)
+    return int(head[at + 17 : stop])
 
 
 def http_rate(url: str, folder: Path, args: argparse.Namespace) -> common.Figures:
     """Start our server and the peer, prepare the runs, then load each in turn, in rounds."""
     with common.serve(url, folder) as server, peer_server(folder / "peer", args) as peer_url:
         with httpx.Client(base_url=server.base_url, headers=server.headers) as client:
-            for i in range(args.clients):
+            for i in range(args.connections):
                 common.start_runs(client, KINDS[i % len(KINDS)], run_ids_for(i, args.runs))
         peer_pid = int((folder / "peer" / "pid").read_text(encoding="utf-8"))
         ours: list[common.Figures] = []
@@ -148,33 +217,28 @@ def http_rate(url: str, folder: Path, args: argparse.Namespace) -> common.Figure
 
 
 def http_window(base_url: str, token: str, pid: int, args: argparse.Namespace) -> common.Figures:
-    """The client processes post to ``base_url`` for ``--duration``; the server's CPU meanwhile."""
-    start_at = time.time() + 3.0  # room for the clients to start and connect
-    jobs = [
-        Job(
-            base_url,
-            token,
-            KINDS[i % len(KINDS)],
-            run_ids_for(i, args.runs),
-            start_at,
-            args.duration,
-        )
-        for i in range(args.clients)
-    ]
+    """The generator posts to ``base_url`` for ``--duration``; the server's CPU meanwhile."""
+    start_at = time.time() + 3.0  # room for the generator processes to start and connect
+    shares: list[list[tuple[str, tuple[str, ...]]]] = [[] for _ in range(args.generators)]
+    for i in range(args.connections):
+        shares[i % args.generators].append((KINDS[i % len(KINDS)], run_ids_for(i, args.runs)))
+    jobs = [Job(base_url, token, tuple(share), start_at, args.duration) for share in shares]
     server_process = psutil.Process(pid)
     context = multiprocessing.get_context("spawn")
-    with context.Pool(args.clients) as pool:
-        pending = pool.map_async(http_client, jobs)
+    with context.Pool(args.generators) as pool:
+        pending = pool.map_async(generator, jobs)
         while time.time() < start_at:
             time.sleep(0.01)
         cpu_before = _cpu_seconds(server_process)
-        # Generous: on a loaded machine the client processes take long to start.
+        # Generous: on a loaded machine the generator processes take long to start.
         tallies = pending.get(timeout=args.duration + 300)
         cpu_after = _cpu_seconds(server_process)
     figures = summarise(tallies, args.duration)
     cpu_s = cpu_after - cpu_before
+    requests = max(figures["requests_ok"] + figures["errors"], 1)
     figures["server_cpu_cores"] = cpu_s / args.duration
     figures["server_cpu_us_per_report"] = cpu_s / max(figures["requests_ok"], 1) * 1e6
+    figures["generator_cpu_us_per_request"] = sum(t.cpu_s for t in tallies) / requests * 1e6
     return figures
 
 
@@ -268,7 +332,7 @@ def peer_server(folder: Path, args: argparse.Namespace) -> Iterator[str]:
             "seen_at": now,
             "updated_at": now,
         }
-        for i in range(args.clients)
+        for i in range(args.connections)
         for run_id in run_ids_for(i, args.runs)
     ]
     with engine.begin() as conn:
@@ -296,24 +360,24 @@ def peer_server(folder: Path, args: argparse.Namespace) -> Iterator[str]:
 
 
 def inprocess_rate(url: str, folder: Path, args: argparse.Namespace) -> common.Figures:
-    """Eight threads call ``Reports.progress`` directly on one runtime."""
+    """Threads call ``Reports.progress`` directly on one runtime."""
     store = Store(url)
     runtime = Runtime.open(common.settings_for(folder, url), store=store)
     try:
         reports = reports_for(runtime)
-        for i in range(args.clients):
+        for i in range(INPROCESS_THREADS):
             for run_id in run_ids_for(i, args.runs):
                 kind = KINDS[i % len(KINDS)]
                 reports.start(NewRun(kind, run_id, run_id, None, "unknown", None, None, 90.0))
         start_at = time.time() + 0.5
-        tallies: list[Tally] = [Tally() for _ in range(args.clients)]
+        tallies: list[Tally] = [Tally() for _ in range(INPROCESS_THREADS)]
         threads = [
             threading.Thread(
                 target=_inprocess_client,
                 args=(reports, i, args, start_at, tallies),
                 name=f"client-{i}",
             )
-            for i in range(args.clients)
+            for i in range(INPROCESS_THREADS)
         ]
         for thread in threads:
             thread.start()
@@ -342,7 +406,7 @@ def _inprocess_client(
 
 def summarise(tallies: list[Tally], duration_s: float) -> common.Figures:
     """Rate and latency percentiles over every client."""
-    latencies = [value for tally in tallies for value in (tally.latencies_ms or [])]
+    latencies = [value for tally in tallies for value in tally.latencies_ms]
     ok = sum(tally.ok for tally in tallies)
     return {
         "requests_ok": ok,
@@ -357,7 +421,8 @@ def summarise(tallies: list[Tally], duration_s: float) -> common.Figures:
 def measure(backend: str, args: argparse.Namespace) -> common.Figures:
     """Both ways on one database, each on a fresh one."""
     results: dict[str, Any] = {
-        "clients": args.clients,
+        "connections": args.connections,
+        "generators": args.generators,
         "duration_s": args.duration,
         "rounds": args.rounds,
     }
@@ -386,7 +451,8 @@ def show(backend: str, f: common.Figures) -> None:
                     f"{fig['per_second']:,.0f}/s  p50 {fig['p50_ms']:.2f} ms  "
                     f"p99 {fig['p99_ms']:.2f} ms  errors {fig['errors']}  "
                     f"CPU {fig['server_cpu_cores']:.2f} cores  "
-                    f"{fig['server_cpu_us_per_report']:.0f} us/report",
+                    f"{fig['server_cpu_us_per_report']:.0f} us/report  "
+                    f"generator {fig['generator_cpu_us_per_request']:.0f} us/request",
                 )
             )
     rate, cpu = http["ratios"]["rate"], http["ratios"]["cpu_per_report"]
@@ -400,7 +466,8 @@ def show(backend: str, f: common.Figures) -> None:
         ("in-process errors", local["errors"]),
     ]
     common.print_table(
-        f"progress reports over HTTP, {f['clients']} clients, {f['duration_s']:g} s windows, "
+        f"progress reports over HTTP, {f['connections']} connections from "
+        f"{f['generators']} generator process(es), {f['duration_s']:g} s windows, "
         f"ours ({backend}) against a minimal FastAPI + SQLite peer",
         rows,
     )
@@ -413,8 +480,13 @@ def _spread(values: dict[str, float]) -> str:
 def main() -> None:
     """Parse the options and run."""
     parser = common.parser(__doc__ or "")
-    parser.add_argument("--clients", type=int, default=8, help="concurrent clients")
-    parser.add_argument("--runs", type=int, default=20, help="runs per client")
+    parser.add_argument(
+        "--connections", type=int, default=32, help="keep-alive connections, one request each"
+    )
+    parser.add_argument(
+        "--generators", type=int, default=1, help="load generator processes sharing them"
+    )
+    parser.add_argument("--runs", type=int, default=20, help="runs per connection")
     parser.add_argument("--duration", type=float, default=10.0, help="seconds of load")
     parser.add_argument("--rounds", type=int, default=3, help="turns of ours and the peer")
     parser.add_argument("--peer-serve", metavar="DB", help=argparse.SUPPRESS)
@@ -425,6 +497,8 @@ def main() -> None:
         return
     if args.rounds < 1:
         parser.error("--rounds must be at least 1")
+    if not 1 <= args.generators <= args.connections:
+        parser.error("--generators must be between 1 and --connections")
     common.run_backends(args, "reports", measure, show)
 
 
