@@ -34,6 +34,7 @@ from watchkeeper.store.queue.ends import End, end_within
 from watchkeeper.store.queue.facts import org_loads
 from watchkeeper.store.queue.ledger import add_spend, log_events
 from watchkeeper.store.queue.markers import INTERRUPTED
+from watchkeeper.store.queue.onepass import RuleRefused, pass_in_one
 from watchkeeper.store.queue.rows import (
     RUNNING,
     T,
@@ -131,6 +132,15 @@ class Leases(Part):
         the lease is refused (the runner is unknown or stopped) no outcome is recorded.
         """
         action = f"recording {len(ends)} task outcome(s) and leasing" if ends else "leasing tasks"
+        if limit > 0 and not self._sqlite and not caps_possible:
+            try:
+                with self._write(action) as conn:
+                    return pass_in_one(
+                        conn, ends, runner_id, now, limit=limit, admit=admit,
+                        load_needed=load_needed, marked=_marked,
+                    )  # fmt: skip
+            except RuleRefused:
+                pass  # rolled back: the general path below judges task by task
         with self._write(action) as conn:
             ended = end_within(conn, self._sqlite, ends, now)
             if limit <= 0:

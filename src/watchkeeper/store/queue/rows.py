@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import secrets
+from collections.abc import Mapping
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
@@ -60,14 +61,14 @@ def columns_of(new: DataclassInstance, table: Table) -> dict[str, Any]:
     return {name: getattr(new, name) for name in names if name in table.c}
 
 
-def task_from_row(row: Row[Any]) -> Task:
-    """A ``queue_tasks`` row as a record."""
+def task_from_row(row: Row[Any] | Mapping[str, Any]) -> Task:
+    """A ``queue_tasks`` row (or its columns by name, as JSON gives them) as a record."""
     # Every read selects the table's typed columns, so ``rerunnable`` is a bool on both dialects.
-    status = TaskStatus(row._mapping["status"])
+    status = TaskStatus((row._mapping if isinstance(row, Row) else row)["status"])
     return record_from_row(Task, row, times=_TASK_TIMES, status=status)
 
 
-def runner_from_row(row: Row[Any], running: int = 0) -> Runner:
+def runner_from_row(row: Row[Any] | Mapping[str, Any], running: int = 0) -> Runner:
     """A ``queue_runners`` row as a record, with how many tasks it runs."""
     return record_from_row(Runner, row, times=_RUNNER_TIMES, running=running)
 

@@ -1,0 +1,168 @@
+"""PostgreSQL, no capped org: a runner's pass (its outcomes, then a lease) in one statement.
+
+The general path of :meth:`Leases.end_and_lease` takes four statements and a
+``BEGIN`` for a pass: the outcomes, the runner's row, the locking read and the
+claim. With no capped org the lease rule depends on the runner alone (its
+fleet, its org, its heartbeat and its free slots), so one statement can do it
+all: record the outcomes (each fenced by its lease), count what the runner
+still holds once they are recorded, lock the oldest queued rows of its fleet
+no other lease holds (``FOR UPDATE SKIP LOCKED``) up to its free slots, claim
+them, mint their task tokens and write every timeline entry.
+
+The statement only counts slots; the rule still decides. Before the commit
+each claimed task is judged by the lease rule against the runner row the same
+statement read, counting what the lease adds as it goes. When the rule refuses
+any (an offline runner, say), the transaction is rolled back and the pass is
+made again on the general path, so what is leased is always what the rule
+admits. An unknown or stopped runner is refused as on the general path: the
+rollback leaves its outcomes unrecorded.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import secrets
+from collections.abc import Callable, Sequence
+from datetime import datetime
+from typing import Any
+
+from sqlalchemy import Connection
+
+from watchkeeper.clock import to_epoch
+from watchkeeper.errors import Conflict, NotFound
+from watchkeeper.records.queue import Lease, OrgLoad, QueuedTask, Runner, Task
+from watchkeeper.store.queue.ends import REASON_MAX, End
+from watchkeeper.store.queue.ledger import SPEND_SLOTS
+from watchkeeper.store.queue.rows import month_of, runner_from_row, task_from_row
+from watchkeeper.store.tokens import TASK_ROLE, TOKEN_PREFIX, hash_token
+
+Admit = Callable[[QueuedTask, Runner, OrgLoad], bool]
+
+
+class RuleRefused(Exception):
+    """The lease rule refused a task the statement claimed: roll back, take the general path."""
+
+
+# Every data-modifying part sees the tables as they were before the statement: the
+# runner's count is read from before and the outcomes it recorded are taken off it.
+END_AND_LEASE_SQL = """
+WITH given AS (
+    SELECT * FROM unnest(
+        %(ids)s::varchar[], %(tokens)s::varchar[], %(statuses)s::varchar[],
+        %(exits)s::integer[], %(reasons)s::varchar[], %(fingerprints)s::varchar[]
+    ) AS g(id, token, status, exit_code, reason, fingerprint)
+), moved AS (
+    UPDATE queue_tasks t
+    SET status = g.status, lease_token = NULL, finished_at = %(at)s, updated_at = %(at)s,
+        exit_code = g.exit_code, failure_reason = g.reason,
+        failure_fingerprint = g.fingerprint, version = t.version + 1
+    FROM given g
+    WHERE t.id = ANY(%(ids)s::varchar[]) AND t.id = g.id AND t.lease_token = g.token
+      AND t.status = 'running' AND coalesce(t.last_renewed_at, t.leased_at) + t.lease_s > %(at)s
+    RETURNING t.*
+), per_org AS (
+    SELECT org, sum(%(at)s - leased_at) AS seconds FROM moved GROUP BY org
+), spent AS (
+    INSERT INTO queue_spend (org, month, slot, agent_seconds)
+    SELECT p.org, %(month)s, coalesce(
+        (SELECT s FROM generate_series(0, %(slots)s - 1) AS s
+         WHERE pg_try_advisory_xact_lock(hashtext('wk-spend:' || p.org), s) LIMIT 1),
+        pg_backend_pid() %% %(slots)s), p.seconds
+    FROM per_org p
+    ON CONFLICT (org, month, slot)
+    DO UPDATE SET agent_seconds = queue_spend.agent_seconds + excluded.agent_seconds
+), ended_logged AS (
+    INSERT INTO queue_events (task_id, job_id, at, type, detail)
+    SELECT id, job_id, %(at)s, status, failure_reason FROM moved
+), runner AS (
+    SELECT r.*,
+        (SELECT count(*) FROM queue_tasks t WHERE t.runner_id = r.id AND t.status = 'running')
+        - (SELECT count(*) FROM moved m WHERE m.runner_id = r.id) AS running
+    FROM queue_runners r WHERE r.id = %(runner)s
+), picked AS (
+    SELECT id FROM queue_tasks
+    WHERE status = 'queued'
+      AND fleet = (SELECT fleet FROM runner WHERE stopped_at IS NULL)
+      AND ((SELECT org FROM runner) IS NULL OR org = (SELECT org FROM runner))
+    ORDER BY queued_at, id
+    LIMIT greatest(0, least(%(limit)s, (SELECT capacity - running FROM runner)))
+    FOR UPDATE SKIP LOCKED
+), claimed AS (
+    UPDATE queue_tasks t
+    SET status = 'running', runner_id = %(runner)s,
+        lease_token = replace(gen_random_uuid()::text, '-', ''), leased_at = %(at)s,
+        last_renewed_at = NULL, progress_at = %(at)s, attempt = t.attempt + 1,
+        version = t.version + 1, updated_at = %(at)s
+    WHERE t.id = ANY(ARRAY(SELECT id FROM picked)) AND t.status = 'queued'
+    RETURNING t.*
+), numbered AS (
+    SELECT c.*, row_number() OVER (ORDER BY c.queued_at, c.id) AS ord FROM claimed c
+), minted AS (
+    INSERT INTO api_tokens (name, role, token_hash, created_at, task_id, job_id)
+    SELECT 'task ' || c.id, %(role)s, h.hash, %(at)s, c.id, c.job_id
+    FROM numbered c JOIN unnest(%(hashes)s::varchar[]) WITH ORDINALITY AS h(hash, ord)
+      ON h.ord = c.ord
+), leased_logged AS (
+    INSERT INTO queue_events (task_id, job_id, at, type, detail)
+    SELECT id, job_id, %(at)s, 'leased', runner_id FROM claimed
+), revoked AS (
+    DELETE FROM api_tokens
+    WHERE task_id = ANY(ARRAY(SELECT id FROM moved UNION ALL SELECT id FROM claimed))
+)
+SELECT
+    (SELECT row_to_json(r) FROM runner r) AS runner,
+    (SELECT coalesce(json_agg(m), '[]') FROM moved m) AS ended,
+    (SELECT coalesce(json_agg(c ORDER BY c.ord), '[]') FROM numbered c) AS claimed
+"""
+
+
+def pass_in_one(
+    conn: Connection,
+    ends: Sequence[End],
+    runner_id: str,
+    now: datetime,
+    *,
+    limit: int,
+    admit: Admit,
+    load_needed: Callable[[str], bool],
+    marked: Callable[[Any], bool],
+) -> tuple[list[Task | None], list[Lease], set[str]]:
+    """Record ``ends`` and lease up to ``limit`` tasks in one statement, inside the
+    caller's transaction; :class:`RuleRefused` when the rule refuses a claimed task
+    (the caller rolls back and takes the general path)."""
+    first: dict[str, End] = {}
+    for end in ends:
+        first.setdefault(end.task_id, end)  # a repeat in one batch is refused, as later
+    given = list(first.values())
+    tokens = [TOKEN_PREFIX + secrets.token_urlsafe(32) for _ in range(limit)]
+    params = {
+        "ids": [e.task_id for e in given],
+        "tokens": [e.token for e in given],
+        "statuses": [e.status.value for e in given],
+        "exits": [e.exit_code for e in given],
+        "reasons": [None if e.reason is None else e.reason[:REASON_MAX] for e in given],
+        "fingerprints": [e.fingerprint for e in given],
+        "at": to_epoch(now),
+        "month": month_of(now),
+        "runner": runner_id,
+        "limit": limit,
+        "role": TASK_ROLE,
+        "hashes": [hash_token(token) for token in tokens],
+        "slots": SPEND_SLOTS,
+    }
+    runner_row, ended_rows, claimed_rows = conn.exec_driver_sql(END_AND_LEASE_SQL, params).one()
+    if runner_row is None:
+        raise NotFound(f"no runner {runner_id!r}: register first")
+    if runner_row["stopped_at"] is not None:
+        raise Conflict(f"runner {runner_id} has stopped: register again to serve")
+    runner = runner_from_row(runner_row, int(runner_row["running"]))
+    leases = []
+    for row in claimed_rows:
+        task = QueuedTask(row["id"], row["job_id"], row["org"], row["fleet"], False)
+        if load_needed(row["org"]) or not admit(task, runner, OrgLoad(row["org"])):
+            raise RuleRefused(row["id"])
+        runner = dataclasses.replace(runner, running=runner.running + 1)
+        leases.append(Lease(task_from_row(row), row["lease_token"], tokens[row["ord"] - 1]))
+    moved = {row["id"]: task_from_row(row) for row in ended_rows}
+    done = {row["id"] for row in claimed_rows if marked(row["metadata"])}
+    return [moved.pop(end.task_id, None) for end in ends], leases, done
