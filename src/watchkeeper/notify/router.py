@@ -29,24 +29,26 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+import copy
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, replace
 from datetime import datetime
-from typing import Any
+from typing import Any, cast
 
 from watchkeeper.config import KindConfig, OpsConfig
 from watchkeeper.contract import Action
 from watchkeeper.decide.decider import Decider
 from watchkeeper.decide.offer import label
-from watchkeeper.errors import NotFound
 from watchkeeper.notify import cards
 from watchkeeper.notify.message import Message, Target
 from watchkeeper.notify.silences import SilenceGate, with_care_buttons
 from watchkeeper.store import Store
-from watchkeeper.store.decisions import ActionStatus
+from watchkeeper.store.decisions import ActionRecord, ActionStatus, DecisionStore
 from watchkeeper.store.incidents import Incident, IncidentEvent, IncidentStatus
 from watchkeeper.store.outbox import Delivery, DeliveryStatus
 from watchkeeper.store.queueing import NewDelivery
+from watchkeeper.store.routing_reads import PassReads, RoutingReads
 
 CHAT_PLATFORMS = frozenset({"telegram", "discord", "slack"})
 #: Platforms whose cards keep their buttons once decided; a later press is told who won.
@@ -84,8 +86,11 @@ class Router:
         self.kinds = kinds
         self.channels = frozenset(channels)
         self.silences = SilenceGate(store, decider)
+        self._reads = RoutingReads(store.engine)
         #: Cards the routing pass under way queued, by incident and place.
         self._queued: dict[int, dict[str, _Card]] = {}
+        #: The action journals the routing pass under way read, by incident.
+        self._journals: Mapping[int, Sequence[ActionRecord]] = {}
 
     def targets(self, incident: Incident) -> list[Target]:
         """Where this incident's messages go."""
@@ -104,21 +109,40 @@ class Router:
         # Cards queued by this pass are not in the outbox yet; later events edit them and
         # thread under them all the same, by their dedup keys.
         self._queued = {}
-        with self.silences.routing(incident_id for _, incident_id, _ in events):
-            items = self._route_events(events)
+        incident_ids = {incident_id for _, incident_id, _ in events}
+        reads = self._reads.read(incident_ids)
+        with self.silences.routing(incident_ids), self._reading(reads):
+            items = self._route_events(events, reads.incidents)
         # Queue and mark in one transaction: a crash before it leaves the events unrouted for
         # the next pass, and dedup keys make a second routing (another replica) enqueue nothing.
         ids = [event_id for event_id, _, _ in events]
-        return self.store.incidents.mark_routed(ids, items, now)
+        return self.store.outbox.route(ids, items, now)
 
-    def _route_events(self, events: Sequence[tuple[int, int, IncidentEvent]]) -> list[NewDelivery]:
-        incidents: dict[int, Incident] = {}
+    @contextmanager
+    def _reading(self, reads: PassReads) -> Iterator[None]:
+        """The pass's journals serve the router and, for the buttons of each card, the
+        decider: read together once, not once per incident."""
+        gate = self.silences.decider
+        # The decider reads an incident's journal from its store: a copy of it is given a
+        # store whose journal reads come from this pass's (others go to the store as ever).
+        decider = copy.copy(gate)
+        decider.store = cast(Store, _PassStore(self.store, reads.journals))
+        self._journals, self.silences.decider = reads.journals, decider
+        try:
+            yield
+        finally:
+            self._journals, self.silences.decider = {}, gate
+
+    def _route_events(
+        self,
+        events: Sequence[tuple[int, int, IncidentEvent]],
+        incidents: Mapping[int, Incident],
+    ) -> list[NewDelivery]:
         items: list[NewDelivery] = []
         for event_id, incident_id, event in events:
-            incident = incidents.get(incident_id) or self._incident(incident_id)
+            incident = incidents.get(incident_id)
             if incident is None:
                 continue  # deleted since: marked routed below, with nothing to say
-            incidents[incident_id] = incident
             made = self._deliveries(event_id, incident, event)
             for item in made:
                 if item.purpose == "card":
@@ -126,12 +150,6 @@ class Router:
                     self._queued.setdefault(incident_id, {}).setdefault(place, _Card.queued(item))
             items.extend(made)
         return items
-
-    def _incident(self, incident_id: int) -> Incident | None:
-        try:
-            return self.store.incidents.get(incident_id, with_events=False)
-        except NotFound:
-            return None
 
     def _reports_itself(self, incident: Incident) -> bool:
         kind = self.kinds.get(incident.key.kind)
@@ -291,7 +309,7 @@ class Router:
         """A decided action that did not happen: the card says what and why, in words, and
         offers its buttons again; a note under it tells the conversation."""
         status = ActionStatus.FAILED if event.type == "action_failed" else ActionStatus.INTERRUPTED
-        journal = self.store.decisions.actions_for_incident(incident.id)
+        journal = self._journal(incident.id)
         record = next(
             (a for a in reversed(journal) if a.status is status and a.finished_at == event.at),
             journal[-1] if journal else None,
@@ -309,6 +327,40 @@ class Router:
         return self._to_all(event_id, incident, "note", note) + self._edits(
             event_id, incident, lambda _: card
         )
+
+    def _journal(self, incident_id: int) -> Sequence[ActionRecord]:
+        found = self._journals.get(incident_id)
+        return self.store.decisions.actions_for_incident(incident_id) if found is None else found
+
+
+class _Journals:
+    """The action journal as one routing pass read it; every other question goes on to
+    the store's own."""
+
+    def __init__(self, decisions: DecisionStore, journals: Mapping[int, Sequence[ActionRecord]]):
+        self._decisions = decisions
+        self._journals = journals
+
+    def actions_for_incident(self, incident_id: int) -> list[ActionRecord]:
+        """The journal of one incident, oldest first."""
+        found = self._journals.get(incident_id)
+        if found is None:
+            return self._decisions.actions_for_incident(incident_id)
+        return list(found)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._decisions, name)
+
+
+class _PassStore:
+    """The store, but for its journal reads (see :class:`_Journals`)."""
+
+    def __init__(self, store: Store, journals: Mapping[int, Sequence[ActionRecord]]) -> None:
+        self._store = store
+        self.decisions = _Journals(store.decisions, journals)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._store, name)
 
 
 @dataclass(frozen=True, slots=True)

@@ -10,12 +10,15 @@ from enum import StrEnum
 from typing import Any
 
 from sqlalchemy import Connection, func, insert, select, update
+from sqlalchemy.dialects.postgresql import insert as postgresql_insert
+from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 from sqlalchemy.exc import IntegrityError
 
 from watchkeeper.clock import to_epoch
 from watchkeeper.store.base import Accessor, record_from_row
 from watchkeeper.store.engine import translate_errors, write_transaction
 from watchkeeper.store.incidents import _event
+from watchkeeper.store.listen import announce
 from watchkeeper.store.outbox_batch import (
     Exchange,
     NotYet,
@@ -24,7 +27,8 @@ from watchkeeper.store.outbox_batch import (
     sent_many,
     write_paces,
 )
-from watchkeeper.store.queueing import NewDelivery, insert_deliveries
+from watchkeeper.store.queueing import PENDING, NewDelivery, insert_deliveries
+from watchkeeper.store.schema import incident_events
 from watchkeeper.store.schema_notify import deliveries, inbound
 
 
@@ -87,6 +91,31 @@ class OutboxStore(Accessor):
             return []
         with self._write("enqueueing messages") as conn:
             return insert_deliveries(conn, items, to_epoch(now))
+
+    def route(self, event_ids: Sequence[int], items: Sequence[NewDelivery], now: datetime) -> int:
+        """Enqueue ``items`` (in their order) and mark the incident events of ``event_ids``
+        routed, in one transaction; returns how many deliveries were new.
+
+        A delivery whose dedup key is already queued is skipped, so routing an
+        event again (another replica, or a crash before the mark) sends nothing twice.
+        """
+        at = to_epoch(now)
+        created = 0
+        with self._write("routing incident events") as conn:
+            if items:
+                created = _insert_in_bulk(conn, self._sqlite, items, at)
+            if created:
+                announce(conn)  # every replica delivers: wake their deliverers too
+            for chunk in range(0, len(event_ids), 500):
+                conn.execute(
+                    update(incident_events)
+                    .where(
+                        incident_events.c.id.in_(event_ids[chunk : chunk + 500]),
+                        incident_events.c.routed_at.is_(None),
+                    )
+                    .values(routed_at=at)
+                )
+        return created
 
     def due(self, now: datetime, limit: int = 100) -> list[Delivery]:
         """Pending deliveries whose time has come, oldest first."""
@@ -264,6 +293,33 @@ class OutboxStore(Accessor):
             except IntegrityError:
                 return False
         return True
+
+
+_NEW_ROWS = {
+    sqlite: dialect_insert(deliveries)
+    .on_conflict_do_nothing(index_elements=[deliveries.c.dedup_key])
+    .returning(deliveries.c.id)
+    for sqlite, dialect_insert in ((True, sqlite_insert), (False, postgresql_insert))
+}
+
+
+def _insert_in_bulk(conn: Connection, sqlite: bool, items: Sequence[NewDelivery], at: float) -> int:
+    """Insert the deliveries whose dedup key is new, in order; how many were new.
+
+    Each row skips a known key as it goes in, so two replicas routing the same
+    events at once both succeed and only one adds each row; the rows travel in a
+    few multi-row statements (the driver's "insert many values"), not one each.
+    """
+    rows = [
+        {
+            "dedup_key": item.dedup_key[:300], "incident_id": item.incident_id,
+            "purpose": item.purpose, "channel": item.channel, "target": item.target,
+            "payload": item.payload, "status": PENDING, "attempts": 0,
+            "next_attempt_at": at, "created_at": at, "updated_at": at,
+        }
+        for item in items
+    ]  # fmt: skip
+    return len(conn.execute(_NEW_ROWS[sqlite], rows).all())
 
 
 def _claim(delivery_id: int, claimer: str, now: datetime, claim_for: timedelta) -> Any:
