@@ -20,6 +20,7 @@ from functools import partial
 from typing import Annotated, Any
 
 from fastapi import APIRouter, Body, Depends, Query, Request
+from fastapi.responses import JSONResponse
 from pydantic import BaseModel, ConfigDict, Field, StringConstraints
 
 from watchkeeper.access.tokens import TokenInfo
@@ -444,18 +445,23 @@ def heartbeat(runner_id: Id, request: Request) -> dict[str, Any]:
     return runner_json(runner, queue.alive(runner))
 
 
-@router.post("/api/v1/runners/{runner_id}/lease", dependencies=[Depends(reporter)])
-def lease(runner_id: Id, request: Request, body: LeaseIn | None = Body(None)) -> dict[str, Any]:
+@router.post(
+    "/api/v1/runners/{runner_id}/lease", dependencies=[Depends(reporter)], response_model=None
+)
+def lease(runner_id: Id, request: Request, body: LeaseIn | None = Body(None)) -> JSONResponse:
     """Lease up to ``max`` tasks the lease rules allow this runner; each with its lease
     token, and ``task_token``: the API token for the task's own process, which may
     only report about that task and ends with the lease."""
     queue = services(request).queue
     body = body or LeaseIn()
+    # The answer holds only JSON values already: sent as it is, it spares the generic
+    # encoder's walk over every field of every task (about 0.1 ms of CPU per task).
     if body.outcomes is None:
-        return {"tasks": _leased(queue.lease(runner_id, body.max, on_update=_announce(request)))}
+        leased = queue.lease(runner_id, body.max, on_update=_announce(request))
+        return JSONResponse({"tasks": _leased(leased)})
     ends = [_end(item) for item in body.outcomes]
     found, leases = queue.report_and_lease(runner_id, ends, body.max, on_update=_announce(request))
-    return {"outcomes": _outcomes(ends, found), "tasks": _leased(leases)}
+    return JSONResponse({"outcomes": _outcomes(ends, found), "tasks": _leased(leases)})
 
 
 def _leased(leases: list[Lease]) -> list[dict[str, Any]]:
