@@ -29,7 +29,7 @@ from typing import Any
 from sqlalchemy import Connection
 
 from watchkeeper.clock import to_epoch
-from watchkeeper.errors import Conflict, NotFound
+from watchkeeper.errors import Conflict, NotFound, WatchkeeperError
 from watchkeeper.records.queue import Lease, OrgLoad, QueuedTask, Runner, Task
 from watchkeeper.store.queue.ends import REASON_MAX, End
 from watchkeeper.store.queue.ledger import SPEND_SLOTS
@@ -39,7 +39,7 @@ from watchkeeper.store.tokens import TASK_ROLE, TOKEN_PREFIX, hash_token
 Admit = Callable[[QueuedTask, Runner, OrgLoad], bool]
 
 
-class RuleRefused(Exception):
+class RuleRefused(WatchkeeperError):
     """The lease rule refused a task the statement claimed: roll back, take the general path."""
 
 
