@@ -19,11 +19,13 @@ from abc import ABC, abstractmethod
 from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any, Generic, Protocol, TypeVar
+from urllib.request import getproxies
 
 import httpx
 
 from watchkeeper.config import resolve_secret
 from watchkeeper.errors import ConfigError
+from watchkeeper.notify.channels.lane import Lane
 from watchkeeper.notify.message import Message, Target
 
 
@@ -161,11 +163,13 @@ def decoded_json(response: httpx.Response) -> Any:
 class ChatChannel(Channel, Generic[ConfigT]):
     """A chat platform reached with a bot token over HTTP clients of its own.
 
-    Each call in flight takes a client with a single kept-alive connection
-    (a lane), up to ``max_in_flight`` of them, and calls beyond go over one
-    shared client: an HTTP pool's bookkeeping walks every request it holds
+    Each call in flight takes a single kept-alive connection of its own (a
+    :class:`Lane`), up to ``max_in_flight`` of them, and calls beyond go over
+    one shared client: an HTTP pool's bookkeeping walks every request it holds
     and every connection on each request, which made the pool most of a
-    card's CPU when one client carried all the calls at once.
+    card's CPU when one client carried all the calls at once. Where a proxy is
+    configured in the environment the lanes are clients of their own, which
+    know how to go through it.
 
     A missing or unreadable token does not stop the server: the channel keeps
     the reason in ``problem`` and every send fails with it.
@@ -174,7 +178,7 @@ class ChatChannel(Channel, Generic[ConfigT]):
     def __init__(self, config: ConfigT, http: httpx.AsyncClient | None = None) -> None:
         self.config = config
         self._owns_http = http is None
-        self._lanes: list[httpx.AsyncClient] = []
+        self._lanes: list[Lane | httpx.AsyncClient] = []
         if http is None:
             # One TLS context for every client: loading the trust store is the costly part.
             tls = httpx.create_ssl_context()
@@ -183,8 +187,11 @@ class ChatChannel(Channel, Generic[ConfigT]):
             )
             http = httpx.AsyncClient(timeout=config.timeout_s, limits=limits, verify=tls)
             one = httpx.Limits(max_connections=1, max_keepalive_connections=1)
+            proxied = bool(getproxies())
             self._lanes = [
                 httpx.AsyncClient(timeout=config.timeout_s, limits=one, verify=tls)
+                if proxied
+                else Lane(config.timeout_s, tls)
                 for _ in range(self.max_in_flight)
             ]
         self._http = http
@@ -211,6 +218,8 @@ class ChatChannel(Channel, Generic[ConfigT]):
         """One call: the platform's answer, or why there is none (classified, never raised)."""
         client = self._idle.pop() if self._idle else self._http
         try:
+            if isinstance(client, Lane):
+                return await client.request(method, url, body, headers)
             return await client.request(method, url, json=body, headers=headers)
         except httpx.HTTPError as exc:
             return classify_error(exc)
@@ -222,5 +231,8 @@ class ChatChannel(Channel, Generic[ConfigT]):
         """Close the HTTP clients if this channel made them."""
         if self._owns_http:
             for lane in self._lanes:
-                await lane.aclose()
+                if isinstance(lane, Lane):
+                    lane.close()
+                else:
+                    await lane.aclose()
             await self._http.aclose()
