@@ -1,20 +1,26 @@
 """A chat channel's own connections read every shape of answer a platform may give: sized,
 chunked, closing the connection, or none at all, each classified as the HTTP client's
-errors are (a call with no answer may have been sent; a refused connection was not)."""
+errors are (a call with no answer may have been sent; a refused connection was not); an
+``https`` platform is reached over TLS with its certificate checked."""
 
 from __future__ import annotations
 
 import asyncio
 import json
 import socket
+import ssl
+import subprocess
 import threading
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
+from pathlib import Path
 
+import httpx
 import pytest
 
 from watchkeeper.config import SlackConfig
 from watchkeeper.notify.channels.base import SendOutcome, SendResult
+from watchkeeper.notify.channels.lane import Lane
 from watchkeeper.notify.channels.slack import SlackChannel
 from watchkeeper.notify.message import Message, Target
 
@@ -159,3 +165,53 @@ def test_a_refused_connection_was_not_sent() -> None:
         url = f"http://127.0.0.1:{taken.getsockname()[1]}"
     (result,) = _send(url, 1)
     assert result.outcome is SendOutcome.RETRY
+
+
+def test_an_https_platform_is_called_over_tls_and_its_certificate_checked(
+    tmp_path: Path,
+) -> None:
+    cert, key = tmp_path / "cert.pem", tmp_path / "key.pem"
+    subprocess.run(
+        ["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1",
+         "-subj", "/CN=localhost", "-addext", "subjectAltName=DNS:localhost",
+         "-keyout", str(key), "-out", str(cert)],
+        check=True, capture_output=True,
+    )  # fmt: skip
+    serving = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    serving.load_cert_chain(cert, key)
+    found = Platform(sized)
+    listener = socket.create_server(("127.0.0.1", 0))
+    port = listener.getsockname()[1]
+
+    def accept() -> None:
+        while True:
+            try:
+                conn, _ = listener.accept()
+            except OSError:
+                return  # closed
+            try:
+                wrapped = serving.wrap_socket(conn, server_side=True)
+            except OSError:
+                continue  # the caller refused the certificate
+            threading.Thread(target=_serve, args=(found, wrapped), daemon=True).start()
+
+    threading.Thread(target=accept, daemon=True).start()
+    trusting = ssl.create_default_context(cafile=str(cert))
+
+    async def call(tls: ssl.SSLContext) -> int | str:
+        lane = Lane(5.0, tls)
+        try:
+            answer = await lane.request("POST", f"https://localhost:{port}/api/x", {"n": 1})
+            return answer.status_code
+        except httpx.HTTPError as exc:
+            return type(exc).__name__
+        finally:
+            lane.close()
+
+    try:
+        assert asyncio.run(call(trusting)) == 200
+        # A certificate nobody vouches for: no connection, so nothing was sent.
+        assert asyncio.run(call(ssl.create_default_context())) == "ConnectError"
+    finally:
+        listener.close()
+    assert found.bodies == [{"n": 1}]
