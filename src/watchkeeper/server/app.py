@@ -31,7 +31,7 @@ from watchkeeper.server.routes_forge import router as forge_router
 from watchkeeper.server.routes_incidents import router as incidents_router
 from watchkeeper.server.routes_models import router as models_router
 from watchkeeper.server.routes_procs import router as procs_router
-from watchkeeper.server.routes_progress import ProgressRoute
+from watchkeeper.server.routes_progress import ProgressRoute, ahead_of_middleware
 from watchkeeper.server.routes_queue import router as queue_router
 from watchkeeper.server.routes_runs import progress
 from watchkeeper.server.routes_runs import router as runs_router
@@ -197,4 +197,8 @@ def create_app(
     api_docs.install(app)
     _reports_matched_first(app, included)
     app.add_middleware(BodyLimit)
+    # Ordinary reports (most of the traffic) are answered ahead of the middleware chain.
+    app.build_middleware_stack = ahead_of_middleware(  # type: ignore[method-assign]
+        app.build_middleware_stack, app.router
+    )
     return app
