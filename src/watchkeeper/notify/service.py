@@ -21,6 +21,8 @@ from watchkeeper.watch.leader import Leadership
 log = logging.getLogger(__name__)
 #: How often the outbox is looked at when nothing pokes it.
 PASS_INTERVAL_S = 1.0
+#: Due rows one delivery pass takes at most.
+PASS_LIMIT = 200
 
 
 class Notifier:
@@ -45,6 +47,9 @@ class Notifier:
         self.router = Router(store, decider, ops, kinds, list(self.channels))
         claimer = leadership.replica if leadership is not None else None
         self.deliverer = Deliverer(store, self.channels, clock, claimer=claimer)
+        #: Due rows one pass of :meth:`run` takes, and how long it waits between passes.
+        self.pass_limit = PASS_LIMIT
+        self.pass_interval_s = PASS_INTERVAL_S
         self._wake = asyncio.Event()
         self._loop: asyncio.AbstractEventLoop | None = None
 
@@ -76,7 +81,7 @@ class Notifier:
     def _more_events(self) -> bool:
         return bool(self.store.incidents.unrouted(1))
 
-    async def deliver_due(self, limit: int = 200) -> int:
+    async def deliver_due(self, limit: int = PASS_LIMIT) -> int:
         """Send due deliveries (at most ``limit``); returns how many calls were made."""
         return await self.deliverer.deliver_due(limit)
 
@@ -90,17 +95,22 @@ class Notifier:
         """Route and deliver until ``stop``; a failing pass is logged and retried."""
         self._loop = asyncio.get_running_loop()
         while not stop.is_set():
+            calls = 0
             try:
                 await self._route_if_leading()
-                await self.deliver_due()
+                calls = await self.deliver_due(self.pass_limit)
             except StoreError as exc:
                 log.warning("Notifier pass failed: %s", exc, extra={"action": "notify"})
             except Exception:  # the notifier must outlive any one pass's bug
                 log.exception("Unexpected failure in a notifier pass", extra={"action": "notify"})
+            if calls >= self.pass_limit:
+                # More may be due already. Every row a pass took is settled or put off, so
+                # the next pass finds only rows it has not seen: this never spins on them.
+                continue
             self._wake.clear()
             waiters = {asyncio.ensure_future(stop.wait()), asyncio.ensure_future(self._wake.wait())}
             _, pending = await asyncio.wait(
-                waiters, timeout=PASS_INTERVAL_S, return_when=asyncio.FIRST_COMPLETED
+                waiters, timeout=self.pass_interval_s, return_when=asyncio.FIRST_COMPLETED
             )
             for waiter in pending:
                 waiter.cancel()
