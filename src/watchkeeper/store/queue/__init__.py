@@ -8,6 +8,8 @@ and :class:`QueueStore` is all of them over one engine:
 - ``runners``: register, heartbeat, stop, and who holds what
 - ``leases``: lease, renew, complete, fail (with ``statements``, built once)
 - ``ends``: several outcomes in one transaction, each under its own lease
+- ``onepass``: PostgreSQL with no capped org: a runner's outcomes and next lease in one
+  statement, the lease rule judging what it claimed before the commit
 - ``recovery``: take back leases whose runner is gone
 - ``markers``: the interrupted marker of start-up reconciliation
 - ``output``: the redacted output tail a runner sends when its task ends
