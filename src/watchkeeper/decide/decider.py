@@ -135,12 +135,18 @@ class Decider:
         self._turns = Turns()
         self._crowds: Crowds[PressResult] = Crowds(self.press_together)
 
-    def offered(self, incident: Incident, run: RunView | None = None) -> list[Action]:
-        """The buttons ``incident`` shows now."""
+    def offered(
+        self,
+        incident: Incident,
+        run: RunView | None = None,
+        journal: Sequence[ActionRecord] | None = None,
+    ) -> list[Action]:
+        """The buttons ``incident`` shows now; ``journal``: its action journal, when the
+        caller read it already (a routing pass reads every incident's at once)."""
         adapter = self.adapters.get(incident.key.kind)
         capabilities = adapter.capabilities() if adapter else frozenset()
         effects = run.effects if run is not None else Effects(incident.effects)
-        if incident.decision is None and self._last_action_interrupted(incident):
+        if incident.decision is None and self._last_action_interrupted(incident, journal):
             # It may have happened: acting again is for someone who looked at the work first.
             effects = Effects.UNKNOWN
         return buttons(
@@ -151,8 +157,11 @@ class Decider:
             resolved=incident.status is IncidentStatus.RESOLVED,
         )
 
-    def _last_action_interrupted(self, incident: Incident) -> bool:
-        journal = self.store.decisions.actions_for_incident(incident.id)
+    def _last_action_interrupted(
+        self, incident: Incident, journal: Sequence[ActionRecord] | None
+    ) -> bool:
+        if journal is None:
+            journal = self.store.decisions.actions_for_incident(incident.id)
         return bool(journal) and journal[-1].status is ActionStatus.INTERRUPTED
 
     def press(

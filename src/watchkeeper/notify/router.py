@@ -29,12 +29,10 @@
 
 from __future__ import annotations
 
-import copy
-from collections.abc import Callable, Iterator, Mapping, Sequence
-from contextlib import contextmanager
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from datetime import datetime
-from typing import Any, cast
+from typing import Any
 
 from watchkeeper.config import KindConfig, OpsConfig
 from watchkeeper.contract import Action
@@ -44,11 +42,11 @@ from watchkeeper.notify import cards
 from watchkeeper.notify.message import Message, Target
 from watchkeeper.notify.silences import SilenceGate, with_care_buttons
 from watchkeeper.store import Store
-from watchkeeper.store.decisions import ActionRecord, ActionStatus, DecisionStore
+from watchkeeper.store.decisions import ActionRecord, ActionStatus
 from watchkeeper.store.incidents import Incident, IncidentEvent, IncidentStatus
 from watchkeeper.store.outbox import Delivery, DeliveryStatus
 from watchkeeper.store.queueing import NewDelivery
-from watchkeeper.store.routing_reads import PassReads, RoutingReads
+from watchkeeper.store.routing_reads import RoutingReads
 
 CHAT_PLATFORMS = frozenset({"telegram", "discord", "slack"})
 #: Platforms whose cards keep their buttons once decided; a later press is told who won.
@@ -111,27 +109,16 @@ class Router:
         self._queued = {}
         incident_ids = {incident_id for _, incident_id, _ in events}
         reads = self._reads.read(incident_ids)
-        with self.silences.routing(incident_ids), self._reading(reads):
-            items = self._route_events(events, reads.incidents)
+        self._journals = reads.journals
+        try:
+            with self.silences.routing(incident_ids, reads.journals):
+                items = self._route_events(events, reads.incidents)
+        finally:
+            self._journals = {}
         # Queue and mark in one transaction: a crash before it leaves the events unrouted for
         # the next pass, and dedup keys make a second routing (another replica) enqueue nothing.
         ids = [event_id for event_id, _, _ in events]
         return self.store.outbox.route(ids, items, now)
-
-    @contextmanager
-    def _reading(self, reads: PassReads) -> Iterator[None]:
-        """The pass's journals serve the router and, for the buttons of each card, the
-        decider: read together once, not once per incident."""
-        gate = self.silences.decider
-        # The decider reads an incident's journal from its store: a copy of it is given a
-        # store whose journal reads come from this pass's (others go to the store as ever).
-        decider = copy.copy(gate)
-        decider.store = cast(Store, _PassStore(self.store, reads.journals))
-        self._journals, self.silences.decider = reads.journals, decider
-        try:
-            yield
-        finally:
-            self._journals, self.silences.decider = {}, gate
 
     def _route_events(
         self,
@@ -331,36 +318,6 @@ class Router:
     def _journal(self, incident_id: int) -> Sequence[ActionRecord]:
         found = self._journals.get(incident_id)
         return self.store.decisions.actions_for_incident(incident_id) if found is None else found
-
-
-class _Journals:
-    """The action journal as one routing pass read it; every other question goes on to
-    the store's own."""
-
-    def __init__(self, decisions: DecisionStore, journals: Mapping[int, Sequence[ActionRecord]]):
-        self._decisions = decisions
-        self._journals = journals
-
-    def actions_for_incident(self, incident_id: int) -> list[ActionRecord]:
-        """The journal of one incident, oldest first."""
-        found = self._journals.get(incident_id)
-        if found is None:
-            return self._decisions.actions_for_incident(incident_id)
-        return list(found)
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self._decisions, name)
-
-
-class _PassStore:
-    """The store, but for its journal reads (see :class:`_Journals`)."""
-
-    def __init__(self, store: Store, journals: Mapping[int, Sequence[ActionRecord]]) -> None:
-        self._store = store
-        self.decisions = _Journals(store.decisions, journals)
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self._store, name)
 
 
 @dataclass(frozen=True, slots=True)

@@ -15,7 +15,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from datetime import datetime, timedelta
 
@@ -32,7 +32,7 @@ from watchkeeper.notify.message import (
     token_digest,
 )
 from watchkeeper.store import Store
-from watchkeeper.store.decisions import Press
+from watchkeeper.store.decisions import ActionRecord, Press
 from watchkeeper.store.incidents import LIVE_STATUSES, Incident, IncidentEvent, IncidentStatus
 from watchkeeper.store.outbox import DeliveryStatus
 from watchkeeper.store.queueing import NewDelivery
@@ -81,19 +81,28 @@ class SilenceGate:
         self._acks: dict[int, Ack | None] | None = None
         #: Within a routing pass: the silences active at each moment asked about.
         self._active: dict[datetime, list[Silence]] | None = None
+        #: Within a routing pass: each incident's action journal, read once for them all.
+        self._journals: Mapping[int, Sequence[ActionRecord]] = {}
 
     @contextmanager
-    def routing(self, incident_ids: Iterable[int]) -> Iterator[None]:
+    def routing(
+        self,
+        incident_ids: Iterable[int],
+        journals: Mapping[int, Sequence[ActionRecord]] | None = None,
+    ) -> Iterator[None]:
         """One routing pass over the events of ``incident_ids``: the acknowledgements and
-        the silences in force are read once for the pass, not once per incident."""
+        the silences in force are read once for the pass, not once per incident; the
+        cards' buttons are judged from ``journals`` where the pass read them."""
         ids = sorted(set(incident_ids))
         found = self.store.acks.for_incidents(ids)
         self._acks = {incident_id: found.get(incident_id) for incident_id in ids}
         self._active = {}
+        self._journals = journals or {}
         try:
             yield
         finally:
             self._acks = self._active = None
+            self._journals = {}
 
     def _silences_at(self, at: datetime) -> list[Silence]:
         if self._active is None:
@@ -120,7 +129,8 @@ class SilenceGate:
 
     def card(self, incident: Incident) -> Message:
         """The card of an open incident as it stands: its buttons, and who is looking."""
-        message = with_care_buttons(cards.card(incident, self.decider.offered(incident)), incident)
+        offered = self.decider.offered(incident, journal=self._journals.get(incident.id))
+        message = with_care_buttons(cards.card(incident, offered), incident)
         ack = current_ack(incident, self._ack_of(incident.id))
         if ack is None:
             return message
