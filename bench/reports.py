@@ -2,21 +2,17 @@
 
 What it measures:
 
-- HTTP: a real ``watchkeeper serve`` (its own process, a temporary data folder
-  and configuration, a reporter token made with ``watchkeeper token create``)
-  on 127.0.0.1. The load generator is ``--generators`` processes (default 1),
-  each an asyncio loop holding its share of ``--connections`` keep-alive
-  HTTP/1.1 connections (default 32) made of raw streams: each request is built
-  by hand as bytes, and of the answer only the status line and
-  ``Content-Length`` are read. Each connection posts
-  ``/api/v1/runs/{kind}/{run_id}/progress`` with a real reporter token and a
-  distinct step, one request at a time, over runs of its own (started
-  beforehand), for ``--duration`` seconds. A client library (httpx) spent more
-  CPU per request than the server did, on the same cores, so the rate measured
-  the clients; the generator's own CPU per request is printed beside the
-  server's so that stays visible. Reported: requests per second, p50/p99
-  latency, errors, the CPU the server process used during the window (in cores
-  and per report) and the generator's.
+- HTTP: a real ``watchkeeper serve`` (its own process, a temporary data folder,
+  a reporter token made with ``watchkeeper token create``) on 127.0.0.1. The
+  load generator is ``--generators`` asyncio processes (default 1) sharing
+  ``--connections`` keep-alive HTTP/1.1 connections (default 32) of raw streams:
+  requests built by hand as bytes, of the answer only the status line and
+  ``Content-Length`` read. Each connection posts a distinct step to
+  ``/api/v1/runs/{kind}/{run_id}/progress`` of runs of its own with the real
+  token, one request at a time, for ``--duration`` seconds. (A client library
+  spent more CPU per request than the server, on the same cores: the rate
+  measured the clients.) Reported: requests per second, p50/p99 latency,
+  errors, the server's CPU in the window (cores, per report), the generator's.
 - The peer: a minimal FastAPI app (one route, one ``UPDATE`` per request on a
   SQLite table of the same shape as ``push_runs``, no authentication) served
   under the same uvicorn settings as ``serve`` (:func:`server_config`), driven
@@ -480,12 +476,8 @@ def _spread(values: dict[str, float]) -> str:
 def main() -> None:
     """Parse the options and run."""
     parser = common.parser(__doc__ or "")
-    parser.add_argument(
-        "--connections", type=int, default=32, help="keep-alive connections, one request each"
-    )
-    parser.add_argument(
-        "--generators", type=int, default=1, help="load generator processes sharing them"
-    )
+    parser.add_argument("--connections", type=int, default=32, help="keep-alive connections")
+    parser.add_argument("--generators", type=int, default=1, help="load generator processes")
     parser.add_argument("--runs", type=int, default=20, help="runs per connection")
     parser.add_argument("--duration", type=float, default=10.0, help="seconds of load")
     parser.add_argument("--rounds", type=int, default=3, help="turns of ours and the peer")
