@@ -16,7 +16,6 @@ from watchkeeper.errors import NotFound
 from watchkeeper.store.base import Accessor, record_from_row
 from watchkeeper.store.incident_query import IncidentQuery, conditions
 from watchkeeper.store.listen import announce
-from watchkeeper.store.queueing import NewDelivery, insert_deliveries
 from watchkeeper.store.schema import incident_events, incidents
 
 
@@ -407,33 +406,6 @@ class IncidentStore(Accessor):
         return [
             (r.id, r.incident_id, IncidentEvent(from_epoch(r.at), r.type, r.detail)) for r in rows
         ]
-
-    def mark_routed(
-        self, event_ids: Sequence[int], items: Sequence[NewDelivery], now: datetime
-    ) -> int:
-        """Enqueue ``items`` and mark ``event_ids`` routed, in one transaction; how many
-        deliveries were new.
-
-        A delivery whose dedup key is already queued is skipped, so routing an
-        event again (another replica, or a crash before the mark) sends nothing twice.
-        """
-        at = to_epoch(now)
-        created = 0
-        with self._write("routing incident events") as conn:
-            if items:
-                created = len(insert_deliveries(conn, items, at))
-            if created:
-                announce(conn)  # every replica delivers: wake their deliverers too
-            for chunk in range(0, len(event_ids), 500):
-                conn.execute(
-                    update(incident_events)
-                    .where(
-                        incident_events.c.id.in_(event_ids[chunk : chunk + 500]),
-                        incident_events.c.routed_at.is_(None),
-                    )
-                    .values(routed_at=at)
-                )
-        return created
 
     def count_by_status(self) -> dict[str, int]:
         """How many incidents there are in each status."""

@@ -10,8 +10,6 @@ from enum import StrEnum
 from typing import Any
 
 from sqlalchemy import Connection, func, insert, select, update
-from sqlalchemy.dialects.postgresql import insert as postgresql_insert
-from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 from sqlalchemy.exc import IntegrityError
 
 from watchkeeper.clock import to_epoch
@@ -27,7 +25,7 @@ from watchkeeper.store.outbox_batch import (
     sent_many,
     write_paces,
 )
-from watchkeeper.store.queueing import PENDING, NewDelivery, insert_deliveries
+from watchkeeper.store.queueing import NewDelivery, insert_deliveries
 from watchkeeper.store.schema import incident_events
 from watchkeeper.store.schema_notify import deliveries, inbound
 
@@ -103,7 +101,7 @@ class OutboxStore(Accessor):
         created = 0
         with self._write("routing incident events") as conn:
             if items:
-                created = _insert_in_bulk(conn, self._sqlite, items, at)
+                created = len(insert_deliveries(conn, items, at))
             if created:
                 announce(conn)  # every replica delivers: wake their deliverers too
             for chunk in range(0, len(event_ids), 500):
@@ -293,33 +291,6 @@ class OutboxStore(Accessor):
             except IntegrityError:
                 return False
         return True
-
-
-_NEW_ROWS = {
-    sqlite: dialect_insert(deliveries)
-    .on_conflict_do_nothing(index_elements=[deliveries.c.dedup_key])
-    .returning(deliveries.c.id)
-    for sqlite, dialect_insert in ((True, sqlite_insert), (False, postgresql_insert))
-}
-
-
-def _insert_in_bulk(conn: Connection, sqlite: bool, items: Sequence[NewDelivery], at: float) -> int:
-    """Insert the deliveries whose dedup key is new, in order; how many were new.
-
-    Each row skips a known key as it goes in, so two replicas routing the same
-    events at once both succeed and only one adds each row; the rows travel in a
-    few multi-row statements (the driver's "insert many values"), not one each.
-    """
-    rows = [
-        {
-            "dedup_key": item.dedup_key[:300], "incident_id": item.incident_id,
-            "purpose": item.purpose, "channel": item.channel, "target": item.target,
-            "payload": item.payload, "status": PENDING, "attempts": 0,
-            "next_attempt_at": at, "created_at": at, "updated_at": at,
-        }
-        for item in items
-    ]  # fmt: skip
-    return len(conn.execute(_NEW_ROWS[sqlite], rows).all())
 
 
 def _claim(delivery_id: int, claimer: str, now: datetime, claim_for: timedelta) -> Any:

@@ -1,7 +1,8 @@
-"""Queueing deliveries: the one insert both the outbox and routing use.
+"""Queueing deliveries: the one insert every queueing transaction uses.
 
 Routing queues an event's messages in the transaction that marks the event
-routed, so it cannot go through the outbox's own transaction; both call
+routed, and a silence's end notice in the one that marks it announced, so
+neither can go through a transaction of the outbox's own enqueue; all call
 :func:`insert_deliveries` on the connection they hold.
 """
 
@@ -34,26 +35,31 @@ class NewDelivery:
 
 
 def insert_deliveries(conn: Connection, items: Sequence[NewDelivery], at: float) -> list[int]:
-    """Insert the deliveries whose dedup key is new, in order; returns the new ids.
+    """Insert the deliveries whose dedup key is new, in order; returns the new ids, in order.
 
-    Each row is one insert that skips a known key, so two replicas routing the
-    same event at once both succeed and only one of them adds the row.
+    Each row skips a known key as it goes in, so two replicas routing the same
+    events at once both succeed and only one adds each row; the rows travel in a
+    few multi-row statements (the driver's "insert many values"), not one each.
     """
-    dialect_insert = postgresql_insert if conn.dialect.name == "postgresql" else sqlite_insert
-    created: list[int] = []
-    for item in items:
-        statement = (
-            dialect_insert(deliveries)
-            .values(
-                dedup_key=item.dedup_key[:300], incident_id=item.incident_id,
-                purpose=item.purpose, channel=item.channel, target=item.target,
-                payload=item.payload, status=PENDING, attempts=0,
-                next_attempt_at=at, created_at=at, updated_at=at,
-            )
-            .on_conflict_do_nothing(index_elements=[deliveries.c.dedup_key])
-            .returning(deliveries.c.id)
-        )  # fmt: skip
-        new_id = conn.execute(statement).scalar_one_or_none()
-        if new_id is not None:
-            created.append(int(new_id))
-    return created
+    if not items:
+        return []
+    rows = [
+        {
+            "dedup_key": item.dedup_key[:300], "incident_id": item.incident_id,
+            "purpose": item.purpose, "channel": item.channel, "target": item.target,
+            "payload": item.payload, "status": PENDING, "attempts": 0,
+            "next_attempt_at": at, "created_at": at, "updated_at": at,
+        }
+        for item in items
+    ]  # fmt: skip
+    statement = _NEW_ROWS[conn.dialect.name == "sqlite"]
+    # Ids are handed out in the order of the rows; RETURNING need not keep that order.
+    return sorted(int(new_id) for new_id in conn.execute(statement, rows).scalars())
+
+
+_NEW_ROWS = {
+    sqlite: dialect_insert(deliveries)
+    .on_conflict_do_nothing(index_elements=[deliveries.c.dedup_key])
+    .returning(deliveries.c.id)
+    for sqlite, dialect_insert in ((True, sqlite_insert), (False, postgresql_insert))
+}
