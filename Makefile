@@ -34,9 +34,10 @@ typecheck: $(STAMP)
 	$(BIN)/mypy
 
 # The thorough API fuzz (marked slow) runs as its own step, before the rest of the suite.
+# Each step names its slowest tests, so the suite's time can be watched from any CI log.
 test: lint typecheck node
-	$(BIN)/pytest -n 2 --dist loadgroup -m slow $(PYTEST_ARGS)
-	$(BIN)/pytest -n 2 --dist loadgroup -m "not slow" $(PYTEST_ARGS)
+	$(BIN)/pytest -n 2 --dist loadgroup -m slow --durations=10 $(PYTEST_ARGS)
+	$(BIN)/pytest -n 2 --dist loadgroup -m "not slow" --durations=40 $(PYTEST_ARGS)
 
 clean:
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache sdk/node/node_modules sdk/node/dist
