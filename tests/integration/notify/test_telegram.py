@@ -599,9 +599,11 @@ def test_without_a_notifier_the_route_builds_its_own_channel_and_closes_it(
         assert press(f"http://127.0.0.1:{port}", update).status_code == 200
         own = app.state.telegram_channel
         assert isinstance(own, TelegramChannel)
+        session = own._session
+        assert session is not None
     finally:
         server.should_exit = True
         thread.join(timeout=20)
     assert app.state.telegram_channel is None
-    assert own._http.is_closed
+    assert session.closed
     assert fake.messages(CHAT)[0].text.startswith("Needs attention")

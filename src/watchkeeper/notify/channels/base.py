@@ -15,17 +15,20 @@ A send ends in one of four ways, and the outbox acts on each differently:
 
 from __future__ import annotations
 
+import json
 from abc import ABC, abstractmethod
+from contextlib import suppress
 from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any, Generic, Protocol, TypeVar
-from urllib.request import getproxies
 
+import aiohttp
 import httpx
+from aiohttp.helpers import get_env_proxy_for_url
+from yarl import URL
 
 from watchkeeper.config import resolve_secret
 from watchkeeper.errors import ConfigError
-from watchkeeper.notify.channels.lane import Lane
 from watchkeeper.notify.message import Message, Target
 
 
@@ -68,6 +71,28 @@ def classify_error(exc: httpx.HTTPError) -> SendResult:
     )
 
 
+def as_httpx_error(exc: aiohttp.ClientError | TimeoutError) -> httpx.HTTPError:
+    """The general client's error for the same failure, so both are classified (and
+    named on incidents) alike: only a connection never made, or no free one in time,
+    is known not to have sent anything."""
+    kind: type[httpx.HTTPError]
+    if isinstance(exc, aiohttp.ClientConnectorError):  # refused, no such name, TLS refused
+        kind = httpx.ConnectError
+    elif isinstance(exc, aiohttp.ConnectionTimeoutError):  # making one, or waiting for one
+        kind = httpx.ConnectTimeout
+    elif isinstance(exc, TimeoutError):  # the answer is late (aiohttp's are TimeoutErrors)
+        kind = httpx.ReadTimeout
+    elif isinstance(exc, aiohttp.ServerDisconnectedError | aiohttp.ClientPayloadError):
+        kind = httpx.RemoteProtocolError  # closed before the answer was whole
+    elif isinstance(exc, aiohttp.ClientResponseError):  # an answer not understood
+        kind = httpx.RemoteProtocolError
+    elif isinstance(exc, aiohttp.NonHttpUrlClientError | aiohttp.InvalidURL):
+        kind = httpx.UnsupportedProtocol
+    else:  # the connection failed while the request or its answer went over it
+        kind = httpx.ReadError
+    return kind(str(exc) or type(exc).__name__)
+
+
 def classify_status(response: httpx.Response, retry_after_s: float | None = None) -> SendResult:
     """A non-success answer: 429 retries, other 4xx fail for good, 5xx cannot tell."""
     reason = f"HTTP {response.status_code}: {response.text[:300]}"
@@ -99,8 +124,8 @@ class Channel(ABC):
     per_chat_rate = 1.0
     #: Posts per second allowed across every conversation of the bot (``None``: no limit).
     global_rate: float | None = None
-    #: Calls in flight at once: enough to keep many conversations going. Each goes over a
-    #: client of its own (see ``ChatChannel``), so more of them cost no pool bookkeeping.
+    #: Calls in flight at once: enough to keep many conversations going. A chat channel
+    #: keeps as many connections alive (see ``ChatChannel``).
     max_in_flight = 16
 
     def pace_key(self, target: Target) -> str:
@@ -161,15 +186,13 @@ def decoded_json(response: httpx.Response) -> Any:
 
 
 class ChatChannel(Channel, Generic[ConfigT]):
-    """A chat platform reached with a bot token over HTTP clients of its own.
+    """A chat platform reached with a bot token over an HTTP session of its own.
 
-    Each call in flight takes a single kept-alive connection of its own (a
-    :class:`Lane`), up to ``max_in_flight`` of them, and calls beyond go over
-    one shared client: an HTTP pool's bookkeeping walks every request it holds
-    and every connection on each request, which made the pool most of a
-    card's CPU when one client carried all the calls at once. Where a proxy is
-    configured in the environment the lanes are clients of their own, which
-    know how to go through it.
+    The session keeps up to ``max_in_flight`` connections alive, one per call
+    in flight; calls beyond wait for one, within the connect timeout. It does
+    not follow redirects, keeps no cookies and never retries a call. An
+    ``httpx`` client may be given instead (the tests' fakes); it is then the
+    caller's to close.
 
     A missing or unreadable token does not stop the server: the channel keeps
     the reason in ``problem`` and every send fails with it.
@@ -177,26 +200,16 @@ class ChatChannel(Channel, Generic[ConfigT]):
 
     def __init__(self, config: ConfigT, http: httpx.AsyncClient | None = None) -> None:
         self.config = config
-        self._owns_http = http is None
-        self._lanes: list[Lane | httpx.AsyncClient] = []
-        if http is None:
-            # One TLS context for every client: loading the trust store is the costly part.
-            tls = httpx.create_ssl_context()
-            limits = httpx.Limits(
-                max_connections=self.max_in_flight, max_keepalive_connections=self.max_in_flight
-            )
-            http = httpx.AsyncClient(timeout=config.timeout_s, limits=limits, verify=tls)
-            one = httpx.Limits(max_connections=1, max_keepalive_connections=1)
-            proxied = bool(getproxies())
-            self._lanes = [
-                httpx.AsyncClient(timeout=config.timeout_s, limits=one, verify=tls)
-                if proxied
-                else Lane(config.timeout_s, tls)
-                for _ in range(self.max_in_flight)
-            ]
         self._http = http
-        #: The lanes no call is using now.
-        self._idle = list(self._lanes)
+        #: Made on the first call: a session belongs to the event loop it was made in.
+        self._session: aiohttp.ClientSession | None = None
+        #: The trust store the general client would use (certifi, or ``SSL_CERT_FILE``),
+        #: loaded once: loading it is the costly part of a connection's TLS.
+        self._tls = httpx.create_ssl_context() if http is None else None
+        #: Address -> (parsed, proxy, its credentials), the proxy from the environment as
+        #: ``trust_env`` would find it, but looked up once per address: ``trust_env`` looks
+        #: up the proxy and ``.netrc`` on a thread on every call (more CPU than the call).
+        self._addresses: dict[str, tuple[URL, URL | None, aiohttp.BasicAuth | None]] = {}
         self.base_url = config.base_url.rstrip("/")
         setting = f"{self.name}.bot_token"
         self._token: str | None
@@ -216,23 +229,56 @@ class ChatChannel(Channel, Generic[ConfigT]):
         self, method: str, url: str, body: dict[str, Any], headers: dict[str, str] | None = None
     ) -> httpx.Response | SendResult:
         """One call: the platform's answer, or why there is none (classified, never raised)."""
-        client = self._idle.pop() if self._idle else self._http
+        if self._http is not None:
+            try:
+                return await self._http.request(method, url, json=body, headers=headers)
+            except httpx.HTTPError as exc:
+                return classify_error(exc)
+        raw = json.dumps(body, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+        sending = {"Content-Type": "application/json", **(headers or {})}
         try:
-            if isinstance(client, Lane):
-                return await client.request(method, url, body, headers)
-            return await client.request(method, url, json=body, headers=headers)
-        except httpx.HTTPError as exc:
-            return classify_error(exc)
-        finally:
-            if client is not self._http:
-                self._idle.append(client)
+            target, proxy, proxy_auth = self._address(url)
+            session = self._session or self._open()
+            async with session.request(
+                method,
+                target,
+                data=raw.encode(),
+                headers=sending,
+                proxy=proxy,
+                proxy_auth=proxy_auth,
+                allow_redirects=False,
+            ) as answer:
+                content = await answer.read()
+                return httpx.Response(answer.status, headers=answer.raw_headers, content=content)
+        except (aiohttp.ClientError, TimeoutError) as exc:
+            return classify_error(as_httpx_error(exc))
+
+    def _address(self, url: str) -> tuple[URL, URL | None, aiohttp.BasicAuth | None]:
+        """``url`` parsed, and the proxy the environment names for it (if any)."""
+        found = self._addresses.get(url)
+        if found is None:
+            target = URL(url)
+            proxy: tuple[URL | None, aiohttp.BasicAuth | None] = (None, None)
+            with suppress(LookupError):  # no proxy for this address
+                proxy = get_env_proxy_for_url(target)
+            found = (target, *proxy)
+            if len(self._addresses) < 64:  # a channel calls a handful of addresses
+                self._addresses[url] = found
+        return found
+
+    def _open(self) -> aiohttp.ClientSession:
+        timeout_s = self.config.timeout_s
+        self._session = aiohttp.ClientSession(
+            # ``connect`` also bounds the wait for a free connection: nothing sent yet.
+            connector=aiohttp.TCPConnector(limit=self.max_in_flight, ssl=self._tls or True),
+            timeout=aiohttp.ClientTimeout(total=None, connect=timeout_s, sock_read=timeout_s),
+            headers={"User-Agent": "watchkeeper"},
+            cookie_jar=aiohttp.DummyCookieJar(),
+        )
+        return self._session
 
     async def aclose(self) -> None:
-        """Close the HTTP clients if this channel made them."""
-        if self._owns_http:
-            for lane in self._lanes:
-                if isinstance(lane, Lane):
-                    lane.close()
-                else:
-                    await lane.aclose()
-            await self._http.aclose()
+        """Close the HTTP session this channel made (a given client is its owner's)."""
+        session, self._session = self._session, None
+        if session is not None:
+            await session.close()

@@ -1,7 +1,8 @@
-"""A chat channel's own connections read every shape of answer a platform may give: sized,
-chunked, closing the connection, or none at all, each classified as the HTTP client's
-errors are (a call with no answer may have been sent; a refused connection was not); an
-``https`` platform is reached over TLS with its certificate checked."""
+"""A chat channel's own HTTP session reads every shape of answer a platform may give: sized,
+chunked, closing the connection, cut short, or none at all; a call with no whole answer may
+have been sent, a refused connection was not. An ``https`` platform is reached over TLS with
+its certificate checked against the trust store ``SSL_CERT_FILE`` names, and a proxy the
+environment names is used."""
 
 from __future__ import annotations
 
@@ -15,12 +16,10 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
-import httpx
 import pytest
 
 from watchkeeper.config import SlackConfig
 from watchkeeper.notify.channels.base import SendOutcome, SendResult
-from watchkeeper.notify.channels.lane import Lane
 from watchkeeper.notify.channels.slack import SlackChannel
 from watchkeeper.notify.message import Message, Target
 
@@ -35,6 +34,7 @@ class Platform:
     url: str = ""
     connections: int = 0
     bodies: list[dict[str, object]] = field(default_factory=list)
+    targets: list[bytes] = field(default_factory=list)
 
 
 def _serve(platform: Platform, conn: socket.socket) -> None:
@@ -47,6 +47,7 @@ def _serve(platform: Platform, conn: socket.socket) -> None:
                     return
                 buffer += chunk
             head, _, buffer = buffer.partition(b"\r\n\r\n")
+            platform.targets.append(head.split(b" ")[1])
             length = next(
                 int(line.split(b":")[1])
                 for line in head.split(b"\r\n")
@@ -61,7 +62,7 @@ def _serve(platform: Platform, conn: socket.socket) -> None:
                 conn.recv(1)  # never answers: waits for the caller to give up
                 return
             conn.sendall(reply)
-            if b"Connection: close" in reply:
+            if b"Connection: close" in reply or not reply.startswith(b"HTTP/1.1 "):
                 return
 
 
@@ -119,6 +120,14 @@ def garbled(_: int) -> bytes:
     return b"SMTP ready\r\n\r\n"
 
 
+def hung_up(_: int) -> bytes:
+    return b""  # the request was read, then the connection closed without a word
+
+
+def cut_short(n: int) -> bytes:
+    return sized(n)[:-5]  # fewer bytes than its Content-Length says, then the end
+
+
 def _send(url: str, times: int, timeout_s: float = 5.0) -> list[SendResult]:
     channel = SlackChannel(SlackConfig(bot_token="xoxb-t", base_url=url, timeout_s=timeout_s))
 
@@ -153,11 +162,24 @@ def test_an_answer_closing_its_connection_is_read_to_the_end(platform: Platform)
     assert platform.connections == 3
 
 
-@pytest.mark.parametrize("platform", [silent, garbled], indirect=True)
+@pytest.mark.parametrize("platform", [silent, garbled, hung_up, cut_short], indirect=True)
 def test_no_answer_or_a_garbled_one_may_have_been_sent(platform: Platform) -> None:
     (result,) = _send(platform.url, 1, timeout_s=0.5)
     assert result.outcome is SendOutcome.MAYBE_SENT
     assert len(platform.bodies) == 1
+
+
+@pytest.mark.parametrize("platform", [sized], indirect=True)
+def test_a_proxy_named_by_the_environment_carries_the_calls(
+    platform: Platform, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    for name in ("no_proxy", "NO_PROXY", "http_proxy", "all_proxy", "ALL_PROXY"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("HTTP_PROXY", platform.url)
+    (result,) = _send("http://slack.invalid/api", 1)
+    assert (result.outcome, result.message_id) == (SendOutcome.SENT, "1.1")
+    # A proxy is asked for the whole address; the platform itself is never looked up.
+    assert platform.targets == [b"http://slack.invalid/api/chat.postMessage"]
 
 
 def test_a_refused_connection_was_not_sent() -> None:
@@ -168,7 +190,7 @@ def test_a_refused_connection_was_not_sent() -> None:
 
 
 def test_an_https_platform_is_called_over_tls_and_its_certificate_checked(
-    tmp_path: Path,
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     cert, key = tmp_path / "cert.pem", tmp_path / "key.pem"
     subprocess.run(
@@ -181,7 +203,7 @@ def test_an_https_platform_is_called_over_tls_and_its_certificate_checked(
     serving.load_cert_chain(cert, key)
     found = Platform(sized)
     listener = socket.create_server(("127.0.0.1", 0))
-    port = listener.getsockname()[1]
+    url = f"https://localhost:{listener.getsockname()[1]}/api"
 
     def accept() -> None:
         while True:
@@ -196,22 +218,14 @@ def test_an_https_platform_is_called_over_tls_and_its_certificate_checked(
             threading.Thread(target=_serve, args=(found, wrapped), daemon=True).start()
 
     threading.Thread(target=accept, daemon=True).start()
-    trusting = ssl.create_default_context(cafile=str(cert))
-
-    async def call(tls: ssl.SSLContext) -> int | str:
-        lane = Lane(5.0, tls)
-        try:
-            answer = await lane.request("POST", f"https://localhost:{port}/api/x", {"n": 1})
-            return answer.status_code
-        except httpx.HTTPError as exc:
-            return type(exc).__name__
-        finally:
-            lane.close()
-
     try:
-        assert asyncio.run(call(trusting)) == 200
+        monkeypatch.setenv("SSL_CERT_FILE", str(cert))
+        (trusted,) = _send(url, 1)
         # A certificate nobody vouches for: no connection, so nothing was sent.
-        assert asyncio.run(call(ssl.create_default_context())) == "ConnectError"
+        monkeypatch.delenv("SSL_CERT_FILE")
+        (refused,) = _send(url, 1)
     finally:
         listener.close()
-    assert found.bodies == [{"n": 1}]
+    assert (trusted.outcome, trusted.message_id) == (SendOutcome.SENT, "1.1")
+    assert refused.outcome is SendOutcome.RETRY
+    assert [body["text"] for body in found.bodies] == ["card 0"]
