@@ -79,7 +79,7 @@ def end_within(
     at = to_epoch(now)
     if sqlite:
         return [_end_one(conn, end, now, at) for end in ends]
-    return _end_batch(conn, ends, now, at)
+    return _end_batch(conn, ends, now)
 
 
 def _end_one(conn: Connection, end: End, now: datetime, at: float) -> Task | None:
@@ -105,25 +105,32 @@ def _params(end: End, now: datetime, at: float) -> dict[str, Any]:
     }
 
 
-def _end_batch(
-    conn: Connection, ends: Sequence[End], now: datetime, at: float
-) -> list[Task | None]:
-    # The first outcome sent for a task counts; a repeat in the same batch is refused,
-    # as it would be in a later one.
+def batch_params(ends: Sequence[End], now: datetime, prefix: str) -> dict[str, Any]:
+    """The outcomes of ``ends`` as one array per column (``{prefix}ids``, ``{prefix}tokens``,
+    ...) with ``{prefix}at`` and ``{prefix}month``, for a statement ending them all at once.
+
+    The first outcome sent for a task counts; a repeat in the same batch is
+    refused, as it would be in a later one.
+    """
     first: dict[str, End] = {}
     for end in ends:
         first.setdefault(end.task_id, end)
     given = list(first.values())
-    params = {
-        "p_ids": [e.task_id for e in given],
-        "p_tokens": [e.token for e in given],
-        "p_statuses": [e.status.value for e in given],
-        "p_exits": [e.exit_code for e in given],
-        "p_reasons": [None if e.reason is None else e.reason[:REASON_MAX] for e in given],
-        "p_fingerprints": [e.fingerprint for e in given],
-        "p_at": at,
-        "p_month": month_of(now),
+    columns = {
+        "ids": [e.task_id for e in given],
+        "tokens": [e.token for e in given],
+        "statuses": [e.status.value for e in given],
+        "exits": [e.exit_code for e in given],
+        "reasons": [None if e.reason is None else e.reason[:REASON_MAX] for e in given],
+        "fingerprints": [e.fingerprint for e in given],
+        "at": to_epoch(now),
+        "month": month_of(now),
     }
+    return {prefix + name: value for name, value in columns.items()}
+
+
+def _end_batch(conn: Connection, ends: Sequence[End], now: datetime) -> list[Task | None]:
+    params = batch_params(ends, now, "p_")
     moved = {row.id: task_from_row(row) for row in conn.execute(end_many_statement(), params)}
     return [moved.pop(end.task_id, None) for end in ends]
 

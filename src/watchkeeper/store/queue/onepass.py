@@ -28,12 +28,11 @@ from typing import Any
 
 from sqlalchemy import Connection
 
-from watchkeeper.clock import to_epoch
 from watchkeeper.errors import Conflict, NotFound, WatchkeeperError
 from watchkeeper.records.queue import Lease, OrgLoad, QueuedTask, Runner, Task
-from watchkeeper.store.queue.ends import REASON_MAX, End
+from watchkeeper.store.queue.ends import End, batch_params
 from watchkeeper.store.queue.ledger import SPEND_SLOTS
-from watchkeeper.store.queue.rows import month_of, runner_from_row, task_from_row
+from watchkeeper.store.queue.rows import runner_from_row, task_from_row
 from watchkeeper.store.tokens import TASK_ROLE, TOKEN_PREFIX, hash_token
 
 Admit = Callable[[QueuedTask, Runner, OrgLoad], bool]
@@ -130,20 +129,9 @@ def pass_in_one(
     """Record ``ends`` and lease up to ``limit`` tasks in one statement, inside the
     caller's transaction; :class:`RuleRefused` when the rule refuses a claimed task
     (the caller rolls back and takes the general path)."""
-    first: dict[str, End] = {}
-    for end in ends:
-        first.setdefault(end.task_id, end)  # a repeat in one batch is refused, as later
-    given = list(first.values())
     tokens = [TOKEN_PREFIX + secrets.token_urlsafe(32) for _ in range(limit)]
     params = {
-        "ids": [e.task_id for e in given],
-        "tokens": [e.token for e in given],
-        "statuses": [e.status.value for e in given],
-        "exits": [e.exit_code for e in given],
-        "reasons": [None if e.reason is None else e.reason[:REASON_MAX] for e in given],
-        "fingerprints": [e.fingerprint for e in given],
-        "at": to_epoch(now),
-        "month": month_of(now),
+        **batch_params(ends, now, ""),
         "runner": runner_id,
         "limit": limit,
         "role": TASK_ROLE,
