@@ -206,10 +206,11 @@ class ChatChannel(Channel, Generic[ConfigT]):
         #: The trust store the general client would use (certifi, or ``SSL_CERT_FILE``),
         #: loaded once: loading it is the costly part of a connection's TLS.
         self._tls = httpx.create_ssl_context() if http is None else None
-        #: Address -> (parsed, proxy, its credentials), the proxy from the environment as
-        #: ``trust_env`` would find it, but looked up once per address: ``trust_env`` looks
-        #: up the proxy and ``.netrc`` on a thread on every call (more CPU than the call).
-        self._addresses: dict[str, tuple[URL, URL | None, aiohttp.BasicAuth | None]] = {}
+        #: Host -> (proxy, its credentials), the proxy from the environment as ``trust_env``
+        #: would find it, but looked up once per host (a Discord channel's address names
+        #: the chat): ``trust_env`` looks up the proxy and ``.netrc`` on a thread on every
+        #: call (more CPU than the call).
+        self._proxies: dict[str, tuple[URL | None, aiohttp.BasicAuth | None]] = {}
         self.base_url = config.base_url.rstrip("/")
         setting = f"{self.name}.bot_token"
         self._token: str | None
@@ -254,17 +255,17 @@ class ChatChannel(Channel, Generic[ConfigT]):
             return classify_error(as_httpx_error(exc))
 
     def _address(self, url: str) -> tuple[URL, URL | None, aiohttp.BasicAuth | None]:
-        """``url`` parsed, and the proxy the environment names for it (if any)."""
-        found = self._addresses.get(url)
+        """``url`` parsed, and the proxy the environment names for its host (if any)."""
+        target = URL(url)
+        host = f"{target.scheme}://{target.host}:{target.port}"
+        found = self._proxies.get(host)
         if found is None:
-            target = URL(url)
-            proxy: tuple[URL | None, aiohttp.BasicAuth | None] = (None, None)
-            with suppress(LookupError):  # no proxy for this address
-                proxy = get_env_proxy_for_url(target)
-            found = (target, *proxy)
-            if len(self._addresses) < 64:  # a channel calls a handful of addresses
-                self._addresses[url] = found
-        return found
+            found = (None, None)
+            with suppress(LookupError):  # no proxy for this host
+                found = get_env_proxy_for_url(target)
+            if len(self._proxies) < 64:  # a channel calls a handful of hosts
+                self._proxies[host] = found
+        return target, *found
 
     def _open(self) -> aiohttp.ClientSession:
         timeout_s = self.config.timeout_s
