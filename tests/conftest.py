@@ -31,6 +31,18 @@ PG_ADMIN_URL = os.environ.get(
 T0 = datetime(2026, 1, 5, 12, 0, 0, tzinfo=UTC)
 
 
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """The costliest tests first (``@pytest.mark.slow(seconds=N)``): the workers are handed
+    the first tests in turn, so the longest ones start together on different workers
+    instead of queueing behind each other at the end of the run."""
+
+    def seconds(item: pytest.Item) -> float:
+        marker = item.get_closest_marker("slow")
+        return float(marker.kwargs.get("seconds", 0)) if marker is not None else 0.0
+
+    items.sort(key=lambda item: -seconds(item))  # stable: the rest keep their order
+
+
 def _pg_reachable() -> str | None:
     try:
         engine = create_engine(PG_ADMIN_URL, connect_args={"connect_timeout": 3})

@@ -185,7 +185,7 @@ def test_no_request_makes_the_server_fail(target: Target, store: Store) -> None:
     assert sum(tally.sent.values()) >= 200
 
 
-@pytest.mark.slow
+@pytest.mark.slow(seconds=180)
 def test_no_request_makes_the_server_fail_thoroughly(target: Target, store: Store) -> None:
     tally, report = _run(target, store, SLOW_EXAMPLES, derandomize=False)
     assert not tally.failures, report

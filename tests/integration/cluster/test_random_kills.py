@@ -17,7 +17,7 @@ STALLS_PER_KILL = 2
 SEED = 20260105
 
 
-@pytest.mark.slow  # twenty kills and restarts of real servers
+@pytest.mark.slow(seconds=90)  # twenty kills and restarts of real servers
 def test_random_kills_lose_no_card_and_send_none_twice(
     cluster: Cluster, actions: ActionService
 ) -> None:
