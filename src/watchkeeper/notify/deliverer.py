@@ -106,6 +106,8 @@ class Deliverer:
         #: The earliest slot of a conversation held back by its pace (epoch seconds of
         #: ``pace``) in the last pass, or ``None``.
         self.next_slot_s: float | None = None
+        #: Each platform's quickest answer so far (seconds from the call going out).
+        self._quickest: dict[str, float] = {}
         #: A circuit breaker per channel name (set by whoever serves the notifier): a
         #: platform that keeps failing is not called until its breaker lets a probe through.
         self.breakers: dict[str, CircuitBreaker] = {}
@@ -160,10 +162,11 @@ class Deliverer:
                     # pushes its rows back by what the platform will see.
                     sent_at = await self._gate.wait(slot.gaps, slot.bursts)
                     result = await self._call(channel, delivery, prepared)
+                    sent_at += self._held_on_the_way(delivery.channel, sent_at)
             holds: dict[str, float] = {}
             if sent_at - at > LATE_S:
-                # Sent later than its slot (a busy machine): the next ones keep the whole gap,
-                # in the conversation and across the platform.
+                # Sent (or seen by the platform) later than its slot: the next ones keep the
+                # whole gap, in the conversation and across the platform.
                 holds = {row: sent_at + gap for row, gap in slot.gaps.items()
                          if row not in slot.bursts}  # fmt: skip
             if result.hold_s:
@@ -172,6 +175,15 @@ class Deliverer:
             await self._keep(self._settlement(delivery, channel, result), holds)
             calls += 1
         return calls
+
+    def _held_on_the_way(self, channel_name: str, sent_at: float) -> float:
+        """How much longer than the platform's quickest answer the call sent at ``sent_at``
+        took: the platform may have seen it that much later than it was sent (a burst
+        queued at its door), and it judges its limits by when it saw each message."""
+        took = self.pace.now() - sent_at
+        quickest = min(self._quickest.get(channel_name, took), took)
+        self._quickest[channel_name] = quickest
+        return took - quickest
 
     def _held_back(self, at_s: float) -> None:
         """A conversation's next slot is at ``at_s``: the next pass need not start later."""

@@ -55,6 +55,9 @@ class LimitedPlatform:
     group_per_minute: float | None = None
     #: Whose wire format it speaks: "telegram" or "slack".
     wire: str = "telegram"
+    #: Chat -> seconds its first message waits at the door before the platform sees it
+    #: (as behind a burst queued ahead of it); its answer is that much later too.
+    first_seen_late_s: dict[str, float] = field(default_factory=dict)
     url: str = ""
     accepted: list[Arrival] = field(default_factory=list)
     refused: int = 0
@@ -104,10 +107,14 @@ class LimitedPlatform:
         self._last[chat] = now
         return None
 
+    def chat_of(self, body: dict[str, object]) -> str:
+        """The chat a message with ``body`` goes to."""
+        return str(body.get("channel") if self.wire == "slack" else body.get("chat_id"))
+
     def answer(self, body: dict[str, object]) -> tuple[int, dict[str, object], dict[str, str]]:
         """The platform's answer to a message with ``body``: status, JSON and headers."""
         slack = self.wire == "slack"
-        chat = str(body.get("channel") if slack else body.get("chat_id"))
+        chat = self.chat_of(body)
         text, now = str(body.get("text")), time.monotonic()
         if not self.admit(chat, now):
             self.refused += 1
@@ -140,6 +147,9 @@ async def _serve(platform: LimitedPlatform, ready: threading.Event, stop: asynci
                     0,
                 )  # fmt: skip
                 body = json.loads(await reader.readexactly(length) or b"{}")
+                late = platform.first_seen_late_s.pop(platform.chat_of(body), 0.0)
+                if late:
+                    await asyncio.sleep(late)
                 # Judged on arrival, as a platform does; only the answer is held.
                 status, answer, headers = platform.answer(body)
                 platform.in_flight += 1

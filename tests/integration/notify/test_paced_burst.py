@@ -172,3 +172,22 @@ def test_a_slack_429_is_answered_as_slack_answers_it(store: Store, clock: Manual
         second = platform.answer({"channel": "C1", "text": "two"})
     assert first[0] == 200 and first[1]["channel"] == "C1" and "ts" in first[1]
     assert second == (429, {"ok": False, "error": "ratelimited"}, {"Retry-After": "1"})
+
+
+def test_a_first_card_the_platform_saw_late_holds_its_chats_next_one_back(
+    store: Store, clock: ManualClock
+) -> None:
+    """The platform judges by when it saw a message: a call that took longer than the
+    quickest may have been seen that much later, so the chat's next card waits for it."""
+    ids = store.outbox.enqueue(cards(4, 2, "slack"), clock())
+    late = {chat_name(0, "slack"): 0.3, chat_name(2, "slack"): 0.3}
+    with limited_platform(per_chat_rate=1.0, global_rate=None, wire="slack",
+                          first_seen_late_s=late) as platform:  # fmt: skip
+        deliver_all(store, clock, platform)
+
+    assert platform.refused == 0, f"refused with 429: {platform.refused_by}"
+    for chat in range(4):
+        seen = platform.in_chat(chat_name(chat, "slack"))
+        assert [a.text for a in seen] == [f"card {chat}.{i}" for i in range(2)]
+        assert seen[1].at - seen[0].at >= 1.0 - platform.tolerance_s
+    assert all(store.outbox.get(i).status is DeliveryStatus.SENT for i in ids)
