@@ -22,6 +22,7 @@ from watchkeeper.runtime import Runtime
 from watchkeeper.store import Store
 
 from ...conftest import make_settings
+from ...support.waiting import wait_for
 from ..fakes.discord import fake_discord
 from ..fakes.platform import FakePlatform
 from ..fakes.slack import fake_slack
@@ -67,7 +68,9 @@ def test_a_card_press_reaches_the_kind_as_a_retry_with_the_checked_flag(
     with live_server(acting) as server:
         fake.press(server.url, card, "Retry (I checked its effects)", user(fake, "ana"), "ana",
                    now_s(clock))  # fmt: skip
-        fake.wait_for(lambda: len(service.requests) == 1)
+        # The action service's recorder notifies nobody: look again until its call arrives
+        # (the fake platform's condition only wakes on the platform's own requests).
+        wait_for(lambda: len(service.requests) == 1, what="the kind's retry call")
     (call,) = service.requests
     assert call.path == "/retry/t9"
     body = call.json()
