@@ -45,8 +45,18 @@ def _enqueue(store: Store, clock: ManualClock, key: str) -> int:
     return delivery_id
 
 
-def _deliverer(store: Store, clock: ManualClock, platform: Platform) -> Deliverer:
-    deliverer = Deliverer(store, {"webhook": platform}, clock, claimer="replica-a")
+def _pace() -> ManualClock:
+    """The conversation's pace on a clock that jumps to each slot: every pass takes the
+    conversation's next slot (a second after the last), which the wall clock would sit out."""
+    return ManualClock(1000.0, autojump=True)
+
+
+def _deliverer(
+    store: Store, clock: ManualClock, platform: Platform, pace: ManualClock | None = None
+) -> Deliverer:
+    # Deliverers of one test share its pace clock, as they share the pacing rows in the store.
+    pace = pace or _pace()
+    deliverer = Deliverer(store, {"webhook": platform}, clock, pace, claimer="replica-a")
     breaker = CircuitBreaker("notify:webhook", fail_max=2, reset_timeout_s=30,
                              clock=BreakerClock())  # fmt: skip
     deliverer.breakers["webhook"] = breaker
@@ -74,12 +84,13 @@ def test_server_errors_open_the_breaker_and_later_messages_wait_uncalled(
 
 
 def test_refusals_and_rate_limits_do_not_open_it(store: Store, clock: ManualClock) -> None:
+    pace = _pace()
     for answer in (
         SendResult(SendOutcome.FAILED, error="HTTP 400: chat not found"),
         SendResult(SendOutcome.RETRY, error="HTTP 429: slow down", retry_after_s=1.0),
     ):
         platform = Platform(answer)
-        deliverer = _deliverer(store, clock, platform)
+        deliverer = _deliverer(store, clock, platform, pace)
         for key in ("d", "e", "f"):
             _enqueue(store, clock, f"{key}{answer.outcome}")
             asyncio.run(deliverer.deliver_due())
@@ -91,7 +102,7 @@ def test_a_message_kept_waiting_by_an_open_breaker_spends_none_of_its_attempts(
     store: Store, clock: ManualClock
 ) -> None:
     platform = Platform(SendResult(SendOutcome.MAYBE_SENT, error="HTTP 503: down"))
-    deliverer = Deliverer(store, {"webhook": platform}, clock, claimer="replica-a")
+    deliverer = Deliverer(store, {"webhook": platform}, clock, _pace(), claimer="replica-a")
     breaker_clock = BreakerClock()
     deliverer.breakers["webhook"] = CircuitBreaker(
         "notify:webhook", fail_max=2, reset_timeout_s=30, clock=breaker_clock
