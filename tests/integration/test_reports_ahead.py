@@ -22,9 +22,10 @@ import pytest
 from fastapi import FastAPI
 
 from watchkeeper.runtime import Runtime
-from watchkeeper.server import routes_progress
+from watchkeeper.server import early
+from watchkeeper.server.early import EARLY_BODY_MAX
 from watchkeeper.server.limits import MAX_BODY_BYTES
-from watchkeeper.server.routes_progress import EARLY_BODY_MAX, ProgressRoute
+from watchkeeper.server.routes_progress import ProgressRoute
 from watchkeeper.store import Store
 
 from ..conftest import make_settings
@@ -132,7 +133,7 @@ def test_more_reports_at_once_than_writing_threads_are_each_recorded_once(
     api: LiveServer, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     # Fewer threads than reports: the rest wait their turn in the queue.
-    monkeypatch.setattr(routes_progress._HOP, "most", 2)
+    monkeypatch.setattr(early.HOP, "most", 2)
     senders = 12
     before = api.runtime.store.runs.get("crawl", "r1").version
 

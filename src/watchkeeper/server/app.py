@@ -21,6 +21,7 @@ from watchkeeper.queue.reconcile import mark_interrupted
 from watchkeeper.runtime import Runtime
 from watchkeeper.server import api_docs, errors
 from watchkeeper.server.deps import Services
+from watchkeeper.server.early import ahead_of_middleware
 from watchkeeper.server.limits import BodyLimit
 from watchkeeper.server.routes_cluster import router as cluster_router
 from watchkeeper.server.routes_decide import router as decide_router
@@ -29,9 +30,11 @@ from watchkeeper.server.routes_events import router as events_router
 from watchkeeper.server.routes_events import wake_streams
 from watchkeeper.server.routes_forge import router as forge_router
 from watchkeeper.server.routes_incidents import router as incidents_router
+from watchkeeper.server.routes_lease import LeaseRoute
 from watchkeeper.server.routes_models import router as models_router
 from watchkeeper.server.routes_procs import router as procs_router
-from watchkeeper.server.routes_progress import ProgressRoute, ahead_of_middleware
+from watchkeeper.server.routes_progress import ProgressRoute
+from watchkeeper.server.routes_queue import lease
 from watchkeeper.server.routes_queue import router as queue_router
 from watchkeeper.server.routes_runs import progress
 from watchkeeper.server.routes_runs import router as runs_router
@@ -80,8 +83,9 @@ def _reports_matched_first(app: FastAPI, included: dict[int, list[BaseRoute]]) -
     document them in order.
 
     A request is matched against the routes one by one. Ordinary progress reports
-    are taken first by their own route (:class:`ProgressRoute`, which leaves the
-    process kind's path alone and passes any other request on); then the process
+    and runners' ordinary leases are taken first by their own routes
+    (:class:`ProgressRoute`, which leaves the process kind's path alone, and
+    :class:`LeaseRoute`; each passes any other request on); then the process
     routes, since one of them (``/api/v1/runs/process/{run_id}/progress``) would
     otherwise be taken by ``/api/v1/runs/{kind}/{run_id}/progress``; then the other
     report routes; then the decision routes, since a burst of presses on one card is
@@ -95,7 +99,7 @@ def _reports_matched_first(app: FastAPI, included: dict[int, list[BaseRoute]]) -
         *included[id(decide_router)],
     ]
     rest = (route for route in documented if route not in first)
-    app.router.routes[:] = [ProgressRoute(progress), *first, *rest]
+    app.router.routes[:] = [ProgressRoute(progress), LeaseRoute(lease), *first, *rest]
 
     def openapi() -> dict[str, Any]:
         if app.openapi_schema is None:
@@ -197,7 +201,7 @@ def create_app(
     api_docs.install(app)
     _reports_matched_first(app, included)
     app.add_middleware(BodyLimit)
-    # Ordinary reports (most of the traffic) are answered ahead of the middleware chain.
+    # Ordinary reports and leases (most of the traffic) are answered ahead of the chain.
     app.build_middleware_stack = ahead_of_middleware(  # type: ignore[method-assign]
         app.build_middleware_stack, app.router
     )
