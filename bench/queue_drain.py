@@ -118,6 +118,8 @@ class Drained:
     seconds: float
     cpu_s: float
     pg_cpu_s: float | None
+    #: Of ``cpu_s``, what watchkeeper's server spent (over HTTP only).
+    server_cpu_s: float | None = None
 
     @property
     def rate(self) -> float:
@@ -128,6 +130,11 @@ class Drained:
     def cpu_ms_per_task(self) -> float:
         """Worker (and server) CPU milliseconds per task."""
         return 1000 * self.cpu_s / self.tasks
+
+    @property
+    def server_cpu_ms_per_task(self) -> float | None:
+        """The server's CPU milliseconds per task, over HTTP."""
+        return None if self.server_cpu_s is None else 1000 * self.server_cpu_s / self.tasks
 
     @property
     def pg_cpu_ms_per_task(self) -> float | None:
@@ -178,6 +185,10 @@ class _Meter:
     def _read(self) -> tuple[float, float, float | None]:
         server = 0.0 if self.server_pid is None else _process_cpu_s(self.server_pid)
         return _rusage_s(self.who), server, _postgres_cpu_s() if self.pg else None
+
+    def server_spent(self) -> float:
+        """CPU seconds of the server alone since the meter started."""
+        return _process_cpu_s(self.server_pid) - self.began[1] if self.server_pid else 0.0
 
     def spent(self) -> tuple[float, float | None]:
         """CPU seconds of the workers and server, and of PostgreSQL, since the meter started."""
@@ -363,10 +374,11 @@ def burn_ours_http(backend: str, args: argparse.Namespace, batch: int) -> Draine
         for proc in procs:
             proc.join()
         cpu, pg = meter.spent()
+        server_cpu = meter.server_spent()
         if any(proc.exitcode != 0 for proc in procs):
             raise RuntimeError(f"an HTTP runner failed; the server's log: {server.log}")
         last = _last_at(url, LAST_OURS)
-    return Drained(args.tasks, last - started, cpu, pg)
+    return Drained(args.tasks, last - started, cpu, pg, server_cpu)
 
 
 # -- burn-down: peers ----------------------------------------------------------------------
@@ -712,7 +724,9 @@ def burn_rounds(backend: str, args: argparse.Namespace) -> dict[str, Any]:
         if not runs:
             continue
         pg = [x for x in (r.pg_cpu_ms_per_task for r in runs) if x is not None]
+        server = [x for x in (r.server_cpu_ms_per_task for r in runs) if x is not None]
         figures[name] = {
+            "server_cpu_ms_per_task": _spread(server) if server else None,
             "rate": _spread([r.rate for r in runs]),
             "cpu_ms_per_task": _spread([r.cpu_ms_per_task for r in runs]),
             "pg_cpu_ms_per_task": _spread(pg) if pg else None,
@@ -738,6 +752,9 @@ def _show(backend: str, args: argparse.Namespace, figures: dict[str, Any]) -> No
             )
         )
         rows.append((f"{name}: CPU ms per task, workers+server (median)", cpu["median"]))
+        if f["server_cpu_ms_per_task"] is not None:
+            rows.append((f"{name}: of which the server (median)",
+                         f["server_cpu_ms_per_task"]["median"]))  # fmt: skip
         if pg is not None:
             rows.append((f"{name}: CPU ms per task, PostgreSQL (median)", pg["median"]))
     for name, spread in burn["ratios"].items():
