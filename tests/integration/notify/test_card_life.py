@@ -25,6 +25,7 @@ from watchkeeper.clock import ManualClock
 from watchkeeper.decide.journal import recover_interrupted
 from watchkeeper.notify.channels.base import Channel
 from watchkeeper.notify.channels.telegram import TelegramChannel
+from watchkeeper.notify.deliverer import Deliverer
 from watchkeeper.runtime import Runtime
 from watchkeeper.store import Store
 from watchkeeper.store.decisions import ActionStatus, Claim
@@ -66,6 +67,9 @@ class Chat:
     def __init__(self, name: str, fake: Any) -> None:
         self.name = name
         self.fake = fake
+        #: The conversation's pace (one post a second): a clock that jumps to each slot, so
+        #: posts keep their order and spacing without the test sitting out the seconds.
+        self.pace = ManualClock(1000.0, autojump=True)
 
     @property
     def chat_id(self) -> str:
@@ -156,6 +160,8 @@ def deliver(runtime: Runtime, clock: ManualClock, chat: Chat) -> int:
     async def go() -> int:
         async with httpx.AsyncClient(timeout=5, verify=LOOPBACK_TLS) as http:
             notifier = runtime.build_notifier({chat.name: chat.channel(runtime, http)})
+            notifier.deliverer = Deliverer(runtime.store, notifier.channels, clock, chat.pace,
+                                           claimer=notifier.deliverer.claimer)  # fmt: skip
             notifier.route(clock())
             return await notifier.deliver_due()
 
