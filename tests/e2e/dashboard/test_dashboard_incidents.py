@@ -62,7 +62,7 @@ def _rows(page: Any) -> list[str]:
 
 
 def test_filters_are_a_get_form_so_the_view_survives_a_reload_and_a_shared_link(
-    pages: Any, seeded: Dashboard
+    seeded: Dashboard, pages: Any
 ) -> None:
     page = seeded.login(pages(), "ana")
     page.goto(f"{seeded.url}/web/incidents")
@@ -99,7 +99,7 @@ def test_filters_are_a_get_form_so_the_view_survives_a_reload_and_a_shared_link(
 
 
 def test_pages_keep_the_filters_and_say_how_many_of_the_total(
-    pages: Any, seeded: Dashboard
+    seeded: Dashboard, pages: Any
 ) -> None:
     page = seeded.login(pages(), "ana")
     page.goto(f"{seeded.url}/web/incidents?status=live&limit=2")
@@ -117,7 +117,7 @@ def test_pages_keep_the_filters_and_say_how_many_of_the_total(
 
 
 def test_exports_hold_what_the_filters_find_and_the_session_may_fetch_them(
-    pages: Any, seeded: Dashboard
+    seeded: Dashboard, pages: Any
 ) -> None:
     page = seeded.login(pages(), "ana")
     page.goto(f"{seeded.url}/web/incidents?kind=chat_turn&limit=1")
@@ -147,7 +147,7 @@ def test_times_show_in_the_browsers_zone_with_utc_on_hover(browser: Any, seeded:
     context.close()
 
 
-def test_a_bad_filter_is_a_clear_message_on_the_page(pages: Any, seeded: Dashboard) -> None:
+def test_a_bad_filter_is_a_clear_message_on_the_page(seeded: Dashboard, pages: Any) -> None:
     page = seeded.login(pages(), "ana")
     answer = page.goto(f"{seeded.url}/web/incidents?since=yesterday&condition=melted")
     assert answer is not None and answer.status == 400

@@ -155,7 +155,7 @@ def _viewer(dashboard: Dashboard) -> Any:
 
 @pytest.mark.parametrize("task_id", ["t-0123456789abcdef", "not-a-task", "t-xyz", "T-FF"])
 def test_an_unknown_or_malformed_task_id_answers_the_not_found_page(
-    pages: Any, dashboard: Dashboard, task_id: str
+    dashboard: Dashboard, pages: Any, task_id: str
 ) -> None:
     page = dashboard.login(pages())
     answer = page.goto(f"{dashboard.url}/web/tasks/{task_id}")
