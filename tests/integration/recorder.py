@@ -63,7 +63,8 @@ def recording_server(status: int = 200) -> Iterator[Recorder]:
     server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
     recorder.url = f"http://127.0.0.1:{server.server_address[1]}"
     recorder.status = status
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    # The loop looks for a stop every 50 ms: its default half second is paid at every exit.
+    thread = threading.Thread(target=server.serve_forever, args=(0.05,), daemon=True)
     thread.start()
     try:
         yield recorder

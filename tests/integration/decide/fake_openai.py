@@ -77,7 +77,8 @@ def fake_model() -> Iterator[FakeModel]:
 
     server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
     state.url = f"http://127.0.0.1:{server.server_address[1]}/v1"
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    # The loop looks for a stop every 50 ms: its default half second is paid at every exit.
+    thread = threading.Thread(target=server.serve_forever, args=(0.05,), daemon=True)
     thread.start()
     try:
         yield state

@@ -58,7 +58,7 @@ def platform() -> Iterator[Seen]:
 
     server = Server(("127.0.0.1", 0), Handler)
     seen.url = f"http://127.0.0.1:{server.server_address[1]}"
-    threading.Thread(target=server.serve_forever, daemon=True).start()
+    threading.Thread(target=server.serve_forever, args=(0.05,), daemon=True).start()
     try:
         yield seen
     finally:

@@ -46,7 +46,7 @@ class _Searches(importlib.abc.MetaPathFinder):
 @pytest.fixture
 def platform_url() -> Iterator[str]:
     server = ThreadingHTTPServer(("127.0.0.1", 0), _Ok)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
+    threading.Thread(target=server.serve_forever, args=(0.05,), daemon=True).start()
     try:
         yield f"http://127.0.0.1:{server.server_address[1]}/send"
     finally:

@@ -139,7 +139,7 @@ def hanging() -> Iterator[str]:
             return
 
     server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
+    threading.Thread(target=server.serve_forever, args=(0.05,), daemon=True).start()
     yield f"http://127.0.0.1:{server.server_address[1]}/hook"
     release.set()
     server.shutdown()
