@@ -13,7 +13,7 @@ import uvicorn
 
 from watchkeeper.runtime import Runtime
 from watchkeeper.server.app import create_app
-from watchkeeper.server.http import BODY_TIMEOUT_S, HEADER_TIMEOUT_S, server_config
+from watchkeeper.server.http import BODY_TIMEOUT_S, HEADER_TIMEOUT_S, KEEP_ALIVE_S, server_config
 from watchkeeper.server.longpoll import LongWaits
 from watchkeeper.store.tokens import Role
 
@@ -50,12 +50,14 @@ def live_server(
     long_waits: LongWaits | None = None,
     header_timeout_s: float = HEADER_TIMEOUT_S,
     body_timeout_s: float = BODY_TIMEOUT_S,
+    keep_alive_s: int = KEEP_ALIVE_S,
     parser: str | None = None,
 ) -> Iterator[LiveServer]:
     """Serve ``runtime`` over HTTP until the block ends, configured as ``watchkeeper serve`` is.
 
     ``long_waits`` replaces the caps on held requests; ``header_timeout_s``,
-    ``body_timeout_s`` and ``parser`` ("httptools" or "h11") set the HTTP layer.
+    ``body_timeout_s``, ``keep_alive_s`` and ``parser`` ("httptools" or "h11") set the
+    HTTP layer.
     """
     tokens = {
         role.value: runtime.store.tokens.create(role, f"test {role.value}", runtime.clock())[1]
@@ -71,6 +73,7 @@ def live_server(
         port,
         header_timeout_s=header_timeout_s,
         body_timeout_s=body_timeout_s,
+        keep_alive_s=keep_alive_s,
         parser=parser,
         log_level="warning",
         lifespan="on",

@@ -19,6 +19,8 @@ from watchkeeper.runtime import Runtime
 from .server import LiveServer, live_server
 
 HEADER_TIMEOUT_S = 0.5
+#: Short for the same reason: an idle kept-alive connection is closed after this (5 s served).
+KEEP_ALIVE_S = 1
 #: Far longer than the header timeout: a socket still open by then was never dropped.
 CLOSED_WITHIN_S = 15.0
 SLOWLORIS = 300
@@ -128,7 +130,16 @@ def test_a_trickle_after_a_kept_alive_response_is_cut(server: LiveServer) -> Non
         assert _trickle_until_closed(sock, head, deadline), "the second trickle was never cut"
 
 
-def test_an_idle_kept_alive_connection_is_closed(server: LiveServer) -> None:
+@pytest.fixture(params=["httptools", "h11"])
+def quick_idle_server(request: pytest.FixtureRequest, runtime: Runtime) -> Iterator[LiveServer]:
+    """:func:`server`, closing idle kept-alive connections after :data:`KEEP_ALIVE_S`."""
+    with live_server(runtime, header_timeout_s=HEADER_TIMEOUT_S, keep_alive_s=KEEP_ALIVE_S,
+                     parser=request.param) as live:  # fmt: skip
+        yield live
+
+
+def test_an_idle_kept_alive_connection_is_closed(quick_idle_server: LiveServer) -> None:
+    server = quick_idle_server
     with _connect(server) as sock:
         sock.sendall(_request("/healthz"))
         assert _response(sock)[0] == 200
