@@ -21,7 +21,7 @@ from watchkeeper.queue.reconcile import mark_interrupted
 from watchkeeper.runtime import Runtime
 from watchkeeper.server import api_docs, errors
 from watchkeeper.server.deps import Services
-from watchkeeper.server.early import ahead_of_middleware
+from watchkeeper.server.early import EarlyFastAPI
 from watchkeeper.server.limits import BodyLimit
 from watchkeeper.server.routes_cluster import router as cluster_router
 from watchkeeper.server.routes_decide import router as decide_router
@@ -175,7 +175,8 @@ def create_app(
             runtime.share_channels({})
             await notifier.aclose()
 
-    app = FastAPI(
+    # Ordinary reports and leases (most of the traffic) are answered ahead of the middleware.
+    app = EarlyFastAPI(
         title="watchkeeper",
         version=__version__,
         description="Supervises long-running work by its progress.",
@@ -201,8 +202,4 @@ def create_app(
     api_docs.install(app)
     _reports_matched_first(app, included)
     app.add_middleware(BodyLimit)
-    # Ordinary reports and leases (most of the traffic) are answered ahead of the chain.
-    app.build_middleware_stack = ahead_of_middleware(  # type: ignore[method-assign]
-        app.build_middleware_stack, app.router
-    )
     return app

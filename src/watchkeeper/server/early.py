@@ -30,7 +30,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, Generic, TypeVar
 
-from fastapi import HTTPException
+from fastapi import FastAPI, HTTPException
 from starlette.requests import Request
 from starlette.routing import BaseRoute, Match, Router
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
@@ -120,15 +120,14 @@ class EarlyRoute(BaseRoute):
         await send_json(send, self.answer(await HOP.call(work)))
 
 
-def ahead_of_middleware(build: Callable[[], ASGIApp], router: Router) -> Callable[[], ASGIApp]:
-    """Wrap an app's ``build_middleware_stack``: the stack it builds, with the ordinary
-    requests of the router's leading :class:`EarlyRoute` routes answered ahead of it,
-    every other request passed to the stack as it came."""
+class EarlyFastAPI(FastAPI):
+    """A FastAPI app whose leading :class:`EarlyRoute` routes answer their ordinary
+    requests ahead of its middleware stack; every other request goes to the stack as it
+    came."""
 
-    def built() -> ASGIApp:
-        return _AheadOfMiddleware(build(), router)
-
-    return built
+    def build_middleware_stack(self) -> ASGIApp:
+        """The stack FastAPI builds, behind the early routes."""
+        return _AheadOfMiddleware(super().build_middleware_stack(), self.router)
 
 
 class _AheadOfMiddleware:
