@@ -87,18 +87,39 @@ def webhook() -> Iterator[Webhook]:
         yield server
 
 
-@pytest.fixture
-def served(tmp_path: Path, webhook: Webhook) -> Iterator[Served]:
-    config = tmp_path / "watchkeeper.toml"
+def _config(folder: Path, webhook: Webhook) -> Path:
+    config = folder / "watchkeeper.toml"
     config.write_text(
         'data_dir = "data"\ncheck_interval_s = 1\n'
         f'[ops]\nwebhook_url = "{webhook.url}/hook"\nchannels = ["webhook"]\n'
     )
-    with serve(config) as found:
+    return config
+
+
+@pytest.fixture
+def served(tmp_path: Path, webhook: Webhook) -> Iterator[Served]:
+    """A server of the test's own: for tests that restart, stop or open what it runs."""
+    with serve(_config(tmp_path, webhook)) as found:
         yield found
 
 
-def test_a_stock_serve_shows_its_tree_breakers_and_checks(served: Served) -> None:
+@pytest.fixture(scope="module")
+def untouched(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Served]:
+    """One server shared by the tests that only read it or are refused (each marked
+    ``READ_ONLY``, so all run on one worker): none moves its tree, breaker or checks."""
+    with (
+        answering(Webhook(("127.0.0.1", 0), BrokenWebhook)) as webhook,
+        serve(_config(tmp_path_factory.mktemp("untouched"), webhook)) as found,
+    ):
+        yield found
+
+
+READ_ONLY = pytest.mark.xdist_group("serve_supervision_untouched")
+
+
+@READ_ONLY
+def test_a_stock_serve_shows_its_tree_breakers_and_checks(untouched: Served) -> None:
+    served = untouched
     tree = wait_for(
         lambda: (t := served.supervision()["trees"][0])["state"] == "running" and t,
         what="the tree running",
@@ -171,7 +192,9 @@ def test_restarting_and_stopping_a_loop_over_the_api(served: Served) -> None:
     assert (served.breaker("notify:webhook") or {})["state"] == "open"
 
 
-def test_unknown_ids_are_refused_with_what_there_is(served: Served) -> None:
+@READ_ONLY
+def test_unknown_ids_are_refused_with_what_there_is(untouched: Served) -> None:
+    served = untouched
     missing = served.post("/api/v1/supervision/children/server/nope/restart")
     assert missing.status_code == 404
     message = missing.json()["error"]["message"]
@@ -181,7 +204,9 @@ def test_unknown_ids_are_refused_with_what_there_is(served: Served) -> None:
     assert "notify:webhook" in breaker.json()["error"]["message"]
 
 
-def test_the_api_needs_a_token_and_actions_need_an_admin(served: Served) -> None:
+@READ_ONLY
+def test_the_api_needs_a_token_and_actions_need_an_admin(untouched: Served) -> None:
+    served = untouched
     assert httpx.get(served.url + "/api/v1/supervision", timeout=10).status_code == 401
     viewer = served.post("/api/v1/tokens", json={"role": "viewer", "name": "eve"}).json()
     headers = {"Authorization": f"Bearer {viewer['token']}"}
@@ -266,7 +291,9 @@ def test_the_dashboard_reads_and_acts_with_its_session_and_csrf_token(served: Se
     assert httpx.get(served.url + "/web/supervision.json", timeout=10).status_code in (303, 401)
 
 
-def test_a_viewers_session_reads_but_does_not_act(served: Served) -> None:
+@READ_ONLY
+def test_a_viewers_session_reads_but_does_not_act(untouched: Served) -> None:
+    served = untouched
     viewer = served.post("/api/v1/tokens", json={"role": "viewer", "name": "eve"}).json()
     web, csrf = _login(served, viewer["token"])
     try:
