@@ -77,9 +77,12 @@ def _sweep_together(services: list[QueueService], clock: ManualClock) -> None:
     def sweep(service: QueueService) -> None:
         try:
             service.sweep(clock())
-            finished.append(service)
-        finally:
+        except BaseException:
             read.abort()  # a failed sweep must not leave the other one waiting
+            raise
+        # Never aborted after a sweep that went through: the other one may have been
+        # released by the barrier and not yet woken, and would find it broken.
+        finished.append(service)
 
     for service in services:
         hold_after_reading(service)
