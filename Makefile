@@ -35,9 +35,11 @@ typecheck: $(STAMP)
 
 # The thorough API fuzz (marked slow) runs as its own step, before the rest of the suite.
 # Each step names its slowest tests, so the suite's time can be watched from any CI log.
+# Bytecode is written even where the environment says not to: without it every test module is
+# rewritten and every `watchkeeper` process the tests start compiles its modules again.
 test: lint typecheck node
-	$(BIN)/pytest -n 2 --dist loadgroup -m slow --durations=10 $(PYTEST_ARGS)
-	$(BIN)/pytest -n 2 --dist loadgroup -m "not slow" --durations=40 $(PYTEST_ARGS)
+	PYTHONDONTWRITEBYTECODE= $(BIN)/pytest -n 2 --dist loadgroup -m slow --durations=10 $(PYTEST_ARGS)
+	PYTHONDONTWRITEBYTECODE= $(BIN)/pytest -n 2 --dist loadgroup -m "not slow" --durations=40 $(PYTEST_ARGS)
 
 clean:
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache sdk/node/node_modules sdk/node/dist
