@@ -22,6 +22,7 @@ from watchkeeper.store.engine import write_transaction
 from watchkeeper.store.schema import push_runs
 
 from ..conftest import make_settings
+from ..support.early_routes import answered_alike, seen
 from ..support.waiting import wait_for
 from .server import LiveServer, live_server
 
@@ -115,26 +116,13 @@ def _shown(response: httpx.Response) -> tuple[Any, ...]:
     if response.status_code == 200:
         for moving in ("state_token", "progress_at", "last_seen_at", "started_at"):
             assert body.pop(moving)
-    return (
-        response.status_code,
-        response.headers.get("content-type"),
-        response.headers.get("www-authenticate"),
-        body,
-    )
+    return seen(response, body)
 
 
 def test_every_progress_request_is_answered_as_the_documented_route_answers_it(
     api: LiveServer,
 ) -> None:
-    assert api.server is not None
-    routes = api.server.config.app.router.routes
-    fast = [route for route in routes if isinstance(route, ProgressRoute)]
-    assert len(fast) == 1
-    taken_first = _answers(api)
-    routes.remove(fast[0])
-    documented = _answers(api)
-    for case, ours, reference in zip(CASES, taken_first, documented, strict=True):
-        assert ours == reference, case
+    documented = answered_alike(api, ProgressRoute, _answers, CASES)
     statuses = {answer[0] for answer in documented}
     assert {200, 400, 401, 403, 404, 409, 422} <= statuses
 

@@ -18,6 +18,7 @@ import pytest
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from tests.integration.server import LiveServer, live_server
+from tests.support.early_routes import Seen, answered_alike, seen
 from watchkeeper.client import Client
 from watchkeeper.runtime import Runtime
 from watchkeeper.server.routes_lease import LeaseRoute
@@ -84,7 +85,7 @@ def server(runtime: Runtime) -> Iterator[LiveServer]:
         yield live
 
 
-def _answers(server: LiveServer) -> list[tuple[int, str | None, str | None, Any]]:
+def _answers(server: LiveServer) -> list[Seen]:
     """Every case's answer, with what differs from one world to the next (ids, tokens,
     times) left out, from runners of its own."""
     with Client(server.url, server.tokens["reporter"]) as reporter:
@@ -124,26 +125,13 @@ def _seen(response: httpx.Response, ids: dict[str, str]) -> tuple[int, str | Non
             "tasks": [sorted(task) for task in body["tasks"]],
             "outcomes": [(o.get("status"), o.get("code")) for o in body.get("outcomes", [])],
         }
-    return (
-        response.status_code,
-        response.headers.get("content-type"),
-        response.headers.get("www-authenticate"),
-        body,
-    )
+    return seen(response, body)
 
 
 def test_every_lease_request_is_answered_as_the_documented_route_answers_it(
     server: LiveServer,
 ) -> None:
-    assert server.server is not None
-    routes = server.server.config.app.router.routes
-    early = [route for route in routes if isinstance(route, LeaseRoute)]
-    assert len(early) == 1
-    taken_ahead = _answers(server)
-    routes.remove(early[0])
-    documented = _answers(server)
-    for case, ours, reference in zip(CASES, taken_ahead, documented, strict=True):
-        assert ours == reference, case
+    documented = answered_alike(server, LeaseRoute, _answers, CASES)
     statuses = [answer[0] for answer in documented]
     assert {200, 401, 403, 404, 409, 422} <= set(statuses)
     # The outcomes were recorded, and the forged one refused alone.
