@@ -15,13 +15,18 @@ from typing import Any
 
 import httpx
 import pytest
+from fastapi.routing import APIRoute
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from tests.integration.server import LiveServer, live_server
 from tests.support.early_routes import Seen, answered_alike, seen
 from watchkeeper.client import Client
 from watchkeeper.runtime import Runtime
+from watchkeeper.server.auth import reporter as reporter_token_check
 from watchkeeper.server.routes_lease import LeaseRoute
+from watchkeeper.server.routes_progress import ProgressRoute
+from watchkeeper.server.routes_queue import router as queue_router
+from watchkeeper.server.routes_runs import router as runs_router
 
 _LEASE = "/api/v1/runners/{runner}/lease"
 _JSON = "application/json"
@@ -171,3 +176,26 @@ def test_an_ordinary_lease_never_reaches_the_middleware_chain(server: LiveServer
         refused = viewer.post(f"/api/v1/runners/{runner}/lease", json={"max": 1})
     assert refused.status_code == 403
     assert chain.paths == [f"/api/v1/runners/{runner}/lease"]
+
+
+def test_the_early_routes_stand_for_documented_routes_checking_only_the_reporter_token(
+    server: LiveServer,
+) -> None:
+    # The early routes check the token and the body themselves: a check added to the
+    # documented route (a rate limit, another dependency) must be added there too.
+    assert server.server is not None
+    routes = server.server.config.app.router.routes
+    documented = {
+        (route.path, frozenset(route.methods)): route
+        for route in [*queue_router.routes, *runs_router.routes]
+        if isinstance(route, APIRoute)
+    }
+    for early, path in (
+        (LeaseRoute, "/api/v1/runners/{runner_id}/lease"),
+        (ProgressRoute, "/api/v1/runs/{kind}/{run_id}/progress"),
+    ):
+        [taken] = [route for route in routes if isinstance(route, early)]
+        route = documented[(path, frozenset({"POST"}))]
+        assert taken.endpoint is route.endpoint
+        assert [d.call for d in route.dependant.dependencies] == [reporter_token_check]
+        assert [p.name for p in route.dependant.body_params] == ["body"]
