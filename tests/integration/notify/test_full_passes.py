@@ -38,7 +38,10 @@ def test_a_backlog_goes_out_pass_after_pass_without_waiting(
         passes = asyncio.create_task(notifier.run(stop))
         try:
             async with asyncio.timeout(DEADLINE_S):
-                while "pending" in (counts := await asyncio.to_thread(store.outbox.counts)):
+                # Until every card is settled: a claimed one ("sending") is still on its way.
+                while {"pending", "sending"} & (
+                    counts := await asyncio.to_thread(store.outbox.counts)
+                ).keys():
                     await asyncio.sleep(0.02)
             return counts
         finally:
