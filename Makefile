@@ -33,13 +33,13 @@ lint: $(STAMP)
 typecheck: $(STAMP)
 	$(BIN)/mypy
 
-# One run: the costliest tests (marked slow) are handed out first, so they start together on
-# different workers and the rest fill in around them. It names its slowest tests, so the
-# suite's time can be watched from any CI log. Bytecode is written even where the environment
-# says not to: without it every test module is rewritten and every `watchkeeper` process the
-# tests start compiles its modules again.
+# The thorough API fuzz (marked slow) runs as its own step, before the rest of the suite.
+# Each step names its slowest tests, so the suite's time can be watched from any CI log.
+# Bytecode is written even where the environment says not to: without it every test module is
+# rewritten and every `watchkeeper` process the tests start compiles its modules again.
 test: lint typecheck node
-	PYTHONDONTWRITEBYTECODE= $(BIN)/pytest -n 2 --dist loadgroup --durations=40 $(PYTEST_ARGS)
+	PYTHONDONTWRITEBYTECODE= $(BIN)/pytest -n 2 --dist loadgroup -m slow --durations=10 $(PYTEST_ARGS)
+	PYTHONDONTWRITEBYTECODE= $(BIN)/pytest -n 2 --dist loadgroup -m "not slow" --durations=40 $(PYTEST_ARGS)
 
 clean:
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache sdk/node/node_modules sdk/node/dist
