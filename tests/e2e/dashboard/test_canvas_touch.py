@@ -67,7 +67,10 @@ class Fingers:
         )
 
     def down(self, *points: tuple[float, float]) -> None:
-        """Put a finger on each point."""
+        """Put a finger on each point: a gesture starts now, never behind the clock an
+        earlier gesture's timestamps ran on (the browser may take a timestamp in the past
+        for the time it got the event, and a slow machine would then stretch a flick)."""
+        self.at = max(self.at, time.time())
         self._send("touchStart", list(points), 0.0)
 
     def move(self, *points: tuple[float, float], after_s: float = 0.016) -> None:
