@@ -23,8 +23,7 @@ from starlette.types import Scope
 
 from watchkeeper.access.tokens import Role
 from watchkeeper.server.early import JSON_TYPE, EarlyRoute, Head, NotOrdinary, authorized
-from watchkeeper.server.routes_events import publish_task_updated
-from watchkeeper.server.routes_queue import ID_PATTERN, LeaseIn, leased_answer
+from watchkeeper.server.routes_queue import ID_PATTERN, LeaseIn, announcer, leased_answer
 
 _PREFIX = "/api/v1/runners/"
 _SUFFIX = "/lease"
@@ -57,7 +56,7 @@ class LeaseRoute(EarlyRoute):
             app.state.services.queue,
             runner_id,
             _lease_in(head.content_type, body),
-            partial(publish_task_updated, app),
+            announcer(app),
         )
 
     def answer(self, result: Any) -> Any:
