@@ -24,9 +24,10 @@ import asyncio
 import contextvars
 import json
 import queue
+import re
 import threading
 from abc import abstractmethod
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Generic, TypeVar
 
@@ -71,17 +72,42 @@ class EarlyRoute(BaseRoute):
     """A ``POST`` route whose ordinary requests are answered here.
 
     ``endpoint`` is the documented route's function: what the path reaches, for anyone
-    asking the router. A subclass says which paths it takes (:meth:`path_params`), what
-    makes a request ordinary and what work it does (:meth:`ordinary`), and what the
-    work's result answers (:meth:`answer`).
+    asking the router. ``template`` is the documented route's path, its parameters
+    written ``{name}``, each one whole path segment; ``patterns`` holds, for each
+    parameter, the pattern (:func:`re.match`) its value must match: a path with any
+    other value is not taken here, so the documented route refuses it as it came.
+    A subclass says what makes a request ordinary and what work it does
+    (:meth:`ordinary`), and what the work's result answers (:meth:`answer`).
     """
 
-    def __init__(self, endpoint: Callable[..., Any]) -> None:
+    def __init__(
+        self, endpoint: Callable[..., Any], template: str, patterns: Mapping[str, str]
+    ) -> None:
         self.endpoint = endpoint
+        self.template = template
+        # One whole segment per parameter, as the documented route's converter takes it.
+        pieces = re.split(r"\{(\w+)\}", template)
+        names = pieces[1::2]
+        if sorted(names) != sorted(patterns):
+            raise ValueError(f"{template}: a pattern for each parameter, and only those")
+        self._path = re.compile(
+            "".join(
+                re.escape(piece) if i % 2 == 0 else f"(?P<{piece}>[^/]+)"
+                for i, piece in enumerate(pieces)
+            )
+        )
+        self._patterns = {name: re.compile(patterns[name]) for name in names}
 
-    @abstractmethod
     def path_params(self, path: str) -> dict[str, str] | None:
         """The path's parameters when this route takes ``path``; None when it does not."""
+        found = self._path.fullmatch(path)
+        if found is None:
+            return None
+        params = found.groupdict()
+        for name, pattern in self._patterns.items():
+            if not pattern.match(params[name]):
+                return None
+        return params
 
     @abstractmethod
     def ordinary(

@@ -13,7 +13,6 @@ token's 401 or 403. The work and its answer are the documented route's own
 from __future__ import annotations
 
 import json
-import re
 from collections.abc import Callable
 from functools import partial
 from typing import Any
@@ -25,36 +24,24 @@ from watchkeeper.access.tokens import Role
 from watchkeeper.server.early import JSON_TYPE, EarlyRoute, Head, NotOrdinary, authorized
 from watchkeeper.server.routes_queue import ID_PATTERN, LeaseIn, announcer, leased_answer
 
-_PREFIX = "/api/v1/runners/"
-_SUFFIX = "/lease"
-_ID = re.compile(ID_PATTERN)
-
 
 class LeaseRoute(EarlyRoute):
     """``POST /api/v1/runners/{runner_id}/lease`` for ordinary leases."""
 
-    def path_params(self, path: str) -> dict[str, str] | None:
-        """The runner id of a lease path."""
-        if not (path.startswith(_PREFIX) and path.endswith(_SUFFIX)):
-            return None
-        runner_id = path[len(_PREFIX) : -len(_SUFFIX)]
-        if not runner_id or "/" in runner_id:
-            return None
-        return {"runner_id": runner_id}
+    def __init__(self, endpoint: Callable[..., Any]) -> None:
+        super().__init__(endpoint, "/api/v1/runners/{runner_id}/lease", {"runner_id": ID_PATTERN})
 
     def ordinary(
         self, scope: Scope, head: Head, params: dict[str, str], body: bytes
     ) -> Callable[[], dict[str, Any]]:
-        """The pass (outcomes recorded, tasks leased), when the request is an ordinary lease."""
+        """The pass (outcomes recorded, tasks leased), when the request is an ordinary lease:
+        its body empty or one the documented route's body model accepts."""
         authorized(scope, head, Role.REPORTER)
-        runner_id = params["runner_id"]
-        if not _ID.match(runner_id):
-            raise NotOrdinary
         app = scope["app"]
         return partial(
             leased_answer,
             app.state.services.queue,
-            runner_id,
+            params["runner_id"],
             _lease_in(head.content_type, body),
             announcer(app),
         )

@@ -12,7 +12,6 @@ the documented FastAPI route with its body as it came.
 from __future__ import annotations
 
 import json
-import re
 from collections.abc import Callable
 from functools import partial
 from typing import Any
@@ -27,11 +26,6 @@ from watchkeeper.server.routes_runs import run_json
 from watchkeeper.server.schemas import RUN_ID_PATTERN, STEP_MAX
 from watchkeeper.watch.reports import PushRun
 
-_PREFIX = "/api/v1/runs/"
-_SUFFIX = "/progress"
-_KIND = re.compile(KIND_NAME_PATTERN)
-_RUN_ID = re.compile(RUN_ID_PATTERN)
-
 
 class ProgressRoute(EarlyRoute):
     """``POST /api/v1/runs/{kind}/{run_id}/progress`` for ordinary reports.
@@ -40,26 +34,28 @@ class ProgressRoute(EarlyRoute):
     is never matched here.
     """
 
+    def __init__(self, endpoint: Callable[..., Any]) -> None:
+        super().__init__(
+            endpoint,
+            "/api/v1/runs/{kind}/{run_id}/progress",
+            {"kind": KIND_NAME_PATTERN, "run_id": RUN_ID_PATTERN},
+        )
+
     def path_params(self, path: str) -> dict[str, str] | None:
-        """The kind and run id of a report's progress path."""
-        if not (path.startswith(_PREFIX) and path.endswith(_SUFFIX)):
+        """The kind and run id of a report's progress path, other than the process kind's."""
+        params = super().path_params(path)
+        if params is None or params["kind"] == "process":
             return None
-        kind, slash, run_id = path[len(_PREFIX) : -len(_SUFFIX)].partition("/")
-        if not (kind and slash and run_id) or "/" in run_id or kind == "process":
-            return None
-        return {"kind": kind, "run_id": run_id}
+        return params
 
     def ordinary(
         self, scope: Scope, head: Head, params: dict[str, str], body: bytes
     ) -> Callable[[], PushRun]:
         """The report's write, when the request is an ordinary report."""
         authorized(scope, head, Role.REPORTER)
-        kind, run_id = params["kind"], params["run_id"]
-        if not (_KIND.match(kind) and _RUN_ID.match(run_id)):
-            raise NotOrdinary
         step = _plain_step(head.content_type, body)
         reports = scope["app"].state.services.reports
-        return partial(reports.progress, kind, run_id, step, None)
+        return partial(reports.progress, params["kind"], params["run_id"], step, None)
 
     def answer(self, result: Any) -> Any:
         """The run, as the documented route answers it."""
