@@ -282,6 +282,25 @@ def authorized(scope: Scope, head: Head, role: Role) -> TokenInfo:
     return token
 
 
+def json_body(content_type: bytes | None, body: bytes, read: Callable[[Any], T]) -> T | None:
+    """What an ordinary request's body holds: None when it is empty; else ``read`` of its
+    JSON value, or :class:`NotOrdinary`.
+
+    The body must be declared plain ``application/json`` and is parsed as FastAPI parses
+    the documented route's (the standard library's parser, then the rules on Python
+    values), so both take the same bodies. ``read`` refuses a value with
+    :class:`NotOrdinary` or :class:`ValueError` (pydantic's ``ValidationError`` is one).
+    """
+    if not body:
+        return None
+    if content_type is None or content_type.lower() != JSON_TYPE:
+        raise NotOrdinary
+    try:
+        return read(json.loads(body))
+    except ValueError:
+        raise NotOrdinary from None
+
+
 def replay(messages: Sequence[Message], receive: Receive) -> Receive:
     """``receive`` with the messages already read given again first."""
     left = list(messages)

@@ -12,16 +12,14 @@ token's 401 or 403. The work and its answer are the documented route's own
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable
 from functools import partial
 from typing import Any
 
-from pydantic import ValidationError
 from starlette.types import Scope
 
 from watchkeeper.access.tokens import Role
-from watchkeeper.server.early import JSON_TYPE, EarlyRoute, Head, NotOrdinary, authorized
+from watchkeeper.server.early import EarlyRoute, Head, authorized, json_body
 from watchkeeper.server.routes_queue import ID_PATTERN, LeaseIn, announcer, leased_answer
 
 
@@ -42,24 +40,10 @@ class LeaseRoute(EarlyRoute):
             leased_answer,
             app.state.services.queue,
             params["runner_id"],
-            _lease_in(head.content_type, body),
+            json_body(head.content_type, body, LeaseIn.model_validate) or LeaseIn(),
             announcer(app),
         )
 
     def answer(self, result: Any) -> Any:
         """The documented route's answer, already JSON values."""
         return result
-
-
-def _lease_in(content_type: bytes | None, body: bytes) -> LeaseIn:
-    """The body of an empty request or a JSON one the body model accepts."""
-    if not body:
-        return LeaseIn()
-    if content_type is None or content_type.lower() != JSON_TYPE:
-        raise NotOrdinary
-    # Parsed and validated as FastAPI does for the documented route (the standard
-    # library's parser, then the model on Python values), so both accept the same bodies.
-    try:
-        return LeaseIn.model_validate(json.loads(body))
-    except (ValueError, ValidationError):
-        raise NotOrdinary from None

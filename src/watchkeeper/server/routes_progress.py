@@ -11,7 +11,6 @@ the documented FastAPI route with its body as it came.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable
 from functools import partial
 from typing import Any
@@ -20,7 +19,7 @@ from starlette.types import Scope
 
 from watchkeeper.access.tokens import Role
 from watchkeeper.config import KIND_NAME_PATTERN
-from watchkeeper.server.early import JSON_TYPE, EarlyRoute, Head, NotOrdinary, authorized
+from watchkeeper.server.early import EarlyRoute, Head, NotOrdinary, authorized, json_body
 from watchkeeper.server.fields import free_text
 from watchkeeper.server.routes_runs import run_json
 from watchkeeper.server.schemas import RUN_ID_PATTERN, STEP_MAX
@@ -53,7 +52,7 @@ class ProgressRoute(EarlyRoute):
     ) -> Callable[[], PushRun]:
         """The report's write, when the request is an ordinary report."""
         authorized(scope, head, Role.REPORTER)
-        step = _plain_step(head.content_type, body)
+        step = json_body(head.content_type, body, _plain_step)
         reports = scope["app"].state.services.reports
         return partial(reports.progress, params["kind"], params["run_id"], step, None)
 
@@ -62,16 +61,8 @@ class ProgressRoute(EarlyRoute):
         return run_json(result)
 
 
-def _plain_step(content_type: bytes | None, body: bytes) -> str | None:
-    """The step of an empty body or a JSON object holding at most a plain ``step``."""
-    if not body:
-        return None
-    if content_type is None or content_type.lower() != JSON_TYPE:
-        raise NotOrdinary
-    try:
-        value = json.loads(body)
-    except ValueError:
-        raise NotOrdinary from None
+def _plain_step(value: Any) -> str | None:
+    """The step of a JSON object holding at most a plain ``step`` (none in ``null``)."""
     if value is None:
         return None
     if not isinstance(value, dict) or not value.keys() <= {"step"}:
@@ -81,7 +72,4 @@ def _plain_step(content_type: bytes | None, body: bytes) -> str | None:
         return None
     if type(step) is not str or len(step) > STEP_MAX:
         raise NotOrdinary
-    try:
-        return free_text(step)
-    except ValueError:
-        raise NotOrdinary from None
+    return free_text(step)  # a text it refuses is not ordinary (ValueError)
