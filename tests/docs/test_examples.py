@@ -18,7 +18,7 @@ import pytest
 from watchkeeper import config
 from watchkeeper.runtime import Runtime
 
-from ..integration.server import LiveServer, live_server
+from ..support.live_server import LiveServer, live_server
 from .examples import ROOT, Example, all_examples
 
 EXAMPLES = all_examples()

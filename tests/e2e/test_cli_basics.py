@@ -16,8 +16,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.integration.server import LiveServer, live_server
 from tests.support.cli import WK, cli_env, wk
+from tests.support.live_server import LiveServer, live_server
 from tests.support.tcp_proxy import tcp_proxy
 from tests.support.waiting import wait_for
 from watchkeeper.procs.engine import ProcEngine

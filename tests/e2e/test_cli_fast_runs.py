@@ -16,8 +16,8 @@ import pytest
 
 from watchkeeper.runtime import Runtime
 
-from ..integration.server import LiveServer, live_server
 from ..support.cli_probe import both_ways, packages, probe
+from ..support.live_server import LiveServer, live_server
 
 #: What `runs` must not load on its way: the command-line framework, validation, the HTTP
 #: library of the SDK (a third of the start-up), the database layer.

@@ -13,8 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from ..integration.server import free_port
 from ..support.cli import wk
+from ..support.live_server import free_port
 
 DEFAULT_URL = "http://127.0.0.1:8750"
 

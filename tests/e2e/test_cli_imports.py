@@ -16,9 +16,9 @@ import pytest
 from watchkeeper.cli import COMMANDS
 from watchkeeper.runtime import Runtime
 
-from ..integration.server import LiveServer, live_server
 from ..support.cli import WK, cli_env
 from ..support.cli_probe import both_ways, packages, probe
+from ..support.live_server import LiveServer, live_server
 
 #: The real command line, then the top-level packages it had loaded, as JSON on stdout.
 PROBE = textwrap.dedent(

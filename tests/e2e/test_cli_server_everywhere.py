@@ -19,8 +19,8 @@ import pytest
 from watchkeeper.notify.testcard import TEXT
 
 from ..integration.fakes.telegram import fake_telegram
-from ..integration.server import free_port
 from ..support.cli import wk as run_wk
+from ..support.live_server import free_port
 from ..support.serving import served_then_stopped, serving
 
 

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import httpx
 
-from ..integration.server import free_port
+from ..support.live_server import free_port
 
 
 def test_demo_card_retry_and_a_note_under_the_card(tmp_path: Path) -> None:

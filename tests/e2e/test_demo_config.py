@@ -27,8 +27,8 @@ from ..integration.fakes.telegram import (
     fake_telegram,
     press,
 )
-from ..integration.server import free_port
 from ..support.cli import WK, cli_env, wk
+from ..support.live_server import free_port
 from ..support.serving import healthy, serving
 from ..support.waiting import wait_for
 

@@ -18,8 +18,8 @@ from watchkeeper.cli.testcard import TEXT
 from ..integration.fakes.discord import FakeDiscord, fake_discord
 from ..integration.fakes.slack import FakeSlack, fake_slack
 from ..integration.fakes.telegram import FakeTelegram, fake_telegram
-from ..integration.server import free_port
 from ..support.cli import wk as run_wk
+from ..support.live_server import free_port
 from ..support.serving import serving
 
 TELEGRAM_CHAT = -1001234567890

@@ -15,7 +15,6 @@ from watchkeeper.redact import MASK
 from watchkeeper.runtime import Runtime
 
 from ..integration.fakes.telegram import WEBHOOK_SECRET, fake_telegram
-from ..integration.server import free_port
 from ..integration.test_no_secret_leaks import (
     ANTHROPIC_KEY,
     GITHUB_TOKEN,
@@ -24,6 +23,7 @@ from ..integration.test_no_secret_leaks import (
     _start,
 )
 from ..support.cli import WK, cli_env, wk
+from ..support.live_server import free_port
 from ..support.waiting import wait_for
 
 CHAT = -1001234567890

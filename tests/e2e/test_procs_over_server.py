@@ -19,8 +19,8 @@ from pathlib import Path
 import httpx
 import pytest
 
-from ..integration.server import free_port
 from ..support.cli import WK, cli_env, wk
+from ..support.live_server import free_port
 from ..support.serving import serving
 from .test_cli_finds_server import bare_env
 

@@ -8,8 +8,8 @@ from collections.abc import Iterator
 
 import pytest
 
-from tests.integration.server import LiveServer, live_server
 from tests.support.cli import wk
+from tests.support.live_server import LiveServer, live_server
 from watchkeeper.runtime import Runtime
 
 

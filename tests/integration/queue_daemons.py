@@ -15,7 +15,7 @@ from watchkeeper.runtime import Runtime
 from watchkeeper.store import Store
 
 from ..conftest import make_settings
-from .server import LiveServer, live_server
+from ..support.live_server import LiveServer, live_server
 
 #: Short intervals, so a runner notices cancels, leases and its own death within a test.
 QUICK = ("--renew-interval", "0.3", "--poll-interval", "0.1", "--heartbeat-interval", "0.5")

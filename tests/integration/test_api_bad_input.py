@@ -27,7 +27,7 @@ from watchkeeper.store.queue import QueueStore
 from watchkeeper.store.runs import NewRun
 
 from ..conftest import make_settings, truncate_all
-from .server import LiveServer, live_server
+from ..support.live_server import LiveServer, live_server
 
 NUL = "bad\x00value"
 INT32_PAST = 2**31

@@ -21,7 +21,7 @@ from watchkeeper.store import Store
 from watchkeeper.store.runs import NewRun
 
 from ..conftest import make_settings
-from .server import LiveServer, live_server
+from ..support.live_server import LiveServer, live_server
 
 TEN_MB = 10 * 1024 * 1024
 # Endpoints whose body FastAPI parses into a model, and one that reads the raw body itself.

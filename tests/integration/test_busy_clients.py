@@ -26,9 +26,9 @@ from watchkeeper.server.longpoll import LongWaits
 from watchkeeper.store import Store
 
 from ..conftest import make_settings
+from ..support.live_server import LiveServer, live_server
 from ..support.waiting import wait_for
 from .procs.conftest import kill_leftovers
-from .server import LiveServer, live_server
 
 PROMPT_S = 30.0
 

@@ -13,8 +13,8 @@ import pytest
 
 from watchkeeper.runtime import Runtime
 
+from ..support.live_server import LiveServer, live_server
 from ..support.waiting import wait_for
-from .server import LiveServer, live_server
 from .test_slow_clients import _connect, _request
 
 

@@ -7,7 +7,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from tests.integration.server import LiveServer, live_server
+from tests.support.live_server import LiveServer, live_server
 from watchkeeper.client import Client
 from watchkeeper.errors import ClientError
 from watchkeeper.runtime import Runtime

@@ -12,8 +12,8 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import T0, make_settings
-from tests.integration.server import LiveServer, live_server
 from tests.support.incidents import decide, open_incidents
+from tests.support.live_server import LiveServer, live_server
 from watchkeeper.client import Client
 from watchkeeper.clock import ManualClock, rfc3339
 from watchkeeper.notify.ops import OpsNotifier

@@ -25,9 +25,9 @@ from watchkeeper.store import Store
 from watchkeeper.store.tokens import Role
 
 from ..conftest import make_settings
+from ..support.live_server import LiveServer, live_server
 from ..support.waiting import wait_for, wait_for_async
 from .procs.conftest import kill_leftovers
-from .server import LiveServer, live_server
 
 HELD = 60
 #: Longer than any answer needs, shorter than a long-poll: a request stuck behind the

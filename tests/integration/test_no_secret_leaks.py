@@ -24,8 +24,8 @@ from watchkeeper.procs.launch import LaunchRequest
 from watchkeeper.redact import MASK
 from watchkeeper.runtime import Runtime
 
+from ..support.live_server import LiveServer, live_server
 from ..support.waiting import wait_for
-from .server import LiveServer, live_server
 
 TELEGRAM_TOKEN = "7123456789:AAH" + "Zq3xW9vT8sR7pQ6oN5mL4kJ3iH2gF1eD"
 GITHUB_TOKEN = "ghp_" + "Zq3xW9vT8sR7pQ6oN5mL4kJ3iH2gF1eDcBa9"

@@ -15,7 +15,7 @@ from watchkeeper.clock import ManualClock, rfc3339
 from watchkeeper.runtime import Runtime
 from watchkeeper.watch.leader import Leadership
 
-from .server import LiveServer, live_server
+from ..support.live_server import LiveServer, live_server
 
 
 @pytest.fixture

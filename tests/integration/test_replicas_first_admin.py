@@ -24,8 +24,8 @@ from watchkeeper.store.tokens import Role
 
 from ..conftest import PG_ADMIN_URL
 from ..support.cli import WK, cli_env
+from ..support.live_server import free_port
 from ..support.waiting import wait_for
-from .server import free_port
 
 REPLICAS = 3
 

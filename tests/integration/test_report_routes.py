@@ -20,8 +20,8 @@ from watchkeeper.store import Store
 from watchkeeper.store.tokens import Role
 
 from ..conftest import make_settings
+from ..support.live_server import LiveServer, live_server
 from ..support.waiting import wait_for
-from .server import LiveServer, live_server
 
 REPORTS = (
     ("/api/v1/runs/crawl/r1/progress", {"step": "s"}),

@@ -29,8 +29,8 @@ from watchkeeper.server.routes_progress import ProgressRoute
 from watchkeeper.store import Store
 
 from ..conftest import make_settings
+from ..support.live_server import LiveServer, live_server
 from ..support.waiting import wait_for
-from .server import LiveServer, live_server
 from .test_slow_clients import _connect, _request
 
 _OK = "/api/v1/runs/crawl/r1/progress"

@@ -23,8 +23,8 @@ from watchkeeper.store.schema import push_runs
 
 from ..conftest import make_settings
 from ..support.early_routes import answered_alike, seen
+from ..support.live_server import LiveServer, live_server
 from ..support.waiting import wait_for
-from .server import LiveServer, live_server
 
 # (token role or a literal header, path, content type, raw body)
 _OK = "/api/v1/runs/crawl/r1/progress"

@@ -14,8 +14,8 @@ from watchkeeper.runtime import Runtime
 from watchkeeper.store import Store
 
 from ..conftest import make_settings
+from ..support.live_server import LiveServer, live_server
 from ..support.waiting import wait_for
-from .server import LiveServer, live_server
 
 
 @pytest.fixture

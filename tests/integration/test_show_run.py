@@ -7,8 +7,8 @@ from watchkeeper.runtime import Runtime
 from watchkeeper.store.queueing import NewDelivery
 
 from ..support.cli import wk
+from ..support.live_server import live_server
 from .helpers import start, sweep
-from .server import live_server
 
 
 def test_a_stalled_run_shows_its_verdict_incident_and_card(

@@ -16,7 +16,7 @@ import pytest
 
 from watchkeeper.runtime import Runtime
 
-from .server import LiveServer, live_server
+from ..support.live_server import LiveServer, live_server
 from .test_slow_clients import CLOSED_WITHIN_S, _connect, _request
 
 BODY_TIMEOUT_S = 0.5

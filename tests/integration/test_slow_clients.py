@@ -16,7 +16,7 @@ import pytest
 
 from watchkeeper.runtime import Runtime
 
-from .server import LiveServer, live_server
+from ..support.live_server import LiveServer, live_server
 
 HEADER_TIMEOUT_S = 0.5
 #: Short for the same reason: an idle kept-alive connection is closed after this (5 s served).

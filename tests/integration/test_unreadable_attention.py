@@ -23,12 +23,12 @@ from watchkeeper.runtime import Runtime
 from watchkeeper.store import Store
 
 from ..conftest import T0, make_settings
+from ..support.live_server import LiveServer, live_server
 from .fakes.discord import fake_discord
 from .fakes.platform import FakePlatform
 from .fakes.slack import fake_slack
 from .helpers import sweep
 from .notify.chat import now_s, table, user
-from .server import LiveServer, live_server
 
 FAKES: dict[str, Callable[[], AbstractContextManager[FakePlatform]]] = {
     "discord": fake_discord,

@@ -19,7 +19,7 @@ from watchkeeper.runtime import Runtime
 from watchkeeper.server.web import session as web_session
 from watchkeeper.store.schema import metadata
 
-from .server import LiveServer, live_server
+from ..support.live_server import LiveServer, live_server
 
 RUNBOOK = "/web/runbooks/retry_out_of_attempts"
 

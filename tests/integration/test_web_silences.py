@@ -11,8 +11,8 @@ import httpx
 from watchkeeper.clock import ManualClock
 from watchkeeper.runtime import Runtime
 
+from ..support.live_server import LiveServer, live_server
 from .helpers import start, sweep
-from .server import LiveServer, live_server
 
 
 @contextmanager

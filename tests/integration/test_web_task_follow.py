@@ -13,7 +13,7 @@ import httpx
 import pytest
 
 from tests.integration.queue.conftest import make_service, runner, submit
-from tests.integration.server import LiveServer, live_server
+from tests.support.live_server import LiveServer, live_server
 from watchkeeper.clock import ManualClock
 from watchkeeper.queue.output import Piece, ship
 from watchkeeper.queue.service import QueueService

@@ -19,7 +19,7 @@ from watchkeeper.runtime import Runtime
 from watchkeeper.store import Store
 
 from ..conftest import make_settings
-from ..integration.server import LiveServer, live_server
+from ..support.live_server import LiveServer, live_server
 
 #: src="...", href="..." and the spec and redirect URLs Swagger UI is configured with.
 ASSET = re.compile(

@@ -20,7 +20,7 @@ import pytest
 
 from watchkeeper import __version__
 
-from ..integration.server import free_port
+from ..support.live_server import free_port
 from ..support.serving import healthy
 from ..support.waiting import wait_for
 from .wheelhouse import wheelhouse

@@ -7,7 +7,7 @@ from typing import Any
 
 import httpx
 
-from tests.integration.server import LiveServer
+from tests.support.live_server import LiveServer
 
 #: What a caller relies on in an answer: status, content type, ``WWW-Authenticate``, body.
 Seen = tuple[int, str | None, str | None, Any]

@@ -27,8 +27,8 @@ from watchkeeper.store import Store
 from watchkeeper.store.tokens import Role
 
 from ..integration.fakes.telegram import TOKEN, WEBHOOK_SECRET, FakeTelegram
-from ..integration.server import free_port
 from .cli import WK, cli_env
+from .live_server import free_port
 from .serving import healthy
 from .waiting import wait_for
 

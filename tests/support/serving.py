@@ -11,8 +11,8 @@ from pathlib import Path
 
 import httpx
 
-from ..integration.server import free_port
 from .cli import WK, cli_env
+from .live_server import free_port
 from .waiting import wait_for
 
 

@@ -28,7 +28,7 @@ from watchkeeper.store import Store
 from watchkeeper.store.tokens import Role
 
 from ...conftest import make_settings
-from ...integration.server import free_port
+from ...support.live_server import free_port
 from ...support.waiting import wait_for
 
 CHROMIUM = os.environ.get("WATCHKEEPER_CHROMIUM", "/usr/bin/chromium")

@@ -15,7 +15,7 @@ from watchkeeper.runtime import Runtime
 from watchkeeper.server.app import create_app
 from watchkeeper.watch.silences import Matchers
 
-from ...integration.server import free_port
+from ...support.live_server import free_port
 from .conftest import Dashboard, open_runtime, serve
 
 #: Set on a page once it is drawn: still there later means the page was not loaded again.

@@ -22,7 +22,7 @@ from watchkeeper.store.queue import QueueStore
 from watchkeeper.store.tokens import Role
 from watchkeeper.timeline.service import TimelineService
 
-from ...integration.server import free_port
+from ...support.live_server import free_port
 from .conftest import Dashboard, open_runtime, serve
 
 

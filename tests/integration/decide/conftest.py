@@ -13,8 +13,8 @@ from watchkeeper.runtime import Runtime
 from watchkeeper.store import Store
 
 from ...conftest import make_settings
+from ...support.live_server import LiveServer, live_server
 from ..recorder import Recorder, recording_server
-from ..server import LiveServer, live_server
 from .fixtures import acting_kinds
 
 

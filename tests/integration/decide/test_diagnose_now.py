@@ -16,12 +16,12 @@ from watchkeeper.runtime import Runtime
 from watchkeeper.store import Store
 from watchkeeper.store.incidents import Incident, IncidentStatus
 
+from ...support.live_server import live_server
 from ..fakes.discord import fake_discord
 from ..fakes.platform import ActionService, FakePlatform, action_service
 from ..fakes.slack import fake_slack
 from ..helpers import reports_for, start, sweep
 from ..notify.chat import chat_runtime, now_s, post_card, user
-from ..server import live_server
 
 FAKES: dict[str, Callable[[], AbstractContextManager[FakePlatform]]] = {
     "discord": fake_discord,

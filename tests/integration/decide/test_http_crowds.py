@@ -10,8 +10,8 @@ import httpx
 
 from watchkeeper.store.tokens import Role
 
+from ...support.live_server import LiveServer
 from ..recorder import Recorder
-from ..server import LiveServer
 from .test_surfaces import failed_incident
 
 CARDS = 6

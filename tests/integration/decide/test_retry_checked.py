@@ -22,6 +22,7 @@ from watchkeeper.runtime import Runtime
 from watchkeeper.store import Store
 
 from ...conftest import make_settings
+from ...support.live_server import live_server
 from ...support.waiting import wait_for
 from ..fakes.discord import fake_discord
 from ..fakes.platform import FakePlatform
@@ -29,7 +30,6 @@ from ..fakes.slack import fake_slack
 from ..helpers import reports_for, start, sweep
 from ..notify.chat import chat_runtime, deliver, failed, now_s, user
 from ..recorder import Recorder, recording_server
-from ..server import live_server
 
 FAKES: dict[str, Callable[[], AbstractContextManager[FakePlatform]]] = {
     "discord": fake_discord,

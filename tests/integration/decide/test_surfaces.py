@@ -10,9 +10,9 @@ from watchkeeper import Client
 from watchkeeper.errors import ClientError
 
 from ...support.cli import wk
+from ...support.live_server import LiveServer
 from ..helpers import reports_for, start, sweep
 from ..recorder import Recorder
-from ..server import LiveServer
 
 
 def failed_incident(server: LiveServer, run_id: str = "api-1") -> int:

@@ -6,7 +6,7 @@ import pytest
 
 from watchkeeper import Client
 
-from ..server import LiveServer
+from ...support.live_server import LiveServer
 from .test_surfaces import failed_incident
 
 

@@ -31,6 +31,7 @@ from watchkeeper.store import Store
 from watchkeeper.store.decisions import ActionStatus, Claim
 from watchkeeper.store.incidents import Incident
 
+from ...support.live_server import LiveServer, live_server
 from ...support.waiting import wait_for
 from ..decide.fixtures import acting_runtime
 from ..fakes import telegram as tg
@@ -39,7 +40,6 @@ from ..fakes.platform import LOOPBACK_TLS
 from ..fakes.slack import fake_slack
 from ..helpers import reports_for, start, sweep
 from ..recorder import Recorder, recording_server
-from ..server import LiveServer, live_server
 from .chat import USERS, channel_for, now_s, table
 
 TELEGRAM_CHAT = -1001234567890

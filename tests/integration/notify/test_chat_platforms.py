@@ -20,10 +20,10 @@ from watchkeeper.notify.channels.base import SendOutcome
 from watchkeeper.notify.message import Message, Target
 from watchkeeper.runtime import Runtime
 
+from ...support.live_server import free_port, live_server
 from ..fakes.discord import fake_discord
 from ..fakes.platform import ActionService, FakePlatform
 from ..fakes.slack import fake_slack
-from ..server import free_port, live_server
 from .chat import CARD, config, deliver, failed, now_s, post_card, send, stalled, user, with_channel
 
 FAKES: dict[str, Callable[[], AbstractContextManager[FakePlatform]]] = {

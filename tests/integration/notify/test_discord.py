@@ -17,6 +17,7 @@ from watchkeeper.notify.message import Button, Message, Target
 from watchkeeper.runtime import Runtime
 from watchkeeper.store import Store
 
+from ...support.live_server import live_server
 from ..fakes.discord import (
     APPLICATION_ID,
     FakeDiscord,
@@ -27,7 +28,6 @@ from ..fakes.discord import (
     press,
 )
 from ..fakes.platform import ActionService
-from ..server import live_server
 from .chat import CARD, USERS, chat_runtime, config, now_s, post_card, send, stalled, with_channel
 
 CHAT = FakeDiscord.CHAT

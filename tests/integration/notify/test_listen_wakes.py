@@ -17,9 +17,9 @@ from watchkeeper.server import routes_events
 from watchkeeper.store import Store
 from watchkeeper.store.listen import Listener
 
+from ...support.live_server import LiveServer, live_server
 from ...support.waiting import wait_for
 from ..helpers import start, sweep
-from ..server import LiveServer, live_server
 
 
 class Calls:

@@ -25,11 +25,11 @@ from watchkeeper.store.incidents import Changes
 from watchkeeper.watch.silences import Matchers
 
 from ...support.cli import wk
+from ...support.live_server import LiveServer, live_server
 from ..fakes.discord import fake_discord
 from ..fakes.platform import ActionService, FakePlatform
 from ..fakes.slack import fake_slack
 from ..helpers import start, sweep
-from ..server import LiveServer, live_server
 from .chat import chat_runtime, deliver, failed, now_s, user
 
 FAKES: dict[str, Callable[[], AbstractContextManager[FakePlatform]]] = {

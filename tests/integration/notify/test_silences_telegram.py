@@ -14,11 +14,11 @@ from watchkeeper.notify.channels.telegram import TelegramChannel
 from watchkeeper.runtime import Runtime
 from watchkeeper.store import Store
 
+from ...support.live_server import live_server
 from ..decide.fixtures import acting_runtime
 from ..fakes.platform import ActionService, action_service
 from ..fakes.telegram import TOKEN, WEBHOOK_SECRET, FakeTelegram, Stored, fake_telegram, press
 from ..helpers import reports_for, start, sweep
-from ..server import live_server
 
 CHAT = -1001234567890
 TOPIC = 7

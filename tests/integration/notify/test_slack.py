@@ -16,6 +16,7 @@ from watchkeeper.notify.channels.slack import SlackSendResult
 from watchkeeper.notify.message import Button, Message, Target
 from watchkeeper.runtime import Runtime
 
+from ...support.live_server import live_server
 from ..fakes.platform import ActionService
 from ..fakes.slack import (
     SIGNING_SECRET,
@@ -25,7 +26,6 @@ from ..fakes.slack import (
     post_form,
     signature_headers,
 )
-from ..server import live_server
 from .chat import USERS, config, now_s, post_card, send, stalled, with_channel
 
 CHAT = FakeSlack.CHAT

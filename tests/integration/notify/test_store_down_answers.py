@@ -28,13 +28,13 @@ from watchkeeper.runtime import Runtime
 from watchkeeper.store import Store
 from watchkeeper.store.incidents import Incident
 
+from ...support.live_server import live_server
 from ..decide.fixtures import acting_runtime
 from ..fakes.discord import fake_discord
 from ..fakes.platform import ActionService, FakePlatform, action_service
 from ..fakes.slack import fake_slack
 from ..fakes.telegram import TOKEN, WEBHOOK_SECRET, FakeTelegram, Stored, fake_telegram, press
 from ..helpers import start, sweep
-from ..server import live_server
 from ..test_supervision_down import Outage, outage_store  # noqa: F401 - a fixture
 from .chat import chat_runtime, now_s, user, with_channel
 

@@ -32,6 +32,7 @@ from watchkeeper.server.routes_telegram import router as telegram_router
 from watchkeeper.store import Store
 from watchkeeper.store.incidents import Incident
 
+from ...support.live_server import LiveServer, free_port, live_server
 from ..decide.fixtures import acting_runtime
 from ..fakes.telegram import (
     BLOCKED,
@@ -45,7 +46,6 @@ from ..fakes.telegram import (
 )
 from ..helpers import reports_for, start, sweep
 from ..recorder import Recorder, recording_server
-from ..server import LiveServer, free_port, live_server
 
 T = TypeVar("T")
 CHAT = -1001234567890

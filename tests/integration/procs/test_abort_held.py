@@ -31,8 +31,8 @@ from watchkeeper.server.longpoll import LongWaits
 from watchkeeper.store import Store
 
 from ...conftest import make_settings
+from ...support.live_server import LiveServer, live_server
 from ...support.waiting import wait_for
-from ..server import LiveServer, live_server
 from .conftest import kill_leftovers, start_detached
 
 #: Worker threads the test server keeps; more aborts than this are sent at once.

@@ -16,7 +16,7 @@ from watchkeeper.runtime import Runtime
 from watchkeeper.store import Store
 
 from ...conftest import make_settings
-from ..server import LiveServer, live_server
+from ...support.live_server import LiveServer, live_server
 from .conftest import kill_leftovers
 
 

@@ -20,8 +20,8 @@ from pathlib import Path
 import psutil
 import pytest
 
-from tests.integration.server import LiveServer
 from tests.support.cli import WK, cli_env
+from tests.support.live_server import LiveServer
 from tests.support.waiting import wait_for
 from watchkeeper.client import Client
 from watchkeeper.errors import InvalidInput

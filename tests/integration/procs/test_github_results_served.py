@@ -21,7 +21,7 @@ from watchkeeper.store.incidents import Incident, IncidentKey, IncidentStatus
 
 from ...conftest import make_settings
 from ...support.fake_github import TOKEN, FakeGitHub, fake_github
-from ..server import LiveServer, live_server
+from ...support.live_server import LiveServer, live_server
 from .conftest import kill_leftovers
 
 ISSUE = "acme/app#42"

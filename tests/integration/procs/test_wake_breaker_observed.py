@@ -26,8 +26,8 @@ from watchkeeper.store import Store
 
 from ...conftest import make_settings
 from ...support.cli import wk
+from ...support.live_server import LiveServer, live_server
 from ...support.waiting import wait_for
-from ..server import LiveServer, live_server
 from .conftest import kill_leftovers
 
 SESSION = "looping-agent"

@@ -13,9 +13,9 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import make_settings
-from tests.integration.server import LiveServer, free_port, live_server
 from tests.support.cli import WK, cli_env, wk
 from tests.support.fake_github import TOKEN, FakeGitHub, fake_github
+from tests.support.live_server import LiveServer, free_port, live_server
 from tests.support.serving import healthy
 from tests.support.waiting import wait_for
 from watchkeeper.client import Client

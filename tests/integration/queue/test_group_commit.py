@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 from sqlalchemy import func, select
 
-from tests.integration.server import LiveServer, live_server
+from tests.support.live_server import LiveServer, live_server
 from watchkeeper.client import Client
 from watchkeeper.errors import ClientError
 from watchkeeper.runtime import Runtime

@@ -16,7 +16,7 @@ import httpx
 import pytest
 
 from tests.integration.queue.conftest import make_service, runner, submit
-from tests.integration.server import LiveServer, live_server
+from tests.support.live_server import LiveServer, live_server
 from watchkeeper.client import Client
 from watchkeeper.clock import ManualClock
 from watchkeeper.queue import reconcile

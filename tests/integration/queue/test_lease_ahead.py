@@ -18,8 +18,8 @@ import pytest
 from fastapi.routing import APIRoute
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from tests.integration.server import LiveServer, live_server
 from tests.support.early_routes import Seen, answered_alike, seen
+from tests.support.live_server import LiveServer, live_server
 from watchkeeper.client import Client
 from watchkeeper.runtime import Runtime
 from watchkeeper.server.auth import reporter as reporter_token_check

@@ -10,7 +10,7 @@ import pytest
 from sqlalchemy import text
 
 from tests.integration.queue.conftest import make_service, runner, submit
-from tests.integration.server import live_server
+from tests.support.live_server import live_server
 from watchkeeper.clock import ManualClock
 from watchkeeper.queue import reconcile
 from watchkeeper.queue.service import QueueService

@@ -13,7 +13,7 @@ from collections.abc import Iterator
 import pytest
 
 from tests.integration.queue.conftest import runner, submit
-from tests.integration.server import LiveServer, live_server
+from tests.support.live_server import LiveServer, live_server
 from watchkeeper.client import Client
 from watchkeeper.clock import ManualClock
 from watchkeeper.errors import ClientError, NotFound

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from tests.integration.queue.conftest import make_service, runner, submit
-from tests.integration.server import live_server
+from tests.support.live_server import live_server
 from watchkeeper.clock import ManualClock
 from watchkeeper.queue import reconcile
 from watchkeeper.queue.service import QueueService

@@ -7,7 +7,7 @@ from collections.abc import Iterator
 import pytest
 
 from tests.e2e.test_queue_cli import wk_as_admin
-from tests.integration.server import LiveServer, live_server
+from tests.support.live_server import LiveServer, live_server
 from watchkeeper.client import Client
 from watchkeeper.clock import ManualClock
 from watchkeeper.errors import ClientError

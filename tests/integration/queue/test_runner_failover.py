@@ -27,8 +27,8 @@ from watchkeeper.client_failover import ROUNDS, FailoverClient, split_urls
 from watchkeeper.errors import ClientError
 
 from ...support.cli import WK, cli_env
+from ...support.live_server import free_port
 from ...support.waiting import wait_for
-from ..server import free_port
 from ..test_replicas_first_admin import Replica, fresh_pg  # noqa: F401  (fixture)
 
 EVENT_TIMEOUT_S = 60.0

@@ -13,7 +13,7 @@ from urllib.parse import urlsplit
 
 import pytest
 
-from tests.integration.server import LiveServer
+from tests.support.live_server import LiveServer
 from tests.support.tcp_proxy import TcpProxy, tcp_proxy
 from tests.support.waiting import wait_for
 from watchkeeper.client import Client

@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 from sqlalchemy import func, select
 
-from tests.integration.server import LiveServer
+from tests.support.live_server import LiveServer
 from tests.support.waiting import wait_for
 from watchkeeper.client import Client
 from watchkeeper.store import Store

@@ -15,7 +15,7 @@ from typing import Any
 import httpx
 import pytest
 
-from tests.integration.server import LiveServer
+from tests.support.live_server import LiveServer
 from tests.support.waiting import wait_for
 from watchkeeper.client import Client
 from watchkeeper.queue.task_env import ALLOWED, TASK_VARS

@@ -25,8 +25,8 @@ from watchkeeper.supervise import ManualClock as TreeClock
 from watchkeeper.supervise.testing import next_event
 
 from ...conftest import make_settings
+from ...support.live_server import LiveServer, live_server
 from ..helpers import sweep
-from ..server import LiveServer, live_server
 
 
 async def crash(ctx: ChildContext) -> None:

@@ -12,8 +12,8 @@ import httpx
 import pytest
 
 from tests.integration.queue.conftest import make_service, submit
-from tests.integration.server import LiveServer, live_server
 from tests.support.cli import wk
+from tests.support.live_server import LiveServer, live_server
 from watchkeeper.client import Client
 from watchkeeper.clock import ManualClock
 from watchkeeper.errors import ClientError

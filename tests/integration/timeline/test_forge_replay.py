@@ -15,7 +15,7 @@ from typing import Any
 import httpx
 
 from tests.integration.queue.conftest import submit
-from tests.integration.server import LiveServer
+from tests.support.live_server import LiveServer
 from watchkeeper.clock import ManualClock
 from watchkeeper.queue.service import QueueService
 from watchkeeper.store import Store

@@ -11,8 +11,8 @@ import pytest
 from sqlalchemy import event
 
 from tests.integration.queue.conftest import make_service, submit
-from tests.integration.server import LiveServer, live_server
 from tests.support.cli import wk
+from tests.support.live_server import LiveServer, live_server
 from watchkeeper.clock import ManualClock
 from watchkeeper.queue.service import QueueService
 from watchkeeper.records.timeline import NewEvent, Usage

@@ -17,9 +17,9 @@ from typing import Any
 import pytest
 
 from tests.integration.queue.conftest import make_service, submit
-from tests.integration.server import LiveServer
 from tests.integration.timeline.test_webhooks import GITHUB_SECRET, _github, _merged, serving
 from tests.support.json_server import JsonHandler, JsonServer, answering
+from tests.support.live_server import LiveServer
 from watchkeeper.client import Client
 from watchkeeper.clock import ManualClock
 from watchkeeper.queue.service import QueueService

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import make_settings
-from tests.integration.server import LiveServer, live_server
+from tests.support.live_server import LiveServer, live_server
 from watchkeeper.clock import ManualClock
 from watchkeeper.notify.ops import OpsNotifier
 from watchkeeper.runtime import Runtime

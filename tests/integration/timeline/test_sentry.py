@@ -19,8 +19,8 @@ import httpx
 import pytest
 
 from tests.integration.queue.conftest import make_service
-from tests.integration.server import LiveServer
 from tests.integration.timeline.test_webhooks import serving
+from tests.support.live_server import LiveServer
 from watchkeeper.clock import ManualClock
 from watchkeeper.queue.service import QueueService
 from watchkeeper.store import Store

@@ -10,7 +10,7 @@ from datetime import UTC, date, datetime
 import httpx
 import pytest
 
-from tests.integration.server import LiveServer, live_server
+from tests.support.live_server import LiveServer, live_server
 from watchkeeper.client import Client
 from watchkeeper.runtime import Runtime
 

@@ -15,7 +15,7 @@ import pytest
 
 from tests.conftest import make_settings
 from tests.integration.queue.conftest import ORGS, make_service, submit
-from tests.integration.server import LiveServer, live_server
+from tests.support.live_server import LiveServer, live_server
 from watchkeeper.client import Client
 from watchkeeper.clock import ManualClock
 from watchkeeper.notify.ops import OpsNotifier

@@ -17,7 +17,7 @@ from watchkeeper.server.http import BODY_TIMEOUT_S, HEADER_TIMEOUT_S, KEEP_ALIVE
 from watchkeeper.server.longpoll import LongWaits
 from watchkeeper.store.tokens import Role
 
-from ..support.waiting import wait_for
+from .waiting import wait_for
 
 
 @dataclass
