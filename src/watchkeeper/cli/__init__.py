@@ -5,13 +5,15 @@ from __future__ import annotations
 import os
 import sys
 import traceback
+from functools import cache
 from importlib import import_module
 from typing import Any
 
 import typer
+from typer.core import TyperGroup
 
 from watchkeeper.cli import fastparams
-from watchkeeper.cli.common import CliState
+from watchkeeper.cli.common import CliState, begin, state
 from watchkeeper.cli_console import err_console
 from watchkeeper.errors import WatchkeeperError
 
@@ -75,12 +77,71 @@ def _global(
         False, "--version", is_eager=True, callback=_print_version, help="print the version; exit"
     ),
 ) -> None:
-    ctx.obj = CliState(config_path=config, debug=debug)
+    ctx.obj = CliState(config_path=config, debug=debug, command_path=ctx.command_path)
+    begin(ctx.obj)
+
+
+def _config_late(ctx: typer.Context, value: str | None) -> None:
+    found = state(ctx)
+    found.command_path = ctx.command_path  # the innermost command parses last
+    if value is not None:
+        found.config_path = value
+
+
+def _debug_late(ctx: typer.Context, value: bool) -> None:
+    if value:
+        state(ctx).debug = True
+
+
+def _late(
+    _config: str | None = typer.Option(
+        None, "--config", "-c", hidden=True, expose_value=False, callback=_config_late
+    ),
+    _debug: bool = typer.Option(
+        False, "--debug", hidden=True, expose_value=False, callback=_debug_late
+    ),
+) -> None:
+    """The global options once more, for every command to take after its name."""
+
+
+def _take_globals(command: Any, given: list[Any]) -> None:
+    """Give ``command`` and the commands under it the global options, hidden from help.
+
+    Users put ``--config`` where they put every other option, after the command, and
+    "No such option" would not tell them it exists one word earlier. An option a
+    command already has under the same name keeps its own meaning there.
+    """
+    if getattr(command, "_takes_globals", False):
+        return
+    command._takes_globals = True
+    taken = {name for param in command.params for name in getattr(param, "opts", ())}
+    command.params.extend(p for p in given if taken.isdisjoint(p.opts))
+    for sub in getattr(command, "commands", {}).values():
+        _take_globals(sub, given)
+
+
+class _Root(TyperGroup):
+    """The ``watchkeeper`` group: each command it hands out takes the global options too."""
+
+    def get_command(self, ctx: Any, cmd_name: str) -> Any:
+        found = super().get_command(ctx, cmd_name)
+        if found is not None:
+            _take_globals(found, _late_params())
+        return found
+
+
+@cache
+def _late_params() -> list[Any]:
+    """:func:`_late`'s options, made by Typer as it makes every other command's."""
+    late = typer.Typer()
+    late.command()(_late)
+    return list(typer.main.get_command(late).params)
 
 
 def build(names: frozenset[str] | None = None) -> typer.Typer:
     """The ``watchkeeper`` app with the commands ``names`` (default: every command)."""
     built = typer.Typer(
+        cls=_Root,
         name="watchkeeper",
         help="Supervise long-running work by its progress.",
         no_args_is_help=True,

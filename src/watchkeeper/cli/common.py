@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import os
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -10,11 +11,19 @@ from typing import TYPE_CHECKING
 
 import typer
 
+from watchkeeper.cli_console import err_console
 from watchkeeper.errors import WatchkeeperError
 
 if TYPE_CHECKING:
     from watchkeeper.config import Settings
     from watchkeeper.runtime import Runtime
+
+
+#: The file users keep next to their work; read only when named (see :func:`tell_unread`).
+LOCAL_CONFIG = "watchkeeper.toml"
+# Spelled out, not imported: the configuration package loads pydantic, which commands
+# that only talk to a server never need.
+CONFIG_ENV = "WATCHKEEPER_CONFIG"
 
 
 @dataclass
@@ -23,12 +32,55 @@ class CliState:
 
     config_path: str | None = None
     debug: bool = False
+    #: The command's words as typed (``watchkeeper db upgrade``), for advice that repeats them.
+    command_path: str = "watchkeeper COMMAND"
+    #: Whether the unread ``./watchkeeper.toml`` was told of already.
+    told_unread: bool = False
+
+
+_invocation: list[CliState] = [CliState()]
+
+
+def begin(found: CliState) -> None:
+    """Make ``found`` the global options of the command line now running."""
+    _invocation[0] = found
+
+
+def invocation() -> CliState:
+    """The global options of the command line now running, for code handed no context."""
+    return _invocation[0]
 
 
 def state(ctx: typer.Context) -> CliState:
     """The global options of this invocation."""
     found = ctx.find_root().obj
     return found if isinstance(found, CliState) else CliState()
+
+
+def chosen_config(found: CliState) -> str | None:
+    """The configuration file this invocation reads: ``--config``, else ``WATCHKEEPER_CONFIG``."""
+    return found.config_path or os.environ.get(CONFIG_ENV) or None
+
+
+def tell_unread(found: CliState) -> None:
+    """Say on stderr, once, that ``./watchkeeper.toml`` is here but goes unread.
+
+    The documented lookup is ``--config``, then ``WATCHKEEPER_CONFIG``, then the
+    defaults: reading the file here instead would change which configuration a
+    server started from another folder gets, so the file is named, not read.
+    """
+    if found.told_unread or chosen_config(found) or not os.path.isfile(LOCAL_CONFIG):
+        return
+    found.told_unread = True
+    _, _, rest = found.command_path.partition(" ")
+    err_console.print(
+        f"note: ./{LOCAL_CONFIG} is here but not read: a configuration file is read only "
+        f"from --config or {CONFIG_ENV}, so this runs on the defaults. To use it: "
+        f"watchkeeper --config ./{LOCAL_CONFIG} {rest} (or export {CONFIG_ENV}=./{LOCAL_CONFIG})",
+        markup=False,
+        highlight=False,
+        soft_wrap=True,
+    )
 
 
 class NoStore(WatchkeeperError, http_status=404, code="no_store"):
@@ -39,7 +91,9 @@ def settings(ctx: typer.Context) -> Settings:
     """Load and validate the configuration (``--config`` or ``WATCHKEEPER_CONFIG``)."""
     from watchkeeper import config
 
-    return config.load(state(ctx).config_path)
+    found = state(ctx)
+    tell_unread(found)
+    return config.load(found.config_path)
 
 
 def pointed_at(loaded: Settings, store: str) -> Settings:

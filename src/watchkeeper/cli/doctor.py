@@ -35,7 +35,7 @@ def doctor(
     found: Settings | None
     try:
         found = load_settings(ctx)
-        checks.append(Check("configuration", "ok", _config_source(ctx)))
+        checks.append(_config_check(ctx))
     except ConfigError as exc:
         found = None
         checks.append(Check("configuration", "fail", str(exc), "fix the file, then run again"))
@@ -52,11 +52,20 @@ def doctor(
         raise typer.Exit(1)
 
 
-def _config_source(ctx: typer.Context) -> str:
-    from watchkeeper.cli.common import state
+def _config_check(ctx: typer.Context) -> Check:
+    from watchkeeper.cli.common import LOCAL_CONFIG, chosen_config, state
 
-    chosen = state(ctx).config_path or os.environ.get("WATCHKEEPER_CONFIG")
-    return f"read {chosen}" if chosen else "no file: the defaults"
+    chosen = chosen_config(state(ctx))
+    if chosen:
+        return Check("configuration", "ok", f"read {chosen}")
+    if os.path.isfile(LOCAL_CONFIG):
+        return Check(
+            "configuration",
+            "warn",
+            f"no file: the defaults; ./{LOCAL_CONFIG} here is not read",
+            f"watchkeeper --config ./{LOCAL_CONFIG} doctor, or export WATCHKEEPER_CONFIG",
+        )
+    return Check("configuration", "ok", "no file: the defaults")
 
 
 def check_server(url: str, source: str, token: str | None, found: Settings | None) -> list[Check]:

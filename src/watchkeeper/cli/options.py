@@ -23,6 +23,7 @@ import typer
 
 from watchkeeper.cli_console import console, err_console
 from watchkeeper.cli_server import cli_client, find_server
+from watchkeeper.client_wire import URL_ENV
 
 if TYPE_CHECKING:
     from watchkeeper.client import Client
@@ -39,21 +40,14 @@ STORE = typer.Option(
 
 def server_url(server: str | None) -> tuple[str, str]:
     """The server's URL and where it came from (said when nothing answers there)."""
-    found = find_server(server, _config_path())
+    from watchkeeper.cli.common import chosen_config, invocation, tell_unread
+
+    # The global options are looked up, not handed down: every command calls this.
+    found = find_server(server, chosen_config(invocation()))
     assert found is not None  # the configuration is read when it names the server
+    if not server and not os.environ.get(URL_ENV):
+        tell_unread(invocation())  # a [server] table there would have named another URL
     return found
-
-
-def _config_path() -> str | None:
-    """``--config`` of this invocation, or ``WATCHKEEPER_CONFIG``."""
-    import click
-
-    from watchkeeper.cli.common import CliState
-
-    ctx = click.get_current_context(silent=True)
-    found = None if ctx is None else ctx.find_root().obj
-    chosen = found.config_path if isinstance(found, CliState) else None
-    return chosen or os.environ.get("WATCHKEEPER_CONFIG") or None
 
 
 def connect(server: str | None, token: str | None) -> Client:

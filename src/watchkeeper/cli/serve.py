@@ -43,17 +43,20 @@ def serve(
     announce_first_token(runtime)
     bind_host = host or loaded.server.host
     bind_port = port or loaded.server.port
+    config_file = _read_from(state(ctx).config_path)
     console.print(
         f"watchkeeper serving on http://{bind_host}:{bind_port} "
-        f"(store: {_safe_url(loaded.resolved_database_url)}, "
-        f"{len(runtime.sweeper.adapters)} kinds, sweep every {loaded.check_interval_s:g} s)"
+        f"(config: {config_file or 'no file, the defaults'}; "
+        f"store: {_safe_url(loaded.resolved_database_url)}, "
+        f"{len(runtime.sweeper.adapters)} kinds, sweep every {loaded.check_interval_s:g} s)",
+        markup=False,
     )
     from watchkeeper.server.http import Server, server_config
     from watchkeeper.server.routes_events import stop_streams
 
     try:
         app = create_app(runtime)
-        app.state.config_file = _read_from(state(ctx).config_path)
+        app.state.config_file = config_file
         server = Server(
             server_config(app, bind_host, bind_port, log_level="info", access_log=access_log),
             on_stop=[lambda: stop_streams(app)],
