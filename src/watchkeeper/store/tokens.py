@@ -1,32 +1,44 @@
 """API tokens, stored only as SHA-256 hashes.
 
-Two kinds share the table. Operator tokens carry a :class:`Role` and are made
-by people (``watchkeeper token create``). Task tokens (role ``task``) are minted
-by the queue when it leases a task, inside the leasing transaction, and speak
-only for that task: :func:`mint_task_tokens` and :func:`revoke_task_tokens`
-take the queue's open connection so a token never outlives its lease.
+Operator tokens carry a :class:`Role`, are made by people (``watchkeeper token
+create``) and live in ``api_tokens``. Task tokens speak only for one leased
+queue task and are stored nowhere: :func:`task_token` derives one from the
+task's id and its lease token (an HMAC keyed by the lease token, which only the
+server and the runner holding the lease know). A lookup recomputes it from the
+task row, so the token lives exactly as long as the lease: ending, lapsing or
+re-leasing the task clears or replaces the lease token, and the old task token
+stops matching. Writing no row per lease keeps a claim and an end to one row
+each. Rows of role ``task`` in ``api_tokens`` are from before; each stays valid
+only while the lease it was minted for lasts.
 """
 
 from __future__ import annotations
 
+import base64
 import hashlib
+import hmac
 import secrets
-from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from enum import StrEnum
+from typing import Any
 
-from sqlalchemy import Connection, delete, exists, func, insert, literal, select, text, update
+from sqlalchemy import Connection, exists, func, insert, literal, select, text, update
 
 from watchkeeper.clock import from_epoch, to_epoch
 from watchkeeper.errors import InvalidInput, NotFound
 from watchkeeper.store.base import Accessor
 from watchkeeper.store.schema import api_tokens
+from watchkeeper.store.schema_queue import queue_tasks
 
 TOKEN_PREFIX = "wk_"  # noqa: S105 - a prefix that makes tokens recognisable in leaks
+#: Every token's random (or derived) part is this long; a task token adds its task's id.
+_SECRET_LENGTH = len(TOKEN_PREFIX) + 43
+_TASK_ID_START = "t-"
 #: The stored role of a token bound to one queue task; never a :class:`Role`.
 TASK_ROLE = "task"
 _OPERATOR = api_tokens.c.role != TASK_ROLE
+_RUNNING = "running"
 #: Held (PostgreSQL, per transaction) while the first admin is made, so replicas take turns.
 _FIRST_ADMIN_LOCK = "wk-first-admin"
 
@@ -61,7 +73,6 @@ class TokenInfo:
 class TaskToken:
     """A token bound to one leased queue task: it may report only about that task."""
 
-    id: int
     task_id: str
     job_id: str
 
@@ -74,6 +85,24 @@ class TaskToken:
 def hash_token(secret: str) -> str:
     """The stored form of a token (tokens are random, so a plain hash suffices)."""
     return hashlib.sha256(secret.encode("utf-8")).hexdigest()
+
+
+def task_token(task_id: str, lease_token: str) -> str:
+    """The API token of a leased task's own process, derived from its lease.
+
+    It carries the task's id in the clear (ids are not secret) so a lookup reads
+    one task row by key; the rest is an HMAC of that id keyed by the lease token,
+    which does not reveal the lease token to the task.
+    """
+    mac = hmac.new(lease_token.encode(), f"task-token:{task_id}".encode(), hashlib.sha256)
+    return TOKEN_PREFIX + base64.urlsafe_b64encode(mac.digest()).decode().rstrip("=") + task_id
+
+
+def _task_of(secret: str) -> str | None:
+    """The task id a task token names, or ``None`` when ``secret`` has not that shape."""
+    if len(secret) > _SECRET_LENGTH and secret.startswith(_TASK_ID_START, _SECRET_LENGTH):
+        return secret[_SECRET_LENGTH:]
+    return None
 
 
 def parse_role(value: str) -> Role:
@@ -148,16 +177,44 @@ class TokenStore(Accessor):
 
     def lookup(self, secret: str) -> TokenInfo | TaskToken | None:
         """The live token matching ``secret``, of either kind, or ``None``."""
+        task_id = _task_of(secret)
+        if task_id is not None:
+            return self._task_lookup(task_id, secret)
         statement = select(api_tokens).where(
             api_tokens.c.token_hash == hash_token(secret), api_tokens.c.revoked_at.is_(None)
         )
         with self._read("checking a token") as conn:
             row = conn.execute(statement).first()
+            if row is not None and row.role == TASK_ROLE:
+                return self._stored_task_token(conn, row)
         if row is None:
             return None
-        if row.role == TASK_ROLE:
-            return TaskToken(row.id, row.task_id, row.job_id)
         return TokenInfo(row.id, row.name, Role(row.role), from_epoch(row.created_at), None)
+
+    def _task_lookup(self, task_id: str, secret: str) -> TaskToken | None:
+        statement = select(queue_tasks.c.job_id, queue_tasks.c.lease_token).where(
+            queue_tasks.c.id == task_id, queue_tasks.c.status == _RUNNING
+        )
+        with self._read("checking a task token") as conn:
+            row = conn.execute(statement).first()
+        if row is None or row.lease_token is None:
+            return None
+        if not hmac.compare_digest(task_token(task_id, row.lease_token), secret):
+            return None
+        return TaskToken(task_id, row.job_id)
+
+    @staticmethod
+    def _stored_task_token(conn: Connection, row: Any) -> TaskToken | None:
+        """A task token stored before they were derived: live while its lease lasts
+        (minted in the leasing transaction, so at the lease's own time)."""
+        statement = select(queue_tasks.c.id).where(
+            queue_tasks.c.id == row.task_id,
+            queue_tasks.c.status == _RUNNING,
+            queue_tasks.c.leased_at == row.created_at,
+        )
+        if conn.execute(statement).first() is None:
+            return None
+        return TaskToken(row.task_id, row.job_id)
 
     def count_live(self) -> int:
         """How many operator tokens have not been revoked."""
@@ -188,42 +245,3 @@ class TokenStore(Accessor):
                 .where(api_tokens.c.id == token_id, api_tokens.c.revoked_at.is_(None))
                 .values(revoked_at=to_epoch(now))
             )
-
-
-def mint_task_tokens(
-    conn: Connection, tasks: Sequence[tuple[str, str]], now: float
-) -> dict[str, str]:
-    """Mint one token per ``(task_id, job_id)`` on ``conn``; returns the secrets by task id.
-
-    Any token a task still had is removed first: a re-lease never leaves two alive.
-    """
-    if not tasks:
-        return {}
-    revoke_task_tokens(conn, [task_id for task_id, _ in tasks])
-    minted = {task_id: TOKEN_PREFIX + secrets.token_urlsafe(32) for task_id, _ in tasks}
-    conn.execute(
-        insert(api_tokens),
-        [
-            {
-                "name": f"task {task_id}"[:100],
-                "role": TASK_ROLE,
-                "token_hash": hash_token(minted[task_id]),
-                "created_at": now,
-                "task_id": task_id,
-                "job_id": job_id,
-            }
-            for task_id, job_id in tasks
-        ],
-    )
-    return minted
-
-
-def revoke_task_tokens(conn: Connection, task_ids: Iterable[str]) -> None:
-    """Remove the tokens of ``task_ids`` on ``conn``, in the caller's transaction.
-
-    The rows are deleted rather than marked: one is minted per lease, and
-    nothing reads a task token after its task ends.
-    """
-    ids = list(task_ids)
-    if ids:
-        conn.execute(delete(api_tokens).where(api_tokens.c.task_id.in_(ids)))

@@ -1,23 +1,24 @@
 """Several outcomes recorded in one transaction, each still fenced by its own lease.
 
 A batch of ends is one statement on PostgreSQL: every task whose lease is live
-moves, with its timeline entry, its agent time and the removal of its token;
+moves, with its timeline entry and its agent time, and its task token dies;
 a task whose lease is gone is refused alone (``None`` in its place) while the
 rest of the batch is recorded.
 """
 
 from __future__ import annotations
 
-from sqlalchemy import func, select
+from sqlalchemy import select
 
 from tests.integration.queue.conftest import runner, submit
 from watchkeeper.clock import ManualClock
 from watchkeeper.queue.errors import LeaseLost
 from watchkeeper.queue.service import QueueService
-from watchkeeper.records.queue import TaskStatus
+from watchkeeper.records.queue import Lease, TaskStatus
+from watchkeeper.store import Store
 from watchkeeper.store.queue import End
-from watchkeeper.store.schema import api_tokens
 from watchkeeper.store.schema_queue import queue_events
+from watchkeeper.store.tokens import TaskToken
 
 
 def _events(queue: QueueService, task_id: str) -> list[str]:
@@ -28,14 +29,13 @@ def _events(queue: QueueService, task_id: str) -> list[str]:
         return list(rows)
 
 
-def _tokens(queue: QueueService, task_ids: list[str]) -> int:
-    with queue.store._engine.connect() as conn:
-        statement = select(func.count()).where(api_tokens.c.task_id.in_(task_ids))
-        return int(conn.execute(statement).scalar_one())
+def _live_tokens(store: Store, leases: list[Lease]) -> int:
+    found = [store.tokens.lookup(str(lease.task_token)) for lease in leases]
+    return sum(isinstance(token, TaskToken) for token in found)
 
 
 def test_a_batch_records_each_live_outcome_once_and_refuses_a_lost_lease_alone(
-    queue: QueueService, clock: ManualClock
+    queue: QueueService, store: Store, clock: ManualClock
 ) -> None:
     held = runner(queue, capacity=4)
     for index in range(4):
@@ -67,8 +67,8 @@ def test_a_batch_records_each_live_outcome_once_and_refuses_a_lost_lease_alone(
     assert _events(queue, ok.task.id).count("succeeded") == 1
     assert _events(queue, failed.task.id).count("failed") == 1
     assert _events(queue, gone.task.id).count("succeeded") == 1
-    assert _tokens(queue, [ok.task.id, failed.task.id]) == 0
-    assert _tokens(queue, [stale.task.id]) == 1
+    assert _live_tokens(store, [ok, failed]) == 0
+    assert _live_tokens(store, [stale]) == 1
     # Agent time of acme's task (the first) is counted once: 30 s.
     assert queue.store.snapshot(clock(), {"acme"}).loads["acme"].used_minutes == 0.5
 

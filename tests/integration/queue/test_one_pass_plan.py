@@ -53,8 +53,6 @@ def test_the_pass_locks_off_the_index_and_never_scans_the_queue(
         "month": "2026-01",
         "runner": held.id,
         "limit": 10,
-        "role": "task",
-        "hashes": [str(i) for i in range(10)],
         "slots": 16,
     }
     plan = _plan(filled, params)

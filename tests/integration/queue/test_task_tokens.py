@@ -1,18 +1,21 @@
-"""A task's own token, on both databases: minted with each lease, bound to its task,
-and gone in the same transaction that ends the lease (whatever ends it)."""
+"""A task's own token, on both databases: made with each lease, bound to its task,
+and dead in the same transaction that ends the lease (whatever ends it). It is
+derived from the lease, so no row is written for it."""
 
 from __future__ import annotations
 
 from collections.abc import Callable
 
 import pytest
+from sqlalchemy import Table, func, insert, select
 
 from tests.integration.queue.conftest import runner, submit
-from watchkeeper.clock import ManualClock
+from watchkeeper.clock import ManualClock, to_epoch
 from watchkeeper.queue.service import QueueService
 from watchkeeper.records.queue import Lease
 from watchkeeper.store import Store
-from watchkeeper.store.tokens import Role, TaskToken
+from watchkeeper.store.schema import api_tokens
+from watchkeeper.store.tokens import Role, TaskToken, hash_token
 
 
 def leased(queue: QueueService) -> Lease:
@@ -69,3 +72,60 @@ def test_a_re_lease_mints_a_new_token_and_the_old_one_is_gone(
     assert store.tokens.lookup(first.task_token) is None
     found = store.tokens.lookup(again.task_token)
     assert isinstance(found, TaskToken) and found.task_id == first.task.id
+
+
+def _rows(store: Store, table: Table) -> int:
+    with store.engine.connect() as conn:
+        return int(conn.execute(select(func.count()).select_from(table)).scalar_one())
+
+
+def test_leasing_and_ending_write_no_token_row(queue: QueueService, store: Store) -> None:
+    store.tokens.create(Role.ADMIN, "person", queue.clock())
+    held = runner(queue, capacity=3)
+    for _ in range(4):
+        submit(queue)
+    first = queue.lease(held.id, limit=2)
+    _, second = queue.report_and_lease(held.id, [], limit=1)  # the one-statement pass
+    assert _rows(store, api_tokens) == 1  # the person's; the task tokens are derived
+    for lease in [*first, *second]:
+        assert isinstance(store.tokens.lookup(str(lease.task_token)), TaskToken)
+    queue.complete(first[0].task.id, first[0].token)
+    assert store.tokens.lookup(str(first[0].task_token)) is None
+    assert _rows(store, api_tokens) == 1
+
+
+def test_a_task_token_is_refused_when_altered_or_moved_to_another_task(
+    queue: QueueService, store: Store
+) -> None:
+    one, two = leased(queue), leased(queue)
+    assert one.task_token is not None and two.task_token is not None
+    secret, task_id = one.task_token[: -len(one.task.id)], one.task.id
+    flipped = secret[:10] + ("A" if secret[10] != "A" else "B") + secret[11:]
+    assert store.tokens.lookup(flipped + task_id) is None
+    assert store.tokens.lookup(secret + two.task.id) is None  # its mac names task one only
+    assert store.tokens.lookup(secret + "t-0") is None  # no such task
+    assert store.tokens.lookup(secret) is None  # no task: no operator token either
+    assert isinstance(store.tokens.lookup(one.task_token), TaskToken)
+
+
+def test_a_token_stored_before_tokens_were_derived_lives_while_its_lease_lasts(
+    queue: QueueService, store: Store, clock: ManualClock
+) -> None:
+    """Tasks running across the upgrade keep the token their process was given."""
+    lease = leased(queue)
+    stored = "wk_" + "s" * 43
+    leased_at = lease.task.leased_at
+    assert leased_at is not None
+    with store.engine.begin() as conn:
+        conn.execute(
+            insert(api_tokens).values(
+                name=f"task {lease.task.id}", role="task", token_hash=hash_token(stored),
+                created_at=to_epoch(leased_at), task_id=lease.task.id, job_id=lease.task.job_id,
+            )
+        )  # fmt: skip
+    found = store.tokens.lookup(stored)
+    assert isinstance(found, TaskToken) and found.task_id == lease.task.id
+    clock.advance(61)  # the lease lapses and the task is leased again: a new lease
+    [again] = queue.lease(runner(queue).id)
+    assert again.task.id == lease.task.id
+    assert store.tokens.lookup(stored) is None

@@ -22,7 +22,6 @@ from watchkeeper.store.schema_queue import (
     queue_task_shipped_pieces,
     queue_tasks,
 )
-from watchkeeper.store.tokens import revoke_task_tokens
 
 _CANCELLABLE = [status.value for status in CANCELLABLE]
 _RETRYABLE = [status.value for status in RETRYABLE]
@@ -50,7 +49,6 @@ class Control(Part):
             scope = _scope(conn, job_id, task_ids)
             rows = self._move(conn, scope, _CANCELLABLE, cancelled, "cancelled", at)
             running = [row for row in rows if row.status == RUNNING]
-            revoke_task_tokens(conn, [row.id for row in running])
             for row in running:
                 if row.leased_at is not None:
                     add_spend(conn, self._sqlite, row.org, now, at - row.leased_at)

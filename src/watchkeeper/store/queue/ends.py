@@ -23,7 +23,6 @@ from sqlalchemy import (
     String,
     bindparam,
     column,
-    delete,
     func,
     insert,
     select,
@@ -38,9 +37,7 @@ from watchkeeper.store.queue.base import Part
 from watchkeeper.store.queue.ledger import add_spend, log_events, spend_slot
 from watchkeeper.store.queue.rows import RUNNING, T, month_of, task_from_row
 from watchkeeper.store.queue.statements import end_statement
-from watchkeeper.store.schema import api_tokens
 from watchkeeper.store.schema_queue import queue_events, queue_spend, queue_tasks
-from watchkeeper.store.tokens import revoke_task_tokens
 
 REASON_MAX = 2000
 
@@ -89,7 +86,6 @@ def _end_one(conn: Connection, end: End, now: datetime, at: float) -> Task | Non
         return None
     add_spend(conn, True, row.org, now, at - row.leased_at)
     log_events(conn, [(row.id, row.job_id)], at, end.status.value, row.failure_reason)
-    revoke_task_tokens(conn, [row.id])
     return task_from_row(row)
 
 
@@ -206,5 +202,4 @@ def end_many_statement() -> Any:
         ["task_id", "job_id", "at", "type", "detail"],
         select(moved.c.id, moved.c.job_id, at, moved.c.status, moved.c.failure_reason),
     )
-    revoked = delete(api_tokens).where(api_tokens.c.task_id.in_(select(moved.c.id)))
-    return select(moved).add_cte(spent.cte("spent"), logged.cte("logged"), revoked.cte("revoked"))
+    return select(moved).add_cte(spent.cte("spent"), logged.cte("logged"))

@@ -19,7 +19,6 @@ lease_token = ?`` and the lease still live: zero rows means the lease is gone.
 from __future__ import annotations
 
 import dataclasses
-import secrets
 from collections.abc import Callable, Sequence
 from datetime import datetime
 from typing import Any
@@ -55,12 +54,7 @@ from watchkeeper.store.queue.statements import (
     queued_orgs_statement,
 )
 from watchkeeper.store.schema_queue import queue_tasks
-from watchkeeper.store.tokens import (
-    TOKEN_PREFIX,
-    hash_token,
-    mint_task_tokens,
-    revoke_task_tokens,
-)
+from watchkeeper.store.tokens import task_token
 
 #: Admits a queued task for a runner given the org's load; the lease rule of ``queue/rules.py``.
 Admit = Callable[[QueuedTask, Runner, OrgLoad], bool]
@@ -187,16 +181,13 @@ class Leases(Part):
     ) -> tuple[list[Lease], set[str]]:
         params: dict[str, Any] = {"p_ids": task_ids, "p_runner": runner_id, "p_at": at}
         order = {task_id: index for index, task_id in enumerate(task_ids)}
-        if self._sqlite:
-            rows = conn.execute(claim_statement(True), params).all()
-            minted = mint_task_tokens(conn, [(row.id, row.job_id) for row in rows], at)
+        rows = conn.execute(claim_statement(self._sqlite), params).all()
+        if self._sqlite:  # PostgreSQL's claim writes the timeline entries itself
             log_events(conn, [(row.id, row.job_id) for row in rows], at, "leased", runner_id)
-        else:  # the claim stores the tokens and the timeline entries itself
-            minted = {task_id: TOKEN_PREFIX + secrets.token_urlsafe(32) for task_id in task_ids}
-            params["p_ids_all"] = task_ids
-            params["p_hashes"] = [hash_token(minted[task_id]) for task_id in task_ids]
-            rows = conn.execute(claim_statement(False), params).all()
-        leases = [Lease(task_from_row(row), row.lease_token, minted[row.id]) for row in rows]
+        leases = [
+            Lease(task_from_row(row), row.lease_token, task_token(row.id, row.lease_token))
+            for row in rows
+        ]
         marked = {row.id for row in rows if _marked(row._mapping["metadata"])}
         return sorted(leases, key=lambda lease: order[lease.task.id]), marked
 
@@ -272,7 +263,6 @@ class Leases(Part):
             if self._sqlite:  # PostgreSQL did these in the same statement
                 add_spend(conn, self._sqlite, row.org, now, at - row.leased_at)
                 log_events(conn, [(row.id, row.job_id)], at, status.value, reason)
-                revoke_task_tokens(conn, [row.id])
         return task_from_row(row)
 
 

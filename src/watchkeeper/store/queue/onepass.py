@@ -7,7 +7,8 @@ fleet, its org, its heartbeat and its free slots), so one statement can do it
 all: record the outcomes (each fenced by its lease), count what the runner
 still holds once they are recorded, lock the oldest queued rows of its fleet
 no other lease holds (``FOR UPDATE SKIP LOCKED``) up to its free slots, claim
-them, mint their task tokens and write every timeline entry.
+them and write every timeline entry. Task tokens are derived from the new lease
+tokens afterwards (``store/tokens.py``): nothing is written for them.
 
 The statement only counts slots; the rule still decides. Before the commit
 each claimed task is judged by the lease rule against the runner row the same
@@ -21,7 +22,6 @@ rollback leaves its outcomes unrecorded.
 from __future__ import annotations
 
 import dataclasses
-import secrets
 from collections.abc import Callable, Sequence
 from datetime import datetime
 from typing import Any
@@ -33,7 +33,7 @@ from watchkeeper.records.queue import Lease, OrgLoad, QueuedTask, Runner, Task
 from watchkeeper.store.queue.ends import End, batch_params
 from watchkeeper.store.queue.ledger import SPEND_SLOTS
 from watchkeeper.store.queue.rows import runner_from_row, task_from_row
-from watchkeeper.store.tokens import TASK_ROLE, TOKEN_PREFIX, hash_token
+from watchkeeper.store.tokens import task_token
 
 Admit = Callable[[QueuedTask, Runner, OrgLoad], bool]
 
@@ -94,24 +94,14 @@ WITH given AS (
         version = t.version + 1, updated_at = %(at)s
     WHERE t.id = ANY(ARRAY(SELECT id FROM picked)) AND t.status = 'queued'
     RETURNING t.*
-), numbered AS (
-    SELECT c.*, row_number() OVER (ORDER BY c.queued_at, c.id) AS ord FROM claimed c
-), minted AS (
-    INSERT INTO api_tokens (name, role, token_hash, created_at, task_id, job_id)
-    SELECT 'task ' || c.id, %(role)s, h.hash, %(at)s, c.id, c.job_id
-    FROM numbered c JOIN unnest(%(hashes)s::varchar[]) WITH ORDINALITY AS h(hash, ord)
-      ON h.ord = c.ord
 ), leased_logged AS (
     INSERT INTO queue_events (task_id, job_id, at, type, detail)
     SELECT id, job_id, %(at)s, 'leased', runner_id FROM claimed
-), revoked AS (
-    DELETE FROM api_tokens
-    WHERE task_id = ANY(ARRAY(SELECT id FROM moved UNION ALL SELECT id FROM claimed))
 )
 SELECT
     (SELECT row_to_json(r) FROM runner r) AS runner,
     (SELECT coalesce(json_agg(m), '[]') FROM moved m) AS ended,
-    (SELECT coalesce(json_agg(c ORDER BY c.ord), '[]') FROM numbered c) AS claimed
+    (SELECT coalesce(json_agg(c ORDER BY c.queued_at, c.id), '[]') FROM claimed c) AS claimed
 """
 
 
@@ -129,13 +119,10 @@ def pass_in_one(
     """Record ``ends`` and lease up to ``limit`` tasks in one statement, inside the
     caller's transaction; :class:`RuleRefused` when the rule refuses a claimed task
     (the caller rolls back and takes the general path)."""
-    tokens = [TOKEN_PREFIX + secrets.token_urlsafe(32) for _ in range(limit)]
     params = {
         **batch_params(ends, now, ""),
         "runner": runner_id,
         "limit": limit,
-        "role": TASK_ROLE,
-        "hashes": [hash_token(token) for token in tokens],
         "slots": SPEND_SLOTS,
     }
     runner_row, ended_rows, claimed_rows = conn.exec_driver_sql(END_AND_LEASE_SQL, params).one()
@@ -150,7 +137,8 @@ def pass_in_one(
         if load_needed(row["org"]) or not admit(task, runner, OrgLoad(row["org"])):
             raise RuleRefused(row["id"])
         runner = dataclasses.replace(runner, running=runner.running + 1)
-        leases.append(Lease(task_from_row(row), row["lease_token"], tokens[row["ord"] - 1]))
+        token = row["lease_token"]
+        leases.append(Lease(task_from_row(row), token, task_token(row["id"], token)))
     moved = {row["id"]: task_from_row(row) for row in ended_rows}
     done = {row["id"] for row in claimed_rows if marked(row["metadata"])}
     return [moved.pop(end.task_id, None) for end in ends], leases, done

@@ -15,7 +15,6 @@ from watchkeeper.store.queue.base import Part
 from watchkeeper.store.queue.ledger import add_spend, log_events
 from watchkeeper.store.queue.rows import RUNNING, T, requeue_values
 from watchkeeper.store.schema_queue import queue_tasks
-from watchkeeper.store.tokens import revoke_task_tokens
 
 _COLUMNS = (T.id, T.job_id, T.org, T.rerunnable, T.attempt, T.max_attempts,
             T.leased_at, T.last_renewed_at, T.lease_s)  # fmt: skip
@@ -67,7 +66,6 @@ class Recoveries(Part):
     ) -> Recovery:
         outcomes = _Outcomes.of(rows)
         self._charge(conn, rows, at, now)
-        revoke_task_tokens(conn, [row.id for row in rows])
         _mark_stuck(conn, outcomes.stuck, at)
         _fail_spent(conn, outcomes.spent, at)
         _requeue(conn, outcomes.again, at)

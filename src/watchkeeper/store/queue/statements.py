@@ -14,8 +14,6 @@ from sqlalchemy import (
     String,
     bindparam,
     cast,
-    column,
-    delete,
     func,
     insert,
     literal,
@@ -23,13 +21,10 @@ from sqlalchemy import (
     tuple_,
     update,
 )
-from sqlalchemy.dialects.postgresql import ARRAY
 
 from watchkeeper.store.queue.ledger import spend_slot
 from watchkeeper.store.queue.rows import QUEUED, RUNNING, R, T
-from watchkeeper.store.schema import api_tokens
 from watchkeeper.store.schema_queue import queue_events, queue_runners, queue_spend, queue_tasks
-from watchkeeper.store.tokens import TASK_ROLE
 
 #: The runner and how many tasks it holds, in one read.
 RUNNER_WITH_LOAD = select(
@@ -117,10 +112,9 @@ def claim_statement(sqlite: bool) -> Any:
     """Claim a batch in one statement; each row gets a fresh random token from the
     database (PostgreSQL's gen_random_uuid, SQLite's randomblob).
 
-    On PostgreSQL the same statement also removes any token the tasks still had,
-    stores the new task tokens (their hashes come in ``p_hashes``, parallel to
-    ``p_ids``) and puts ``leased`` on each task's timeline: a lease is one round
-    trip after the rows are picked.
+    On PostgreSQL the same statement also puts ``leased`` on each task's timeline:
+    a lease is one round trip after the rows are picked. Task tokens need no
+    writing: they are derived from the new lease tokens (``store/tokens.py``).
     """
     if sqlite:
         token: Any = func.lower(func.hex(func.randomblob(16)))
@@ -146,29 +140,11 @@ def claim_statement(sqlite: bool) -> Any:
     if sqlite:
         return claimed
     claim = claimed.cte("claimed")
-    given = func.unnest(
-        bindparam("p_ids_all", type_=ARRAY(String)), bindparam("p_hashes", type_=ARRAY(String))
-    ).table_valued(column("task_id", String), column("token_hash", String))
-    given = given.render_derived(name="given", with_types=False)
-    minted = insert(api_tokens).from_select(
-        ["name", "role", "token_hash", "created_at", "task_id", "job_id"],
-        select(
-            literal("task ") + claim.c.id,
-            literal(TASK_ROLE, String),
-            given.c.token_hash,
-            at,
-            claim.c.id,
-            claim.c.job_id,
-        ).where(given.c.task_id == claim.c.id),
-    )
     logged = insert(queue_events).from_select(
         ["task_id", "job_id", "at", "type", "detail"],
         select(claim.c.id, claim.c.job_id, at, literal("leased", String), claim.c.runner_id),
     )
-    # Every part sees the table as it was before the statement: this removes only
-    # tokens from before, never the ones minted beside it.
-    revoked = delete(api_tokens).where(api_tokens.c.task_id.in_(select(claim.c.id)))
-    return select(claim).add_cte(revoked.cte("revoked"), minted.cte("minted"), logged.cte("logged"))
+    return select(claim).add_cte(logged.cte("logged"))
 
 
 @functools.lru_cache(maxsize=16)
@@ -222,5 +198,4 @@ def end_statement(status: str, sqlite: bool) -> Any:
         ["task_id", "job_id", "at", "type", "detail"],
         select(task.c.id, task.c.job_id, at, literal(status, String), task.c.failure_reason),
     )
-    revoked = delete(api_tokens).where(api_tokens.c.task_id.in_(select(task.c.id)))
-    return select(task).add_cte(spent.cte("spent"), logged.cte("logged"), revoked.cte("revoked"))
+    return select(task).add_cte(spent.cte("spent"), logged.cte("logged"))

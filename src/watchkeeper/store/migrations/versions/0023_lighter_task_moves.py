@@ -1,0 +1,54 @@
+"""queue: a task's moves write less
+
+* On PostgreSQL the status, runner and finish indexes of ``queue_tasks`` become
+  partial (unfinished tasks; running tasks; finished tasks), so a claim and an
+  end each leave three index entries unwritten. SQLite keeps them whole.
+* ``queue_events.job_id`` loses its foreign key: checking it locked the job's
+  row for every timeline entry. Deleting a job deletes its entries itself.
+* Task tokens are derived from the lease (``store/tokens.py``) instead of stored:
+  the rows of tasks no longer running go; those of running tasks stay valid
+  until their lease ends.
+"""
+
+from __future__ import annotations
+
+import sqlalchemy as sa
+from alembic import op
+
+from watchkeeper.store.migrations import columns as c
+
+revision = "0023"
+down_revision = "0022"
+
+_PARTIAL = {
+    ("status", "fleet", "queued_at", "id"): "status IN ('queued', 'running', 'stuck')",
+    ("runner_id",): "status = 'running'",
+    ("finished_at",): "finished_at IS NOT NULL",
+}
+_EVENTS_JOB = "fk_queue_events_job_id_queue_jobs"
+
+
+def _name(columns: tuple[str, ...]) -> str:
+    return op.f(f"ix_queue_tasks_{'_'.join(columns)}")
+
+
+def upgrade() -> None:
+    for columns, predicate in _PARTIAL.items():
+        op.drop_index(_name(columns), table_name="queue_tasks")
+        op.create_index(
+            _name(columns), "queue_tasks", list(columns), postgresql_where=sa.text(predicate)
+        )
+    with op.batch_alter_table("queue_events") as batch:
+        batch.drop_constraint(_EVENTS_JOB, type_="foreignkey")
+    op.execute(
+        "DELETE FROM api_tokens WHERE role = 'task' AND NOT EXISTS (SELECT 1 FROM queue_tasks t"
+        " WHERE t.id = api_tokens.task_id AND t.status = 'running')"
+    )
+
+
+def downgrade() -> None:
+    with op.batch_alter_table("queue_events") as batch:
+        batch.create_foreign_key(_EVENTS_JOB, "queue_jobs", ["job_id"], ["id"], ondelete="CASCADE")
+    for columns in _PARTIAL:
+        op.drop_index(_name(columns), table_name="queue_tasks")
+        c.create_indexes("queue_tasks", list(columns))
