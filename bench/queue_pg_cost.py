@@ -7,10 +7,10 @@ alone, so nothing contends. For each variant a fresh schema is filled and analyz
 then ``--passes`` passes are timed after a warm-up; the figure is the CPU the
 connection's PostgreSQL backends spent per task, read from the operating system.
 
-Variants: ``whole``; ``no-tokens`` (no task token minted or revoked); ``no-timeline``
-(no timeline rows); ``no-spend`` (no spend row); ``fewer-indexes`` (the whole statement,
-with the ``job_id``, ``runner_id`` and ``finished_at`` indexes of ``queue_tasks``
-dropped).
+Variants: ``whole``; ``no-timeline`` (no timeline rows); ``no-spend`` (no spend row);
+``ids-only`` (ended tasks answered by id, not as whole rows); ``fewer-indexes`` (the whole
+statement, with the ``job_id``, ``runner_id`` and ``finished_at`` indexes of
+``queue_tasks`` dropped). Task tokens cost nothing here: they are derived, not stored.
 
 Run::
 
@@ -41,6 +41,7 @@ from watchkeeper.store import Store
 from watchkeeper.store.queue import End, onepass
 
 WHOLE = onepass.END_AND_LEASE_SQL
+VARIANTS = ("whole", "no-timeline", "no-spend", "ids-only", "fewer-indexes")
 
 
 def _without(sql: str, part: str, following: str) -> str:
@@ -52,13 +53,16 @@ def _without(sql: str, part: str, following: str) -> str:
 
 
 def _variant_sql(name: str) -> str:
-    if name == "no-tokens":
-        sql = _without(WHOLE, "minted", "leased_logged")
-        return re.sub(
-            r"revoked AS \(.*?\n\)\nSELECT", "revoked AS (SELECT 1\n)\nSELECT", sql, flags=re.S
-        )
     if name == "no-timeline":
-        return _without(_without(WHOLE, "ended_logged", "runner"), "leased_logged", "revoked")
+        sql = _without(WHOLE, "ended_logged", "runner")
+        return re.sub(
+            r"leased_logged AS \(.*?\n\)\nSELECT",
+            "leased_logged AS (SELECT 1\n)\nSELECT",
+            sql,
+            flags=re.S,
+        )
+    if name == "ids-only":
+        return WHOLE.replace("json_agg(m)", "json_agg(json_build_object('id', m.id))")
     if name == "no-spend":
         return _without(WHOLE, "spent", "ended_logged")
     return WHOLE
@@ -84,6 +88,9 @@ def _cpu_s(pids: set[int]) -> float:
 def measure(name: str, args: argparse.Namespace) -> float:
     """PostgreSQL CPU milliseconds per task for one variant."""
     onepass.END_AND_LEASE_SQL = _variant_sql(name)
+    whole_rows = onepass.task_from_row
+    # ``ids-only`` answers an ended task with its id alone: read no more of it.
+    onepass.task_from_row = lambda row: row if len(row) == 1 else whole_rows(row)
     try:
         with tempfile.TemporaryDirectory(prefix="wk-bench-") as tmp, \
                 database("postgresql", Path(tmp)) as url:  # fmt: skip
@@ -113,6 +120,7 @@ def measure(name: str, args: argparse.Namespace) -> float:
             return 1000 * spent / (args.passes * args.batch)
     finally:
         onepass.END_AND_LEASE_SQL = WHOLE
+        onepass.task_from_row = whole_rows
 
 
 def main() -> None:
@@ -120,8 +128,9 @@ def main() -> None:
     parser.add_argument("--passes", type=int, default=400)
     parser.add_argument("--batch", type=int, default=10)
     parser.add_argument("--rounds", type=int, default=2, help="interleaved rounds")
+    parser.add_argument("--variants", default=",".join(VARIANTS), help="comma-separated")
     args = parser.parse_args()
-    names = ("whole", "no-tokens", "no-timeline", "no-spend", "fewer-indexes")
+    names = tuple(args.variants.split(","))
     figures: dict[str, list[float]] = {name: [] for name in names}
     for _ in range(args.rounds):
         for name in names:
