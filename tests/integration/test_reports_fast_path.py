@@ -44,6 +44,7 @@ CASES: list[tuple[str | None, str, str | None, bytes | None]] = [
     # Refused by the body's rules.
     ("reporter", _OK, "application/json", b"{"),
     ("reporter", _OK, "application/json", b"[]"),
+    ("reporter", _OK, "application/json", b"[" * 50_000 + b"]" * 50_000),
     ("reporter", _OK, "application/json", b'"step"'),
     ("reporter", _OK, "application/json", b'{"step": 5}'),
     ("reporter", _OK, "application/json", json.dumps({"step": "x" * 2001}).encode()),
@@ -60,6 +61,7 @@ CASES: list[tuple[str | None, str, str | None, bytes | None]] = [
     ("reporter", "/api/v1/runs/Bad%20Kind/r1/progress", "application/json", b"{}"),
     ("reporter", "/api/v1/runs/crawl/-r1/progress", "application/json", b"{}"),
     ("reporter", "/api/v1/runs/crawl/nope/progress", "application/json", b"{}"),
+    ("reporter", "/api/v1/runs/crawl%0A/r1/progress", "application/json", b"{}"),
     ("reporter", "/api/v1/runs/crawl/ended/progress", "application/json", b"{}"),
     ("reporter", "/api/v1/runs/{other}/r1/progress", "application/json", b"{}"),
     ("reporter", "/api/v1/runs/process/p1/progress", "application/json", b"{}"),

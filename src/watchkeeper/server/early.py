@@ -74,7 +74,7 @@ class EarlyRoute(BaseRoute):
     ``endpoint`` is the documented route's function: what the path reaches, for anyone
     asking the router. ``template`` is the documented route's path, its parameters
     written ``{name}``, each one whole path segment; ``patterns`` holds, for each
-    parameter, the pattern (:func:`re.match`) its value must match: a path with any
+    parameter, the pattern the whole value must match: a path with any
     other value is not taken here, so the documented route refuses it as it came.
     A subclass says what makes a request ordinary and what work it does
     (:meth:`ordinary`), and what the work's result answers (:meth:`answer`).
@@ -105,7 +105,9 @@ class EarlyRoute(BaseRoute):
             return None
         params = found.groupdict()
         for name, pattern in self._patterns.items():
-            if not pattern.match(params[name]):
+            # Whole values only: ``$`` would let a trailing newline through, where the
+            # documented route's validator refuses it.
+            if not pattern.fullmatch(params[name]):
                 return None
         return params
 
@@ -297,7 +299,7 @@ def json_body(content_type: bytes | None, body: bytes, read: Callable[[Any], T])
         raise NotOrdinary
     try:
         return read(json.loads(body))
-    except ValueError:
+    except (ValueError, RecursionError):  # too deeply nested for the parser: not ordinary
         raise NotOrdinary from None
 
 

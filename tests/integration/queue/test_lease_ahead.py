@@ -60,6 +60,7 @@ CASES: list[tuple[str | None, str, str | None, Body]] = [
     # Refused by the body's rules.
     ("reporter", _LEASE, _JSON, b"{"),
     ("reporter", _LEASE, _JSON, b"[]"),
+    ("reporter", _LEASE, _JSON, b"[" * 50_000 + b"]" * 50_000),
     ("reporter", _LEASE, _JSON, b'{"max": 0}'),
     ("reporter", _LEASE, _JSON, b'{"max": 101}'),
     ("reporter", _LEASE, _JSON, b'{"max": 1, "extra": true}'),
@@ -70,6 +71,7 @@ CASES: list[tuple[str | None, str, str | None, Body]] = [
     ("reporter", _LEASE, "text/plain", b'{"max": 1}'),
     # Refused by the path, or by what the store holds.
     ("reporter", "/api/v1/runners/R-1/lease", _JSON, b'{"max": 1}'),
+    ("reporter", "/api/v1/runners/{runner}%0A/lease", _JSON, b'{"max": 1}'),
     ("reporter", "/api/v1/runners/r-00000000/lease", _JSON, b'{"max": 1}'),
     ("reporter", "/api/v1/runners/{stopped}/lease", _JSON, b'{"max": 1}'),
     # Refused by the token.
