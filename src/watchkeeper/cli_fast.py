@@ -81,6 +81,10 @@ def parse(argv: Sequence[str]) -> Command | None:
     return Command(named, arguments, options, config_path)
 
 
+#: As ``cli.common.LOCAL_CONFIG``, spelled here so this path imports no command line.
+LOCAL_CONFIG = "watchkeeper.toml"
+
+
 def split_config(argv: Sequence[str]) -> tuple[str | None, list[str]] | None:
     """The configuration named (``--config`` or ``WATCHKEEPER_CONFIG``; ``None``: none) and
     the words after the global options; ``None`` when a fast path should not be taken."""
@@ -96,7 +100,10 @@ def split_config(argv: Sequence[str]) -> tuple[str | None, list[str]] | None:
             return None
         else:
             config = words.pop(0)
-    return config or os.environ.get("WATCHKEEPER_CONFIG") or None, words
+    config = config or os.environ.get("WATCHKEEPER_CONFIG") or None
+    if config is None and os.path.isfile(LOCAL_CONFIG):
+        return None  # the full command line tells the user it goes unread
+    return config, words
 
 
 def read_options(

@@ -266,3 +266,17 @@ def test_serve_on_a_new_store_prints_no_alembic_lines(folder: Folder) -> None:
     assert "alembic" not in served.stderr, served.stderr
     ours = [line for line in served.stderr.splitlines() if "watchkeeper.store.migrate" in line]
     assert len(ours) == 1 and "Created the database schema at revision" in ours[0], ours
+
+
+@pytest.mark.parametrize(
+    "words",
+    [("runs",), ("report", "progress", "crawl", "r1", "--step", "s"), ("run", "--", "true")],
+    ids=["runs", "report", "run"],
+)
+def test_the_fast_commands_name_the_unread_file_too(folder: Folder, words: tuple[str, ...]) -> None:
+    """``runs``, ``report`` and ``run`` skip the full command line when they can; never
+    at the price of the notice."""
+    _write_config(folder)
+    result = folder.run(*words)
+    _no_traceback(result)
+    assert f"watchkeeper --config ./watchkeeper.toml {words[0]}" in result.stderr, result.stderr
