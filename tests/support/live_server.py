@@ -43,6 +43,23 @@ def free_port() -> int:
 
 
 @contextmanager
+def in_thread(config: uvicorn.Config, what: str, stop_s: float = 20) -> Iterator[uvicorn.Server]:
+    """Run a uvicorn server with ``config`` in a thread until the block ends; ``what``
+    names it when it does not start, ``stop_s`` bounds the wait for it to stop."""
+    server = uvicorn.Server(config)
+    thread = threading.Thread(target=server.run, daemon=True)
+    thread.start()
+    wait_for(lambda: server.started or not thread.is_alive(), what=what, timeout=20)
+    if not server.started:
+        raise RuntimeError(f"{what} did not start")
+    try:
+        yield server
+    finally:
+        server.should_exit = True
+        thread.join(timeout=stop_s)
+
+
+@contextmanager
 def live_server(
     runtime: Runtime,
     *,
@@ -78,14 +95,5 @@ def live_server(
         log_level="warning",
         lifespan="on",
     )
-    server = uvicorn.Server(config)
-    thread = threading.Thread(target=server.run, daemon=True)
-    thread.start()
-    wait_for(lambda: server.started or not thread.is_alive(), what="the test server", timeout=20)
-    if not server.started:
-        raise RuntimeError("the test server did not start")
-    try:
+    with in_thread(config, "the test server") as server:
         yield LiveServer(f"http://127.0.0.1:{port}", runtime, tokens, server)
-    finally:
-        server.should_exit = True
-        thread.join(timeout=20)

@@ -9,7 +9,6 @@ from __future__ import annotations
 import os
 import re
 import shutil
-import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -28,8 +27,7 @@ from watchkeeper.store import Store
 from watchkeeper.store.tokens import Role
 
 from ...conftest import make_settings
-from ...support.live_server import free_port
-from ...support.waiting import wait_for
+from ...support.live_server import free_port, in_thread
 
 CHROMIUM = os.environ.get("WATCHKEEPER_CHROMIUM", "/usr/bin/chromium")
 CHROMIUM_ARGS = [
@@ -127,17 +125,8 @@ def serve(app: FastAPI, port: int | None = None) -> Iterator[str]:
         lifespan="on",
         timeout_graceful_shutdown=2,
     )
-    server = uvicorn.Server(config)
-    thread = threading.Thread(target=server.run, daemon=True)
-    thread.start()
-    wait_for(lambda: server.started or not thread.is_alive(), what="the dashboard", timeout=20)
-    if not server.started:
-        raise RuntimeError("the dashboard test server did not start")
-    try:
+    with in_thread(config, "the dashboard test server", stop_s=30):
         yield f"http://127.0.0.1:{port}"
-    finally:
-        server.should_exit = True
-        thread.join(timeout=30)
 
 
 def open_runtime(data: Path, clock: Now = utcnow, **overrides: Any) -> Runtime:
