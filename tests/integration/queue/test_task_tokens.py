@@ -7,6 +7,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 import pytest
+from alembic import command
 from sqlalchemy import Table, func, insert, select
 
 from tests.integration.queue.conftest import runner, submit
@@ -14,7 +15,9 @@ from watchkeeper.clock import ManualClock, to_epoch
 from watchkeeper.queue.service import QueueService
 from watchkeeper.records.queue import Lease
 from watchkeeper.store import Store
+from watchkeeper.store.migrate import alembic_config, current_revision, head_revision, upgrade
 from watchkeeper.store.schema import api_tokens
+from watchkeeper.store.schema_queue import queue_events
 from watchkeeper.store.tokens import Role, TaskToken, hash_token
 
 
@@ -129,3 +132,35 @@ def test_a_token_stored_before_tokens_were_derived_lives_while_its_lease_lasts(
     [again] = queue.lease(runner(queue).id)
     assert again.task.id == lease.task.id
     assert store.tokens.lookup(stored) is None
+
+
+def test_migration_0023_keeps_the_timeline_and_the_stored_tokens_of_running_tasks(
+    queue: QueueService, store: Store
+) -> None:
+    running, ended = leased(queue), leased(queue)
+    queue.complete(ended.task.id, ended.token)
+    with store.engine.connect() as connection, connection.begin():
+        config = alembic_config()
+        config.attributes["connection"] = connection
+        command.downgrade(config, "0022")
+    # As an older server left them: a stored token per lease, one of them ended since.
+    stored = {lease.task.id: "wk_" + lease.task.id[-1] * 43 for lease in (running, ended)}
+    with store.engine.begin() as conn:
+        for lease in (running, ended):
+            conn.execute(
+                insert(api_tokens).values(
+                    name=f"task {lease.task.id}", role="task",
+                    token_hash=hash_token(stored[lease.task.id]),
+                    created_at=to_epoch(lease.task.leased_at or queue.clock()),
+                    task_id=lease.task.id, job_id=lease.task.job_id,
+                )
+            )  # fmt: skip
+    timeline = _rows(store, queue_events)
+    upgrade(store.engine)
+    assert current_revision(store.engine) == head_revision()
+    assert _rows(store, queue_events) == timeline
+    found = store.tokens.lookup(stored[running.task.id])
+    assert isinstance(found, TaskToken) and found.task_id == running.task.id
+    assert store.tokens.lookup(stored[ended.task.id]) is None
+    assert _rows(store, api_tokens) == 1  # the ended task's row went
+    assert isinstance(store.tokens.lookup(str(running.task_token)), TaskToken)
