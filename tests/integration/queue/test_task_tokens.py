@@ -144,7 +144,7 @@ def test_migration_0023_keeps_the_timeline_and_the_stored_tokens_of_running_task
         config.attributes["connection"] = connection
         command.downgrade(config, "0022")
     # As an older server left them: a stored token per lease, one of them ended since.
-    stored = {lease.task.id: "wk_" + lease.task.id[-1] * 43 for lease in (running, ended)}
+    stored = {running.task.id: "wk_" + "x" * 43, ended.task.id: "wk_" + "y" * 43}
     with store.engine.begin() as conn:
         for lease in (running, ended):
             conn.execute(
