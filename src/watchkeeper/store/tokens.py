@@ -27,6 +27,7 @@ from sqlalchemy import Connection, exists, func, insert, literal, select, text, 
 
 from watchkeeper.clock import from_epoch, to_epoch
 from watchkeeper.errors import InvalidInput, NotFound
+from watchkeeper.records.queue import TaskStatus
 from watchkeeper.store.base import Accessor
 from watchkeeper.store.schema import api_tokens
 from watchkeeper.store.schema_queue import queue_tasks
@@ -38,7 +39,7 @@ _TASK_ID_START = "t-"
 #: The stored role of a token bound to one queue task; never a :class:`Role`.
 TASK_ROLE = "task"
 _OPERATOR = api_tokens.c.role != TASK_ROLE
-_RUNNING = "running"
+_RUNNING_VALUE = TaskStatus.RUNNING.value
 #: Held (PostgreSQL, per transaction) while the first admin is made, so replicas take turns.
 _FIRST_ADMIN_LOCK = "wk-first-admin"
 
@@ -193,7 +194,7 @@ class TokenStore(Accessor):
 
     def _task_lookup(self, task_id: str, secret: str) -> TaskToken | None:
         statement = select(queue_tasks.c.job_id, queue_tasks.c.lease_token).where(
-            queue_tasks.c.id == task_id, queue_tasks.c.status == _RUNNING
+            queue_tasks.c.id == task_id, queue_tasks.c.status == _RUNNING_VALUE
         )
         with self._read("checking a task token") as conn:
             row = conn.execute(statement).first()
@@ -209,7 +210,7 @@ class TokenStore(Accessor):
         (minted in the leasing transaction, so at the lease's own time)."""
         statement = select(queue_tasks.c.id).where(
             queue_tasks.c.id == row.task_id,
-            queue_tasks.c.status == _RUNNING,
+            queue_tasks.c.status == _RUNNING_VALUE,
             queue_tasks.c.leased_at == row.created_at,
         )
         if conn.execute(statement).first() is None:
