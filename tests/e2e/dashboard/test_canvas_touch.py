@@ -203,12 +203,34 @@ def test_a_flick_dismisses_the_panel_and_a_slow_drag_does_not(
     page.touchscreen.tap(*_centre(page.locator(f"{CANVAS} .sn").first))
     panel = page.locator("#sup-panel")
     expect(panel).to_be_visible()
-    x, y = _centre(panel.get_by_role("heading"))
+    resting = panel.evaluate("(element) => getComputedStyle(element).transform")
+    x, y = _centre(panel)
     fingers = Fingers(page)
     fingers.swipe((x, y), (x, y + 50), ms=2000)
     expect(panel).to_be_visible()
+    # The panel eases back to where it rests before the flick starts on it.
+    expect(panel).to_have_css("transform", resting)
     fingers.swipe((x, y), (x, y + 160), ms=120)
     expect(panel).to_be_hidden()
+
+
+def test_a_dragged_panel_follows_the_finger_at_once_and_eases_back_when_let_go(
+    dashboard: Dashboard, browser: Any, contexts: list[Any]
+) -> None:
+    page = _open(dashboard, browser, contexts, phone=True)
+    page.touchscreen.tap(*_centre(page.locator(f"{CANVAS} .sn").first))
+    panel = page.locator("#sup-panel")
+    expect(panel).to_be_visible()
+    resting = panel.evaluate("(element) => getComputedStyle(element).transform")
+    x, y = _centre(panel)
+    fingers = Fingers(page)
+    fingers.down((x, y))
+    fingers.move((x, y + 30), after_s=0.5)
+    offset = panel.evaluate("(element) => new DOMMatrix(getComputedStyle(element).transform).m42")
+    assert offset == 30
+    fingers.up(after_s=0.5)
+    expect(panel).to_be_visible()
+    expect(panel).to_have_css("transform", resting)
 
 
 def test_pinch_zooms_out_around_the_fingers_and_spread_zooms_back_in(

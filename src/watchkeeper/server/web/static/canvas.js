@@ -540,7 +540,10 @@
     element.addEventListener("pointermove", (event) => {
       if (!start || event.pointerId !== start.id || event.pointerType === "mouse") return;
       const dy = event.clientY - start.y;
-      if (dy > 0) element.style.transform = `translate(-50%, ${dy}px)`;
+      if (dy > 0) {
+        element.classList.add("dragged");
+        element.style.transform = `translate(-50%, ${dy}px)`;
+      }
     });
     const end = (event) => {
       if (!start || event.pointerId !== start.id) return;
@@ -549,6 +552,7 @@
       const ms = Math.max(1, event.timeStamp - start.t);
       const far = Math.hypot(dx, dy);
       start = null;
+      element.classList.remove("dragged");
       if (event.type === "pointerup" && far >= FLICK_PX && ms <= FLICK_MS && far / ms >= FLICK_PX_PER_MS) {
         element.classList.add("flung");
         dismiss(element);
