@@ -41,7 +41,7 @@ from watchkeeper.store import Store
 from watchkeeper.store.queue import End, onepass
 
 WHOLE = onepass.END_AND_LEASE_SQL
-VARIANTS = ("whole", "no-timeline", "no-spend", "ids-only", "fewer-indexes")
+VARIANTS = ("whole", "no-timeline", "one-timeline-row", "no-spend", "ids-only", "fewer-indexes")
 
 
 def _without(sql: str, part: str, following: str) -> str:
@@ -52,15 +52,20 @@ def _without(sql: str, part: str, following: str) -> str:
     return left_out
 
 
+def _without_lease_entry(sql: str) -> str:
+    return re.sub(
+        r"leased_logged AS \(.*?\n\)\nSELECT",
+        "leased_logged AS (SELECT 1\n)\nSELECT",
+        sql,
+        flags=re.S,
+    )
+
+
 def _variant_sql(name: str) -> str:
     if name == "no-timeline":
-        sql = _without(WHOLE, "ended_logged", "runner")
-        return re.sub(
-            r"leased_logged AS \(.*?\n\)\nSELECT",
-            "leased_logged AS (SELECT 1\n)\nSELECT",
-            sql,
-            flags=re.S,
-        )
+        return _without_lease_entry(_without(WHOLE, "ended_logged", "runner"))
+    if name == "one-timeline-row":
+        return _without_lease_entry(WHOLE)
     if name == "ids-only":
         return WHOLE.replace("json_agg(m)", "json_agg(json_build_object('id', m.id))")
     if name == "no-spend":

@@ -21,6 +21,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from watchkeeper.paths import CONFIG_ENV, LOCAL_CONFIG
+
 _SERVER = {"--server": "server", "--token": "token"}
 _CONFIG = frozenset({"--config", "-c"})
 #: Names that travel in a URL's path unchanged, so both HTTP clients send the same request.
@@ -81,10 +83,6 @@ def parse(argv: Sequence[str]) -> Command | None:
     return Command(named, arguments, options, config_path)
 
 
-#: As ``cli.common.LOCAL_CONFIG``, spelled here so this path imports no command line.
-LOCAL_CONFIG = "watchkeeper.toml"
-
-
 def split_config(argv: Sequence[str]) -> tuple[str | None, list[str]] | None:
     """The configuration named (``--config`` or ``WATCHKEEPER_CONFIG``; ``None``: none) and
     the words after the global options; ``None`` when a fast path should not be taken."""
@@ -100,7 +98,7 @@ def split_config(argv: Sequence[str]) -> tuple[str | None, list[str]] | None:
             return None
         else:
             config = words.pop(0)
-    config = config or os.environ.get("WATCHKEEPER_CONFIG") or None
+    config = config or os.environ.get(CONFIG_ENV) or None
     if config is None and os.path.isfile(LOCAL_CONFIG):
         return None  # the full command line tells the user it goes unread
     return config, words

@@ -4,14 +4,16 @@ Agents run many short commands under ``watchkeeper run``, and loading the comman
 framework, the configuration model and the database layer took longer than everything
 the command does. :func:`run` takes the forms it reads exactly,
 
-    watchkeeper [--config FILE] run [--detach|-d] [--name NAME] [--session ID] -- CMD ...
+    watchkeeper [--config FILE] run [--detach|-d] [--name NAME] [--session ID]
+                                    [--budget DURATION] [--timeout DURATION] -- CMD ...
 
 records, starts, waits for and settles the run with the very code the full command uses
 (:mod:`watchkeeper.procs.launch`, :mod:`watchkeeper.procs.reaper`) over the standard
 library's ``sqlite3`` (:mod:`watchkeeper.store.lite_procs`), and exits as it would.
 
 It leaves to the full command line everything it cannot do exactly the same: any other
-option or form, ``--server``, a configuration file with more than ``data_dir`` in it (its
+option or form, ``--server``, a duration it cannot read (the full command says what is
+wrong with it), a configuration file with more than ``data_dir`` in it (its
 other tables are checked by the configuration model), ``WATCHKEEPER_DATABASE_URL``, a
 store that does not exist yet or is behind the shipped schema (the full store creates and
 migrates it), and completion hooks that came due (the full engine fires them). Each of
@@ -28,10 +30,13 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     from watchkeeper.store.lite_procs import LiteRuns
 
-_VALUED = {"--name": "name", "--session": "session"}
+_VALUED = {
+    "--name": "name",
+    "--session": "session",
+    "--budget": "budget",
+    "--timeout": "timeout",
+}
 _FLAGS = {"--detach": "detach", "-d": "detach"}
-_SESSION_ENV = "WATCHKEEPER_SESSION_ID"
-_DATABASE_URL_ENV = "WATCHKEEPER_DATABASE_URL"
 
 
 def main(argv: Sequence[str]) -> int | None:
@@ -59,6 +64,9 @@ def run(words: list[str], config_path: str | None) -> int | None:
     if read is None or read[0] or not argv:
         return None
     options = read[1]
+    durations = _durations(options)
+    if durations is None:
+        return None
     data_dir = embedded_data_dir(config_path)
     if data_dir is None:
         return None
@@ -73,7 +81,7 @@ def run(words: list[str], config_path: str | None) -> int | None:
     from watchkeeper.cli_fast import aborted, told
 
     try:
-        return _started(procs, data_dir, argv, options, config_path)
+        return _started(procs, data_dir, argv, options, durations, config_path)
     except KeyboardInterrupt:
         return aborted()
     except Exception as exc:  # noqa: BLE001 - told as the full command line tells it
@@ -82,12 +90,27 @@ def run(words: list[str], config_path: str | None) -> int | None:
         procs.close()
 
 
+def _durations(options: dict[str, str]) -> tuple[float | None, float | None] | None:
+    """``--budget`` and ``--timeout`` in seconds; ``None`` when either is not a positive
+    duration (the full command line refuses it in its own words)."""
+    from watchkeeper.durations import seconds_of
+
+    read: list[float | None] = []
+    for option in ("budget", "timeout"):
+        written = options.get(option)
+        seconds = None if written is None else seconds_of(written)
+        if written is not None and (seconds is None or seconds <= 0):
+            return None
+        read.append(seconds)
+    return read[0], read[1]
+
+
 def embedded_data_dir(config_path: str | None) -> Path | None:
     """The data folder of the embedded store as the configuration model would resolve it;
     ``None`` when only the model can say (a file with more in it, or another database)."""
-    from watchkeeper.paths import DEFAULT_DATA_DIR
+    from watchkeeper.paths import DATABASE_URL_ENV, DEFAULT_DATA_DIR
 
-    if os.environ.get(_DATABASE_URL_ENV):
+    if os.environ.get(DATABASE_URL_ENV):
         return None
     if not config_path:
         return Path(DEFAULT_DATA_DIR)
@@ -110,9 +133,11 @@ def _started(
     data_dir: Path,
     argv: list[str],
     options: dict[str, str],
+    durations: tuple[float | None, float | None],
     config_path: str | None,
 ) -> int:
     from watchkeeper.clock import utcnow
+    from watchkeeper.paths import SESSION_ENV
     from watchkeeper.procs import identity, launch, reaper, settle
 
     detach = "detach" in options
@@ -120,7 +145,9 @@ def _started(
         argv=tuple(argv),
         name=options.get("name"),
         detach=detach,
-        session=options.get("session") or os.environ.get(_SESSION_ENV) or None,
+        session=options.get("session") or os.environ.get(SESSION_ENV) or None,
+        budget_s=durations[0],
+        timeout_s=durations[1],
     )
     launched = launch.launch(procs, data_dir, request, utcnow, tee=not detach)
     if detach:

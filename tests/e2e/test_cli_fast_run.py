@@ -53,6 +53,16 @@ def test_run_loads_no_framework_database_layer_nor_event_loop(folder: Path) -> N
     )  # fmt: skip
 
 
+def test_a_budget_and_a_timeout_stay_on_the_fast_path(folder: Path) -> None:
+    argv = ("run", "--budget", "90s", "--timeout=2h", "--", "true")
+    result = probe(folder, {}, "--config", "watchkeeper.toml", *argv)
+    assert result["status"] == 0
+    loaded = packages(result["modules"])
+    assert NOT_NEEDED.isdisjoint(loaded), sorted(NOT_NEEDED & loaded)
+    newest = _recorded(folder)[0]
+    assert (newest["budget_s"], newest["timeout_s"]) == (90, 7200)
+
+
 def test_without_a_configuration_it_finds_the_default_folder(tmp_path: Path) -> None:
     made = wk("run", "--", "true", cwd=tmp_path)  # makes .watchkeeper here
     assert made.returncode == 0, made.stderr
@@ -73,7 +83,10 @@ CASES: dict[str, tuple[str, ...]] = {
     "not executable": ("run", "--", "./watchkeeper.toml"),
     "no command": ("run", "--"),
     "no separator": ("run", "true"),
-    "other option": ("run", "--budget", "5m", "--", "true"),
+    "budget and timeout": ("run", "--budget", "5m", "--timeout", "2h30m", "--", "true"),
+    "unreadable budget": ("run", "--budget", "soon", "--", "true"),
+    "zero timeout": ("run", "--timeout=0", "--", "true"),
+    "other option": ("run", "--origin", "telegram:1", "--", "true"),
     "unknown option": ("run", "--bogus", "--", "true"),
     "help": ("run", "--help"),
 }
@@ -92,8 +105,8 @@ def test_run_says_and_exits_the_same_either_way(folder: Path, name: str) -> None
 
 
 def test_a_run_recorded_fast_reads_as_one_recorded_by_the_full_command(folder: Path) -> None:
-    argv = ("--config", "watchkeeper.toml", "run", "--name", "same", "--session", "s-9", "--",
-            "sh", "-c", "echo hi; exit 2")  # fmt: skip
+    argv = ("--config", "watchkeeper.toml", "run", "--name", "same", "--session", "s-9",
+            "--budget", "5m", "--timeout", "1h30m", "--", "sh", "-c", "echo hi; exit 2")  # fmt: skip
     fast, full = both_ways(folder, {}, *argv)
     assert fast.returncode == full.returncode == 2
     newest, older = _recorded(folder)[:2]
@@ -104,6 +117,7 @@ def test_a_run_recorded_fast_reads_as_one_recorded_by_the_full_command(folder: P
         k: v for k, v in older.items() if k not in varying
     }
     assert (older["name"], older["session"], older["status"]) == ("same", "s-9", "failed")
+    assert (older["budget_s"], older["timeout_s"]) == (300, 5400)
 
 
 def test_detach_prints_the_run_id_as_the_full_command_does(folder: Path) -> None:

@@ -16,6 +16,7 @@ from watchkeeper.cli import fastparams
 from watchkeeper.cli.common import CliState, begin, state
 from watchkeeper.cli_console import err_console
 from watchkeeper.errors import WatchkeeperError
+from watchkeeper.paths import CONFIG_ENV
 
 # Plain option values are then converted without loading pydantic (see the module).
 fastparams.install()
@@ -70,7 +71,7 @@ def _print_version(asked: bool) -> None:
 def _global(
     ctx: typer.Context,
     config: str | None = typer.Option(
-        None, "--config", "-c", envvar="WATCHKEEPER_CONFIG", help="watchkeeper.toml to use"
+        None, "--config", "-c", envvar=CONFIG_ENV, help="watchkeeper.toml to use"
     ),
     debug: bool = typer.Option(False, "--debug", help="show tracebacks on errors"),
     _version: bool = typer.Option(

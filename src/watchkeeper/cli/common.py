@@ -13,17 +13,11 @@ import typer
 
 from watchkeeper.cli_console import err_console
 from watchkeeper.errors import WatchkeeperError
+from watchkeeper.paths import CONFIG_ENV, LOCAL_CONFIG
 
 if TYPE_CHECKING:
     from watchkeeper.config import Settings
     from watchkeeper.runtime import Runtime
-
-
-#: The file users keep next to their work; read only when named (see :func:`tell_unread`).
-LOCAL_CONFIG = "watchkeeper.toml"
-# Spelled out, not imported: the configuration package loads pydantic, which commands
-# that only talk to a server never need.
-CONFIG_ENV = "WATCHKEEPER_CONFIG"
 
 
 @dataclass

@@ -53,7 +53,8 @@ def doctor(
 
 
 def _config_check(ctx: typer.Context) -> Check:
-    from watchkeeper.cli.common import LOCAL_CONFIG, chosen_config, state
+    from watchkeeper.cli.common import chosen_config, state
+    from watchkeeper.paths import CONFIG_ENV, LOCAL_CONFIG
 
     chosen = chosen_config(state(ctx))
     if chosen:
@@ -63,7 +64,7 @@ def _config_check(ctx: typer.Context) -> Check:
             "configuration",
             "warn",
             f"no file: the defaults; ./{LOCAL_CONFIG} here is not read",
-            f"watchkeeper --config ./{LOCAL_CONFIG} doctor, or export WATCHKEEPER_CONFIG",
+            f"watchkeeper --config ./{LOCAL_CONFIG} doctor, or export {CONFIG_ENV}",
         )
     return Check("configuration", "ok", "no file: the defaults")
 

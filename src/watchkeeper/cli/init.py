@@ -21,6 +21,7 @@ from watchkeeper.cli.checks import (
 )
 from watchkeeper.cli.options import say
 from watchkeeper.errors import InvalidInput
+from watchkeeper.paths import LOCAL_CONFIG
 
 if TYPE_CHECKING:
     from watchkeeper.config import Settings
@@ -91,7 +92,7 @@ def init(
         "--api",
         help="PLATFORM=URL: the platform's API address, for a local Bot API server or a proxy",
     ),
-    path: Path = typer.Option(Path("watchkeeper.toml"), "--path", help="the file to write"),
+    path: Path = typer.Option(Path(LOCAL_CONFIG), "--path", help="the file to write"),
     force: bool = typer.Option(False, "--force", help="overwrite an existing file"),
     check: bool = typer.Option(
         True, "--check/--no-check", help="check tokens, webhooks and send a test card"

@@ -29,6 +29,7 @@ from watchkeeper.cli.options import (
 )
 from watchkeeper.cli.procs_remote import print_log, start_there, wait_showing, wait_there
 from watchkeeper.cli_console import console
+from watchkeeper.paths import SESSION_ENV
 from watchkeeper.procs.settle import exit_status
 
 if TYPE_CHECKING:
@@ -38,22 +39,18 @@ if TYPE_CHECKING:
     from watchkeeper.procs.engine import ProcEngine
 
 _RUN = typer.Argument(..., help="the run's id (see `watchkeeper ps`)")
-_DURATION_UNITS = {"s": 1.0, "m": 60.0, "h": 3600.0, "d": 86400.0}
 
 
 def parse_duration(value: str | None, option: str) -> float | None:
-    """``90``, ``90s``, ``10m``, ``2h``, ``1d`` as seconds."""
+    """``90``, ``90s``, ``10m``, ``2h30m``, ``1d`` as seconds (``None`` stays ``None``)."""
     if value is None:
         return None
+    from watchkeeper.durations import seconds_of
     from watchkeeper.errors import InvalidInput
 
-    text = value.strip().lower()
-    unit = _DURATION_UNITS.get(text[-1:]) if text else None
-    number = text[:-1] if unit else text
-    try:
-        seconds = float(number) * (unit or 1.0)
-    except ValueError:
-        raise InvalidInput(f"{option} {value!r}: write a duration like 90s, 10m or 2h") from None
+    seconds = seconds_of(value)
+    if seconds is None:
+        raise InvalidInput(f"{option} {value!r}: write a duration like 90s, 10m or 2h30m")
     if seconds <= 0:
         raise InvalidInput(f"{option} {value!r}: must be more than zero")
     return seconds
@@ -79,7 +76,7 @@ def run(
     on_done: str | None = typer.Option(None, "--on-done", help="shell command run at the end"),
     on_done_url: str | None = typer.Option(None, "--on-done-url", help="POST the result here"),
     session: str | None = typer.Option(
-        None, "--session", envvar="WATCHKEEPER_SESSION_ID", help="the agent session it belongs to"
+        None, "--session", envvar=SESSION_ENV, help="the agent session it belongs to"
     ),
     server: str | None = typer.Option(
         None,
@@ -352,7 +349,7 @@ def park(
     until: str = typer.Option(..., "--until", help="the run this session waits on"),
     reason: str = typer.Option(..., "--reason", help="what it waits for, in words"),
     session: str = typer.Option(
-        ..., "--session", envvar="WATCHKEEPER_SESSION_ID", help="the agent session parking"
+        ..., "--session", envvar=SESSION_ENV, help="the agent session parking"
     ),
     wake: str | None = typer.Option(None, "--wake", help="shell command the engine runs to wake"),
     progress: str | None = typer.Option(

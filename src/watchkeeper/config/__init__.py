@@ -18,7 +18,7 @@ from watchkeeper.config.chat import (
     SlackConfig,
     TelegramConfig,
 )
-from watchkeeper.config.loading import CONFIG_ENV, DATABASE_URL_ENV, explain, load, parse
+from watchkeeper.config.loading import explain, load, parse
 from watchkeeper.config.secrets import SECRET_KEYS, check_secrets, resolve_secret
 from watchkeeper.config.settings import (
     DEFAULT_BUDGETS,
@@ -38,7 +38,7 @@ from watchkeeper.config.tables import (
     RunbooksConfig,
     ServerConfig,
 )
-from watchkeeper.paths import DEFAULT_DATA_DIR
+from watchkeeper.paths import CONFIG_ENV, DATABASE_URL_ENV, DEFAULT_DATA_DIR
 
 __all__ = [
     "CONFIG_ENV",

@@ -12,10 +12,8 @@ from pydantic import ValidationError
 from watchkeeper.config.secrets import SECRET_KEYS
 from watchkeeper.config.settings import Settings
 from watchkeeper.errors import ConfigError
+from watchkeeper.paths import CONFIG_ENV, DATABASE_URL_ENV
 from watchkeeper.redact import redact
-
-CONFIG_ENV = "WATCHKEEPER_CONFIG"
-DATABASE_URL_ENV = "WATCHKEEPER_DATABASE_URL"
 
 
 def explain(error: ValidationError, source: str) -> str:

@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from watchkeeper.errors import NotFound
+from watchkeeper.paths import SESSION_ENV
 from watchkeeper.procs import hooks
 from watchkeeper.records.procs import Park, ParkState, ProcRun, SessionBreaker
 
@@ -33,7 +34,6 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 WAKE_LIMIT = 3
-SESSION_ENV = "WATCHKEEPER_SESSION_ID"
 
 
 @dataclass(frozen=True, slots=True)

@@ -20,6 +20,7 @@ from collections.abc import Sequence
 from datetime import datetime, timedelta
 
 from watchkeeper.clock import Now
+from watchkeeper.durations import seconds_of
 from watchkeeper.errors import Conflict, InvalidInput
 from watchkeeper.store import Store
 from watchkeeper.store.incidents import Incident, IncidentStatus
@@ -39,8 +40,6 @@ __all__ = [
 MAX_DURATION = timedelta(days=30)
 CHAT_PLATFORMS = ("telegram", "discord", "slack")
 SYNTAXES = ("glob", "regex")
-_UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400}
-_DURATION = re.compile(r"(\d+(?:\.\d+)?)([smhd])")
 
 
 def parse_duration(value: str | float) -> timedelta:
@@ -49,19 +48,10 @@ def parse_duration(value: str | float) -> timedelta:
     if isinstance(value, int | float):
         seconds = float(value)
     else:
-        text = value.strip().lower().replace(" ", "")
-        negative = text.startswith("-")
-        text = text.removeprefix("-")
-        try:
-            seconds = float(text)
-        except ValueError:
-            parts = _DURATION.findall(text)
-            if not parts or "".join(n + u for n, u in parts) != text:
-                raise InvalidInput(
-                    f"duration {value!r} is not a duration: {hint}", "duration"
-                ) from None
-            seconds = sum(float(n) * _UNITS[u] for n, u in parts)
-        seconds = -seconds if negative else seconds
+        read = seconds_of(value)
+        if read is None:
+            raise InvalidInput(f"duration {value!r} is not a duration: {hint}", "duration")
+        seconds = read
     if not seconds > 0:
         raise InvalidInput(
             f"duration must be positive, not {value!r}: a silence starts now and ends after it",

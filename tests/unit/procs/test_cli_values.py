@@ -11,13 +11,14 @@ from watchkeeper.procs.settle import exit_status
 
 @pytest.mark.parametrize(
     ("text", "seconds"),
-    [("90", 90.0), ("90s", 90.0), ("10m", 600.0), ("2h", 7200.0), ("1d", 86400.0)],
+    [("90", 90.0), ("90s", 90.0), ("10m", 600.0), ("2h", 7200.0), ("1d", 86400.0),
+     ("2h30m", 9000.0), ("1.5h", 5400.0), (" 1H 30M ", 5400.0)],  # fmt: skip
 )
 def test_durations(text: str, seconds: float) -> None:
     assert parse_duration(text, "--timeout") == seconds
 
 
-@pytest.mark.parametrize("text", ["", "soon", "-5m", "0"])
+@pytest.mark.parametrize("text", ["", "soon", "-5m", "0", "5x", "m", "30m5", "inf", "nan", "1e999"])
 def test_bad_durations_say_what_to_write(text: str) -> None:
     with pytest.raises(InvalidInput, match="--budget"):
         parse_duration(text, "--budget")
