@@ -196,16 +196,23 @@ def test_a_long_press_offers_the_childs_actions_and_restart_restarts_it(
     )
 
 
-def test_a_flick_dismisses_the_panel_and_a_slow_drag_does_not(
+def _opened_panel(
     dashboard: Dashboard, browser: Any, contexts: list[Any]
-) -> None:
+) -> tuple[Any, str, Fingers, tuple[float, float]]:
+    """A node's details panel opened by a tap on a phone: the panel, the transform it
+    rests at, fingers on that screen and the panel's centre."""
     page = _open(dashboard, browser, contexts, phone=True)
     page.touchscreen.tap(*_centre(page.locator(f"{CANVAS} .sn").first))
     panel = page.locator("#sup-panel")
     expect(panel).to_be_visible()
     resting = panel.evaluate("(element) => getComputedStyle(element).transform")
-    x, y = _centre(panel)
-    fingers = Fingers(page)
+    return panel, resting, Fingers(page), _centre(panel)
+
+
+def test_a_flick_dismisses_the_panel_and_a_slow_drag_does_not(
+    dashboard: Dashboard, browser: Any, contexts: list[Any]
+) -> None:
+    panel, resting, fingers, (x, y) = _opened_panel(dashboard, browser, contexts)
     fingers.swipe((x, y), (x, y + 50), ms=2000)
     expect(panel).to_be_visible()
     # The panel eases back to where it rests before the flick starts on it.
@@ -217,13 +224,7 @@ def test_a_flick_dismisses_the_panel_and_a_slow_drag_does_not(
 def test_a_dragged_panel_follows_the_finger_at_once_and_eases_back_when_let_go(
     dashboard: Dashboard, browser: Any, contexts: list[Any]
 ) -> None:
-    page = _open(dashboard, browser, contexts, phone=True)
-    page.touchscreen.tap(*_centre(page.locator(f"{CANVAS} .sn").first))
-    panel = page.locator("#sup-panel")
-    expect(panel).to_be_visible()
-    resting = panel.evaluate("(element) => getComputedStyle(element).transform")
-    x, y = _centre(panel)
-    fingers = Fingers(page)
+    panel, resting, fingers, (x, y) = _opened_panel(dashboard, browser, contexts)
     fingers.down((x, y))
     fingers.move((x, y + 30), after_s=0.5)
     offset = panel.evaluate("(element) => new DOMMatrix(getComputedStyle(element).transform).m42")
