@@ -19,6 +19,7 @@ from datetime import datetime, timedelta
 from watchkeeper.backoff import backoff_delay
 from watchkeeper.clock import Clock, Now, WallClock
 from watchkeeper.errors import StoreUnavailable, WatchkeeperError
+from watchkeeper.notify.answer_times import AnswerTimes
 from watchkeeper.notify.channels.base import Channel, SendOutcome, SendResult
 from watchkeeper.notify.exchanger import Exchanger
 from watchkeeper.notify.message import Message, Target
@@ -106,8 +107,8 @@ class Deliverer:
         #: The earliest slot of a conversation held back by its pace (epoch seconds of
         #: ``pace``) in the last pass, or ``None``.
         self.next_slot_s: float | None = None
-        #: Each platform's quickest answer so far (seconds from the call going out).
-        self._quickest: dict[str, float] = {}
+        #: Each platform's quickest recent answer (seconds from the call going out).
+        self._answer_times = AnswerTimes()
         #: A circuit breaker per channel name (set by whoever serves the notifier): a
         #: platform that keeps failing is not called until its breaker lets a probe through.
         self.breakers: dict[str, CircuitBreaker] = {}
@@ -177,13 +178,11 @@ class Deliverer:
         return calls
 
     def _held_on_the_way(self, channel_name: str, sent_at: float) -> float:
-        """How much longer than the platform's quickest answer the call sent at ``sent_at``
+        """How much longer than the platform's quickest recent answer the call sent at ``sent_at``
         took: the platform may have seen it that much later than it was sent (a burst
         queued at its door), and it judges its limits by when it saw each message."""
-        took = self.pace.now() - sent_at
-        quickest = min(self._quickest.get(channel_name, took), took)
-        self._quickest[channel_name] = quickest
-        return took - quickest
+        now = self.pace.now()
+        return self._answer_times.lag(channel_name, now - sent_at, now)
 
     def _held_back(self, at_s: float) -> None:
         """A conversation's next slot is at ``at_s``: the next pass need not start later."""
