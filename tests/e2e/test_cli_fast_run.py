@@ -106,7 +106,8 @@ def test_run_says_and_exits_the_same_either_way(folder: Path, name: str) -> None
 
 def test_a_run_recorded_fast_reads_as_one_recorded_by_the_full_command(folder: Path) -> None:
     argv = ("--config", "watchkeeper.toml", "run", "--name", "same", "--session", "s-9",
-            "--budget", "5m", "--timeout", "1h30m", "--", "sh", "-c", "echo hi; exit 2")  # fmt: skip
+            "--budget", "5m", "--timeout", "1h30m",
+            "--", "sh", "-c", "echo hi; exit 2")  # fmt: skip
     fast, full = both_ways(folder, {}, *argv)
     assert fast.returncode == full.returncode == 2
     newest, older = _recorded(folder)[:2]

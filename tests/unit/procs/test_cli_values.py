@@ -11,8 +11,16 @@ from watchkeeper.procs.settle import exit_status
 
 @pytest.mark.parametrize(
     ("text", "seconds"),
-    [("90", 90.0), ("90s", 90.0), ("10m", 600.0), ("2h", 7200.0), ("1d", 86400.0),
-     ("2h30m", 9000.0), ("1.5h", 5400.0), (" 1H 30M ", 5400.0)],  # fmt: skip
+    [
+        ("90", 90.0),
+        ("90s", 90.0),
+        ("10m", 600.0),
+        ("2h", 7200.0),
+        ("1d", 86400.0),
+        ("2h30m", 9000.0),
+        ("1.5h", 5400.0),
+        (" 1H 30M ", 5400.0),
+    ],
 )
 def test_durations(text: str, seconds: float) -> None:
     assert parse_duration(text, "--timeout") == seconds
