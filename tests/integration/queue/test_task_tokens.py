@@ -139,10 +139,7 @@ def test_migration_0023_keeps_the_timeline_and_the_stored_tokens_of_running_task
 ) -> None:
     running, ended = leased(queue), leased(queue)
     queue.complete(ended.task.id, ended.token)
-    with store.engine.connect() as connection, connection.begin():
-        config = alembic_config()
-        config.attributes["connection"] = connection
-        command.downgrade(config, "0022")
+    _downgrade_to_0022(store)
     # As an older server left them: a stored token per lease, one of them ended since.
     stored = {running.task.id: "wk_" + "x" * 43, ended.task.id: "wk_" + "y" * 43}
     with store.engine.begin() as conn:
@@ -162,5 +159,40 @@ def test_migration_0023_keeps_the_timeline_and_the_stored_tokens_of_running_task
     found = store.tokens.lookup(stored[running.task.id])
     assert isinstance(found, TaskToken) and found.task_id == running.task.id
     assert store.tokens.lookup(stored[ended.task.id]) is None
-    assert _rows(store, api_tokens) == 1  # the ended task's row went
+    assert _task_rows(store, ended.task.id) == 0  # the ended task's row went
     assert isinstance(store.tokens.lookup(str(running.task_token)), TaskToken)
+
+
+def _task_rows(store: Store, task_id: str) -> int:
+    statement = select(func.count()).where(api_tokens.c.task_id == task_id)
+    with store.engine.connect() as conn:
+        return int(conn.execute(statement).scalar_one())
+
+
+def _downgrade_to_0022(store: Store) -> None:
+    with store.engine.connect() as connection, connection.begin():
+        config = alembic_config()
+        config.attributes["connection"] = connection
+        command.downgrade(config, "0022")
+
+
+def test_a_downgrade_stores_running_tasks_tokens_so_an_older_server_takes_them(
+    queue: QueueService, store: Store
+) -> None:
+    """A task leased by this server keeps reporting after a rollback to one that looks
+    task tokens up by their stored hash."""
+    running, ended = leased(queue), leased(queue)
+    queue.complete(ended.task.id, ended.token)
+    _downgrade_to_0022(store)
+    # What the older server's lookup reads: a live row of role task under the token's hash.
+    statement = select(api_tokens).where(
+        api_tokens.c.token_hash == hash_token(str(running.task_token)),
+        api_tokens.c.revoked_at.is_(None),
+    )
+    with store.engine.connect() as conn:
+        [row] = conn.execute(statement).all()
+    assert (row.role, row.task_id, row.job_id) == ("task", running.task.id, running.task.job_id)
+    assert _task_rows(store, ended.task.id) == 0
+    upgrade(store.engine)  # and forward again: the token still speaks for its task
+    found = store.tokens.lookup(str(running.task_token))
+    assert isinstance(found, TaskToken) and found.task_id == running.task.id
