@@ -6,30 +6,33 @@ import pytest
 
 from watchkeeper.notify.answer_times import AnswerTimes
 
+#: Each case: answers in order, as (platform, seconds it took, when it came, lag expected).
+CASES: dict[str, list[tuple[str, float, float, float]]] = {
+    "a slower answer counts the difference": [
+        ("telegram", 0.005, 0, 0),
+        ("telegram", 0.205, 1, 0.2),
+    ],
+    "a quicker answer is the new floor at once": [
+        ("telegram", 0.2, 0, 0),
+        ("telegram", 0.05, 1, 0),
+        ("telegram", 0.1, 2, 0.05),
+    ],
+    "a path that got slower for good stops counting as late after the window": [
+        ("slack", 0.005, 0, 0),
+        ("slack", 0.3, 59, 0.295),
+        ("slack", 0.3, 61, 0),
+        ("slack", 0.31, 62, 0.01),
+    ],
+    "each platform has its own floor": [
+        ("telegram", 0.005, 0, 0),
+        ("discord", 0.4, 1, 0),
+        ("telegram", 0.4, 1, 0.395),
+    ],
+}
 
-def test_an_answer_slower_than_the_quickest_counts_the_difference() -> None:
+
+@pytest.mark.parametrize("name", list(CASES))
+def test_lag_behind_the_quickest_recent_answer(name: str) -> None:
     times = AnswerTimes(window_s=60)
-    assert times.lag("telegram", 0.005, now_s=0) == 0
-    assert times.lag("telegram", 0.205, now_s=1) == pytest.approx(0.2)
-
-
-def test_a_quicker_answer_is_the_new_floor_at_once() -> None:
-    times = AnswerTimes(window_s=60)
-    times.lag("telegram", 0.2, now_s=0)
-    assert times.lag("telegram", 0.05, now_s=1) == 0
-    assert times.lag("telegram", 0.1, now_s=2) == pytest.approx(0.05)
-
-
-def test_a_path_that_got_slower_for_good_stops_counting_as_late_after_the_window() -> None:
-    times = AnswerTimes(window_s=60)
-    times.lag("slack", 0.005, now_s=0)
-    assert times.lag("slack", 0.3, now_s=59) == pytest.approx(0.295)
-    assert times.lag("slack", 0.3, now_s=61) == 0
-    assert times.lag("slack", 0.31, now_s=62) == pytest.approx(0.01)
-
-
-def test_each_platform_has_its_own_floor() -> None:
-    times = AnswerTimes(window_s=60)
-    times.lag("telegram", 0.005, now_s=0)
-    assert times.lag("discord", 0.4, now_s=1) == 0
-    assert times.lag("telegram", 0.4, now_s=1) == pytest.approx(0.395)
+    lags = [times.lag(platform, took, now_s=at) for platform, took, at, _ in CASES[name]]
+    assert lags == pytest.approx([expected for *_, expected in CASES[name]])
