@@ -95,14 +95,10 @@ def _durations(options: dict[str, str]) -> tuple[float | None, float | None] | N
     duration (the full command line refuses it in its own words)."""
     from watchkeeper.durations import seconds_of
 
-    read: list[float | None] = []
-    for option in ("budget", "timeout"):
-        written = options.get(option)
-        seconds = None if written is None else seconds_of(written)
-        if written is not None and (seconds is None or seconds <= 0):
-            return None
-        read.append(seconds)
-    return read[0], read[1]
+    read = {name: seconds_of(options[name]) for name in ("budget", "timeout") if name in options}
+    if any(seconds is None or seconds <= 0 for seconds in read.values()):
+        return None
+    return read.get("budget"), read.get("timeout")
 
 
 def embedded_data_dir(config_path: str | None) -> Path | None:

@@ -67,7 +67,9 @@ def _engine(ctx: typer.Context, store: str | None = None) -> closing[ProcEngine]
 
 def run(
     ctx: typer.Context,
-    argv: list[str] = typer.Argument(..., help="the command and its arguments, after --"),
+    argv: list[str] = typer.Argument(
+        ..., metavar="CMD", help="the command and its arguments, after --"
+    ),
     detach: bool = typer.Option(False, "--detach", "-d", help="run in its own session; return"),
     name: str | None = typer.Option(None, "--name", help="a short human name"),
     budget: str | None = typer.Option(None, "--budget", help="no progress this long: stalled"),

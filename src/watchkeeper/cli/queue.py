@@ -55,7 +55,9 @@ def _check_origin(value: str) -> None:
 
 
 def submit(
-    argv: list[str] = typer.Argument(None, help="the command and its arguments, after --"),
+    argv: list[str] = typer.Argument(
+        None, metavar="CMD", help="the command and its arguments, after --"
+    ),
     fleet: str | None = typer.Option(None, "--fleet", help="the fleet whose runners may run it"),
     org: str | None = typer.Option(None, "--org", help="the org it counts against"),
     title: str | None = typer.Option(None, "--title", help="a short human title"),

@@ -67,14 +67,15 @@ def _store_running_task_tokens() -> None:
             " WHERE status = 'running' AND lease_token IS NOT NULL"
         )
     ).all()
-    stored = {row.token_hash for row in bind.execute(sa.text("SELECT token_hash FROM api_tokens"))}
+    stored = bind.execute(sa.text("SELECT token_hash FROM api_tokens WHERE role = 'task'"))
+    stored_hashes = {row.token_hash for row in stored}
     names = ("name", "role", "token_hash", "created_at", "task_id", "job_id")
     tokens = sa.table("api_tokens", *(sa.column(name) for name in names))
     rows = []
     for task in running:
         secret = _derived_token(task.id, task.lease_token)
         digest = hashlib.sha256(secret.encode("utf-8")).hexdigest()
-        if digest not in stored:
+        if digest not in stored_hashes:
             rows.append({"name": f"task {task.id}"[:100], "role": "task", "token_hash": digest,
                          "created_at": task.leased_at, "task_id": task.id,
                          "job_id": task.job_id})  # fmt: skip
