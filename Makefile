@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: serve test lint typecheck unit venv node clean
+.PHONY: serve test lint typecheck unit venv node engines clean
 
 # The pinned, hashed lock is what CI and every clone install, so all test the same versions.
 $(STAMP): pyproject.toml requirements-dev.lock
@@ -23,6 +23,18 @@ $(NODE_STAMP): sdk/node/package-lock.json
 
 node: $(NODE_STAMP)
 
+# Prefect, whose server and runner the engine tests start, in an interpreter of its own (its
+# pins do not fit the main lock; see requirements-prefect.in).
+PREFECT_VENV := .venv-prefect
+PREFECT_STAMP := $(PREFECT_VENV)/.installed
+$(PREFECT_STAMP): requirements-prefect.lock
+	test -d $(PREFECT_VENV) || $(PYTHON) -m venv $(PREFECT_VENV)
+	$(PREFECT_VENV)/bin/pip install --quiet --upgrade pip
+	$(PREFECT_VENV)/bin/pip install --quiet --require-hashes -r requirements-prefect.lock
+	touch $(PREFECT_STAMP)
+
+engines: $(PREFECT_STAMP)
+
 serve: $(STAMP)
 	$(BIN)/watchkeeper serve
 
@@ -37,9 +49,9 @@ typecheck: $(STAMP)
 # Each step names its slowest tests, so the suite's time can be watched from any CI log.
 # Bytecode is written even where the environment says not to: without it every test module is
 # rewritten and every `watchkeeper` process the tests start compiles its modules again.
-test: lint typecheck node
+test: lint typecheck node engines
 	PYTHONDONTWRITEBYTECODE= $(BIN)/pytest -n 2 --dist loadgroup -m slow --durations=10 $(PYTEST_ARGS)
 	PYTHONDONTWRITEBYTECODE= $(BIN)/pytest -n 2 --dist loadgroup -m "not slow" --durations=40 $(PYTEST_ARGS)
 
 clean:
-	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache sdk/node/node_modules sdk/node/dist
+	rm -rf $(VENV) $(PREFECT_VENV) .pytest_cache .mypy_cache .ruff_cache sdk/node/node_modules sdk/node/dist

@@ -26,6 +26,10 @@ The achieved rate is ``cards - 1`` over the time from the first card settled
 to the last; the fraction is achieved / allowed (goal: at least 0.95 with no
 429s). Every figure is given as min / median / max over ``--rounds`` rounds.
 
+CPU per card is the CPU time this process (the notifier, and SQLite's work,
+which runs in it; not PostgreSQL's server nor the platform, which runs in a
+process of its own) spent from routing's start to the end, over the cards sent.
+
 Cards/s is cards sent / wall time of the delivery, from routing's start to the
 last card settled (not to the moment the bench's polling notices, up to 50 ms
 later); latency is, per card, the
@@ -66,7 +70,7 @@ from watchkeeper.server.app import reports_for
 from watchkeeper.store import Store
 from watchkeeper.store.runs import NewRun
 from watchkeeper.store.schema import incidents
-from watchkeeper.store.schema_notify import deliveries
+from watchkeeper.store.schema.notify import deliveries
 
 
 def serve_fake(_: Any, conn: Any) -> None:
@@ -150,10 +154,11 @@ def one_run(
             channel.per_chat_rate = 10_000.0
         notifier = runtime.build_notifier({platform_name: channel})
 
-        async def deliver() -> tuple[float, float]:
+        async def deliver() -> tuple[float, float, float]:
             await runtime.sweeper.sweep()
             started = time.perf_counter()
             started_at = time.time()
+            cpu_before = time.process_time()
             await asyncio.to_thread(notifier.route, runtime.clock())
             # The server's own loop of passes, woken as it is when paced conversations come due.
             stop = asyncio.Event()
@@ -166,10 +171,11 @@ def one_run(
             stop.set()
             await passes
             seen = time.perf_counter() - started
+            cpu = time.process_time() - cpu_before
             await notifier.aclose()
-            return started_at, seen
+            return started_at, seen, cpu
 
-        started_at, seen = asyncio.run(deliver())
+        started_at, seen, cpu = asyncio.run(deliver())
         with runtime.store.engine.connect() as conn:
             rows = conn.execute(
                 select(deliveries.c.status, deliveries.c.updated_at, incidents.c.opened_at).join(
@@ -202,6 +208,7 @@ def one_run(
         "seconds_until_seen": seen,
         "cards_per_s": len(sent) / elapsed,
         "cards_per_s_until_seen": len(sent) / seen,
+        "cpu_ms_per_card": 1000 * cpu / len(sent) if sent else float("nan"),
         "open_to_delivered_p50_s": common.percentile(latencies, 50),
         "open_to_delivered_p99_s": common.percentile(latencies, 99),
         "fake_429s": limited,
@@ -255,6 +262,7 @@ def show(backend: str, figures: common.Figures) -> None:
             ("cards/s, wall (min/med/max)", mmm(f["cards_per_s"]) + "  (goal >= 400/s unpaced)"),
             ("cards/s, until the bench saw it", mmm(f["cards_per_s_until_seen"])),
             ("first -> last settled, cards/s", mmm(f["achieved_per_s"])),
+            ("CPU of this process per card (ms)", mmm(f["cpu_ms_per_card"], "{:.2f}")),
         ]
         if f["allowed_per_s"] is not None:
             rows += [

@@ -543,7 +543,7 @@ def latency(backend: str, args: argparse.Namespace) -> dict[str, float]:
         stop.set()
         for proc in procs:
             proc.join()
-        from watchkeeper.store.schema_queue import queue_tasks
+        from watchkeeper.store.schema.queue import queue_tasks
 
         with store.engine.connect() as conn:
             rows = conn.execute(select(queue_tasks.c.leased_at - queue_tasks.c.queued_at)).all()

@@ -296,7 +296,7 @@ def peer_app(db_path: str) -> Any:
 
 def peer_main(db_path: str, port: int) -> None:
     """Serve :func:`peer_app` as ``watchkeeper serve`` serves its app."""
-    from watchkeeper.server.http import Server, server_config
+    from watchkeeper.server.http.protocol import Server, server_config
 
     Server(server_config(peer_app(db_path), "127.0.0.1", port, log_level="info")).run()
 

@@ -56,9 +56,9 @@ from sqlalchemy import insert
 import _common as common
 from watchkeeper.clock import to_epoch
 from watchkeeper.records.timeline import NewEvent
-from watchkeeper.server.routes_timeline import Batch
+from watchkeeper.server.api.timeline import Batch
 from watchkeeper.store import Store
-from watchkeeper.store.schema_timeline import timeline_events
+from watchkeeper.store.schema.timeline import timeline_events
 from watchkeeper.timeline import spend
 from watchkeeper.timeline.service import TimelineService
 

@@ -38,7 +38,8 @@ _SHORTHANDS: dict[str, list[tuple[str, str, str, str]]] = {
             "reports_itself",
             "boolean",
             "`false`",
-            '`true` is short for `reports = ["failed", "stuck", "stalled"]`; set one of the two',
+            '`true` is short for `reports = ["failed", "stuck", "stalled", "looping"]` '
+            "(every paged condition); set one of the two",
         )
     ]
 }
@@ -210,7 +211,9 @@ def _param_row(param: Any) -> str | None:
         return None
     is_option = hasattr(param, "is_flag")
     if is_option:
-        names = ", ".join(f"`{opt}`" for opt in [*param.opts, *param.secondary_opts])
+        # What to type after an option that takes a value, as --help shows it: `--name NAME`.
+        value = "" if param.is_flag or param.count or not param.metavar else f" {param.metavar}"
+        names = ", ".join(f"`{opt}{value}`" for opt in [*param.opts, *param.secondary_opts])
     else:
         names = f"`{(param.metavar or param.name).upper()}`"
     default = param.default
@@ -234,7 +237,7 @@ def cli_reference() -> str:
     """The Markdown reference of every command, argument and option of ``watchkeeper``."""
     import typer
 
-    from watchkeeper.cli import app
+    from watchkeeper.cli.app import app
 
     root = typer.main.get_command(app)
     parts = ["| command | what it does |", "|---|---|"]

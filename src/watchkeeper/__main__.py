@@ -2,6 +2,6 @@
 
 import sys
 
-from watchkeeper.entry import main
+from watchkeeper.cli import main
 
 sys.exit(main())

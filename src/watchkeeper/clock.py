@@ -63,9 +63,15 @@ def from_epoch(value: float) -> datetime:
     """A stored epoch second as an aware UTC datetime.
 
     With :func:`to_epoch`, the one pair of converters between a time and the
-    column that stores it; ``None`` (a NULL) passes through both.
+    column that stores it; ``None`` (a NULL) passes through both. A value no
+    calendar holds (non-finite, past year 9999, no number) raises ``ValueError``,
+    never the ``OverflowError`` a value sent to a column raises: a stored value is
+    at fault, not a caller.
     """
-    return datetime.fromtimestamp(value, UTC)
+    try:
+        return datetime.fromtimestamp(value, UTC)
+    except (OverflowError, OSError, ValueError, TypeError) as exc:
+        raise ValueError(f"{value!r} is no time ({exc})") from None
 
 
 @_none_passes

@@ -41,6 +41,7 @@ class Condition(StrEnum):
     FAILED = "failed"
     STUCK = "stuck"
     STALLED = "stalled"
+    LOOPING = "looping"  # reports keep coming, all saying the same thing
     SLOW = "slow"
 
     @property
@@ -74,6 +75,8 @@ class Action(StrEnum):
     CLOSE_TURN = "close_turn"
     DISMISS = "dismiss"
     DIAGNOSE = "diagnose"
+    RESTART = "restart"
+    STOP = "stop"
 
 
 @dataclass(frozen=True, slots=True)
@@ -162,15 +165,36 @@ class RunView:
     failure: Failure | None = None
     step: str | None = None
     interrupted_at: datetime | None = None
+    #: When the work last said where it is (or was last seen saying it), whether or not
+    #: that moved it; ``None``: at ``progress_at``. A bare liveness ping is not a report.
+    reported_at: datetime | None = None
+    #: How many reports in a row said the same thing, the latest included (1: the latest
+    #: said something new; 0: nothing to compare, such as a report that names nothing).
+    repeats: int = 0
+    #: What the repeated reports say, when ``step`` does not say it (an output line).
+    repeating: str | None = None
+    #: The budget and expected time the latest report gave its step, in force until the
+    #: next report; the run's own apply when ``None``.
+    step_budget_s: float | None = None
+    step_expected_s: float | None = None
+    #: Counters the work reports (pages, tests, tokens): ``done`` of ``total``.
+    done: int | None = None
+    total: int | None = None
+
+
+#: Identical reports in a row that make running work looping, unless its kind says otherwise.
+DEFAULT_LOOP_AFTER = 5
 
 
 @dataclass(frozen=True, slots=True)
 class KindSpec:
-    """The judging rules of one kind: its progress budget and expected duration."""
+    """The judging rules of one kind: its progress budget, expected duration, and how many
+    identical reports in a row make its work looping (0: never by count)."""
 
     name: str
     budget_s: float
     expected_s: float | None = None
+    loop_after: int = DEFAULT_LOOP_AFTER
 
 
 @dataclass(frozen=True, slots=True)

@@ -12,7 +12,8 @@ subclasses (``procs.errors``, ``queue.errors``, ``supervise.errors``...).
     ├── ConfigError          the configuration file is wrong (exit status 2)
     ├── StoreError           the database could not be reached or used
     │   ├── StoreUnavailable the database is away (down, locked, unreachable)
-    │   └── ValueRefused     a column cannot hold a value sent (also an InvalidInput)
+    │   ├── ValueRefused     a column cannot hold a value sent (also an InvalidInput)
+    │   └── StoredDataUnreadable  a stored row holds a value that cannot be read
     ├── NotFound             an id that does not exist
     ├── Conflict             the request contradicts what is stored
     ├── Unauthorized         a request whose signature or secret does not check out
@@ -82,6 +83,19 @@ class InvalidInput(WatchkeeperError, http_status=422, code="invalid"):
 
 class ValueRefused(StoreError, InvalidInput, http_status=422, code="invalid"):
     """The database cannot hold a value (too large a number, NUL in text): the caller's to fix."""
+
+
+class StoredDataUnreadable(StoreError, http_status=500, code="stored_data_unreadable"):
+    """A stored row holds a value watchkeeper cannot read (written by hand, restored from a
+    bad copy): the operator's to fix, never the caller's. Names the table and the row."""
+
+    #: Whether the store logged it already (once per row): the API need not again.
+    told = False
+
+    def __init__(self, message: str, table: str | None = None, row_id: object = None) -> None:
+        super().__init__(message)
+        self.table = table
+        self.row_id = row_id
 
 
 class LeadershipLost(WatchkeeperError, http_status=503, code="not_leader"):

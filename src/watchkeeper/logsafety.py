@@ -14,6 +14,7 @@ is made, through the record factory.
 from __future__ import annotations
 
 import logging
+from collections.abc import Mapping
 from typing import Any
 
 from watchkeeper.redact import redact
@@ -25,14 +26,23 @@ _DONE = "_watchkeeper_redacted"
 
 
 def scrub(record: logging.LogRecord) -> logging.LogRecord:
-    """``record`` with its message, traceback and stack redacted (once)."""
+    """``record`` with its message, traceback and stack redacted (once).
+
+    The format and its arguments are kept apart where they can be: some formatters read
+    the arguments themselves (uvicorn's access log unpacks five), so a record whose
+    message holds no secret is left as it is, and one whose secrets each sit inside one
+    argument or in the format gets them redacted in place. Only a secret formed across
+    the pieces makes the record one redacted message without arguments.
+    """
     if getattr(record, _DONE, False):
         return record
     try:
         message = record.getMessage()
     except Exception:  # noqa: BLE001 - a bad format string is reported by the handler, as usual
         return record
-    record.msg, record.args = redact(message), None
+    cleaned = redact(message)
+    if cleaned != message:
+        record.msg, record.args = _in_pieces(record) or (cleaned, None)
     if record.exc_info and not record.exc_text:
         record.exc_text = logging.Formatter().formatException(record.exc_info)
     if record.exc_text:
@@ -41,6 +51,26 @@ def scrub(record: logging.LogRecord) -> logging.LogRecord:
         record.stack_info = redact(record.stack_info)
     setattr(record, _DONE, True)
     return record
+
+
+def _redacted(value: object) -> object:
+    return redact(value) if isinstance(value, str) else value
+
+
+def _in_pieces(record: logging.LogRecord) -> tuple[object, Any] | None:
+    """The record's format and arguments each redacted, if then no secret is left in the
+    message they make; else ``None``."""
+    args: Any = record.args
+    if isinstance(args, Mapping):
+        args = {key: _redacted(value) for key, value in args.items()}
+    elif isinstance(args, tuple):
+        args = tuple(_redacted(value) for value in args)
+    msg = _redacted(record.msg)
+    try:
+        message = str(msg) % args if args else str(msg)
+    except (TypeError, ValueError, KeyError):  # redaction took a placeholder away
+        return None
+    return (msg, args) if redact(message) == message else None
 
 
 class RedactingFilter(logging.Filter):

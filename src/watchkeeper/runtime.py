@@ -11,7 +11,7 @@ import functools
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from functools import cached_property
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from watchkeeper import __version__
 from watchkeeper.access.sessions import SessionService
@@ -24,6 +24,7 @@ from watchkeeper.decide.journal import recover_abandoned, recover_interrupted
 from watchkeeper.decide.runbooks import Runbooks
 from watchkeeper.kinds import registry
 from watchkeeper.kinds.base import AdapterContext
+from watchkeeper.kinds.program import ProgramAdapter
 from watchkeeper.notify.channels.base import Channel
 from watchkeeper.notify.install import InstallView
 from watchkeeper.notify.ops import OpsNotifier
@@ -41,7 +42,11 @@ from watchkeeper.watch.sweeper import Sweeper
 
 if TYPE_CHECKING:
     from watchkeeper.procs.engine import ProcEngine
+    from watchkeeper.programs.host import ProgramHost
     from watchkeeper.queue.service import QueueService
+    from watchkeeper.timeline.forge import Forge, Submit
+    from watchkeeper.timeline.record import RecordKeys
+    from watchkeeper.timeline.sentry import Sentry
     from watchkeeper.timeline.service import TimelineService
 
 
@@ -88,6 +93,9 @@ class Runtime:
         if not store.is_sqlite:
             sweeper.relay_deadline = lambda at: announce_deadline(store.engine, to_epoch(at))
         runtime = cls(settings, store, sweeper, clock, ops_channels)
+        for adapter in adapters.values():
+            if isinstance(adapter, ProgramAdapter):  # acts through this host's programs
+                adapter.control_of = lambda: runtime.programs
         runtime.start_decisions()
         runtime.procs.reconcile_startup()  # hooks left firing become maybe_fired, never refired
         sweeper.local_hooks.append(runtime.procs.sweep)  # each replica reaps its own host's runs
@@ -173,6 +181,13 @@ class Runtime:
         return ProcEngine.from_settings(self.settings, self.store, self.clock)
 
     @cached_property
+    def programs(self) -> ProgramHost:
+        """The programs this host's server keeps running (``[programs.NAME]``)."""
+        from watchkeeper.programs.host import ProgramHost  # lazy, as above
+
+        return ProgramHost(self.settings, self.store, self.clock, wake=self.sweeper.poke)
+
+    @cached_property
     def queue(self) -> QueueService:
         """Jobs, tasks, leases and runners."""
         from watchkeeper.queue.service import QueueService  # lazy, as above
@@ -197,6 +212,30 @@ class Runtime:
             clock=self.clock,
             exporters=[exporter] if exporter is not None else [],
         )
+
+    @cached_property
+    def record_keys(self) -> RecordKeys:
+        """The keys this server signs execution records with (read, or made, once)."""
+        from watchkeeper.timeline import record
+
+        return record.load_keys(self.settings)
+
+    @cached_property
+    def forge(self) -> Forge:
+        """The GitHub and Linear webhooks' handler: merges linked into signed records,
+        Linear issues submitted as jobs on ``[forge] linear_org`` and ``linear_fleet``."""
+        config = self.settings.forge
+        submit = _submitter(self.queue, config.linear_org, config.linear_fleet, "linear")
+        return self.timeline.forge(config, self.record_keys, submit)
+
+    @cached_property
+    def sentry(self) -> Sentry:
+        """Sentry's webhook triage: an issue becomes a job on ``[forge] sentry_org`` and
+        ``sentry_fleet``; a regression resumes it."""
+        config = self.settings.forge
+        queue = self.queue
+        submit = _submitter(queue, config.sentry_org, config.sentry_fleet, "sentry")
+        return self.timeline.sentry(config, submit, lambda job, data: queue.resume(job, data).id)
 
     def build_notifier(self, channels: Mapping[str, Channel]) -> Notifier:
         """A notifier routing this process's incident events to ``channels``."""
@@ -224,12 +263,25 @@ class Runtime:
         """Read every kind now and sort what it reports (does not touch incidents)."""
         return await self.sweeper.overview(include_finished)
 
+    async def overview_of_run(self, kind: str, run_id: str) -> Overview:
+        """The runs list narrowed to one run, read from that run alone."""
+        return await self.sweeper.overview_of_run(kind, run_id)
+
     def close(self) -> None:
         """Release adapters and pooled connections."""
         if "listener" in self.__dict__:
             self.listener.stop()
         self.sweeper.close()
         self.store.close()
+
+
+def _submitter(queue: QueueService, org: str, fleet: str, source: str) -> Submit:
+    """The queue's own submit, bound to where ``source``'s jobs go: ``(title, payload) -> id``."""
+
+    def submit(title: str, payload: dict[str, Any]) -> str:
+        return queue.submit(title, org=org, fleet=fleet, payload=payload, submitted_by=source).id
+
+    return submit
 
 
 def upgrade_database(settings: Settings) -> tuple[str | None, str | None]:

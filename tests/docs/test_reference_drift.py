@@ -93,7 +93,7 @@ def _commands_named_in_docs() -> set[tuple[str, str]]:
 def test_every_command_the_docs_name_exists() -> None:
     import typer
 
-    from watchkeeper.cli import app
+    from watchkeeper.cli.app import app
 
     commands = set(typer.main.get_command(app).commands)  # type: ignore[attr-defined]
     missing = sorted(

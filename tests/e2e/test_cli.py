@@ -6,8 +6,9 @@ import json
 from collections.abc import Iterator
 from pathlib import Path
 
-import httpx
 import pytest
+
+from tests.support import patient_http
 
 from ..support.cli import wk
 from ..support.serving import served_then_stopped
@@ -87,7 +88,7 @@ def test_serve_report_and_runs_end_to_end(served: tuple[str, str], config_file: 
 
 def test_second_start_prints_no_new_token(served: tuple[str, str], config_file: Path) -> None:
     url, token = served
-    response = httpx.get(url + "/api/v1/runs", headers={"Authorization": f"Bearer {token}"})
+    response = patient_http.get(url + "/api/v1/runs", headers={"Authorization": f"Bearer {token}"})
     assert response.status_code == 200
     listed = wk("--config", str(config_file), "token", "list", "--server", url, "--token", token)
     assert listed.stdout.count("first admin") == 1

@@ -16,7 +16,7 @@ EXPLODING = textwrap.dedent(
     """
     import sys
 
-    from watchkeeper.cli import app, main
+    from watchkeeper.cli.app import app, main
 
     @app.command("explode")
     def explode() -> None:

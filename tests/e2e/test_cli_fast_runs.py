@@ -53,7 +53,7 @@ def test_runs_loads_no_cli_framework_nor_http_library(tmp_path: Path, server: Li
         assert result["status"] == 0, argv
         loaded = packages(result["modules"])
         assert NOT_NEEDED.isdisjoint(loaded), (argv, sorted(NOT_NEEDED & loaded))
-        assert "watchkeeper.cli" not in result["modules"], argv
+        assert "watchkeeper.cli.app" not in result["modules"], argv
 
 
 def test_runs_says_and_exits_the_same_either_way(tmp_path: Path, server: LiveServer) -> None:

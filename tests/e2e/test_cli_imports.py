@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from watchkeeper.cli import COMMANDS
+from watchkeeper.cli.app import COMMANDS
 from watchkeeper.runtime import Runtime
 
 from ..support.cli import WK, cli_env
@@ -24,7 +24,7 @@ from ..support.live_server import LiveServer, live_server
 PROBE = textwrap.dedent(
     """
     import json, sys
-    from watchkeeper.cli import main
+    from watchkeeper.cli.app import main
 
     status = main(sys.argv[1:]) if "cli" in main.__module__ else main()
     print(json.dumps({"status": status, "modules": sorted({m.split(".")[0] for m in sys.modules})}))
@@ -95,7 +95,7 @@ def test_commands_that_ask_the_server_load_nothing_heavy(
     assert "watchkeeper" in loaded
     assert HEAVY.isdisjoint(loaded), sorted(HEAVY & loaded)
     # At most the module of the command named: not every command's module and what it imports.
-    every = {f"watchkeeper.cli.{module}" for _, module, *_ in COMMANDS}
+    every = {f"watchkeeper.cli.app.{module}" for _, module, *_ in COMMANDS}
     assert len(every & modules) <= 1, sorted(every & modules)
 
 

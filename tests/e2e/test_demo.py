@@ -12,7 +12,7 @@ import sys
 import threading
 from pathlib import Path
 
-import httpx
+from tests.support import patient_http
 
 from ..support.live_server import free_port
 
@@ -45,10 +45,10 @@ def test_demo_card_retry_and_a_note_under_the_card(tmp_path: Path) -> None:
         assert "[Retry] [Dismiss] [Ask to diagnose]" in first
         headers = {"Authorization": f"Bearer {token.group(0)}"}
         base = f"http://127.0.0.1:{port}"
-        incident = httpx.get(f"{base}/api/v1/incidents", headers=headers, timeout=10).json()[
+        incident = patient_http.get(f"{base}/api/v1/incidents", headers=headers).json()[
             "incidents"
         ][0]
-        pressed = httpx.post(
+        pressed = patient_http.post(
             f"{base}/api/v1/incidents/{incident['id']}/decide",
             json={"action": "retry", "state_token": incident["state_token"]},
             headers=headers, timeout=30,

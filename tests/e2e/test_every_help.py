@@ -7,13 +7,14 @@ the Rich, Typer and Click installed here.
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 import pytest
 import typer.main
 
 from tests.support.cli import wk
-from watchkeeper.cli import app
+from watchkeeper.cli.app import app
 
 
 def _paths(command: Any, prefix: tuple[str, ...] = ()) -> list[tuple[str, ...]]:
@@ -26,6 +27,8 @@ def _paths(command: Any, prefix: tuple[str, ...] = ()) -> list[tuple[str, ...]]:
 
 
 COMMANDS = _paths(typer.main.get_command(app))
+#: Typer's type tags: <str>, <int range>, <list[str]>, <path>, <float>...
+TYPE_TAG = re.compile(r"<(?:str|int|float|bool|path|datetime|list\[[^>]*\]|[a-z]+ range)>")
 
 
 def test_the_walk_finds_the_commands_known_to_have_crashed() -> None:
@@ -41,9 +44,30 @@ def test_help_prints_usage_and_exits_cleanly(words: tuple[str, ...]) -> None:
     assert "Usage:" in done.stdout
     assert done.stderr == ""
     assert "error" not in done.stdout.lower().split("usage:")[0]
+    # A value is named by what to type (FILE, URL, DURATION), never by a type tag like <str>.
+    tags = TYPE_TAG.findall(done.stdout)
+    assert tags == [], f"{' '.join(words)} --help shows type tags: {tags}"
 
 
 def test_help_shows_text_in_brackets_as_written() -> None:
     # A closing tag used to crash the help; an opening one vanished from it without a word.
     assert "PLATFORM:CHAT[/THREAD]" in wk("run", "--help", columns=200).stdout
     assert "[server] port" in wk("demo", "--help", columns=200).stdout
+
+
+@pytest.mark.parametrize(
+    ("words", "shown"),
+    [
+        ((), ["-c, --config FILE"]),
+        (("run",), ["--on-done-url URL", "--budget DURATION", "--server URL", "CMD"]),
+        (("status",), ["{RUN_ID}", "--token TOKEN", "--store STORE"]),
+        (("runner",), ["--capacity N", "--heartbeat-interval SECONDS", "--pass-env NAME"]),
+        (("park",), ["--until RUN_ID"]),
+    ],
+)
+def test_options_and_arguments_are_named_by_what_to_type(
+    words: tuple[str, ...], shown: list[str]
+) -> None:
+    done = wk(*words, "--help", columns=200)
+    for expected in shown:
+        assert expected in done.stdout, done.stdout

@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 
 from watchkeeper import config
-from watchkeeper.cli.testcard import TEXT
+from watchkeeper.cli.app.testcard import TEXT
 
 from ..integration.fakes.discord import FakeDiscord, fake_discord
 from ..integration.fakes.slack import FakeSlack, fake_slack

@@ -11,6 +11,8 @@ from pathlib import Path
 import httpx
 import pytest
 
+from tests.support import patient_http
+from tests.support.waiting import TIMEOUT_S
 from watchkeeper.redact import MASK
 from watchkeeper.runtime import Runtime
 
@@ -56,7 +58,7 @@ def test_serve_log_never_carries_the_bot_token(tmp_path: Path) -> None:
             headers = {"Authorization": f"Bearer {match.group(0)}"}
             base = f"http://127.0.0.1:{port}"
             wait_for(lambda: _answers(f"{base}/healthz"), what="the server listening", timeout=60)
-            with httpx.Client(base_url=base, headers=headers, timeout=10) as api:
+            with httpx.Client(base_url=base, headers=headers, timeout=TIMEOUT_S) as api:
                 started = api.post(
                     "/api/v1/runs",
                     json={
@@ -94,7 +96,7 @@ def test_serve_log_never_carries_the_bot_token(tmp_path: Path) -> None:
 
 def _answers(url: str) -> bool:
     try:
-        return httpx.get(url, timeout=2).status_code < 500
+        return patient_http.get(url, timeout=2).status_code < 500
     except httpx.HTTPError:
         return False
 

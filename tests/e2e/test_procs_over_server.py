@@ -16,8 +16,9 @@ import time
 from collections.abc import Iterator
 from pathlib import Path
 
-import httpx
 import pytest
+
+from tests.support import patient_http
 
 from ..support.cli import WK, cli_env, wk
 from ..support.live_server import free_port
@@ -168,7 +169,7 @@ def test_logs_follow_reads_by_offset_and_never_splits_a_secret(
     try:
         seen = _read_until(follower, b"first line\n", timeout=30)
         headers = {"Authorization": f"Bearer {token}"}
-        piece = httpx.get(
+        piece = patient_http.get(
             f"{url}/api/v1/procs/{run_id}/log", params={"offset": 0}, headers=headers
         ).json()
         # While the run goes on, a piece ends at the last complete line.
@@ -185,7 +186,7 @@ def test_logs_follow_reads_by_offset_and_never_splits_a_secret(
     assert SECRET not in printed
     assert printed == "first line\napi_key=[redacted]\nlast line\n"
     # The old way to ask still gives the end of the log.
-    tail = httpx.get(
+    tail = patient_http.get(
         f"{url}/api/v1/procs/{run_id}/log", params={"tail_bytes": 10}, headers=headers
     ).json()
     assert tail["text"] == "last line\n"
@@ -201,15 +202,18 @@ def test_run_with_server_runs_there_in_the_foreground(
     assert foreground.stdout == "out\nmore\n"
     listed = json.loads(wk("ps", "--all", "--json", env=client_env(server)).stdout)
     assert [row["exit_code"] for row in listed] == [7]
-    # The URL from the environment does not send work to another host: `run` starts it here.
+    # The URL from the environment does not send work to another host: `run` starts it here,
+    # in the folder it was typed in, and records it on that server, where `ps` finds it.
     local_data = tmp_path / "local-data"
     config = tmp_path / "local.toml"
     config.write_text(f'data_dir = "{local_data}"\n')
-    here = wk("--config", str(config), "run", "--", "sh", "-c", "exit 4",
-              env=client_env(server), cwd=elsewhere)  # fmt: skip
+    env = {**client_env(server), "XDG_STATE_HOME": str(tmp_path / "state")}
+    here = wk("--config", str(config), "run", "--", "sh", "-c", "exit 4", env=env, cwd=elsewhere)
     assert here.returncode == 4, here.stderr
-    assert len(json.loads(wk("ps", "--all", "--json", env=client_env(server)).stdout)) == 1
-    assert len(json.loads(wk("ps", "-a", "--json", "--store", str(local_data)).stdout)) == 1
+    listed = json.loads(wk("ps", "--all", "--json", env=client_env(server)).stdout)
+    assert [row["exit_code"] for row in listed] == [4, 7]
+    assert listed[0]["cwd"] == str(elsewhere.resolve())
+    assert not local_data.exists() and list(elsewhere.iterdir()) == []
 
 
 @pytest.mark.parametrize(

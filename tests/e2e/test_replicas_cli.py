@@ -6,8 +6,9 @@ import json
 from collections.abc import Iterator
 from pathlib import Path
 
-import httpx
 import pytest
+
+from tests.support import patient_http
 
 from ..support.cli import wk
 from ..support.serving import serving
@@ -26,7 +27,7 @@ def test_replicas_lists_the_serving_replica_as_leader(served: tuple[str, str]) -
     listed = wk("replicas", "--json", env=env)
     assert listed.returncode == 0, listed.stderr
     body = json.loads(listed.stdout)
-    health = httpx.get(url + "/healthz", timeout=5).json()["cluster"]
+    health = patient_http.get(url + "/healthz", timeout=5).json()["cluster"]
     assert health["leader"] is True and health["leader_alive"] is True
     assert body["leader"] == health["replica"] == body["answered_by"]
     assert [(r["name"], r["alive"], r["leader"]) for r in body["replicas"]] == [

@@ -15,6 +15,8 @@ from typing import Any
 import httpx
 import pytest
 
+from tests.support import patient_http
+
 from ..support.json_server import JsonHandler, JsonServer, answering
 from ..support.serving import serving
 from ..support.waiting import wait_for
@@ -45,10 +47,10 @@ class Served:
     lines: list[str] = field(default_factory=list)
 
     def get(self, path: str) -> httpx.Response:
-        return httpx.get(self.url + path, headers=self.auth, timeout=10)
+        return patient_http.get(self.url + path, headers=self.auth)
 
     def post(self, path: str, **kwargs: Any) -> httpx.Response:
-        return httpx.post(self.url + path, headers=self.auth, timeout=30, **kwargs)
+        return patient_http.post(self.url + path, headers=self.auth, timeout=30, **kwargs)
 
     @property
     def auth(self) -> dict[str, str]:
@@ -145,9 +147,11 @@ def test_a_failing_webhook_opens_its_breaker_and_the_api_shows_it(
     headers = {"Authorization": f"Bearer {reporter['token']}"}
     for n in range(4):
         body = {"kind": "crawl", "run_id": f"crawl-{n}", "title": f"crawl {n}", "effects": "none"}
-        started = httpx.post(served.url + "/api/v1/runs", json=body, headers=headers, timeout=10)
+        started = patient_http.post(
+            served.url + "/api/v1/runs", json=body, headers=headers, timeout=10
+        )
         assert started.status_code == 201, started.text
-        failed = httpx.post(
+        failed = patient_http.post(
             f"{served.url}/api/v1/runs/crawl/crawl-{n}/fail",
             json={"reason": f"disk full {n}", "fingerprint": f"disk-{n}"},
             headers=headers,
@@ -207,11 +211,11 @@ def test_unknown_ids_are_refused_with_what_there_is(untouched: Served) -> None:
 @READ_ONLY
 def test_the_api_needs_a_token_and_actions_need_an_admin(untouched: Served) -> None:
     served = untouched
-    assert httpx.get(served.url + "/api/v1/supervision", timeout=10).status_code == 401
+    assert patient_http.get(served.url + "/api/v1/supervision").status_code == 401
     viewer = served.post("/api/v1/tokens", json={"role": "viewer", "name": "eve"}).json()
     headers = {"Authorization": f"Bearer {viewer['token']}"}
-    assert httpx.get(served.url + "/api/v1/supervision", headers=headers).status_code == 200
-    refused = httpx.post(
+    assert patient_http.get(served.url + "/api/v1/supervision", headers=headers).status_code == 200
+    refused = patient_http.post(
         served.url + "/api/v1/supervision/children/server/notifier/stop", headers=headers
     )
     assert refused.status_code == 403
@@ -288,7 +292,10 @@ def test_the_dashboard_reads_and_acts_with_its_session_and_csrf_token(served: Se
         assert form.headers["location"].startswith("/web/topology?notice=server%2Fsweeper")
     finally:
         web.close()
-    assert httpx.get(served.url + "/web/supervision.json", timeout=10).status_code in (303, 401)
+    assert patient_http.get(served.url + "/web/supervision.json").status_code in (
+        303,
+        401,
+    )
 
 
 @READ_ONLY

@@ -14,7 +14,7 @@ import httpx
 import psutil
 import pytest
 
-from watchkeeper.server.longpoll import PER_TOKEN
+from watchkeeper.server.http.longpoll import PER_TOKEN
 
 from ..support.serving import serving
 from ..support.waiting import wait_for

@@ -16,7 +16,7 @@ import pytest
 from watchkeeper.clock import utcnow
 from watchkeeper.notify.ops import OpsNotifier
 from watchkeeper.runtime import Runtime
-from watchkeeper.server.limits import MAX_BODY_BYTES
+from watchkeeper.server.http.limits import MAX_BODY_BYTES
 from watchkeeper.store import Store
 from watchkeeper.store.runs import NewRun
 

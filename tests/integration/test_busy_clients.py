@@ -22,7 +22,7 @@ from watchkeeper.errors import ClientError
 from watchkeeper.notify.ops import OpsNotifier
 from watchkeeper.procs.engine import ProcEngine
 from watchkeeper.runtime import Runtime
-from watchkeeper.server.longpoll import LongWaits
+from watchkeeper.server.http.longpoll import LongWaits
 from watchkeeper.store import Store
 
 from ..conftest import make_settings

@@ -8,7 +8,7 @@ import pytest
 
 from tests.support.live_server import LiveServer, live_server
 from watchkeeper.client import Client
-from watchkeeper.client_wire import plain_call
+from watchkeeper.client.wire import plain_call
 from watchkeeper.errors import ClientError
 from watchkeeper.runtime import Runtime
 

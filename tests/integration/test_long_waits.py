@@ -20,7 +20,7 @@ from watchkeeper.clock import utcnow
 from watchkeeper.notify.ops import OpsNotifier
 from watchkeeper.procs.engine import ProcEngine
 from watchkeeper.runtime import Runtime
-from watchkeeper.server.longpoll import LongWaits, long_waits_of
+from watchkeeper.server.http.longpoll import LongWaits, long_waits_of
 from watchkeeper.store import Store
 from watchkeeper.store.tokens import Role
 

@@ -81,7 +81,7 @@ def test_no_live_leader_for_longer_than_the_lease_is_unhealthy(
     gone = _health(api)
     assert gone.status_code == 503, gone.text
     body = gone.json()
-    assert body["status"] == "unhealthy"
+    assert body["status"] == "failing"
     assert body["cluster"]["leader"] is False and body["cluster"]["leader_alive"] is False
     assert "no replica has held the leader lease" in body["error"]
     # This replica takes over: healthy again, and it says it leads.

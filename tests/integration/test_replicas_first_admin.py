@@ -19,6 +19,7 @@ import httpx
 import pytest
 from sqlalchemy import create_engine, text
 
+from tests.support import patient_http
 from watchkeeper.store import Store
 from watchkeeper.store.tokens import Role
 
@@ -77,7 +78,7 @@ class Replica:
         if self.process.poll() is not None:
             raise AssertionError(f"a replica exited early:\n{''.join(self.lines)}")
         try:
-            return httpx.get(self.url + "/healthz", timeout=2).status_code == 200
+            return patient_http.get(self.url + "/healthz", timeout=2).status_code == 200
         except httpx.HTTPError:
             return False
 

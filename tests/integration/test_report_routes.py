@@ -175,7 +175,7 @@ def test_report_routes_are_matched_first_and_every_path_reaches_what_it_did(
                 reference.router.routes, path, method
             ), (method, path)
     process = _first_match(routes, "/api/v1/runs/process/p1/progress", "POST")
-    assert process.__module__.endswith("routes_procs")
+    assert process.__module__ == "watchkeeper.server.api.procs"
     # The OpenAPI document is what FastAPI makes of the routers in the order they were included.
     expected = get_openapi(
         title=app.title, version=app.version, description=app.description, routes=reference.routes

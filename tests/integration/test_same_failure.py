@@ -17,7 +17,7 @@ from watchkeeper.records.procs import NewProc, ProcStatus
 from watchkeeper.runtime import Runtime
 from watchkeeper.store import Store
 from watchkeeper.store.procs import ProcStore
-from watchkeeper.store.schema_procs import proc_runs
+from watchkeeper.store.schema.procs import proc_runs
 
 from ..conftest import make_settings
 from .helpers import reports_for, start, sweep

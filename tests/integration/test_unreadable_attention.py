@@ -17,6 +17,7 @@ from pathlib import Path
 import httpx
 import pytest
 
+from tests.support.waiting import TIMEOUT_S
 from watchkeeper.clock import ManualClock
 from watchkeeper.notify.ops import OpsNotifier
 from watchkeeper.runtime import Runtime
@@ -93,7 +94,7 @@ def unreadable_after_a_stall(runtime: Runtime, clock: ManualClock, crawler_db: P
 
 
 def dashboard_work(server: LiveServer) -> str:
-    with httpx.Client(base_url=server.url, timeout=10) as web:
+    with httpx.Client(base_url=server.url, timeout=TIMEOUT_S) as web:
         form = web.get("/web/login")
         nonce = re.search(r'name="nonce" value="([^"]+)"', form.text)
         assert nonce is not None

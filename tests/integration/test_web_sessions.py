@@ -14,6 +14,7 @@ import httpx
 import pytest
 from sqlalchemy import func, select
 
+from tests.support.waiting import TIMEOUT_S
 from watchkeeper.clock import ManualClock
 from watchkeeper.runtime import Runtime
 from watchkeeper.server.web import session as web_session
@@ -32,7 +33,7 @@ def server(runtime: Runtime) -> Iterator[LiveServer]:
 
 @contextmanager
 def _login(server: LiveServer, role: str = "admin") -> Iterator[httpx.Client]:
-    with httpx.Client(base_url=server.url, timeout=10) as web:
+    with httpx.Client(base_url=server.url, timeout=TIMEOUT_S) as web:
         form = web.get("/web/login")
         nonce = re.search(r'name="nonce" value="([^"]+)"', form.text)
         assert nonce is not None
@@ -50,7 +51,7 @@ def _csrf(web: httpx.Client) -> str:
 
 def _with_cookie(server: LiveServer, cookie: str) -> httpx.Client:
     """A browser that kept the old cookie (logging out cannot make a copy forget it)."""
-    client = httpx.Client(base_url=server.url, timeout=10)
+    client = httpx.Client(base_url=server.url, timeout=TIMEOUT_S)
     client.cookies.set(web_session.COOKIE, cookie)
     return client
 

@@ -8,6 +8,7 @@ from contextlib import contextmanager
 
 import httpx
 
+from tests.support.waiting import TIMEOUT_S
 from watchkeeper.clock import ManualClock
 from watchkeeper.runtime import Runtime
 
@@ -18,7 +19,7 @@ from .helpers import start, sweep
 @contextmanager
 def logged_in(server: LiveServer, role: str = "admin") -> Iterator[tuple[httpx.Client, str]]:
     """A browser logged in with the ``role`` token, and its CSRF token."""
-    with httpx.Client(base_url=server.url, timeout=10) as web:
+    with httpx.Client(base_url=server.url, timeout=TIMEOUT_S) as web:
         form = web.get("/web/login")
         nonce = re.search(r'name="nonce" value="([^"]+)"', form.text)
         assert nonce is not None

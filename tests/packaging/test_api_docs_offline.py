@@ -11,9 +11,9 @@ import re
 from collections.abc import Iterator
 from pathlib import Path
 
-import httpx
 import pytest
 
+from tests.support import patient_http
 from watchkeeper.notify.ops import OpsNotifier
 from watchkeeper.runtime import Runtime
 from watchkeeper.store import Store
@@ -58,7 +58,7 @@ def _expected_types(url: str) -> set[str]:
 
 
 def test_docs_page_names_only_assets_of_this_server(server: LiveServer) -> None:
-    page = httpx.get(server.url + "/docs", timeout=10)
+    page = patient_http.get(server.url + "/docs")
     assert page.status_code == 200
     assert "text/html" in page.headers["content-type"]
     assets = _assets(page.text)
@@ -72,9 +72,9 @@ def test_docs_page_names_only_assets_of_this_server(server: LiveServer) -> None:
 
 
 def test_every_asset_of_the_docs_page_answers_with_its_type(server: LiveServer) -> None:
-    page = httpx.get(server.url + "/docs", timeout=10).text
+    page = patient_http.get(server.url + "/docs").text
     for url in _assets(page):
-        answer = httpx.get(server.url + url, timeout=10)
+        answer = patient_http.get(server.url + url)
         assert answer.status_code == 200, (url, answer.status_code)
         media_type = answer.headers["content-type"].split(";")[0].strip()
         assert media_type in _expected_types(url), (url, media_type)
@@ -82,16 +82,16 @@ def test_every_asset_of_the_docs_page_answers_with_its_type(server: LiveServer) 
 
 
 def test_the_docs_script_is_swagger_ui_itself(server: LiveServer) -> None:
-    page = httpx.get(server.url + "/docs", timeout=10).text
+    page = patient_http.get(server.url + "/docs").text
     bundle = next(url for url in _assets(page) if url.endswith("swagger-ui-bundle.js"))
-    script = httpx.get(server.url + bundle, timeout=10).text
+    script = patient_http.get(server.url + bundle).text
     # A placeholder or an error page would pass a status check; the real bundle defines this.
     assert "SwaggerUIBundle" in script
     assert len(script) > 500_000
 
 
 def test_redoc_loads_nothing_from_elsewhere_either(server: LiveServer) -> None:
-    page = httpx.get(server.url + "/redoc", timeout=10)
+    page = patient_http.get(server.url + "/redoc")
     # Either not offered at all, or offered from this server alone.
     if page.status_code == 200:
         outside = [u for u in _assets(page.text) if not u.startswith("/") or u.startswith("//")]

@@ -15,9 +15,9 @@ import sys
 import threading
 from pathlib import Path
 
-import httpx
 import pytest
 
+from tests.support import patient_http
 from watchkeeper import __version__
 
 from ..support.live_server import free_port
@@ -94,12 +94,12 @@ def _serve(installed: Path, tmp_path: Path) -> None:
             what="the installed server answering /healthz",
         )
         assert process.poll() is None, "".join(log)
-        assert httpx.get(url + "/healthz", timeout=5).status_code == 200
+        assert patient_http.get(url + "/healthz", timeout=5).status_code == 200
         # Package data made it into the wheel: the dashboard's and the API docs' files.
         for path in ("/web/static/dashboard.js", "/docs/assets/swagger-ui-bundle.js"):
-            answer = httpx.get(url + path, timeout=5)
+            answer = patient_http.get(url + path, timeout=5)
             assert answer.status_code == 200, (path, answer.status_code)
-        assert "/docs/assets/swagger-ui.css" in httpx.get(url + "/docs", timeout=5).text
+        assert "/docs/assets/swagger-ui.css" in patient_http.get(url + "/docs", timeout=5).text
     finally:
         process.terminate()
         try:

@@ -18,7 +18,7 @@ from .cli import WK, cli_env
 FULL_PROBE = textwrap.dedent(
     """
     import json, sys
-    from watchkeeper.entry import main
+    from watchkeeper.cli import main
 
     status = main()
     loaded = sorted(name for name, module in sys.modules.items() if module is not None)
@@ -27,7 +27,7 @@ FULL_PROBE = textwrap.dedent(
 )
 
 #: The whole Typer command line, never the entry point's fast path: what a user saw before.
-FULL_PATH = "import sys; from watchkeeper.cli import main; sys.exit(main(sys.argv[1:]))"
+FULL_PATH = "import sys; from watchkeeper.cli.app import main; sys.exit(main(sys.argv[1:]))"
 
 
 def bare_env(env: dict[str, str] | None = None) -> dict[str, str]:

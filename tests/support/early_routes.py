@@ -39,5 +39,5 @@ def answered_alike(
     routes.remove(taken[0])
     documented = answers(server)
     for case, ours, reference in zip(cases, taken_ahead, documented, strict=True):
-        assert ours == reference, case
+        assert ours == reference, (case, ours, reference)
     return documented

@@ -13,11 +13,16 @@ import uvicorn
 
 from watchkeeper.runtime import Runtime
 from watchkeeper.server.app import create_app
-from watchkeeper.server.http import BODY_TIMEOUT_S, HEADER_TIMEOUT_S, KEEP_ALIVE_S, server_config
-from watchkeeper.server.longpoll import LongWaits
+from watchkeeper.server.http.longpoll import LongWaits
+from watchkeeper.server.http.protocol import (
+    BODY_TIMEOUT_S,
+    HEADER_TIMEOUT_S,
+    KEEP_ALIVE_S,
+    server_config,
+)
 from watchkeeper.store.tokens import Role
 
-from .waiting import wait_for
+from .waiting import TIMEOUT_S, wait_for
 
 
 @dataclass
@@ -32,7 +37,7 @@ class LiveServer:
 
     def client(self, role: str | None = "admin") -> httpx.Client:
         headers = {"Authorization": f"Bearer {self.tokens[role]}"} if role else {}
-        return httpx.Client(base_url=self.url, headers=headers, timeout=10)
+        return httpx.Client(base_url=self.url, headers=headers, timeout=TIMEOUT_S)
 
 
 def free_port() -> int:

@@ -27,6 +27,7 @@ from watchkeeper.store import Store
 from watchkeeper.store.tokens import Role
 
 from ..integration.fakes.telegram import TOKEN, WEBHOOK_SECRET, FakeTelegram
+from . import patient_http
 from .cli import WK, cli_env
 from .live_server import free_port
 from .serving import healthy
@@ -347,7 +348,7 @@ class Cluster:
         problem: Exception | None = None
         for replica in candidates:
             try:
-                return httpx.request(
+                return patient_http.request(
                     method, replica.url + path, json=body, headers=headers, timeout=10
                 )
             except httpx.HTTPError as exc:  # that replica died or is paused: try the next

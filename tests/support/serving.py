@@ -11,6 +11,7 @@ from pathlib import Path
 
 import httpx
 
+from . import patient_http
 from .cli import WK, cli_env
 from .live_server import free_port
 from .waiting import wait_for
@@ -19,7 +20,7 @@ from .waiting import wait_for
 def healthy(url: str) -> bool:
     """Whether the server at ``url`` answers ``/healthz`` with 200."""
     try:
-        return httpx.get(url + "/healthz", timeout=1).status_code == 200
+        return patient_http.get(url + "/healthz", timeout=1).status_code == 200
     except httpx.HTTPError:
         return False
 

@@ -7,7 +7,7 @@ from email.utils import format_datetime
 
 import pytest
 
-from watchkeeper.client_busy import (
+from watchkeeper.client.busy import (
     DEFAULT_PAUSE_S,
     MAX_PAUSE_S,
     MIN_PAUSE_S,

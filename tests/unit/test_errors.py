@@ -11,7 +11,7 @@ from fastapi.testclient import TestClient
 
 import watchkeeper
 from watchkeeper.errors import InvalidInput, NotFound, ValueRefused, WatchkeeperError
-from watchkeeper.server.errors import install
+from watchkeeper.server.http.errors import install
 
 
 def _project_exceptions() -> list[type[BaseException]]:

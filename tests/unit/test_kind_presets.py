@@ -10,14 +10,17 @@ from watchkeeper import config
 from watchkeeper.errors import ConfigError
 
 #: What each preset promises: its budget, and the conditions the work alerts on by itself.
+#: The run-supervision design names them: an X post's failure has its publication notice,
+#: a memory task's its dead letter, and the research monitor reports crawls and research
+#: sessions that stall.
 EXPECTED = {
     "chat_turn": (600, ()),
     "swarm_task": (600, ()),
     "document_job": (600, ()),
-    "research_session": (180, ()),
-    "crawl": (180, ()),
-    "memory_task": (300, ()),
-    "x_post": (300, ()),
+    "research_session": (180, ("stalled",)),
+    "crawl": (180, ("stalled",)),
+    "memory_task": (300, ("failed",)),
+    "x_post": (300, ("failed",)),
     "scheduled_job": (900, ("failed",)),
     "research_pipeline": (900, ()),
     "maintenance_sweep": (1800, ()),
@@ -74,7 +77,7 @@ def test_reports_is_per_condition(tmp_path: Path) -> None:
 
 def test_reports_itself_still_means_every_paged_condition(tmp_path: Path) -> None:
     kind = load(tmp_path, "[kinds.crawl]\nreports_itself = true\n").kind_configs()["crawl"]
-    assert kind.reports == ("failed", "stuck", "stalled")
+    assert kind.reports == ("failed", "stuck", "stalled", "looping")
     assert kind.reports_itself
 
 
@@ -90,7 +93,10 @@ def test_a_bad_preset_name_names_the_choices(tmp_path: Path) -> None:
 @pytest.mark.parametrize(
     ("text", "expected"),
     [
-        ('reports = ["broken"]', "'broken' is not a condition: use failed, stuck or stalled"),
+        (
+            'reports = ["broken"]',
+            "'broken' is not a condition: use failed, stuck, stalled or looping",
+        ),
         ('reports = ["slow"]', "slow work is never paged"),
         ('reports = "failed"', 'must be a list of conditions, e.g. reports = ["failed"]'),
         (

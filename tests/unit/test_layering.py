@@ -76,8 +76,8 @@ def test_the_import_contracts_hold() -> None:
     ("module", "bad_import"),
     [
         ("store/engine.py", "import watchkeeper.queue.service"),
-        ("server/routes_incidents.py", "import watchkeeper.store.incidents"),
-        ("cli/queue.py", "import watchkeeper.runtime"),
+        ("server/api/incidents.py", "import watchkeeper.store.incidents"),
+        ("cli/app/queue.py", "import watchkeeper.runtime"),
         ("procs/witness.py", "import watchkeeper.kinds.process"),
     ],
 )

@@ -22,6 +22,7 @@ CLIENT_ATTRIBUTES = [
     "incidents",
     "jobs",
     "procs",
+    "programs",
     "runbooks",
     "runners",
     "silences",
@@ -35,16 +36,18 @@ PARTS = {
     "runbooks": ["list", "switch"],
     "procs": [
         "abort", "get", "list", "log", "log_from", "park", "parked", "progress", "reclaim",
-        "session_progress", "start", "wait",
+        "record_reported", "report", "session_progress", "start", "wait",
     ],
     "jobs": ["cancel", "delete", "get", "list", "output", "resume", "retry", "submit", "task"],
     "runners": [
-        "complete", "fail", "heartbeat", "lease", "list", "output", "register", "renew", "report",
+        "complete", "fail", "heartbeat", "lease", "lease_answer", "list", "output", "register",
+        "renew", "report",
         "report_and_lease", "ship_output", "stop",
         "topology",
     ],
     "timeline": ["emit", "emit_batch", "events", "last_progress_at", "record", "spend"],
     "silences": ["add", "expire", "get", "list"],
+    "programs": ["follow", "get", "list", "log", "restart", "start", "stop"],
 }  # fmt: skip
 
 RUN_CONTEXT = ["heartbeat", "progress", "waiting"]

@@ -56,6 +56,18 @@ export interface StartOptions {
   leaseS?: number;
 }
 
+/**
+ * What a progress report says besides its step: counters (`done` of `total`: pages, tests,
+ * tokens), and the seconds the step it starts may go without another report (`budgetS`)
+ * and is expected to take (`expectedS`), in force until the next report.
+ */
+export interface ProgressOptions {
+  done?: number;
+  total?: number;
+  budgetS?: number;
+  expectedS?: number;
+}
+
 export interface FailOptions {
   fingerprint?: string;
   detail?: string;
@@ -162,9 +174,19 @@ export class Client implements Caller {
     return this.requestObject<Run>("POST", movePath(kind, runId, verb), { json: present(body) });
   }
 
-  /** Report progress (optionally naming the step). */
-  progress(kind: string, runId: string, step?: string): Promise<Run> {
-    return this.#move(kind, runId, "progress", { step });
+  /**
+   * Report where the work is: optionally its step, counters and the step's times. The same
+   * step and counters as the report before is a repeat, not progress: the kind's
+   * `loop_after` of them in a row (default 5) make the run looping.
+   */
+  progress(kind: string, runId: string, step?: string, options: ProgressOptions = {}): Promise<Run> {
+    return this.#move(kind, runId, "progress", {
+      step,
+      done: options.done,
+      total: options.total,
+      budget_s: options.budgetS,
+      expected_s: options.expectedS,
+    });
   }
 
   /** Report that the owner is alive (not progress). */
@@ -254,9 +276,12 @@ export class RunHandle {
     this.runId = runId;
   }
 
-  /** Report progress. */
-  async progress(step?: string): Promise<void> {
-    await this.#client.progress(this.kind, this.runId, step);
+  /**
+   * Report where the work is: the step it starts, its counters, and that step's budget and
+   * expected time (the run's own budget applies again at the next report).
+   */
+  async progress(step?: string, options: ProgressOptions = {}): Promise<void> {
+    await this.#client.progress(this.kind, this.runId, step, options);
   }
 
   /** Report liveness. */

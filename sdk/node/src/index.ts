@@ -1,7 +1,7 @@
 /** The Node SDK over watchkeeper's HTTP API: start with {@link Client}. */
 
 export { CLIENT_HEADER, Client, Incidents, RunHandle, Runbooks } from "./client.js";
-export type { ClientOptions, FailOptions, StartOptions } from "./client.js";
+export type { ClientOptions, FailOptions, ProgressOptions, StartOptions } from "./client.js";
 export { Busy, DEFAULT_PAUSE_S, MAX_PAUSE_S, MIN_PAUSE_S, WatchkeeperError, retryAfter } from "./errors.js";
 export type { RequestOptions } from "./part.js";
 export { ABORT_SETTLE_S, ENDED, MAX_ASK_S, Procs, SERVER_GRACE_S } from "./procs.js";

@@ -24,6 +24,15 @@ export interface Run extends JsonObject {
   state_token: string;
   step: string | null;
   failure: { reason: string; fingerprint: string | null } | null;
+  /** When the latest progress report came, whether or not it moved the run. */
+  reported_at?: string | null;
+  /** Progress reports in a row that said the same step and counters (0: none to compare). */
+  repeats?: number;
+  /** The budget and expected time the latest report gave its step. */
+  step_budget_s?: number | null;
+  step_expected_s?: number | null;
+  done?: number | null;
+  total?: number | null;
 }
 
 /** One run as `getRun` reads it: with what the judge says and its incident. */

@@ -77,6 +77,36 @@ export function runs(api: Api): void {
       assert.equal(read.step, "two");
     });
 
+    it("the same report five times is looping; a higher count moves it on", async () => {
+      await api.reporter.start("crawl", "crawl loops.org", { runId: "node-loop", budgetS: 600 });
+      for (let i = 0; i < 5; i += 1) {
+        await api.reporter.progress("crawl", "node-loop", "calling web.search", { done: 3, total: 40 });
+      }
+      const looping = await api.admin.getRun("crawl", "node-loop");
+      assert.equal(looping.repeats, 5);
+      assert.equal(looping.verdict?.condition, "looping");
+      assert.match(looping.verdict?.reason ?? "", /^repeating 'calling web\.search' at 3 of 40 5 times/);
+      const moved = await api.reporter.progress("crawl", "node-loop", "calling web.search", { done: 4 });
+      assert.equal(moved.repeats, 1);
+      assert.equal((await api.admin.getRun("crawl", "node-loop")).verdict, null);
+    });
+
+    it("a step's budget and expected time hold until the next report", async () => {
+      await api.reporter.run(
+        "crawl",
+        "stepped",
+        async (run) => {
+          await run.progress("running the test suite", { budgetS: 1800, expectedS: 600 });
+          const read = await api.admin.getRun("crawl", "node-stepped");
+          assert.equal(read.step_budget_s, 1800);
+          assert.equal(read.step_expected_s, 600);
+          await run.progress("writing the summary");
+          assert.equal((await api.admin.getRun("crawl", "node-stepped")).step_budget_s, null);
+        },
+        { runId: "node-stepped" },
+      );
+    });
+
     it("run() fails the run with what the work threw, and throws it again", async () => {
       const thrown = new RangeError("page 7 is out of range");
       await assert.rejects(

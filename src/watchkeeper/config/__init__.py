@@ -4,7 +4,7 @@ A file is found through ``--config`` or ``WATCHKEEPER_CONFIG``; without one
 the defaults apply (data folder ``./.watchkeeper``, SQLite inside it).
 Relative paths in a file are read relative to the file's own folder.
 
-The model lives in modules by job (``chat``, ``tables``, ``settings``,
+The model lives in modules by job (``chat``, ``tables``, ``programs``, ``settings``,
 ``secrets``, ``loading``); every public name is importable from here.
 """
 
@@ -19,6 +19,14 @@ from watchkeeper.config.chat import (
     TelegramConfig,
 )
 from watchkeeper.config.loading import explain, load, parse
+from watchkeeper.config.programs import (
+    BackoffConfig,
+    GroupConfig,
+    HostCheckConfig,
+    IntensityConfig,
+    ProgramConfig,
+    ProgramHealthConfig,
+)
 from watchkeeper.config.secrets import SECRET_KEYS, check_secrets, resolve_secret
 from watchkeeper.config.settings import (
     DEFAULT_BUDGETS,
@@ -50,14 +58,20 @@ __all__ = [
     "SECRET_KEYS",
     "ActionConfig",
     "AdminsConfig",
+    "BackoffConfig",
     "ChatConfig",
     "DiagnoseConfig",
     "DiscordConfig",
     "ForgeConfig",
+    "GroupConfig",
+    "HostCheckConfig",
+    "IntensityConfig",
     "KindConfig",
     "OpsConfig",
     "OrgConfig",
     "PriceOverride",
+    "ProgramConfig",
+    "ProgramHealthConfig",
     "QueueConfig",
     "RecordsConfig",
     "RunbooksConfig",

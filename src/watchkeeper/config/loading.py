@@ -9,6 +9,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
+from watchkeeper.config.programs import rebased
 from watchkeeper.config.secrets import SECRET_KEYS
 from watchkeeper.config.settings import Settings
 from watchkeeper.errors import ConfigError
@@ -59,6 +60,8 @@ def parse(
         updates["database_url"] = env_url
     if base_dir is not None and not settings.data_dir.is_absolute():
         updates["data_dir"] = base_dir / settings.data_dir
+    if base_dir is not None and settings.programs:
+        updates["programs"] = rebased(settings.programs, base_dir)
     if updates:
         try:
             settings = Settings.model_validate({**settings.model_dump(), **updates})

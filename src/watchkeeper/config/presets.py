@@ -35,12 +35,15 @@ PRESETS: dict[str, Preset] = {
     "chat_turn": Preset(600.0),
     "swarm_task": Preset(600.0),
     "document_job": Preset(600.0),
-    "research_session": Preset(180.0),
-    "crawl": Preset(180.0),
-    # Reading and writing an agent's memory is a few short store calls between steps.
-    "memory_task": Preset(300.0),
-    # Composing and publishing a post; a rate-limit pause should be reported as waiting.
-    "x_post": Preset(300.0),
+    # The research monitor already reports a research session or a crawl that stalls.
+    "research_session": Preset(180.0, ("stalled",)),
+    "crawl": Preset(180.0, ("stalled",)),
+    # Reading and writing an agent's memory is a few short store calls between steps; a
+    # memory task that fails lands in the dead letters, which are their own message.
+    "memory_task": Preset(300.0, ("failed",)),
+    # Composing and publishing a post; a rate-limit pause should be reported as waiting. A
+    # failed post already has its publication notice.
+    "x_post": Preset(300.0, ("failed",)),
     # Schedulers alert on a failed job themselves, but none notices a job that hangs.
     "scheduled_job": Preset(900.0, ("failed",)),
     # Stages such as retrieval or a long model call may go minutes between steps.
@@ -69,5 +72,6 @@ def condition_list(value: object) -> tuple[str, ...]:
                 "slow work is never paged, so there is nothing for it to report: remove slow"
             )
         if item not in PAGED_CONDITIONS:
-            raise ValueError(f"{item!r} is not a condition: use failed, stuck or stalled")
+            *first, last = PAGED_CONDITIONS
+            raise ValueError(f"{item!r} is not a condition: use {', '.join(first)} or {last}")
     return tuple(c for c in PAGED_CONDITIONS if c in value)

@@ -6,10 +6,17 @@ import re
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from watchkeeper.config import chat, tables
 from watchkeeper.config.presets import PRESETS
+from watchkeeper.config.programs import (
+    GroupConfig,
+    HostCheckConfig,
+    ProgramConfig,
+    check_names,
+    check_programs,
+)
 from watchkeeper.config.tables import KindConfig
 from watchkeeper.paths import DATABASE_FILE, DEFAULT_DATA_DIR
 
@@ -22,9 +29,11 @@ DEFAULT_BUDGETS: dict[str, float] = {
     "child": 600.0,
     # Tasks of the job queue, leased by runners (watchkeeper.queue).
     "task": 600.0,
+    # Programs `serve` keeps running ([programs.NAME]): never stalled while they run.
+    "program": 600.0,
 }
 #: Built-in kinds read by an adapter of their own instead of ``push``.
-_BUILTIN_ADAPTERS = {"process": "process", "task": "tasks"}
+_BUILTIN_ADAPTERS = {"process": "process", "task": "tasks", "program": "program"}
 FALLBACK_BUDGET_S = 600.0
 KIND_NAME_PATTERN = r"^[a-z][a-z0-9_]{0,62}$"
 #: Every built-in kind as configured without a table (frozen, so shared by all settings).
@@ -72,6 +81,18 @@ class Settings(BaseModel):
     prices: dict[str, tables.PriceOverride] = Field(default_factory=dict)
     forge: tables.ForgeConfig = tables.ForgeConfig()
     records: tables.RecordsConfig = tables.RecordsConfig()
+    programs: dict[str, ProgramConfig] = Field(
+        default_factory=dict,
+        description="programs the server keeps running on its host (docs/programs.md)",
+    )
+    groups: dict[str, GroupConfig] = Field(
+        default_factory=dict,
+        description="programs restarted together, with their strategy and intensity",
+    )
+    host_checks: dict[str, HostCheckConfig] = Field(
+        default_factory=dict,
+        description="checks of the host that pause the start of the programs they name",
+    )
 
     @field_validator("kinds", mode="before")
     @classmethod
@@ -96,6 +117,13 @@ class Settings(BaseModel):
                     "starting with a letter"
                 )
         return kinds
+
+    @model_validator(mode="after")
+    def _programs_agree(self) -> Settings:
+        check_names(self.programs, "programs")
+        check_names(self.groups, "groups")
+        check_programs(self.programs, self.groups, self.host_checks)
+        return self
 
     @field_validator("database_url")
     @classmethod

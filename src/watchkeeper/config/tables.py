@@ -8,6 +8,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from watchkeeper.config.presets import PAGED_CONDITIONS, condition_list, preset_table
+from watchkeeper.contract import DEFAULT_LOOP_AFTER
 
 
 class ActionConfig(BaseModel):
@@ -54,7 +55,16 @@ class KindConfig(BaseModel):
 
     model_config = ConfigDict(extra="allow", frozen=True)
 
-    adapter: str = Field(default="push", description="`push`, `sql`, or an installed plugin's name")
+    adapter: str = Field(
+        default="push",
+        description="`push`, `sql`, an engine's name, or an installed plugin's name",
+    )
+    engine: Literal["celery", "rq", "arq", "langgraph", "prefect"] | None = Field(
+        default=None,
+        description="an engine the work already runs in, read as it stands (docs/engines.md): "
+        "sets `adapter` to it; `url` is its broker, store or API and `backend` Celery's result "
+        "backend when not the broker",
+    )
     preset: str | None = Field(
         default=None,
         description="the preset the table starts from (default: the table's name, when it names "
@@ -69,13 +79,21 @@ class KindConfig(BaseModel):
     expected_s: float | None = Field(
         default=None, gt=0, description="seconds the work is expected to take; past it, slow"
     )
+    loop_after: int = Field(
+        default=DEFAULT_LOOP_AFTER,
+        ge=0,
+        le=1_000_000,
+        description="identical progress reports in a row (same step, same counters) that make "
+        "running work looping; 0 never by count (the same reports for longer than the budget "
+        "still are)",
+    )
     timeout_s: float = Field(
         default=10.0, gt=0, le=600, description="the time limit of one read of this kind"
     )
     reports: tuple[str, ...] = Field(
         default=(),
-        description="the conditions (`failed`, `stuck`, `stalled`) the work already alerts on "
-        "by itself: recorded and listed, never messaged (default: the preset's)",
+        description="the conditions (`failed`, `stuck`, `stalled`, `looping`) the work already "
+        "alerts on by itself: recorded and listed, never messaged (default: the preset's)",
     )
     actions: dict[Literal["cancel", "retry", "close_turn"], ActionConfig] = Field(
         default_factory=dict,
@@ -100,12 +118,29 @@ class KindConfig(BaseModel):
             table["reports"] = list(PAGED_CONDITIONS) if flag else []
         if table.get("preset") is not None:
             table = {**preset_table(table["preset"]), **table}
+        engine = table.get("engine")
+        if isinstance(engine, str):
+            adapter = table.setdefault("adapter", engine)
+            if adapter != engine:
+                raise ValueError(
+                    f"engine = {engine!r} reads the work through the {engine} adapter: "
+                    f"remove adapter = {adapter!r}"
+                )
         return table
 
     @field_validator("reports", mode="before")
     @classmethod
     def _paged_conditions(cls, value: object) -> tuple[str, ...]:
         return condition_list(value)
+
+    @field_validator("loop_after")
+    @classmethod
+    def _repeats_at_least_once(cls, value: int) -> int:
+        if value == 1:
+            raise ValueError(
+                "one report cannot repeat itself: set 2 or more, or 0 to never count repeats"
+            )
+        return value
 
     @property
     def reports_itself(self) -> bool:

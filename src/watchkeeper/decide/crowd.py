@@ -47,13 +47,13 @@ class Later(Generic[R]):
 
 #: What becomes of one press of a batch: its answer, its action still to carry out, or why
 #: it could not be judged. A judge (run in a thread) gives one per press, in order.
-Verdict: TypeAlias = R | Later[R] | WatchkeeperError
+Answer: TypeAlias = R | Later[R] | WatchkeeperError
 
 
 class Crowds(Generic[R]):
     """Batches of presses per incident, on whichever event loop presses them."""
 
-    def __init__(self, judge: Callable[[int, Sequence[Ask]], list[Verdict[R]]]) -> None:
+    def __init__(self, judge: Callable[[int, Sequence[Ask]], list[Answer[R]]]) -> None:
         self._judge = judge
         #: (loop, incident id) -> the presses waiting for the next batch of that incident
         self._waiting: dict[

@@ -23,13 +23,14 @@ from watchkeeper.clock import Now
 from watchkeeper.config import AdminsConfig
 from watchkeeper.contract import Action, Condition, Effects, RunView
 from watchkeeper.decide.actors import Actor, via_label
-from watchkeeper.decide.crowd import Ask, Crowds, Later, Verdict
+from watchkeeper.decide.crowd import Answer, Ask, Crowds, Later
 from watchkeeper.decide.diagnose import Diagnoser
 from watchkeeper.decide.offer import DECIDING, JOURNALLED, buttons, label
 from watchkeeper.decide.turns import Turns
 from watchkeeper.errors import InvalidInput, WatchkeeperError
 from watchkeeper.kinds.actions import ActionFailed, ActionRequest
 from watchkeeper.kinds.base import Adapter
+from watchkeeper.redact import redact
 from watchkeeper.store import Store
 from watchkeeper.store.decisions import ActionRecord, ActionStatus, Claim, ClaimResult, Press
 from watchkeeper.store.incidents import Decision, Incident, IncidentStatus
@@ -37,6 +38,8 @@ from watchkeeper.store.incidents import Decision, Incident, IncidentStatus
 log = logging.getLogger(__name__)
 #: An address in a kind's answer; internal ones must not reach a chat.
 _ADDRESS = re.compile(r"\b(?:https?|wss?)://\S+")
+#: The most of a kind's words about a failed action that people are shown.
+MAX_WORDS = 300
 
 
 class Outcome(StrEnum):
@@ -94,8 +97,11 @@ def parse_action(value: str) -> Action:
 
 
 def failure_words(exc: ActionFailed) -> str:
-    """Why an action failed, for people: the kind's own words with no address in them."""
-    return _ADDRESS.sub("(an address)", exc.words)
+    """Why an action failed, for people: the kind's own words on one line, with no address
+    and no secret in them, cut to a sentence's length (a body that is not words, an error
+    page say, is in the journal whole)."""
+    words = redact(" ".join(_ADDRESS.sub("(an address)", exc.words).split()))
+    return words if len(words) <= MAX_WORDS else words[: MAX_WORDS - 1] + "…"
 
 
 def decided_message(decision: Decision) -> str:
@@ -189,7 +195,7 @@ class Decider:
             return await asyncio.to_thread(self.press, incident_id, chosen, state_token, actor)
         return await self._crowds.press(incident_id, Ask(chosen, state_token, actor))
 
-    def press_together(self, incident_id: int, asks: Sequence[Ask]) -> list[Verdict[PressResult]]:
+    def press_together(self, incident_id: int, asks: Sequence[Ask]) -> list[Answer[PressResult]]:
         """Judge presses of one incident that all arrived before this call, in order.
 
         One read of the incident serves them all: once one of them decides it (or
@@ -199,7 +205,7 @@ class Decider:
         be judged (no state token on an undecided card) gets its own error.
         """
         incident: Incident | None = None
-        verdicts: list[Verdict[PressResult]] = []
+        answers: list[Answer[PressResult]] = []
         losses: list[Press] = []
         lost_at: list[int] = []
         for ask in asks:
@@ -208,22 +214,22 @@ class Decider:
                     incident = self.store.incidents.get(incident_id, with_events=False)
                 step = self._judge(incident, ask.action, ask.state_token, ask.actor)
             except WatchkeeperError as exc:
-                verdicts.append(exc)
+                answers.append(exc)
                 continue
             if isinstance(step, Claimed):
                 if step.result.won:
                     # Every later press arrived before this commit: it lost to this decision.
                     incident = replace(step.incident, decision=step.decision)
-                    verdicts.append(Later(partial(self.finish, step)))
+                    answers.append(Later(partial(self.finish, step)))
                 else:
                     # Another process decided first: explained from a read of its own.
-                    verdicts.append(self.finish(step))
+                    answers.append(self.finish(step))
                     incident = None
                 continue
             press, result = step
             losses.append(press)
-            lost_at.append(len(verdicts))
-            verdicts.append(result)
+            lost_at.append(len(answers))
+            answers.append(result)
         if losses:
             try:
                 self.store.decisions.record_presses(losses)
@@ -231,8 +237,8 @@ class Decider:
                 # Unrecorded, the losses are not answered as judged; a winner's claim, made
                 # and committed, stands and its action is still carried out.
                 for index in lost_at:
-                    verdicts[index] = exc
-        return verdicts
+                    answers[index] = exc
+        return answers
 
     def _judge(
         self, incident: Incident, chosen: Action, state_token: str | None, actor: Actor
@@ -363,11 +369,18 @@ class Decider:
         )
         words: str | None = None
         try:
-            answer = adapter.perform(request)
+            answer = redact(adapter.perform(request))
             status, outcome, event = ActionStatus.DONE, Outcome.DONE, "action_done"
+            log.info(
+                "Action %s on incident %d done; the kind answered: %s",
+                action.value,
+                incident.id,
+                answer or "(nothing)",
+                extra={"action": "decide"},
+            )
         except ActionFailed as exc:
             answer, status, outcome, event = (
-                str(exc),
+                redact(str(exc)),
                 ActionStatus.FAILED,
                 Outcome.FAILED,
                 "action_failed",
@@ -377,9 +390,12 @@ class Decider:
                 "Action %s on incident %d failed: %s",
                 action.value,
                 incident.id,
-                exc,
+                answer,
                 extra={"action": "decide"},
             )
+        # The kind's answer is kept in the journal and the log; people are told a sentence,
+        # since a body may name internal hosts, ids and keys, and a runbook's step is
+        # announced to the whole chat.
         self.store.decisions.finish_action(
             action_id, status, answer or label(action), self.clock(), event, words
         )
@@ -389,7 +405,7 @@ class Decider:
         if words is not None:
             message = f"{label(action)} failed: {words}; its buttons are offered again"
         else:
-            message = f"{label(action)} done: {answer}" if answer else f"{label(action)} done"
+            message = f"{label(action)} done"
         return PressResult(outcome, message, incident.id, action, decision, record)
 
     def _explain_loss(
@@ -440,14 +456,31 @@ class Decider:
         return press, PressResult(outcome, message, incident.id, action, incident.decision)
 
     def _diagnose(self, incident: Incident, actor: Actor) -> PressResult:
-        diagnosis = self.diagnoser.diagnose(incident, self.offered(incident))
+        same_work = [
+            live
+            for live in self.store.incidents.live([incident.key.kind])
+            if live.key.run_id == incident.key.run_id
+        ]
+        diagnosis = self.diagnoser.diagnose(incident, self.offered(incident), same_work)
         now = self.clock()
         self.store.decisions.record_press(
-            Press(incident.id, now, actor.name, actor.via, Action.DIAGNOSE.value, None,
-                  Outcome.DIAGNOSED.value, diagnosis.source)
-        )  # fmt: skip
+            Press(
+                incident.id,
+                now,
+                actor.name,
+                actor.via,
+                Action.DIAGNOSE.value,
+                None,
+                Outcome.DIAGNOSED.value,
+                diagnosis.source,
+            )
+        )
         self.store.incidents.add_event(incident.id, now, "diagnosis", diagnosis.text)
         return PressResult(
-            Outcome.DIAGNOSED, diagnosis.text, incident.id, Action.DIAGNOSE, incident.decision,
+            Outcome.DIAGNOSED,
+            diagnosis.text,
+            incident.id,
+            Action.DIAGNOSE,
+            incident.decision,
             diagnosis=diagnosis.text,
-        )  # fmt: skip
+        )

@@ -26,19 +26,30 @@ from watchkeeper.store.incidents import Incident, IncidentStatus
 log = logging.getLogger(__name__)
 
 #: Recognisable causes in failure reasons and log tails, most specific first.
+#: Short words and codes match only on their own ("oom" is not in "zoom", "429" not in
+#: "14290"); ``oom`` may run into ``kill``, as in OOMKilled and oom_kill.
 _CAUSES: tuple[tuple[re.Pattern[str], str], ...] = (
-    (re.compile(r"(?i)out of memory|oom|killed by signal 9|memoryerror"), "it ran out of memory"),
     (
-        re.compile(r"(?i)rate.?limit|429|too many requests|quota"),
+        re.compile(
+            r"(?i)out of memory|(?<![a-z0-9])oom(?:[-_ ]?kill(?:ed|er)?)?(?![a-z0-9])"
+            r"|killed by signal 9|memoryerror"
+        ),
+        "it ran out of memory",
+    ),
+    (
+        re.compile(r"(?i)rate.?limit|(?<![0-9])429(?![0-9])|too many requests|quota"),
         "a rate limit or quota of a service it calls",
     ),
     (re.compile(r"(?i)timed? ?out|timeout|deadline exceeded"), "a call that timed out"),
     (
-        re.compile(r"(?i)connection (refused|reset)|unreachable|name or service not known|dns"),
+        re.compile(
+            r"(?i)connection (refused|reset)|unreachable|name or service not known"
+            r"|(?<![a-z])dns(?![a-z])"
+        ),
         "a service it needs could not be reached",
     ),
     (
-        re.compile(r"(?i)permission denied|forbidden|401|403|unauthori[sz]ed"),
+        re.compile(r"(?i)permission denied|forbidden|(?<![0-9])40[13](?![0-9])|unauthori[sz]ed"),
         "missing permissions or expired credentials",
     ),
     (re.compile(r"(?i)no space left|disk full|enospc"), "a full disk"),
@@ -51,6 +62,24 @@ class Diagnosis:
 
     text: str
     source: str
+
+
+#: How an open incident's condition reads, followed by when it began.
+_IS = {
+    Condition.FAILED: "failed at",
+    Condition.STUCK: "has been stuck since",
+    Condition.STALLED: "has been stalled since",
+    Condition.LOOPING: "has been looping since",
+    Condition.SLOW: "has been slow since",
+}
+#: How a settled incident's condition reads, followed by when it began.
+_WAS = {
+    Condition.FAILED: "failed at",
+    Condition.STUCK: "was stuck from",
+    Condition.STALLED: "was stalled from",
+    Condition.LOOPING: "was looping from",
+    Condition.SLOW: "was slow from",
+}
 
 
 def _when(value: datetime | None) -> str:
@@ -84,6 +113,10 @@ def rule_based(evidence: Evidence) -> str:
     found = _cause_in(run.failure.reason if run and run.failure else None, detail, incident.reason)
     if incident.status is IncidentStatus.RESOLVED:
         cause = _cause_now(run, found)
+        verdict = evidence.verdict
+        if not cause and verdict is not None and verdict.paged:
+            # The work is in trouble again, in another way: the cause of that trouble.
+            cause = _likely_cause(verdict.condition, evidence, found)
     elif incident.status is IncidentStatus.RECOVERED:
         cause = "It moved again, so whatever held it has let go for now."
     else:
@@ -100,33 +133,48 @@ def rule_based(evidence: Evidence) -> str:
 def _what_open(evidence: Evidence, condition: Condition) -> str:
     incident = evidence.incident
     return (
-        f"{incident.title} ({incident.key.kind} {incident.key.run_id}) is {condition.value} "
-        f"since {_when(incident.since)}: {incident.reason}."
+        f"{incident.title} ({incident.key.kind} {incident.key.run_id}) {_IS[condition]} "
+        f"{_when(incident.since)}: {incident.reason}."
     )
 
 
 def _what(evidence: Evidence, condition: Condition) -> str:
     """A resolved or recovered incident: what it was, then what the work is now."""
-    incident, run = evidence.incident, evidence.run
+    incident = evidence.incident
     was = (
-        f"{incident.title} ({incident.key.kind} {incident.key.run_id}) was {condition.value} "
-        f"from {_when(incident.since)} ({incident.reason})"
+        f"{incident.title} ({incident.key.kind} {incident.key.run_id}) {_WAS[condition]} "
+        f"{_when(incident.since)} ({incident.reason})"
     )
     if incident.status is IncidentStatus.RESOLVED:
         was += f"; the incident was resolved at {_when(incident.resolved_at)}"
         if incident.resolution:
             was += f": {incident.resolution}"
     was += "."
-    return f"{was} {_now(run, evidence.read_error)}"
+    return f"{was} {_now(evidence)}"
 
 
-def _now(run: RunView | None, read_error: str | None) -> str:
+def _now(evidence: Evidence) -> str:
+    """The work as it is now: ended, or judged as the sweep would judge it, and the
+    incident open for it now, if another one is."""
+    run, verdict, other = evidence.run, evidence.verdict, evidence.open_now
     if run is None:
-        return "" if read_error else "Its kind no longer reports this work."
+        return "" if evidence.read_error else "Its kind no longer reports this work."
     step = f" (last step: {run.step!r})" if run.step else ""
     if run.status.ended:
-        return f"Now it has ended: {run.status.value} at {_when(run.finished_at)}{step}."
-    return f"Now it is {run.status.value}, last moved at {_when(run.progress_at)}{step}."
+        now = f"Now it has ended: {run.status.value} at {_when(run.finished_at)}{step}"
+    elif verdict is not None:
+        now = (
+            f"Now it is {verdict.condition.value} ({verdict.reason.rstrip('.')}), "
+            f"last moved at {_when(run.progress_at)}{step}"
+        )
+    else:
+        now = f"Now it is {run.status.value}, last moved at {_when(run.progress_at)}{step}"
+    if other is not None:
+        now += (
+            f"; incident {other.id} is open for it ({other.key.condition} since "
+            f"{_when(other.since)})"
+        )
+    return now + "."
 
 
 def _cause_now(run: RunView | None, found: str | None) -> str:
@@ -155,6 +203,12 @@ def _likely_cause(condition: Condition, evidence: Evidence, found: str | None) -
             "Its owner stopped reporting, so the process or worker running it most likely died "
             "or lost its connection; nothing will finish this work by itself."
         )
+    if condition is Condition.LOOPING:
+        return (
+            "It keeps reporting, but every report says the same thing, so it is most likely "
+            "repeating one call or step that never gets further (a retry without end, a tool "
+            "call that answers the same every time)."
+        )
     step = f" (last step: {run.step!r})" if run is not None and run.step else ""
     owner = (
         "Its owner is still alive"
@@ -174,7 +228,7 @@ def _next_step(condition: Condition, evidence: Evidence) -> str:
     """The safest next step, naming only the buttons offered now."""
     incident, run, offered = evidence.incident, evidence.run, frozenset(evidence.offered)
     if not offered & DECIDING:
-        return _nothing_to_decide(incident)
+        return _nothing_to_decide(incident, evidence.open_now)
     effects = run.effects if run is not None else Effects(incident.effects)
     if incident.status is IncidentStatus.RECOVERED:
         return "Nothing needs doing while it keeps moving; if it stops again, it will be reported."
@@ -182,6 +236,12 @@ def _next_step(condition: Condition, evidence: Evidence) -> str:
         return (
             "The safest next step is to close the turn so nobody is left waiting, "
             "then look at why its worker died."
+        )
+    if condition is Condition.LOOPING:
+        stop = "cancel the work" if Action.CANCEL in offered else "stop it in its own system"
+        return (
+            f"The safest next step is to look at what it repeats in the owner's log: {stop} "
+            "if it is going round in circles, or dismiss this if the repeats are on purpose."
         )
     if condition is Condition.STALLED:
         hung = (
@@ -211,8 +271,13 @@ def _next_step(condition: Condition, evidence: Evidence) -> str:
     )
 
 
-def _nothing_to_decide(incident: Incident) -> str:
+def _nothing_to_decide(incident: Incident, open_now: Incident | None) -> str:
     if incident.status is IncidentStatus.RESOLVED:
+        if open_now is not None:
+            return (
+                f"Nothing is left to decide on this incident: decide on incident {open_now.id}, "
+                "which is open for the work now."
+            )
         return (
             "Nothing is left to decide on this incident; if the work needs attention again, "
             "a new message will ask."
@@ -234,9 +299,18 @@ class Diagnoser:
         self.config = config
         self.clock = clock
 
-    def diagnose(self, incident: Incident, offered: Sequence[Action] = ()) -> Diagnosis:
-        """Diagnose ``incident`` as its work is now; recommend only the ``offered`` buttons."""
-        evidence = gather(self.adapters, incident, self.clock(), offered)
+    def diagnose(
+        self,
+        incident: Incident,
+        offered: Sequence[Action] = (),
+        live: Sequence[Incident] = (),
+    ) -> Diagnosis:
+        """Diagnose ``incident`` as its work is now; recommend only the ``offered`` buttons.
+
+        ``live``: the live incidents of the same work, so a settled incident's diagnosis
+        names the one open for its work now.
+        """
+        evidence = gather(self.adapters, incident, self.clock(), offered, live)
         config = self.config
         if config.base_url and config.model:
             from watchkeeper.decide.llm import ModelFailed, ask_model

@@ -72,10 +72,14 @@ def _mark(
             continue
         if store.decisions.interrupt(record.id, now, INTERRUPTED_NOTE):
             log.warning(
-                "Action %d (%s on %s %s, replica %s) was interrupted", record.id, record.action,
-                record.kind, record.run_id, record.replica or "unnamed",
+                "Action %d (%s on %s %s, replica %s) was interrupted",
+                record.id,
+                record.action,
+                record.kind,
+                record.run_id,
+                record.replica or "unnamed",
                 extra={"action": "recover_actions"},
-            )  # fmt: skip
+            )
             marked.append(record.id)
     return marked
 

@@ -13,13 +13,24 @@ LABELS: dict[Action, str] = {
     Action.CLOSE_TURN: "Close the turn",
     Action.DISMISS: "Dismiss",
     Action.DIAGNOSE: "Ask to diagnose",
+    Action.RESTART: "Restart",
+    Action.STOP: "Stop",
 }
 #: Actions that decide an incident; "Ask to diagnose" keeps the buttons.
 DECIDING = frozenset(LABELS) - {Action.DIAGNOSE}
 #: Actions that run the kind's own function, and so go through the action journal.
-JOURNALLED = frozenset({Action.CANCEL, Action.RETRY, Action.RETRY_CHECKED, Action.CLOSE_TURN})
+JOURNALLED = frozenset(
+    {
+        Action.CANCEL,
+        Action.RETRY,
+        Action.RETRY_CHECKED,
+        Action.CLOSE_TURN,
+        Action.RESTART,
+        Action.STOP,
+    }
+)
 #: Conditions a Cancel makes sense for: the work still holds resources.
-_CANCELLABLE = frozenset({Condition.STALLED, Condition.STUCK})
+_CANCELLABLE = frozenset({Condition.STALLED, Condition.STUCK, Condition.LOOPING})
 
 
 def buttons(
@@ -42,6 +53,9 @@ def buttons(
         offered.append(Action.RETRY if effects is Effects.NONE else Action.RETRY_CHECKED)
     if condition is Condition.STUCK and Action.CLOSE_TURN in able:
         offered.append(Action.CLOSE_TURN)
+    # A supervised program that failed for good (a crash loop): start it again, or leave it.
+    if condition is Condition.FAILED:
+        offered += [a for a in (Action.RESTART, Action.STOP) if a in able]
     offered += [Action.DISMISS, Action.DIAGNOSE]
     return offered
 

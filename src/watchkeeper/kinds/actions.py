@@ -62,7 +62,7 @@ class ActionRequest:
         action = Action.RETRY if checked else pressed
         return cls(action, kind, run_id, incident_id, actor, via, reason, checked)
 
-    def as_json(self) -> dict[str, Any]:
+    def as_dict(self) -> dict[str, Any]:
         """The body sent to an HTTP action."""
         return {
             "action": self.action.value,
@@ -119,7 +119,7 @@ def _call_http(config: ActionConfig, request: ActionRequest) -> str:
             )
     if auth:
         headers["Authorization"] = auth
-    body = None if config.method == "GET" else request.as_json()
+    body = None if config.method == "GET" else request.as_dict()
     try:
         # No automatic retries: an action may have effects, and runs at most once.
         response = httpx.request(

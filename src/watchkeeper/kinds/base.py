@@ -13,7 +13,7 @@ import dataclasses
 import logging
 import time
 from abc import ABC, abstractmethod
-from collections.abc import Sequence, Set
+from collections.abc import Callable, Sequence, Set
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any, TypeVar
@@ -28,6 +28,7 @@ from watchkeeper.kinds.actions import ActionFailed, ActionRequest, perform
 if TYPE_CHECKING:
     from watchkeeper.config import KindConfig, Settings
     from watchkeeper.store import Store
+    from watchkeeper.store.runs import PushRun
 
 log = logging.getLogger(__name__)
 OptionsT = TypeVar("OptionsT", bound=BaseModel)
@@ -55,7 +56,9 @@ class Adapter(ABC):
         self.name = name
         self.config = config
         self.context = context
-        self.spec = KindSpec(name, context.settings.budget_for(name), config.expected_s)
+        self.spec = KindSpec(
+            name, context.settings.budget_for(name), config.expected_s, config.loop_after
+        )
         # Reads that outlived their time limit and still hold a worker thread.
         self._hung: set[asyncio.Future[Any]] = set()
 
@@ -72,6 +75,17 @@ class Adapter(ABC):
         if store is None:
             raise RuntimeError(f"the {self.adapter_name} adapter needs watchkeeper's store")
         return store
+
+    def stored_run(self, run_id: str) -> PushRun | None:
+        """The run as watchkeeper's store keeps it, for the kinds whose runs it keeps;
+        ``None`` when there is no store, no such run, or it cannot be read."""
+        store = self.context.store
+        if store is None:
+            return None
+        try:
+            return store.runs.get(self.name, run_id)
+        except WatchkeeperError:
+            return None
 
     def read_for_sweep(self, now: datetime, watched: Set[str]) -> KindRead:
         """What a sweep needs: every run that may have a verdict, plus the ``watched`` ones.
@@ -135,6 +149,20 @@ class Adapter(ABC):
 
         With ``watched`` (run ids that have live incidents) this is a sweep read.
         """
+        if watched is None:
+            return await self._contained(self._read_all, now)
+        return await self._contained(self.read_for_sweep, now, watched)
+
+    async def read_one_contained(self, run_id: str, now: datetime) -> KindRead:
+        """One run (none when it does not exist), within the kind's time limit, as a read
+        of the kind holding only that run; any failure becomes an unreadable result."""
+        return await self._contained(self._read_one, run_id, now)
+
+    def _read_one(self, run_id: str, now: datetime) -> KindRead:
+        run = self.read_one(run_id, now)
+        return KindRead(self.name, () if run is None else (run,))
+
+    async def _contained(self, read_in_thread: Callable[..., KindRead], *args: Any) -> KindRead:
         started = time.perf_counter()
         self._hung = {future for future in self._hung if not future.done()}
         if self._hung:
@@ -142,10 +170,7 @@ class Adapter(ABC):
             # (a sweep and a page, say) that finish in time are fine.
             return KindRead(self.name, error="an earlier read is still hanging past its time limit")
         loop = asyncio.get_running_loop()
-        if watched is None:
-            in_flight = loop.run_in_executor(None, self._read_all, now)
-        else:
-            in_flight = loop.run_in_executor(None, self.read_for_sweep, now, watched)
+        in_flight = loop.run_in_executor(None, read_in_thread, *args)
         try:
             read: KindRead = await asyncio.wait_for(
                 asyncio.shield(in_flight), self.config.timeout_s

@@ -20,7 +20,6 @@ from watchkeeper.contract import (
     RunView,
     origin_of,
 )
-from watchkeeper.errors import WatchkeeperError
 from watchkeeper.kinds.base import FINISHED_WINDOW, Adapter
 from watchkeeper.store.runs import state_token
 
@@ -36,7 +35,8 @@ class PushAdapter(Adapter):
     def read(self, now: datetime) -> Sequence[RunView]:
         """Active runs and those that ended within the last day."""
         store = self.own_store()
-        return self._views(store.runs.rows_for_judging(self.name, now - FINISHED_WINDOW), now)
+        rows = store.runs.rows_for_judging(self.name, now - FINISHED_WINDOW, reports=True)
+        return self._views(rows, now)
 
     def read_for_sweep(self, now: datetime, watched: Set[str]) -> KindRead:
         """Only the runs that may have a verdict (and the watched ones), found by the store."""
@@ -48,6 +48,7 @@ class PushAdapter(Adapter):
             self.spec.budget_s,
             self.spec.expected_s,
             watched,
+            self.spec.loop_after,
         )
         deadline = None if found.deadline is None else datetime.fromtimestamp(found.deadline, UTC)
         return KindRead(
@@ -61,12 +62,8 @@ class PushAdapter(Adapter):
 
     def evidence(self, run_id: str) -> dict[str, str]:
         """The failure detail a reporter sent, if any."""
-        store = self.context.store
-        if store is None:
-            return {}
-        try:
-            run = store.runs.get(self.name, run_id)
-        except WatchkeeperError:
+        run = self.stored_run(run_id)
+        if run is None:
             return {}
         facts = {"attempt": str(run.attempt), "last_seen_at": run.last_seen_at.isoformat()}
         if run.detail:
@@ -79,9 +76,31 @@ class PushAdapter(Adapter):
         fromts = datetime.fromtimestamp
         views = []
         for row in rows:
-            (run_id, title, status, attempt, version, origin, effects, budget_s, expected_s,
-             lease_s, started_at, progress_at, seen_at, finished_at, step, failure_reason,
-             failure_fingerprint) = row  # fmt: skip
+            (
+                run_id,
+                title,
+                status,
+                attempt,
+                version,
+                origin,
+                effects,
+                budget_s,
+                expected_s,
+                lease_s,
+                started_at,
+                progress_at,
+                seen_at,
+                finished_at,
+                step,
+                failure_reason,
+                failure_fingerprint,
+                reported_at,
+                repeats,
+                step_budget_s,
+                step_expected_s,
+                done,
+                total,
+            ) = row
             expires = seen_at + lease_s
             views.append(
                 RunView(
@@ -102,6 +121,12 @@ class PushAdapter(Adapter):
                     if failure_reason is None
                     else Failure(failure_reason, failure_fingerprint or ""),
                     step=step,
+                    reported_at=None if reported_at is None else fromts(reported_at, UTC),
+                    repeats=repeats,
+                    step_budget_s=step_budget_s,
+                    step_expected_s=step_expected_s,
+                    done=done,
+                    total=total,
                 )
             )
         return views

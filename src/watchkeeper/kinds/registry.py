@@ -12,7 +12,14 @@ ENTRY_POINT_GROUP = "watchkeeper.kinds"
 
 
 def _builtin() -> dict[str, type[Adapter]]:
+    # The engines' modules import their engine's client only when a kind reads it.
+    from watchkeeper.kinds.engines.arq import ArqAdapter
+    from watchkeeper.kinds.engines.celery import CeleryAdapter
+    from watchkeeper.kinds.engines.langgraph import LangGraphAdapter
+    from watchkeeper.kinds.engines.prefect import PrefectAdapter
+    from watchkeeper.kinds.engines.rq import RqAdapter
     from watchkeeper.kinds.process import ProcessAdapter
+    from watchkeeper.kinds.program import ProgramAdapter
     from watchkeeper.kinds.push import PushAdapter
     from watchkeeper.kinds.sql import SqlAdapter
     from watchkeeper.kinds.tasks import TasksAdapter
@@ -21,7 +28,13 @@ def _builtin() -> dict[str, type[Adapter]]:
         "push": PushAdapter,
         "sql": SqlAdapter,
         "process": ProcessAdapter,
+        "program": ProgramAdapter,
         "tasks": TasksAdapter,
+        "celery": CeleryAdapter,
+        "rq": RqAdapter,
+        "arq": ArqAdapter,
+        "langgraph": LangGraphAdapter,
+        "prefect": PrefectAdapter,
     }
 
 

@@ -4,8 +4,10 @@ The owner is the runner holding the lease, alive while the lease is live
 (counted from its last renewal). A task whose lease lapsed is stuck until the
 queue takes it back (re-runnable tasks go back to the queue; the others stay
 stuck for a person); a task whose runner renews but whose timeline has not
-moved within the budget is stalled; a failed task is failed. Queued tasks are
-not judged: their blocked reason says why they wait.
+moved within the budget is stalled, and one whose timeline keeps sending rounds
+with the same fingerprint (:func:`~watchkeeper.kinds.repeats.repeated_rounds`) is
+looping; a failed task is failed. Queued tasks are not judged: their blocked
+reason says why they wait.
 
 The kind's own actions are ``cancel`` and ``retry``; a task's effects come
 from its re-runnable flag.
@@ -14,7 +16,8 @@ from its re-runnable flag.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from datetime import datetime, timedelta
+from dataclasses import dataclass, replace
+from datetime import UTC, datetime, timedelta
 
 from watchkeeper.contract import (
     NO_OWNER,
@@ -28,11 +31,12 @@ from watchkeeper.contract import (
 )
 from watchkeeper.kinds.actions import ActionFailed, ActionRequest
 from watchkeeper.kinds.base import Adapter
+from watchkeeper.kinds.repeats import Repetition, last_event_at, repeated_rounds
 from watchkeeper.queue import control
 from watchkeeper.queue.results import JobResults
 from watchkeeper.records.queue import Task, TaskStatus
 from watchkeeper.store.queue import QueueStore
-from watchkeeper.store.queue.judging import JudgingReads, QueuedLine
+from watchkeeper.store.queue.judging import FailedLine, JudgingReads, QueuedLine
 
 FINISHED_WINDOW = timedelta(days=1)
 _STATUS = {
@@ -62,10 +66,13 @@ class TasksAdapter(Adapter):
         store = self.context.store
         if store is None:
             raise RuntimeError("the tasks adapter needs watchkeeper's store")
-        found, queued = JudgingReads(store.engine).for_judging_split(now - FINISHED_WINDOW)
+        found, queued, unreadable = JudgingReads(store.engine).for_judging_split(
+            now - FINISHED_WINDOW
+        )
         moved = self._timeline_progress([task for task, _ in found])
-        views = [view(self.name, task, title, now, moved.get(task.id)) for task, title in found]
+        views = [_seen(self.name, task, title, now, moved.get(task.id)) for task, title in found]
         views.extend(queued_view(self.name, task) for task in queued)
+        views.extend(failed_view(self.name, task) for task in unreadable)
         return views
 
     def read_one(self, run_id: str, now: datetime) -> RunView | None:
@@ -74,18 +81,25 @@ class TasksAdapter(Adapter):
         if not found:
             return None
         task, title = found[0]
-        return view(self.name, task, title, now, self._timeline_progress([task]).get(task.id))
+        return _seen(self.name, task, title, now, self._timeline_progress([task]).get(task.id))
 
-    def _timeline_progress(self, tasks: Sequence[Task]) -> dict[str, datetime]:
+    def _timeline_progress(self, tasks: Sequence[Task]) -> dict[str, Timeline]:
         # A running task's timeline decides whether it moves: a round that repeats the
-        # previous round's fingerprint is not progress, however many events it sends.
+        # previous round's fingerprint is not progress, however many events it sends; the
+        # rounds that repeat it, still coming, are the task looping.
         running = [t.id for t in tasks if t.status is TaskStatus.RUNNING]
         store = self.context.store
         if not running or store is None:
             return {}
-        from watchkeeper.timeline.service import TimelineService
+        from watchkeeper.store.timeline import TimelineStore
+        from watchkeeper.timeline.service import progress_time
 
-        return TimelineService(store, self.context.settings).last_progress_many(running)
+        found: dict[str, Timeline] = {}
+        for task_id, facts in TimelineStore(store.engine).progress_facts(running).items():
+            found[task_id] = Timeline(
+                _moment(progress_time(facts)), _moment(last_event_at(facts)), repeated_rounds(facts)
+            )
+        return found
 
     def capabilities(self) -> frozenset[Action]:
         """Cancel and retry are the queue's own; configured actions are kept too."""
@@ -124,6 +138,35 @@ class TasksAdapter(Adapter):
         return facts
 
 
+@dataclass(frozen=True, slots=True)
+class Timeline:
+    """What a running task's timeline says: when it last moved, when its latest event came,
+    and the rounds repeating the same fingerprint at its end, if they do."""
+
+    progress_at: datetime | None
+    reported_at: datetime | None
+    repetition: Repetition | None
+
+
+def _moment(at: float | None) -> datetime | None:
+    return None if at is None else datetime.fromtimestamp(at, UTC)
+
+
+def _seen(kind: str, task: Task, title: str, now: datetime, timeline: Timeline | None) -> RunView:
+    """A task in the read model as its timeline (if it has one) shows it."""
+    if timeline is None:
+        return view(kind, task, title, now)
+    seen = view(kind, task, title, now, timeline.progress_at)
+    if timeline.repetition is None:
+        return replace(seen, reported_at=timeline.reported_at)
+    return replace(
+        seen,
+        reported_at=timeline.reported_at,
+        repeats=timeline.repetition.count,
+        repeating=timeline.repetition.what,
+    )
+
+
 def queued_view(kind: str, task: QueuedLine) -> RunView:
     """A queued task in the read model: what :func:`view` makes of it, from fewer columns."""
     return RunView(
@@ -136,6 +179,20 @@ def queued_view(kind: str, task: QueuedLine) -> RunView:
         progress_at=task.progress_at,
         effects=Effects.NONE if task.rerunnable else Effects.UNKNOWN,
         step=task.step,
+    )
+
+
+def failed_view(kind: str, task: FailedLine) -> RunView:
+    """A failed task whose row cannot be read whole (a lease set it aside): failed, with
+    its reason, so people are told as of any failed task."""
+    return RunView(
+        kind=kind,
+        run_id=task.id,
+        title=task.title if not task.seq else f"{task.title} (continuation {task.seq})",
+        status=RunStatus.FAILED,
+        state_token=task.state_token,
+        finished_at=task.finished_at,
+        failure=Failure(task.failure_reason, task.failure_fingerprint),
     )
 
 

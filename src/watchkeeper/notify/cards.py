@@ -14,7 +14,14 @@ from watchkeeper.store.incidents import Incident
 
 #: What a note says when the card can be pressed again.
 BUTTONS_BACK = "The buttons are back on the card."
-_VERB = {"failed": "failed", "stuck": "is stuck", "stalled": "has stalled", "slow": "is slow"}
+_VERB = {
+    "failed": "failed",
+    "stuck": "is stuck",
+    "stalled": "has stalled",
+    # Its reports keep coming and all say the same: the reason says what and since when.
+    "looping": "is looping",
+    "slow": "is slow",
+}
 
 
 def _headline(incident: Incident) -> str:
@@ -124,8 +131,10 @@ def action_note(incident: Incident, what: str) -> Message:
 
 
 def moved_note(incident: Incident, detail: str | None) -> Message:
-    """The one short note when stalled or stuck work moves again."""
-    text = f"{incident.title} is moving again" + (
+    """The one short note when stalled, stuck or looping work moves again (looping work
+    "moved on": it was busy all along, saying the same thing)."""
+    verb = "moved on" if incident.key.condition == "looping" else "is moving again"
+    text = f"{incident.title} {verb}" + (
         f" ({detail})" if detail and detail != "moved again" else ""
     )
     return Message(text, (), text)

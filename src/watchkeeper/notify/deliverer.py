@@ -1,8 +1,16 @@
-"""Sends due deliveries: claimed before the call, settled after it, never sent twice.
+"""Sends due deliveries: claimed before the wait for their slot, marked started right before
+the call, settled after it, never sent twice.
 
 Conversations are served concurrently and each at its platform's pace, so a
 dead or slow channel (or one busy chat) never holds up the others. The pace
 of a conversation is kept in the store, so every replica keeps to it together.
+
+A claim is taken before the waits (its slot, the platform's calls in flight,
+the send gate) and the start of the call is recorded after them, in the same
+shared transactions: a process that dies while its rows wait leaves them
+claimed but not started, and recovery sends them again. Only a row whose call
+had started can have reached the platform; it becomes ``maybe_sent``, unless
+the platform recognises a resend (Discord's nonce, an edit).
 """
 
 from __future__ import annotations
@@ -18,14 +26,14 @@ from datetime import datetime, timedelta
 
 from watchkeeper.backoff import backoff_delay
 from watchkeeper.clock import Clock, Now, WallClock
-from watchkeeper.errors import StoreUnavailable, WatchkeeperError
+from watchkeeper.errors import StoreError, StoreUnavailable, WatchkeeperError
 from watchkeeper.notify.answer_times import AnswerTimes
 from watchkeeper.notify.channels.base import Channel, SendOutcome, SendResult
 from watchkeeper.notify.exchanger import Exchanger
 from watchkeeper.notify.message import Message, Target
 from watchkeeper.notify.sendgate import SendGate
 from watchkeeper.store import Store
-from watchkeeper.store.outbox import Delivery, DeliveryStatus, PaceRequest
+from watchkeeper.store.outbox import Delivery, DeliveryStatus, Interrupted, PaceRequest
 from watchkeeper.store.outbox_batch import ClaimAsk, NotYet, Settlement
 from watchkeeper.store.pacing import platform_place
 from watchkeeper.supervise import CircuitBreaker, CircuitOpenError
@@ -33,7 +41,8 @@ from watchkeeper.supervise import CircuitBreaker, CircuitOpenError
 log = logging.getLogger(__name__)
 #: Retries of a definite non-send before it is given up as failed.
 MAX_ATTEMPTS = 8
-#: Ambiguous sends that are safe to repeat (edits, idempotent platforms) are retried this often.
+#: Ambiguous sends that are safe to repeat (edits, idempotent platforms) are retried this often,
+#: whether their answer was lost or their process died mid-call.
 MAX_SAFE_RESENDS = 3
 #: A call that takes longer than this is abandoned (and counts as "may have been sent").
 CALL_TIMEOUT_S = 30.0
@@ -101,9 +110,13 @@ class Deliverer:
         self._bounds: dict[str, asyncio.Semaphore] = {}
         self._gate = SendGate(self.pace)
         self._exchange = Exchanger(
-            store, clock, self.pace, claimer=self.claimer, claim_for=CLAIM_FOR,
+            store,
+            clock,
+            self.pace,
+            claimer=self.claimer,
+            claim_for=CLAIM_FOR,
             max_wait_s=MAX_PACE_WAIT_S,
-        )  # fmt: skip
+        )
         #: The earliest slot of a conversation held back by its pace (epoch seconds of
         #: ``pace``) in the last pass, or ``None``.
         self.next_slot_s: float | None = None
@@ -112,6 +125,9 @@ class Deliverer:
         #: A circuit breaker per channel name (set by whoever serves the notifier): a
         #: platform that keeps failing is not called until its breaker lets a probe through.
         self.breakers: dict[str, CircuitBreaker] = {}
+        #: Whether this deliverer has claimed anything yet: until it has, rows claimed under
+        #: its name are a previous process's (a restart under the same name).
+        self._claimed = False
 
     async def deliver_due(self, limit: int = 200) -> int:
         """Send what is due now; returns how many calls were made."""
@@ -135,8 +151,48 @@ class Deliverer:
         return calls
 
     def recover_orphaned(self, now: datetime, live: Collection[str]) -> list[int]:
-        """Sends in flight whose replica is gone (not in ``live``) become ``maybe_sent``."""
-        return self.store.outbox.recover_orphaned(now, live, overdue=ORPHANED_AFTER)
+        """Recover the sends in flight whose replica is gone (not in ``live``); returns the ids
+        made ``maybe_sent``.
+
+        A row whose call never started goes back to pending; one whose call started is
+        sent again where its platform recognises the resend (an edit, Discord's nonce
+        within its window), else it is ``maybe_sent``. Before this deliverer's first
+        claim, rows under its own name belong to a process before it, dead.
+        """
+        if not self._claimed:
+            live = set(live) - {self.claimer[:200]}
+        recovered = self.store.outbox.recover_orphaned(
+            now, live, overdue=ORPHANED_AFTER, resend=lambda row: self._resend_interrupted(row, now)
+        )
+        if recovered.never_started or recovered.resent:
+            log.info(
+                "Sends cut off by a stopped replica: %d never called, sent again; %d called, "
+                "sent again as their platform recognises a resend",
+                len(recovered.never_started),
+                len(recovered.resent),
+                extra={"action": "deliver"},
+            )
+        return recovered.maybe_sent
+
+    def _resend_interrupted(self, row: Interrupted, now: datetime) -> bool:
+        """Whether a call cut off by its process's death may be made again."""
+        if row.attempts > MAX_SAFE_RESENDS:
+            return False
+        first_call = row.unsure_since or row.call_started_at
+        return self._recognised(self.channels.get(row.channel), row.purpose, first_call, now)
+
+    @staticmethod
+    def _recognised(
+        channel: Channel | None, purpose: str, first_call: datetime | None, now: datetime
+    ) -> bool:
+        """Whether making a call again after one of unknown outcome (started at ``first_call``)
+        cannot show the message twice: an edit says the same again; a platform that
+        deduplicates creates (Discord's nonce) does so only for a while."""
+        if purpose == "update":
+            return True
+        if channel is None or not channel.idempotent_sends:
+            return False
+        return first_call is None or now - first_call <= channel.resend_window
 
     async def _serve(self, place: str, items: list[Delivery]) -> int:
         """One conversation's due rows, in order, each at its slot; other conversations'
@@ -147,6 +203,7 @@ class Deliverer:
             # The claim and the slot are one transaction: a slot is spent only on a message this
             # replica will send, and a slot too far off leaves the row pending, untouched.
             slot = self._slot(channel, delivery)
+            self._claimed = True
             at = await self._exchange.claim(ClaimAsk(delivery.id, slot.gaps, slot.bursts))
             if at is False:
                 continue  # another deliverer has it
@@ -154,28 +211,58 @@ class Deliverer:
                 self._held_back(at.at_s)
                 break  # the rest of this conversation waits for the next pass
             await self.pace.sleep_until(at)  # only this conversation waits
+            called_at = self.clock()
             async with self._in_flight(delivery.channel, channel):
                 prepared = await self._prepare(channel, delivery)
                 if isinstance(prepared, SendResult) or channel is None:
                     result, sent_at = self._no_call(prepared, delivery), at
                 else:
+                    await self._gate.wait(slot.gaps, slot.bursts)
+                    called_at = self.clock()  # no later than the start recorded
+                    started = await self._start(delivery)
+                    if started is False:
+                        log.warning(
+                            "Delivery %d was recovered from this replica while it waited; "
+                            "not sent here",
+                            delivery.id,
+                            extra={"action": "deliver"},
+                        )
+                        continue  # recovered from this replica and claimed again: not ours
                     # Measured as the call goes out, after every wait of ours: a late send
                     # pushes its rows back by what the platform will see.
-                    sent_at = await self._gate.wait(slot.gaps, slot.bursts)
-                    result = await self._call(channel, delivery, prepared)
+                    sent_at = self.pace.now()
+                    if isinstance(started, SendResult):
+                        result = started
+                    else:
+                        result = await self._call(channel, delivery, prepared)
                     sent_at += self._held_on_the_way(delivery.channel, sent_at)
             holds: dict[str, float] = {}
             if sent_at - at > LATE_S:
                 # Sent (or seen by the platform) later than its slot: the next ones keep the
                 # whole gap, in the conversation and across the platform.
-                holds = {row: sent_at + gap for row, gap in slot.gaps.items()
-                         if row not in slot.bursts}  # fmt: skip
+                holds = {
+                    row: sent_at + gap for row, gap in slot.gaps.items() if row not in slot.bursts
+                }
             if result.hold_s:
                 key = self._pace_key(channel, delivery)
                 holds[key] = max(holds.get(key, 0.0), self.pace.now() + result.hold_s)
-            await self._keep(self._settlement(delivery, channel, result), holds)
+            await self._keep(self._settlement(delivery, channel, result, called_at), holds)
             calls += 1
         return calls
+
+    async def _start(self, delivery: Delivery) -> bool | SendResult:
+        """Record that the call of ``delivery`` starts now: ``True`` to make it, ``False`` when
+        the row is no longer this replica's, or how it ends uncalled when the start could
+        not be recorded (no call goes out without its start on record)."""
+        try:
+            return await self._exchange.start(delivery.id)
+        except StoreError as exc:
+            return SendResult(
+                SendOutcome.RETRY,
+                error=f"not sent: recording the call's start failed: {exc}",
+                retry_after_s=2.0,
+                called=False,
+            )
 
     def _held_on_the_way(self, channel_name: str, sent_at: float) -> float:
         """How much longer than the platform's quickest recent answer the call sent at ``sent_at``
@@ -230,8 +317,12 @@ class Deliverer:
                 if attempt == KEEP_TRIES - 1:
                     raise
                 delay = backoff_delay(attempt, initial=0.2, factor=2.0, cap=5.0)
-                log.warning("Recording a delivery failed (%s); trying again in %.1f s", exc,
-                            delay, extra={"action": "deliver"})  # fmt: skip
+                log.warning(
+                    "Recording a delivery failed (%s); trying again in %.1f s",
+                    exc,
+                    delay,
+                    extra={"action": "deliver"},
+                )
                 await asyncio.sleep(delay)
 
     def _no_call(self, prepared: Target | SendResult, delivery: Delivery) -> SendResult:
@@ -244,6 +335,15 @@ class Deliverer:
         if channel is None:
             return SendResult(
                 SendOutcome.FAILED, error=f"channel {delivery.channel} is not configured"
+            )
+        if delivery.unsure_since is not None and not self._recognised(
+            channel, delivery.purpose, delivery.unsure_since, self.clock()
+        ):
+            return SendResult(
+                SendOutcome.MAYBE_SENT,
+                called=False,
+                error="sent before with no answer, too long ago for the platform to recognise "
+                "a resend: not sent again",
             )
         target = Target.from_json(delivery.target)
         if target.card is None and delivery.purpose != "update":
@@ -299,10 +399,13 @@ class Deliverer:
         target = Target.from_json(delivery.target)
         if target.card is not None:
             card = next(
-                (d for d in self.store.outbox.for_incident(delivery.incident_id or 0)
-                 if d.dedup_key == target.card),
+                (
+                    d
+                    for d in self.store.outbox.for_incident(delivery.incident_id or 0)
+                    if d.dedup_key == target.card
+                ),
                 None,
-            )  # fmt: skip
+            )
             target = replace(target, card=None)
             sent = card is not None and card.status is DeliveryStatus.SENT
             if card is not None and sent and card.platform_message_id:
@@ -310,8 +413,10 @@ class Deliverer:
                     target = replace(target, message_id=card.platform_message_id)
                 else:
                     target = replace(target, reply_to=card.platform_message_id)
-            elif card is not None and card.status in {DeliveryStatus.PENDING,
-                                                      DeliveryStatus.SENDING}:  # fmt: skip
+            elif card is not None and card.status in {
+                DeliveryStatus.PENDING,
+                DeliveryStatus.SENDING,
+            }:
                 return SendResult(
                     SendOutcome.RETRY,
                     error="waiting for its card to be sent first",
@@ -339,31 +444,41 @@ class Deliverer:
         return False
 
     def _settlement(
-        self, delivery: Delivery, channel: Channel | None, result: SendResult
+        self, delivery: Delivery, channel: Channel | None, result: SendResult, called_at: datetime
     ) -> Settlement:
-        """What the row becomes after its call (logged unless sent)."""
+        """What the row becomes after its call started at ``called_at`` (logged unless sent)."""
         attempts = delivery.attempts + (1 if result.called else 0)
         outcome = result.outcome
-        repeatable = delivery.purpose == "update" or (
-            channel is not None and channel.idempotent_sends
-        )
-        if outcome is SendOutcome.MAYBE_SENT and repeatable and attempts <= MAX_SAFE_RESENDS:
+        unsure_since = delivery.unsure_since or called_at
+        unsure = outcome is SendOutcome.MAYBE_SENT and result.called
+        if (
+            unsure
+            and attempts <= MAX_SAFE_RESENDS
+            and self._recognised(channel, delivery.purpose, unsure_since, self.clock())
+        ):
             outcome = SendOutcome.RETRY  # the platform (or an edit) makes a resend harmless
         if outcome is SendOutcome.RETRY and attempts >= MAX_ATTEMPTS:
             outcome = SendOutcome.FAILED
         if outcome is SendOutcome.SENT:
             return Settlement(delivery.id, DeliveryStatus.SENT.value, message_id=result.message_id)
         log.warning(
-            "Delivery %d to %s: %s (%s)", delivery.id, delivery.channel, outcome.value,
-            result.error, extra={"action": "deliver"},
-        )  # fmt: skip
+            "Delivery %d to %s: %s (%s)",
+            delivery.id,
+            delivery.channel,
+            outcome.value,
+            result.error,
+            extra={"action": "deliver"},
+        )
         if outcome is SendOutcome.RETRY:
             delay = max(result.retry_after_s or 0.0, backoff_s(attempts))
             return Settlement(
-                delivery.id, DeliveryStatus.PENDING.value, error=result.error,
+                delivery.id,
+                DeliveryStatus.PENDING.value,
+                error=result.error,
                 next_attempt_at=self.clock() + timedelta(seconds=delay),
                 uncalled=not result.called,
-            )  # fmt: skip
+                unsure_since=unsure_since if unsure else None,
+            )
         status = (
             DeliveryStatus.FAILED if outcome is SendOutcome.FAILED else DeliveryStatus.MAYBE_SENT
         )

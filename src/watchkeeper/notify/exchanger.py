@@ -1,10 +1,12 @@
-"""The claims and settlements of every conversation served at once, one transaction a round.
+"""The claims, starts and settlements of every conversation served at once, one transaction
+a round.
 
-Each conversation's task asks for its claim right before its call and
-settles right after, as before; what the tasks ask while a transaction is
-under way waits for the next one, which takes it all. A lone conversation
-still gets its own transaction at once, and a claim is answered only after
-the commit that holds it, so every call follows its own durable claim.
+Each conversation's task asks for its claim before it waits for its slot,
+marks its call started right before the call, and settles right after; what
+the tasks ask while a transaction is under way waits for the next one, which
+takes it all. A lone conversation still gets its own transaction at once,
+and a claim or a start is answered only after the commit that holds it, so
+every call follows its own durable claim and start.
 """
 
 from __future__ import annotations
@@ -30,6 +32,8 @@ class _Ask:
     claim: ClaimAsk | None
     settlement: Settlement | None
     holds: Mapping[str, float]
+    #: A row whose call starts now.
+    start: int | None = None
     answer: asyncio.Future[Answer | None] = field(
         default_factory=lambda: asyncio.get_running_loop().create_future()
     )
@@ -70,6 +74,11 @@ class Exchanger:
         answer = await self._ask(_Ask(ask, None, {}))
         assert answer is not None
         return answer
+
+    async def start(self, delivery_id: int) -> bool:
+        """Record that the claimed row's call starts now; False when the row is no longer
+        this claimer's (recovered from it and claimed again): it must not be called then."""
+        return await self._ask(_Ask(None, None, {}, start=delivery_id)) is True
 
     async def settle(self, settlement: Settlement, holds: Mapping[str, float]) -> None:
         """Record how a call ended, and keep pacing rows from a slot before their moments."""
@@ -125,7 +134,17 @@ class Exchanger:
             settlements=[ask.settlement for ask in group if ask.settlement is not None],
             holds=holds,
             claims=claims,
+            starts=[ask.start for ask in group if ask.start is not None],
         )
-        claimed = iter(self.store.outbox.exchange(exchange))
+        exchanged = self.store.outbox.exchange(exchange)
+        claimed = iter(exchanged.claims)
         self.recent = [*self.recent[-15:], len(group)]
-        return [next(claimed) if ask.claim is not None else None for ask in group]
+        answers: list[Answer | None] = []
+        for ask in group:
+            if ask.claim is not None:
+                answers.append(next(claimed))
+            elif ask.start is not None:
+                answers.append(ask.start in exchanged.started)
+            else:
+                answers.append(None)
+        return answers

@@ -17,13 +17,21 @@ from watchkeeper.store.install_facts import (
     ForgeHistory,
     InstallCounts,
     InstallFactsStore,
+    ResultPosts,
 )
 
 if TYPE_CHECKING:
     from watchkeeper.config import Settings
     from watchkeeper.store import Store
 
-__all__ = ["ChannelHistory", "ForgeHistory", "InstallCounts", "InstallView", "Integration"]
+__all__ = [
+    "ChannelHistory",
+    "ForgeHistory",
+    "InstallCounts",
+    "InstallView",
+    "Integration",
+    "ResultPosts",
+]
 
 
 @dataclass(frozen=True, slots=True)
@@ -38,6 +46,8 @@ class Integration:
     channel: ChannelHistory | None = None
     forge: ForgeHistory | None = None
     last_failure: tuple[datetime, str | None] | None = None
+    #: GitHub's only: the results runs from its issues and pull requests posted there.
+    posts: ResultPosts | None = None
 
 
 def _secret(value: str | None, env: str | None, what: str) -> str | None:
@@ -86,6 +96,7 @@ class InstallView:
                     history,
                     forges.get(item.name),
                     failure,
+                    self._facts.result_posts() if item.name == "github" else None,
                 )
             )
         return found
@@ -145,6 +156,7 @@ class InstallView:
         github = _secret(f.github_secret, f.github_secret_env, "webhook secret")
         reader = _secret(f.github_token, f.github_token_env, "API token")
         linear = _secret(f.linear_secret, f.linear_secret_env, "webhook secret")
+        sentry = _secret(f.sentry_secret, f.sentry_secret_env, "client secret")
         return [
             Integration(
                 "github",
@@ -164,5 +176,22 @@ class InstallView:
                 linear is not None,
                 _present(linear, f"label {f.linear_label!r}" if linear else None),
                 "set [forge] linear_secret_env, and point a Linear webhook at /webhooks/linear",
+            ),
+            Integration(
+                "sentry",
+                "Sentry",
+                sentry is not None,
+                _present(
+                    sentry,
+                    f"issues become jobs on fleet {f.sentry_fleet} for org {f.sentry_org}"
+                    if sentry and f.sentry_argv
+                    else None,
+                    "no job is submitted until [forge] sentry_argv names the command"
+                    if sentry and not f.sentry_argv
+                    else None,
+                ),
+                "set [forge] sentry_secret_env to the Sentry integration's client secret, "
+                "point its webhook at /webhooks/sentry, and name the job's command in "
+                "sentry_argv",
             ),
         ]

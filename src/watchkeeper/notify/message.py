@@ -19,6 +19,8 @@ _ACTION_CODES = {
     "close_turn": "t",
     "dismiss": "d",
     "diagnose": "g",
+    "restart": "b",
+    "stop": "x",
     # Not decisions: silence the work for an hour, say who is looking (notify/silences.py).
     "silence_1h": "s",
     "ack": "a",
@@ -83,7 +85,7 @@ class Message:
         object.__setattr__(self, "text", redact(self.text))
         object.__setattr__(self, "headline", redact(self.headline))
 
-    def as_json(self) -> dict[str, Any]:
+    def as_dict(self) -> dict[str, Any]:
         """The stored form (a delivery's payload)."""
         return {
             "text": self.text,
@@ -120,7 +122,7 @@ class Target:
     reply_to: str | None = None
     card: str | None = None
 
-    def as_json(self) -> dict[str, Any]:
+    def as_dict(self) -> dict[str, Any]:
         """The stored form."""
         body: dict[str, Any] = {"channel": self.channel, "chat_id": self.chat_id}
         if self.thread_id:

@@ -81,9 +81,12 @@ class OpsNotifier:
             )
             if result.outcome.value != "sent":
                 log.warning(
-                    "Ops notice to %s: %s (%s)", place, result.outcome.value, result.error,
+                    "Ops notice to %s: %s (%s)",
+                    place,
+                    result.outcome.value,
+                    result.error,
                     extra={"action": "ops_notice"},
-                )  # fmt: skip
+                )
 
     async def _post(self, payload: dict[str, Any]) -> None:
         body = json.dumps(payload).encode()

@@ -13,10 +13,13 @@ from watchkeeper.decide.decider import Decider, PressResult
 from watchkeeper.errors import NotFound, StoreError, WatchkeeperError
 from watchkeeper.notify.message import parse_button, token_digest
 from watchkeeper.notify.silences import answer_care_press
+from watchkeeper.redact import redact
 
 log = logging.getLogger(__name__)
 UNEXPECTED = "an unexpected error happened; it has been logged"
 NOT_OURS = "this button is not one of watchkeeper's, or its incident no longer exists"
+#: A press not decided because the store is away; why is in the log, not in the chat.
+STORE_AWAY = "nothing was done: watchkeeper cannot reach its store; press again in a moment"
 
 
 @dataclass(frozen=True, slots=True)
@@ -76,30 +79,50 @@ async def answer_press(
     action = f"{press.platform}_press"
     try:
         care = await asyncio.to_thread(
-            answer_care_press, decider, press.platform, press.user_id, press.user_name,
-            press.data, NOT_OURS,
-        )  # fmt: skip
+            answer_care_press,
+            decider,
+            press.platform,
+            press.user_id,
+            press.user_name,
+            press.data,
+            NOT_OURS,
+        )
         if care is not None:  # "Silence 1 h" or "I am on it": decides nothing
             return PressAnswer(None, care)
         result = await asyncio.to_thread(handle_chat_press, decider, press)
     except StoreError as exc:
         # Nothing is kept: the presser is told to press again, and the log says who pressed what.
-        log.warning("A %s press by %s (%r) was not decided, the store is away: %s; "
-                    "they were told to press again", press.platform, press.user_id, press.data,
-                    exc, extra={"action": action})  # fmt: skip
-        text = down(exc) if down else f"nothing was done: {exc}; press again in a moment"
-        return PressAnswer(None, text)
+        log.warning(
+            "A %s press by %s (%r) was not decided, the store is away: %s; "
+            "they were told to press again",
+            press.platform,
+            press.user_id,
+            press.data,
+            redact(str(exc)),
+            extra={"action": action},
+        )
+        return PressAnswer(None, down(exc) if down else STORE_AWAY)
     except WatchkeeperError as exc:
-        log.warning("A %s press could not be decided: %s", press.platform, exc,
-                    extra={"action": action})  # fmt: skip
+        log.warning(
+            "A %s press could not be decided: %s",
+            press.platform,
+            redact(str(exc)),
+            extra={"action": action},
+        )
         return PressAnswer(None, f"nothing was done: {exc}")
     except Exception:  # the presser must hear back whatever went wrong
         log.exception("A %s press failed unexpectedly", press.platform, extra={"action": action})
         return PressAnswer(None, f"nothing was done: {UNEXPECTED}")
     if result is None:
         return PressAnswer(None, NOT_OURS)
-    log.info("A %s press by %s on incident %d: %s", press.platform, press.user_id,
-             result.incident_id, result.outcome.value, extra={"action": action})  # fmt: skip
+    log.info(
+        "A %s press by %s on incident %d: %s",
+        press.platform,
+        press.user_id,
+        result.incident_id,
+        result.outcome.value,
+        extra={"action": action},
+    )
     return PressAnswer(result, result.message)
 
 

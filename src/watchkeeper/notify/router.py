@@ -198,8 +198,8 @@ class Router:
                 incident.id,
                 purpose,
                 target.channel,
-                _under(target, found.get(target.place)).as_json(),
-                message.as_json(),
+                _under(target, found.get(target.place)).as_dict(),
+                message.as_dict(),
             )
             for target in self.targets(incident)
         ]
@@ -229,8 +229,8 @@ class Router:
                     incident.id,
                     "update",
                     target.channel,
-                    target.as_json(),
-                    render(sent).as_json(),
+                    target.as_dict(),
+                    render(sent).as_dict(),
                 )
             )
         return items
@@ -275,19 +275,31 @@ class Router:
                         incident.id,
                         "card",
                         target.channel,
-                        target.as_json(),
-                        message.as_json(),
+                        target.as_dict(),
+                        message.as_dict(),
                     )
                 )
-                continue  # fmt: skip
+                continue
             note = cards.again_note(incident)
             card = self._live(incident, cards.again_line(incident, event.at))
             items += [
-                NewDelivery(f"e{event_id}:{target.place}:note", incident.id, "note",
-                            target.channel, _under(target, sent).as_json(), note.as_json()),
-                NewDelivery(f"e{event_id}:{target.place}:{sent.ref}:update", incident.id,
-                            "update", edit.channel, edit.as_json(), card.as_json()),
-            ]  # fmt: skip
+                NewDelivery(
+                    f"e{event_id}:{target.place}:note",
+                    incident.id,
+                    "note",
+                    target.channel,
+                    _under(target, sent).as_dict(),
+                    note.as_dict(),
+                ),
+                NewDelivery(
+                    f"e{event_id}:{target.place}:{sent.ref}:update",
+                    incident.id,
+                    "update",
+                    edit.channel,
+                    edit.as_dict(),
+                    card.as_dict(),
+                ),
+            ]
         return items
 
     def _action_ended(
@@ -334,8 +346,15 @@ class _Card:
 
     @classmethod
     def of(cls, sent: Delivery) -> _Card:
-        return cls(sent.dedup_key, sent.channel, sent.target, sent.payload, sent.status,
-                   sent.platform_message_id, sent.id)  # fmt: skip
+        return cls(
+            sent.dedup_key,
+            sent.channel,
+            sent.target,
+            sent.payload,
+            sent.status,
+            sent.platform_message_id,
+            sent.id,
+        )
 
     @classmethod
     def queued(cls, item: NewDelivery) -> _Card:

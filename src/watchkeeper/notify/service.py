@@ -54,14 +54,15 @@ class Notifier:
         self._loop: asyncio.AbstractEventLoop | None = None
 
     def recover(self, now: datetime) -> list[int]:
-        """Sends cut off by a crash become ``maybe_sent``, never resent.
+        """Sends cut off by a crash: sent again if their call never started (or the platform
+        recognises a resend), else ``maybe_sent``; returns the ids made ``maybe_sent``.
 
         Only sends whose replica is gone (its heartbeat lapsed) are taken: a
         replica restarting never touches a live replica's sends in flight.
         """
         leadership = self.leadership
         if leadership is None:
-            return self.store.outbox.recover_interrupted(now)
+            return self.deliverer.recover_orphaned(now, set())
         live = self.store.cluster.live(now, leadership.live_within) | {leadership.replica}
         return self.deliverer.recover_orphaned(now, live)
 

@@ -151,10 +151,14 @@ class SilenceGate:
             target = Target.from_json({**sent.target, "message_id": sent.platform_message_id})
             items.append(
                 NewDelivery(
-                    f"e{event_id}:{target.place}:{sent.id}:ack", incident.id, "update",
-                    target.channel, target.as_json(), message.as_json(),
+                    f"e{event_id}:{target.place}:{sent.id}:ack",
+                    incident.id,
+                    "update",
+                    target.channel,
+                    target.as_dict(),
+                    message.as_dict(),
                 )
-            )  # fmt: skip
+            )
         return items
 
     def announce_ended(
@@ -177,11 +181,15 @@ class SilenceGate:
             message = ended_message(silence, covered)
             items = [
                 NewDelivery(
-                    f"silence{silence.id}:ended:{t.place}", None, "note", t.channel,
-                    t.as_json(), message.as_json(),
+                    f"silence{silence.id}:ended:{t.place}",
+                    None,
+                    "note",
+                    t.channel,
+                    t.as_dict(),
+                    message.as_dict(),
                 )
                 for t in to
-            ]  # fmt: skip
+            ]
             queued += self.store.silences.mark_announced(silence.id, items, now)
         return queued
 
@@ -209,8 +217,9 @@ def ended_message(silence: Silence, covered: list[Incident]) -> Message:
     if not covered:
         lines.append("Nothing was held back while it lasted.")
     else:
-        lines.append(f"It held back messages about {len(covered)} incident(s); "
-                     f"{len(live)} still open:")  # fmt: skip
+        lines.append(
+            f"It held back messages about {len(covered)} incident(s); {len(live)} still open:"
+        )
         lines.extend(
             f"- #{i.id} {i.title} ({i.key.kind} {i.key.run_id}, {i.key.condition} since "
             f"{i.since:%H:%M} UTC)"
@@ -240,9 +249,15 @@ def answer_care_press(
     fresh = token_digest(incident.state_token) == parsed.digest
     outcome, text = _care(decider, incident, parsed.action, actor, fresh)
     press = Press(
-        incident.id, decider.clock(), actor.name, actor.via, parsed.action,
-        incident.state_token if fresh else "moved", outcome, text,
-    )  # fmt: skip
+        incident.id,
+        decider.clock(),
+        actor.name,
+        actor.via,
+        parsed.action,
+        incident.state_token if fresh else "moved",
+        outcome,
+        text,
+    )
     store.decisions.record_press(press)
     return text
 
@@ -262,9 +277,12 @@ def _care(
         return "acknowledged", f"noted: you are on {incident.title}; nothing was decided"
     matchers = Matchers(kind=incident.key.kind, run_id=incident.key.run_id)
     silence = service.add(
-        matchers, CARD_SILENCE.total_seconds(),
-        f"from the card of incident {incident.id}", actor.name, actor.via,
-    )  # fmt: skip
+        matchers,
+        CARD_SILENCE.total_seconds(),
+        f"from the card of incident {incident.id}",
+        actor.name,
+        actor.via,
+    )
     return "silenced", (
         f"silenced {incident.key.kind} {incident.key.run_id} for 1 h (silence {silence.id}, "
         f"until {silence.ends_at:%H:%M} UTC): nothing more is posted about it until then"

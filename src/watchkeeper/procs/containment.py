@@ -11,8 +11,6 @@ Only the standard library and a sibling module: the shim imports it and must sta
 
 from __future__ import annotations
 
-import hashlib
-import hmac
 import json
 import os
 import signal
@@ -152,9 +150,8 @@ def pidfd(pid: int) -> int | None:
         return None
 
 
-def _containment_signature(key: str, record: dict[str, object]) -> str:
-    message = json.dumps(record, sort_keys=True).encode()
-    return hmac.new(key.encode(), message, hashlib.sha256).hexdigest()
+def _message(record: dict[str, object]) -> bytes:
+    return json.dumps(record, sort_keys=True).encode()
 
 
 def write(
@@ -163,7 +160,7 @@ def write(
     """Record how the run was held and what was ended after its leader, signed with ``key``."""
     record: dict[str, object] = {"run_id": run_id, "containment": kind, "ended": ended}
     if key:
-        record[witness.SIGNATURE] = _containment_signature(key, record)
+        record[witness.SIGNATURE] = witness.sign(key, _message(record))
     witness.write_json_atomic(os.path.join(run_dir, CONTAINMENT_NAME), record)
 
 
@@ -177,8 +174,6 @@ def read(run_dir: str, run_id: str, key: str | None) -> dict[str, object] | None
     if not isinstance(record, dict) or record.get("run_id") != run_id:
         return None
     given = record.pop(witness.SIGNATURE, None)
-    if key and not (
-        isinstance(given, str) and hmac.compare_digest(given, _containment_signature(key, record))
-    ):
+    if key and not witness.verify(key, _message(record), given):
         return None
     return record

@@ -20,10 +20,21 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from watchkeeper.clock import Now, to_epoch, utcnow
+from watchkeeper.errors import Conflict
 from watchkeeper.procs import abort as aborting
-from watchkeeper.procs import containment, hooks, identity, launch, layout, reaper, signals, witness
+from watchkeeper.procs import (
+    containment,
+    hooks,
+    identity,
+    launch,
+    layout,
+    mirror,
+    reaper,
+    signals,
+    witness,
+)
 from watchkeeper.procs import park as parking
-from watchkeeper.records.procs import AbortOutcome, HookState, Park, ParkState, ProcRun
+from watchkeeper.records.procs import AbortOutcome, HookState, NewProc, Park, ParkState, ProcRun
 
 if TYPE_CHECKING:
     from watchkeeper.config import ForgeConfig, Settings
@@ -101,15 +112,24 @@ class ProcEngine:
 
     # Starting -------------------------------------------------------------------------
 
-    def start(self, request: launch.LaunchRequest, *, tee: bool = False) -> launch.Launched:
-        """Register, then start; see :func:`watchkeeper.procs.launch.launch`.
+    def start(
+        self,
+        request: launch.LaunchRequest,
+        *,
+        tee: bool = False,
+        announce: launch.Announce | None = None,
+    ) -> launch.Launched:
+        """Register, then start; see :func:`watchkeeper.procs.launch.launch` (``announce``
+        is told of the run once recorded, before the command starts).
 
         A run from GitHub labels its issue waiting first, so the label never lands
         after the run's end has replaced it.
         """
 
         def start() -> launch.Launched:
-            return launch.launch(self.procs, self.data_dir, request, self.clock, tee=tee)
+            return launch.launch(
+                self.procs, self.data_dir, request, self.clock, tee=tee, announce=announce
+            )
 
         if not (request.origin and request.origin.get("platform") == "github"):
             return start()
@@ -132,13 +152,23 @@ class ProcEngine:
         return self.procs.get(run_id)
 
     def effective_status(self, run: ProcRun) -> str:
-        """The run's status as it really is (``stale``, ``exited`` included)."""
+        """The run's status as it really is (``stale``, ``exited`` included).
+
+        A reported run is as its engine last said, ``stale`` once that engine went silent.
+        """
+        if run.reported and not run.status.ended:
+            return run.status.value if self.alive(run) else reaper.STALE
         return reaper.effective_status(run, self.data_dir, self.procs)
 
     def alive(self, run: ProcRun) -> bool | None:
-        """Whether the run's owner is alive; ``None`` when that cannot be told."""
+        """Whether the run's owner is alive; ``None`` when that cannot be told.
+
+        A reported run's owner is the engine that reports it, alive while it speaks.
+        """
         if run.status.ended:
             return False
+        if run.reported:
+            return mirror.reporter_alive(run, self.clock())[0]
         return identity.alive(reaper.shim_ownership(run))
 
     def runs(self, *, include_finished: bool = False, limit: int = 500) -> list[ProcRun]:
@@ -209,8 +239,18 @@ class ProcEngine:
         return self.procs.progress(run_id, self.clock(), step)
 
     def abort(self, run_id: str, *, grace_s: float | None = None) -> aborting.AbortResult:
-        """Abort a run after checking it is ours; see :func:`watchkeeper.procs.abort.abort`."""
+        """Abort a run after checking it is ours; see :func:`watchkeeper.procs.abort.abort`.
+
+        A reported run is ended by the engine that reports it: the request is recorded
+        for it to read in its next report's answer, and its end is waited for.
+        """
         grace = self.grace_s if grace_s is None else grace_s
+        run = self.procs.get(run_id)
+        if run.reported:
+            asked = self._ask_reporter_to_abort(run)
+            if asked:
+                run = self.wait(run_id, timeout_s=_reporter_abort_s(grace))
+            return _ended_by_reporter(run, asked, grace)
         result = aborting.abort(self.procs, self.data_dir, run_id, self.clock(), grace_s=grace)
         if result.outcome is not AbortOutcome.SIGNALED:
             self._fire_hooks(self.clock())
@@ -221,12 +261,25 @@ class ProcEngine:
     ) -> aborting.AbortResult:
         """:meth:`abort` for the event loop: no thread is held while the group has its grace."""
         grace = self.grace_s if grace_s is None else grace_s
+        run = await asyncio.to_thread(self.procs.get, run_id)
+        if run.reported:
+            asked = await asyncio.to_thread(self._ask_reporter_to_abort, run)
+            if asked:
+                run = await self.wait_async(run_id, timeout_s=_reporter_abort_s(grace))
+            return _ended_by_reporter(run, asked, grace)
         result = await aborting.abort_async(
             self.procs, self.data_dir, run_id, self.clock(), grace_s=grace
         )
         if result.outcome is not AbortOutcome.SIGNALED:
             await asyncio.to_thread(self._fire_hooks, self.clock())
         return result
+
+    def _ask_reporter_to_abort(self, run: ProcRun) -> bool:
+        """Record the abort a reported run's engine reads; ``False`` if it had ended."""
+        if run.status.ended:
+            return False
+        self.procs.request_abort(run.run_id, self.clock(), "aborted on request", cancel=True)
+        return True
 
     def refresh(self, run_id: str) -> ProcRun:
         """Settle this engine's runs now if this one's witness is there or its owner is gone.
@@ -252,7 +305,7 @@ class ProcEngine:
 
     def _wait_a_little(self, run: ProcRun) -> None:
         # Wake as soon as the shim exits (it writes the witness just before), else re-check.
-        if run.host != identity.host() or run.shim_pid is None:
+        if run.host != identity.host() or run.shim_pid is None or run.reported:
             time.sleep(1.0)
             return
         try:
@@ -285,7 +338,7 @@ class ProcEngine:
 
     async def _pause_async(self, run: ProcRun, left_s: float) -> bool:
         """Wait a little for the run to move; ``True`` when its shim is known to have exited."""
-        if run.host != identity.host() or run.shim_pid is None:
+        if run.host != identity.host() or run.shim_pid is None or run.reported:
             await asyncio.sleep(min(left_s, 1.0))
             return False
         try:
@@ -338,6 +391,18 @@ class ProcEngine:
         wakes = parking.wake_due(self.procs, self.data_dir, now)
         return SweepReport(reaped, fired, wakes)
 
+    # Runs other engines report --------------------------------------------------------
+
+    def record_reported(self, new: NewProc, engine_key: str) -> ProcRun:
+        """Record a run that the engine of ``engine_key`` (another command line's) starts
+        and reports here; see :mod:`watchkeeper.procs.mirror`."""
+        return mirror.record(self.procs, new, engine_key, self.clock())
+
+    def take_report(self, run_id: str, said: mirror.Report) -> tuple[ProcRun, int]:
+        """Apply a reporting engine's word on ``run_id``: the run now, and its log's size."""
+        size = mirror.take(self.procs, self.data_dir, run_id, said, self.clock())
+        return self.procs.get(run_id), size
+
     # Parking --------------------------------------------------------------------------
 
     def park(
@@ -366,3 +431,25 @@ class ProcEngine:
     def parked(self) -> list[parking.ParkedView]:
         """Every park with its run's state and its session's breaker."""
         return parking.views(self.procs)
+
+
+def _reporter_abort_s(grace_s: float) -> float:
+    """How long an abort waits for a reported run's engine to end it: its next report, the
+    group's grace, the witness, and the report of the end."""
+    return grace_s + aborting.WITNESS_WAIT_S + 3 * mirror.REPORT_EVERY_S
+
+
+def _ended_by_reporter(run: ProcRun, asked: bool, grace_s: float) -> aborting.AbortResult:
+    """The answer to an abort of a reported run once it ended, or the wait gave up."""
+    if not asked:
+        return aborting.AbortResult(AbortOutcome.ALREADY_EXITED, run, f"already {run.status.value}")
+    if run.status.ended:
+        how = run.reason or run.status.value
+        return aborting.AbortResult(
+            AbortOutcome.SIGNALED, run, f"ended by its engine on {run.host}: {how}"
+        )
+    raise Conflict(
+        f"process run {run.run_id} runs on {run.host}, whose engine was asked to end it and "
+        f"has not said it did within {_reporter_abort_s(grace_s):g} s: that engine may be "
+        "gone (see `watchkeeper status`)"
+    )

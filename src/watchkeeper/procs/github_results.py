@@ -147,8 +147,16 @@ def output_block(tail: str) -> list[str]:
     if not tail.strip():
         return []
     fenced = tail.replace("```", "`\u200b``")  # a fence in the output must not close ours
-    return ["", "<details><summary>Last lines of output</summary>", "", "```", fenced, "```",
-            "", "</details>"]  # fmt: skip
+    return [
+        "",
+        "<details><summary>Last lines of output</summary>",
+        "",
+        "```",
+        fenced,
+        "```",
+        "",
+        "</details>",
+    ]
 
 
 def declared_done(log_tail: str) -> bool:

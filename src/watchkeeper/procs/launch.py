@@ -4,10 +4,11 @@ A crash before the write leaves nothing running; a crash after it leaves a
 ``starting`` record (and, once the shim is up, its ``owner.json``) that the
 reaper can judge.
 
-Each run gets a witness key, kept in its record and handed to the shim on the
+Each run gets a witness key pair: the private half goes to the shim on the
 handshake socket (never through the command's environment, arguments or
-files): the shim signs the witness with it, so one the command writes for
-itself is told apart.
+files), the public half into its record. The shim signs the witness with it,
+so one the command writes for itself is told apart, even by a command that
+reads the store.
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ import shutil
 import socket
 import subprocess
 import sys
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -36,6 +37,8 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 RUN_ID_ENV = "WATCHKEEPER_RUN_ID"
+#: Told of a run once it is recorded, before its command starts; raising stops the start.
+Announce = Callable[[ProcRun], None]
 
 
 @dataclass(frozen=True, slots=True)
@@ -165,10 +168,27 @@ class Recorded:
 
 
 def launch(
-    procs: RunMoves, data_dir: Path, request: LaunchRequest, clock: Now, *, tee: bool = False
+    procs: RunMoves,
+    data_dir: Path,
+    request: LaunchRequest,
+    clock: Now,
+    *,
+    tee: bool = False,
+    announce: Announce | None = None,
 ) -> Launched:
-    """Record the run, then start its shim; detached runs return once the command runs."""
-    return _start_recorded(procs, _record(procs, data_dir, request, clock), clock, tee=tee)
+    """Record the run, then start its shim; detached runs return once the command runs.
+
+    ``announce`` is told of the recorded run before anything starts (a server that
+    must record it too); if it raises, the run fails with the reason and never starts.
+    """
+    recorded = _record(procs, data_dir, request, clock)
+    if announce is not None:
+        try:
+            announce(procs.get(recorded.new.run_id))
+        except BaseException as exc:
+            _fail(procs, recorded.new.run_id, f"not started: {exc}", clock)
+            raise
+    return _start_recorded(procs, recorded, clock, tee=tee)
 
 
 def _record(procs: RunMoves, data_dir: Path, request: LaunchRequest, clock: Now) -> Recorded:
@@ -192,9 +212,9 @@ def _record(procs: RunMoves, data_dir: Path, request: LaunchRequest, clock: Now)
         on_done_cmd=request.on_done_cmd,
         on_done_url=request.on_done_url,
     )
-    key = secrets.token_hex(32)
+    key, public = witness.new_key_pair()
     try:
-        procs.register(new, clock(), engine_key=identity.engine_key(data_dir), witness_key=key)
+        procs.register(new, clock(), engine_key=identity.engine_key(data_dir), witness_key=public)
     except BaseException:
         shutil.rmtree(folder, ignore_errors=True)  # nothing recorded: leave nothing behind
         raise

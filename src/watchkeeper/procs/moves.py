@@ -2,7 +2,7 @@
 
 :class:`watchkeeper.store.procs.ProcStore` makes them through SQLAlchemy on either
 database. ``watchkeeper run``'s fast path makes the same moves on the embedded SQLite
-file through the standard library (:mod:`watchkeeper.store.lite_procs`), so launching,
+file through the standard library (:mod:`watchkeeper.store.lite.procs`), so launching,
 settling and reaping are written once, against this protocol.
 """
 

@@ -11,6 +11,12 @@ is only what the engine observes for itself: the run a park watches wrote to
 its log, or ended, after the park. A session's own ``--progress`` note is
 recorded and shown but resets nothing: a session stuck in a loop says it moved
 every round.
+
+A session is woken once per sweep, for the newest of its parks whose run ended;
+its older parks that came due with it are ``superseded`` (and say by which park),
+never woken later. A session held by the breaker parks again and again meanwhile,
+so when the engine sees its work move, several parks are released at once: waking
+it for each would run its wake command for work it has long moved past.
 """
 
 from __future__ import annotations
@@ -34,6 +40,8 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 WAKE_LIMIT = 3
+#: Parks that may still wake their session.
+_OPEN = frozenset({ParkState.WAITING, ParkState.SUPPRESSED})
 
 
 @dataclass(frozen=True, slots=True)
@@ -77,16 +85,18 @@ def views(procs: ProcStore, *, limit: int = 200) -> list[ParkedView]:
         except NotFound:
             status = None
         ended = status is not None and status not in ("starting", "running")
-        wakeable = ended and park.state is not ParkState.WOKEN
+        wakeable = ended and park.state in _OPEN
         result.append(ParkedView(park, status, wakeable, breakers[park.session]))
     return result
 
 
 def wake_due(procs: ProcStore, data_dir: Path, now: datetime) -> list[tuple[int, ParkState]]:
-    """Wake every waiting park whose run ended, unless its session's breaker is open.
+    """Wake each session with a waiting park whose run ended, once, unless its breaker is open.
 
     First the watched runs are looked at: a session whose run moved since the
-    last look has its breaker reset and its held parks released.
+    last look has its breaker reset and its held parks released. Then each
+    session's due parks are taken together: the newest wakes it (or is held by
+    its breaker), the older ones are superseded by it.
     """
     for session in procs.observe_watched(now):
         log.info(
@@ -94,29 +104,64 @@ def wake_due(procs: ProcStore, data_dir: Path, now: datetime) -> list[tuple[int,
             session,
             extra={"action": "proc_wake"},
         )
-    moved = []
+    due: dict[str, list[tuple[Park, ProcRun]]] = {}
     for park, run in procs.wakeable_parks():
-        breaker = procs.session(park.session)
+        due.setdefault(park.session, []).append((park, run))
+    moved: list[tuple[int, ParkState]] = []
+    for session, parks in due.items():
+        *older, (newest, run) = sorted(parks, key=lambda found: found[0].id)
+        breaker = procs.session(session)
         if breaker.wakes_without_progress >= WAKE_LIMIT:
-            note = (
-                f"woken {breaker.wakes_without_progress} times in a row without progress: "
-                "further wakes held until a run it waits on writes to its log or ends"
-            )
-            if procs.move_park(park.id, ParkState.SUPPRESSED, now, note):
-                log.warning(
-                    "Wake of session %s suppressed: %s",
-                    park.session,
-                    note,
-                    extra={"action": "proc_wake"},
-                )
-                moved.append((park.id, ParkState.SUPPRESSED))
+            moved += _hold(procs, [park for park, _ in (*older, (newest, run))], breaker, now)
             continue
         # At most once: the move is committed before the wake command runs.
-        if procs.move_park(park.id, ParkState.WOKEN, now):
-            procs.record_wake(park.session, now)
-            _run_wake(park, run, data_dir, now)
-            moved.append((park.id, ParkState.WOKEN))
+        if not procs.move_park(newest.id, ParkState.WOKEN, now):
+            continue  # another engine took this session's wake
+        procs.record_wake(session, now)
+        moved += _supersede(procs, [park for park, _ in older], newest, now)
+        _run_wake(newest, run, data_dir, now)
+        moved.append((newest.id, ParkState.WOKEN))
     return moved
+
+
+def _hold(
+    procs: ProcStore, parks: list[Park], breaker: SessionBreaker, now: datetime
+) -> list[tuple[int, ParkState]]:
+    """The breaker is open: each of the session's due parks is held, not woken."""
+    note = (
+        f"woken {breaker.wakes_without_progress} times in a row without progress: "
+        "further wakes held until a run it waits on writes to its log or ends"
+    )
+    held = []
+    for park in parks:
+        if procs.move_park(park.id, ParkState.SUPPRESSED, now, note):
+            log.warning(
+                "Wake of session %s suppressed: %s",
+                park.session,
+                note,
+                extra={"action": "proc_wake"},
+            )
+            held.append((park.id, ParkState.SUPPRESSED))
+    return held
+
+
+def _supersede(
+    procs: ProcStore, older: list[Park], newest: Park, now: datetime
+) -> list[tuple[int, ParkState]]:
+    """The session was woken for ``newest``: its ``older`` due parks never wake it."""
+    note = f"superseded by park {newest.id}, a newer park of the session that woke it"
+    done = []
+    for park in older:
+        if procs.move_park(park.id, ParkState.SUPERSEDED, now, note):
+            log.info(
+                "Park %s of session %s superseded by park %s",
+                park.id,
+                park.session,
+                newest.id,
+                extra={"action": "proc_wake"},
+            )
+            done.append((park.id, ParkState.SUPERSEDED))
+    return done
 
 
 def _run_wake(park: Park, run: ProcRun, data_dir: Path, now: datetime) -> None:

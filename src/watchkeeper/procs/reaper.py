@@ -159,13 +159,16 @@ def _starting_without_owner(
     procs: RunMoves, data_dir: Path, run: ProcRun, now: datetime, report: ReapReport
 ) -> None:
     folder = layout.run_dir(data_dir, run.run_id)
+    claim = start_claim.read(str(folder))
     if witness.exists(folder):
-        found = settle.read_witness(data_dir, run, procs, now)
+        # No owner was recorded: the shim named in its start claim wrote the witness (it could
+        # not start the command), and its word is final once that shim has gone.
+        gone = _claimed_shim(run, claim) in (identity.Ownership.GONE, identity.Ownership.RECYCLED)
+        found = settle.read_witness(data_dir, run, procs, now, gone=gone)
         if found is not None:
             if settle.from_witness(procs, run, found, now):
                 report.collected.append(run.run_id)
             return
-    claim = start_claim.read(str(folder))
     if claim is None:
         if not (_never_started(run) or (now - run.created_at).total_seconds() > START_GRACE_S):
             return  # its launcher may still be starting it
@@ -185,11 +188,18 @@ def _starting_without_owner(
             report,
         )
         return
-    pid, start = _int(claim.get("pid")), _str(claim.get("start"))
-    shim = identity.ownership(run.host, run.boot_id, pid, start)
+    shim = _claimed_shim(run, claim)
     if shim in (identity.Ownership.GONE, identity.Ownership.RECYCLED):
         _reclaim(procs, run, "its shim died while starting the command", now, report)
     # Otherwise the shim is starting the command: its owner report comes next.
+
+
+def _claimed_shim(run: ProcRun, claim: dict[str, object] | None) -> identity.Ownership:
+    """Whether the shim that took the run's start claim lives; unknown without one."""
+    if claim is None or claim.get("by") != start_claim.SHIM:
+        return identity.Ownership.UNKNOWN
+    pid, start = _int(claim.get("pid")), _str(claim.get("start"))
+    return identity.ownership(run.host, run.boot_id, pid, start)
 
 
 def _int(value: object) -> int | None:

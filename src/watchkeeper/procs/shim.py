@@ -18,10 +18,14 @@ SIGKILL after a grace period) and says so in the witness. Otherwise a runner
 killed mid-task would leave its command running while the task is leased and
 run again elsewhere.
 
-The launcher sends the run's witness key on the handshake socket before the
-shim reports; the shim signs the witness with it. The key is never in the
+The launcher sends the run's witness key (the private half of an Ed25519 key
+pair, whose public half only is in the store) on the handshake socket before
+the shim reports; the shim signs the witness with it. The key is never in the
 command's environment, arguments or files, and on Linux the shim makes itself
-non-dumpable so the command (same user) cannot read the key from its memory.
+non-dumpable so the command (same user, without ``CAP_SYS_PTRACE``) cannot read
+the key from its memory. A command that can (root) still cannot end a live
+run with a witness: the engine believes one only once the shim and the command
+have both exited.
 
 On Linux the shim is a child subreaper (``PR_SET_CHILD_SUBREAPER``): a
 descendant whose parent exits is re-parented to the shim, not to init, even
@@ -257,6 +261,8 @@ def _orphaned_before_start(
     run_id: str, run_dir: str, handshake_fd: int, why: str, key: str | None
 ) -> int:
     message = f"{why} before the command started"
+    # The claim says it too: no owner is ever recorded, and the engine reads the claim then.
+    start_claim.take(run_dir, start_claim.declined(os.getpid(), message))
     witness.write(run_dir, witness.Witness(run_id, 125, None, time.time(), message), key)
     _tell(handshake_fd, {"error": message})
     return 125
@@ -312,7 +318,27 @@ def run(
     _forward_signals(pid)
     if owner_of is not None:
         owner_of.started(pid)
-    owner = {
+    owner = _owner(run_id, me, pid, kind)
+    _report(handshake_fd, run_dir, owner, keep_listening=lease is not None)
+    if lease is not None:
+        lease.start(pid)
+    tree = containment.Tree(pid) if kind == containment.SUBREAPER else None
+    if tee:
+        _pump(read_fd, log_fd, tree)
+    code = _reap(pid, owner_of, lease, tree)
+    ended = time.time()
+    os.close(log_fd)
+    exit_code, signum = (code, None) if code >= 0 else (None, -code)
+    why = _why_ended(owner_of, lease, _how(exit_code, signum))
+    containment.write(run_dir, run_id, kind, tree.record() if tree else [], key)
+    witness.write(run_dir, witness.Witness(run_id, exit_code, signum, ended, why), key)
+    return code if code >= 0 else 128 - code
+
+
+def _owner(run_id: str, me: int, pid: int, kind: str) -> dict[str, object]:
+    """The owner record the launcher is told: the shim and the command, each with its start
+    time (a recycled pid never passes for them), and how the command's tree is held."""
+    return {
         "run_id": run_id,
         "shim_pid": me,
         "shim_start": identity.start_time(me),
@@ -321,12 +347,16 @@ def run(
         "pgid": pid,
         "containment": kind,
     }
-    _report(handshake_fd, run_dir, owner, keep_listening=lease is not None)
-    if lease is not None:
-        lease.start(pid)
-    tree = containment.Tree(pid) if kind == containment.SUBREAPER else None
-    if tee:
-        _pump(read_fd, log_fd, tree)
+
+
+def _reap(
+    pid: int,
+    owner_of: _Owner | None,
+    lease: lease_guard.LeaseGuard | None,
+    tree: containment.Tree | None,
+) -> int:
+    """Wait for the command, end what it left behind, and reap it: its exit code
+    (negative for the signal that ended it)."""
     # The leader stays unreaped until the rest is ended: its pid and group id are not reused.
     os.waitid(os.P_PID, pid, os.WEXITED | os.WNOWAIT)
     if owner_of is not None:
@@ -336,14 +366,7 @@ def run(
     if tree is not None:
         tree.end()
     _, status = os.waitpid(pid, 0)
-    code = os.waitstatus_to_exitcode(status)
-    ended = time.time()
-    os.close(log_fd)
-    exit_code, signum = (code, None) if code >= 0 else (None, -code)
-    why = _why_ended(owner_of, lease, _how(exit_code, signum))
-    containment.write(run_dir, run_id, kind, tree.record() if tree else [], key)
-    witness.write(run_dir, witness.Witness(run_id, exit_code, signum, ended, why), key)
-    return code if code >= 0 else 128 - code
+    return os.waitstatus_to_exitcode(status)
 
 
 def _why_ended(
@@ -373,9 +396,13 @@ def main(args: list[str]) -> int:
         sys.stderr.write("usage: shim RUN_ID RUN_DIR HANDSHAKE_FD DETACH TEE PARENT -- CMD...\n")
         return 2
     key, lease = _receive_key(int(handshake))
-    if key == "":
+    if key == "" or (key is not None and not witness.usable(key)):
         # Without the key the witness could not be trusted: better not to start at all.
-        why = "its launcher went away before handing over the run's witness key"
+        why = (
+            "its launcher went away before handing over the run's witness key"
+            if key == ""
+            else "its launcher handed over a witness key it cannot sign with"
+        )
         start_claim.take(run_dir, start_claim.declined(os.getpid(), why))
         return 125
     if key is not None:

@@ -8,13 +8,15 @@ the store must lock and count first).
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import replace
-from datetime import datetime
+from dataclasses import dataclass, replace
+from datetime import datetime, timedelta
 from typing import Any
 
 from watchkeeper.contract import fingerprint as failure_fingerprint
 from watchkeeper.queue import rules
-from watchkeeper.records.queue import OrgLoad, QueuedTask, Runner, TaskStatus
+from watchkeeper.queue.errors import LeaseLost
+from watchkeeper.queue.idle import Idle
+from watchkeeper.records.queue import Lease, OrgLoad, QueuedTask, Runner, Task, TaskStatus
 from watchkeeper.store.queue import End
 
 
@@ -31,6 +33,8 @@ def lease_terms(policy: rules.Policy, now: datetime, limit: int) -> dict[str, An
         # Enough to pass over what other leases are taking meanwhile, no more to build.
         "page": max(64, 8 * limit),
         "caps_possible": any(org.capped for org in policy.orgs.values()),
+        # A lease is proof of life; written only once the heartbeat is half-way to offline.
+        "beat_before": now - timedelta(seconds=policy.offline_after_s / 2),
     }
 
 
@@ -42,3 +46,13 @@ def fingerprinted(ends: Sequence[End]) -> list[End]:
         else replace(end, fingerprint=failure_fingerprint(end.reason or ""))
         for end in ends
     ]
+
+
+@dataclass(frozen=True, slots=True)
+class LeasePass:
+    """A runner's pass: its outcomes, its leases, and why none was leased (or that the
+    runner was counted offline and is back)."""
+
+    outcomes: list[Task | LeaseLost]
+    leases: list[Lease]
+    reason: Idle | None = None

@@ -19,7 +19,7 @@ from watchkeeper.queue.held import HeldTask
 
 if TYPE_CHECKING:
     from watchkeeper.client import Client
-    from watchkeeper.client_failover import FailoverClient
+    from watchkeeper.client.failover import FailoverClient
 
 log = logging.getLogger(__name__)
 
@@ -59,12 +59,12 @@ def report_and_lease(
     free: int,
     tell: Callable[[HeldTask, dict[str, Any]], None],
     forget: Callable[[HeldTask], None],
-) -> list[dict[str, Any]] | None:
+) -> dict[str, Any] | None:
     """Report the outcomes of ``ended`` (each ``tell`` first, once) and lease up to
     ``free`` tasks in the same request; ``forget`` each the server has answered.
 
-    Returns the leased tasks, or ``None`` from a server that takes no outcomes with
-    a lease (it predates that; nothing was recorded). A request that fails as a
+    Returns the answer (``tasks``, ``reason``), or ``None`` from a server that takes no
+    outcomes with a lease (it predates that; nothing was recorded). A request that fails as a
     whole (``ClientError``) recorded nothing and leased nothing: the outcomes stay
     for the next pass.
     """
@@ -78,7 +78,7 @@ def report_and_lease(
             return None
         raise
     _settle(ended, answer["outcomes"], forget)
-    return list(answer["tasks"])
+    return answer
 
 
 def _tell_all(ended: list[HeldTask], tell: Callable[[HeldTask, dict[str, Any]], None]) -> None:

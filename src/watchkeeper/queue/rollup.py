@@ -9,13 +9,18 @@ The rules, in order (tasks ordered by ``seq``: the first, then continuations):
 4. else every task has ended: the job ends as its latest task did, so a
    continuation that succeeded after a failed first task makes the job ``succeeded``,
    and a cancelled continuation makes it ``cancelled``.
+
+A task whose stored row cannot be read counts by the status its row names (a
+lease sets such a queued task aside as ``failed``), placed by its ``seq`` when
+that can be read and after the others when not; one whose status cannot be read
+either does not count.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 
-from watchkeeper.records.queue import JobStatus, Task, TaskStatus
+from watchkeeper.records.queue import Job, JobStatus, Task, TaskStatus
 
 _ACTIVE = frozenset({TaskStatus.RUNNING, TaskStatus.STUCK})
 _ENDED = {
@@ -39,3 +44,17 @@ def job_status(statuses: Sequence[TaskStatus]) -> JobStatus:
 def of_tasks(tasks: Sequence[Task]) -> JobStatus:
     """The job's status from its task records (sorted by ``seq`` here)."""
     return job_status([task.status for task in sorted(tasks, key=lambda task: task.seq)])
+
+
+def of_job(job: Job) -> JobStatus:
+    """The job's status from its tasks, those whose rows cannot be read included."""
+    if not job.unreadable:
+        return of_tasks(job.tasks)
+    last = max((task.seq for task in job.tasks), default=0) + 1
+    placed = [(task.seq, task.status) for task in job.tasks]
+    placed += [
+        (last if odd.seq is None else odd.seq, odd.status)
+        for odd in job.unreadable
+        if odd.status is not None
+    ]
+    return job_status([status for _, status in sorted(placed, key=lambda pair: pair[0])])

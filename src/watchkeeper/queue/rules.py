@@ -231,6 +231,11 @@ def _busy(task: QueuedTask, serving: Sequence[Runner], now: datetime, policy: Po
     )
 
 
+def capped(reason: Reason, task: QueuedTask, load: OrgLoad, policy: Policy) -> Blocked:
+    """Why an org's cap (``reason``: concurrency or compute) holds ``task`` back."""
+    return _capped(reason, task, load, policy)
+
+
 def _capped(reason: Reason, task: QueuedTask, load: OrgLoad, policy: Policy) -> Blocked:
     caps = policy.org(task.org)
     if reason is Reason.CONCURRENCY_CAP:

@@ -35,7 +35,7 @@ it were ours. On stop, running subprocesses are aborted and the server takes
 the leases back.
 
 Given several replicas' URLs, the client is a
-:class:`~watchkeeper.client_failover.FailoverClient`: a replica that dies
+:class:`~watchkeeper.client.failover.FailoverClient`: a replica that dies
 takes no lease with it, since the next renewal goes to another replica.
 """
 
@@ -44,24 +44,25 @@ from __future__ import annotations
 import logging
 import os
 import threading
-from dataclasses import dataclass, replace
-from pathlib import Path
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
-from watchkeeper.client_timeline import Timeline
+from watchkeeper.client.timeline import Timeline
 from watchkeeper.clock import Clock, MonotonicClock
 from watchkeeper.errors import ClientError, WatchkeeperError
 from watchkeeper.procs import identity, layout
 from watchkeeper.procs.launch import LaunchRequest
 from watchkeeper.queue import report_batch
 from watchkeeper.queue.held import EXPIRY_MARGIN, HeldTask
+from watchkeeper.queue.lease_notes import LeaseNotes
+from watchkeeper.queue.runner_options import RunnerOptions as RunnerOptions
 from watchkeeper.queue.shipping import Shipment, Shipper
 from watchkeeper.queue.task_env import task_env
 from watchkeeper.records.procs import ProcStatus
 
 if TYPE_CHECKING:
     from watchkeeper.client import Client
-    from watchkeeper.client_failover import FailoverClient
+    from watchkeeper.client.failover import FailoverClient
     from watchkeeper.procs.engine import ProcEngine
 
 log = logging.getLogger(__name__)
@@ -71,24 +72,6 @@ TICK_S = 0.05
 LEASE_MAX = 100
 #: How much of a failed start's run log the task's outcome carries.
 START_LOG_TAIL = 600
-
-
-@dataclass(frozen=True, slots=True)
-class RunnerOptions:
-    """How a runner serves: its fleet, capacity and intervals."""
-
-    fleet: str
-    capacity: int = 1
-    org: str | None = None
-    name: str | None = None
-    data_dir: Path = Path(".watchkeeper") / "runner"
-    heartbeat_s: float = 5.0
-    poll_s: float = 1.0
-    renew_s: float | None = None
-    grace_s: float = 5.0
-    #: Names of the runner's environment a task gets beyond the allow-list (checked by
-    #: :func:`watchkeeper.queue.task_env.check_pass_env`).
-    pass_env: tuple[str, ...] = ()
 
 
 class RunnerDaemon:
@@ -116,6 +99,7 @@ class RunnerDaemon:
         self._expiry = threading.Lock()
         self._timeline = Timeline(client)
         self._shipper = Shipper(client, options.poll_s)
+        self._notes = LeaseNotes()  # why a lease came back empty, said once a change
         # Calls failing now: an outage is told once when it starts and once when it ends, not
         # at every poll or beat while it lasts.
         self._failing: set[str] = set()
@@ -235,7 +219,7 @@ class RunnerDaemon:
         assert self.runner_id is not None
         asked = self.clock.now()
         try:
-            tasks = self.client.runners.lease(self.runner_id, free)
+            tasks = self._notes.tasks_of(self.client.runners.lease_answer(self.runner_id, free))
             self._works("Leasing")
         except ClientError as exc:
             self._fails("Leasing", exc, "runner_lease")
@@ -251,7 +235,7 @@ class RunnerDaemon:
         free = min(self.options.capacity - len(self.held) + len(ended), LEASE_MAX)
         asked = self.clock.now()
         try:
-            tasks = report_batch.report_and_lease(
+            answer = report_batch.report_and_lease(
                 self.client, self.runner_id, ended, free, self._tell, self._forget
             )
         except ClientError as exc:
@@ -262,9 +246,10 @@ class RunnerDaemon:
                 extra={"action": "runner_report"},
             )
             return
-        if tasks is None:  # a server from before: report and lease apart from now on
+        if answer is None:  # a server from before: report and lease apart from now on
             self._combine = False
             return
+        tasks = self._notes.tasks_of(answer)
         self._works("Leasing")
         if len(tasks) < free:
             self._next_poll = self.clock.now() + self.options.poll_s

@@ -16,10 +16,14 @@ from typing import TYPE_CHECKING, Any
 
 from watchkeeper.clock import Now, utcnow
 from watchkeeper.contract import fingerprint as failure_fingerprint
-from watchkeeper.errors import InvalidInput, NotFound
+from watchkeeper.errors import NotFound
 from watchkeeper.queue import control, launcher, rollup, rules
+from watchkeeper.queue.configured import configured_launchers, policy_of
 from watchkeeper.queue.errors import LeaseLost
-from watchkeeper.queue.leasing import fingerprinted, lease_terms
+from watchkeeper.queue.idle import idle_reason
+from watchkeeper.queue.leasing import LeasePass, fingerprinted, lease_terms
+from watchkeeper.queue.outputs import TaskOutputs
+from watchkeeper.queue.payload import check_payload
 from watchkeeper.queue.results import JobResults, checked_origin
 from watchkeeper.queue.topology import topology
 from watchkeeper.queue.views import TaskUpdated, task_json
@@ -35,6 +39,7 @@ from watchkeeper.records.queue import (
     Runner,
     Task,
 )
+from watchkeeper.redact import redact
 from watchkeeper.store.group_commit import GroupCommit
 from watchkeeper.store.queue import End as End  # the outcome a route records
 from watchkeeper.store.queue import QueueStore
@@ -47,19 +52,6 @@ log = logging.getLogger(__name__)
 #: Lapsed leases are taken back at most this often from the lease path.
 RECOVERY_GAP = timedelta(seconds=1)
 MAX_LEASE_BATCH = 100
-
-
-def policy_of(settings: Settings) -> rules.Policy:
-    """The rules' knobs from the configuration."""
-    orgs = {
-        name: rules.OrgPolicy(org.max_concurrent_jobs, org.monthly_agent_minutes)
-        for name, org in settings.orgs.items()
-    }
-    return rules.Policy(
-        offline_after_s=settings.queue.runner_offline_after_s,
-        provision_timeout_s=settings.queue.provision_timeout_s,
-        orgs=orgs,
-    )
 
 
 @dataclass(frozen=True, slots=True)
@@ -96,11 +88,12 @@ class QueueService:
         self.policy = policy_of(settings)
         self.clock = clock
         self.launchers: Mapping[str, launcher.Launcher] = (
-            launchers if launchers is not None else _configured_launchers(settings)
+            launchers if launchers is not None else configured_launchers(settings)
         )
         self._recovered_at: datetime | None = None
         #: Posts the end of a job that came from GitHub where it came from.
         self.results = JobResults(self.store, settings.forge, clock)
+        self.outputs = TaskOutputs(self.store, clock)
         self.group: GroupCommit[End, Task | LeaseLost] = GroupCommit(self._end_together)
 
     # Jobs ----------------------------------------------------------------------------
@@ -122,7 +115,7 @@ class QueueService:
         (``github:OWNER/REPO#N``) is told how it ended when it ends (:mod:`results`)."""
         check_payload(payload)
         new = NewJob(
-            title=title,
+            title=redact(title),  # descriptive (often the command): kept redacted
             org=org,
             fleet=fleet,
             payload=payload,
@@ -175,7 +168,7 @@ class QueueService:
             fleet=fleet,
             org=org,
             active=unfinished(status),
-            keep=None if status is None else (lambda job: rollup.of_tasks(job.tasks) is status),
+            keep=None if status is None else (lambda job: rollup.of_job(job) is status),
             need=limit,
             batch=max(limit, 100),
         )
@@ -206,12 +199,12 @@ class QueueService:
         while need is None or len(found) < need:
             if most is not None and offset >= most:
                 return JobScan(found, offset, True)
-            page = self.store.jobs(
+            page, read = self.store.jobs_page(
                 fleet=fleet, org=org, active=active, limit=batch, offset=offset, text=text
             )
             found += [job for job in page if keep is None or keep(job)]
-            offset += len(page)
-            if len(page) < batch:
+            offset += read
+            if read < batch:
                 break
         return JobScan(found, offset, False)
 
@@ -329,15 +322,32 @@ class QueueService:
         slots they freed: one transaction for a runner's pass. When the lease is refused
         (unknown or stopped runner) nothing is recorded: the runner may send them again.
         """
+        done = self.lease_pass(runner_id, ends, limit, on_update=on_update)
+        return done.outcomes, done.leases
+
+    def lease_pass(
+        self,
+        runner_id: str,
+        ends: Sequence[End],
+        limit: int,
+        *,
+        on_update: TaskUpdated | None = None,
+    ) -> LeasePass:
+        """:meth:`report_and_lease`, with why no task was leased (:mod:`idle`). The lease
+        is the runner's proof of life: it counts as a heartbeat."""
         limit = max(0, min(limit, MAX_LEASE_BATCH))
         now = self.clock()
         if limit:
             self.recover_due(now)
-        ended, leases, marked = self.store.end_and_lease(
+        done = self.store.end_and_lease(
             fingerprinted(ends), runner_id, now, **lease_terms(self.policy, now, limit)
         )
-        self._running_again([lease.task for lease in leases if lease.task.id in marked], on_update)
-        return _lost_or_ended(ends, ended), leases
+        leases = done.leases
+        self._running_again([x.task for x in leases if x.task.id in done.marked], on_update)
+        reason = None
+        if done.runner is not None:
+            reason = idle_reason(self.store, self.policy, done.runner, len(leases), now)
+        return LeasePass(_lost_or_ended(ends, done.ended), leases, reason)
 
     def renew(
         self,
@@ -475,25 +485,3 @@ def unfinished(status: JobStatus | None) -> bool | None:
     if status is None:
         return None
     return status in (JobStatus.QUEUED, JobStatus.RUNNING)
-
-
-def check_payload(payload: dict[str, Any]) -> None:
-    """A task's payload names the command to run: ``{"argv": ["cmd", "arg", ...]}``."""
-    argv = payload.get("argv")
-    if not isinstance(argv, list) or not argv or not all(isinstance(a, str) for a in argv):
-        raise InvalidInput(
-            'the payload needs "argv": a non-empty list of strings (the command to run)',
-            "payload.argv",
-        )
-    cwd = payload.get("cwd")
-    if cwd is not None and not isinstance(cwd, str):
-        raise InvalidInput('"cwd" must be a string (a folder on the runner\'s host)', "payload.cwd")
-
-
-def _configured_launchers(settings: Settings) -> dict[str, launcher.Launcher]:
-    timeout = settings.queue.launcher_timeout_s
-    return {
-        name: launcher.CommandLauncher(org.launcher, timeout)
-        for name, org in settings.orgs.items()
-        if org.launcher
-    }

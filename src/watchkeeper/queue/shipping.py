@@ -27,7 +27,7 @@ from watchkeeper.queue.output import Chunk, read_chunk, read_tail
 
 if TYPE_CHECKING:
     from watchkeeper.client import Client
-    from watchkeeper.client_failover import FailoverClient
+    from watchkeeper.client.failover import FailoverClient
 
 log = logging.getLogger(__name__)
 #: Most pieces of one task's output a pass ships.

@@ -10,6 +10,10 @@ starts from nothing and gets only:
 - :data:`TASK_VARS`: the server's URL, the task's own token (it may only report
   timeline events about this task, and dies with the lease), the task's and
   job's ids, its org and fleet.
+
+Nor can a task read the runner's token where the runner got it: the runner
+takes ``WATCHKEEPER_TOKEN`` out of its own environment, even out of
+``/proc/<pid>/environ``, once read (:mod:`watchkeeper.queue.runner_env`).
 """
 
 from __future__ import annotations

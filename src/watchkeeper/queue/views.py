@@ -13,6 +13,7 @@ from watchkeeper.clock import rfc3339
 from watchkeeper.queue import rollup
 from watchkeeper.queue.rules import Blocked
 from watchkeeper.records.queue import Event, Job, Task, TaskStatus
+from watchkeeper.redact import MASK, redact
 
 #: Receives the API form of a task whose form changed (the server publishes ``task.updated``).
 TaskUpdated = Callable[[dict[str, Any]], None]
@@ -28,6 +29,7 @@ def task_json(
     a client merging it keeps the marker it had.
     """
     body = task.as_dict()
+    body["payload"] = shown_payload(task.payload)
     if task.status is TaskStatus.QUEUED:
         reason = blocked.get(task.id)
         body["blocked"] = None if reason is None else reason.as_dict()
@@ -37,22 +39,54 @@ def task_json(
     return body
 
 
+def shown_payload(payload: Any) -> Any:
+    """A payload as readers see it: every text redacted. The store keeps it as given (a
+    runner needs the real command); the lease hands it over whole, to the runner alone."""
+    if isinstance(payload, str):
+        return redact(payload)
+    if isinstance(payload, list):
+        return [_shown_word(payload, i) for i in range(len(payload))]
+    if isinstance(payload, dict):
+        return {key: shown_payload(value) for key, value in payload.items()}
+    return payload
+
+
+def _shown_word(words: list[Any], at: int) -> Any:
+    """One word of a command redacted, alone and after the two before it: ``--password X``
+    and ``curl -u user:pw`` hide their secret only in the words that come before it."""
+    word = words[at]
+    if not isinstance(word, str):
+        return shown_payload(word)
+    alone = redact(word)
+    before = [w for w in words[max(0, at - 2) : at] if isinstance(w, str)]
+    if before and not redact(" ".join([*before, word])).endswith(alone):
+        return MASK
+    return alone
+
+
 def job_json(
     job: Job, blocked: Mapping[str, Blocked], marks: Mapping[str, str] | None = None
 ) -> dict[str, Any]:
-    """A job with its rolled-up status and its tasks."""
-    return {
+    """A job with its rolled-up status and its tasks; ``unreadable_tasks`` names those
+    whose stored rows cannot be read (left out of ``tasks``) and ``unreadable`` shows
+    what can be read of each (a task a lease set aside is ``failed`` with its reason),
+    only when there are some."""
+    body: dict[str, Any] = {
         "id": job.id,
         "title": job.title,
         "org": job.org,
         "fleet": job.fleet,
-        "payload": job.payload,
+        "payload": shown_payload(job.payload),
         "submitted_by": job.submitted_by,
         "created_at": rfc3339(job.created_at),
         "origin": job.origin,
-        "status": rollup.of_tasks(job.tasks).value,
+        "status": rollup.of_job(job).value,
         "tasks": [task_json(task, blocked, marks) for task in job.tasks],
     }
+    if job.unreadable_tasks:
+        body["unreadable_tasks"] = list(job.unreadable_tasks)
+        body["unreadable"] = [task.as_dict() for task in job.unreadable]
+    return body
 
 
 def event_json(event: Event) -> dict[str, Any]:

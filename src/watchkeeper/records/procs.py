@@ -8,7 +8,7 @@ from datetime import datetime
 from enum import StrEnum
 from typing import Any
 
-from watchkeeper.records.filling import record_from_mapping
+from watchkeeper.records.filling import UnreadableValue, enum_of, record_from_mapping
 
 
 class ProcStatus(StrEnum):
@@ -55,11 +55,13 @@ class AbortOutcome(StrEnum):
 
 
 class ParkState(StrEnum):
-    """Where a parked session is: waiting on its run, woken, or held by the breaker."""
+    """Where a parked session is: waiting on its run, woken, held by the breaker, or
+    superseded (the session was woken for a newer park, so this one never wakes it)."""
 
     WAITING = "waiting"
     WOKEN = "woken"
     SUPPRESSED = "suppressed"
+    SUPERSEDED = "superseded"
 
 
 @dataclass(frozen=True, slots=True)
@@ -91,6 +93,11 @@ class Started:
     pid: int
     pid_start: str
     pgid: int
+
+
+#: How a run's engine key begins when the run is a server's record of a run on another
+#: engine (a command line's host), which reports it: ``reported:<host>:<data folder>``.
+REPORTED_PREFIX = "reported:"
 
 
 @dataclass(frozen=True, slots=True)
@@ -132,6 +139,14 @@ class ProcRun:
     version: int
     hook_state: HookState
     hook_error: str | None
+    #: The engine that settles the run: ``<host>:<data folder>``, or for a run another
+    #: engine reports to this store, that engine's key after :data:`REPORTED_PREFIX`.
+    engine_key: str = ""
+
+    @property
+    def reported(self) -> bool:
+        """Whether the run is settled by another engine, which reports it here."""
+        return self.engine_key.startswith(REPORTED_PREFIX)
 
     @property
     def state_token(self) -> str:
@@ -223,14 +238,19 @@ RUN_TIMES = (
 
 
 def run_from_columns(columns: Mapping[Any, Any]) -> ProcRun:
-    """A ``proc_runs`` row as a record, its JSON columns (``argv``, ``origin``) decoded."""
+    """A ``proc_runs`` row as a record, its JSON columns (``argv``, ``origin``) decoded;
+    :class:`UnreadableValue` when a column holds what the record cannot."""
+    argv = columns["argv"]
+    if not isinstance(argv, list | tuple) or not all(isinstance(arg, str) for arg in argv):
+        raise UnreadableValue("argv", argv, "not a list of arguments")
     return record_from_mapping(
         ProcRun,
         columns,
         times=RUN_TIMES,
-        argv=tuple(columns["argv"]),
+        check=True,
+        argv=tuple(argv),
         user=columns["username"],
-        status=ProcStatus(columns["status"]),
+        status=enum_of(ProcStatus, columns, "status"),
         detach=bool(columns["detach"]),
-        hook_state=HookState(columns["hook_state"]),
+        hook_state=enum_of(HookState, columns, "hook_state"),
     )

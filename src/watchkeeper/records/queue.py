@@ -141,6 +141,46 @@ class Job:
     created_at: datetime
     tasks: tuple[Task, ...] = ()
     origin: str | None = None
+    #: Tasks of the job whose stored rows cannot be read: left out of ``tasks``, what
+    #: can be read of each is here (its status counts in the job's).
+    unreadable: tuple[UnreadableTask, ...] = ()
+
+    @property
+    def unreadable_tasks(self) -> tuple[str, ...]:
+        """The ids of the tasks whose stored rows cannot be read."""
+        return tuple(task.id for task in self.unreadable)
+
+
+@dataclass(frozen=True, slots=True)
+class UnreadableTask:
+    """A task whose stored row cannot be read whole: what can be read of it.
+
+    A lease that claims such a row sets it aside (``store/queue/setaside.py``): the
+    task is ``failed`` with a reason naming the column and the value, and is never
+    handed to a runner. ``None`` for a column that cannot be read either.
+    """
+
+    id: str
+    #: What cannot be read: the column, the value and why.
+    problem: str
+    status: TaskStatus | None = None
+    seq: int | None = None
+    finished_at: datetime | None = None
+    failure_reason: str | None = None
+    failure_fingerprint: str | None = None
+
+    def as_dict(self) -> dict[str, Any]:
+        """As a job's ``unreadable`` list shows it."""
+        return {
+            "id": self.id,
+            "problem": self.problem,
+            "status": None if self.status is None else self.status.value,
+            "seq": self.seq,
+            "finished_at": rfc3339(self.finished_at),
+            "failure": None
+            if self.failure_reason is None
+            else {"reason": self.failure_reason, "fingerprint": self.failure_fingerprint},
+        }
 
 
 @dataclass(frozen=True, slots=True)

@@ -19,34 +19,37 @@ from watchkeeper.notify.channels.registry import build_channels
 from watchkeeper.notify.service import Notifier
 from watchkeeper.queue.reconcile import mark_interrupted
 from watchkeeper.runtime import Runtime
-from watchkeeper.server import api_docs, errors
+from watchkeeper.server.api import docs as api_docs
+from watchkeeper.server.api import mcp as routes_mcp
+from watchkeeper.server.api.cluster import router as cluster_router
+from watchkeeper.server.api.decide import router as decide_router
+from watchkeeper.server.api.events import router as events_router
+from watchkeeper.server.api.events import wake_streams
+from watchkeeper.server.api.incidents import router as incidents_router
+from watchkeeper.server.api.lease import LeaseRoute
+from watchkeeper.server.api.models import router as models_router
+from watchkeeper.server.api.procs import router as procs_router
+from watchkeeper.server.api.programs import router as programs_router
+from watchkeeper.server.api.progress import ProgressRoute
+from watchkeeper.server.api.queue import lease
+from watchkeeper.server.api.queue import router as queue_router
+from watchkeeper.server.api.runs import progress
+from watchkeeper.server.api.runs import router as runs_router
+from watchkeeper.server.api.silences import router as silences_router
+from watchkeeper.server.api.system import router as system_router
+from watchkeeper.server.api.timeline import router as timeline_router
+from watchkeeper.server.api.tokens import router as tokens_router
 from watchkeeper.server.deps import Services
-from watchkeeper.server.early import EarlyFastAPI
-from watchkeeper.server.limits import BodyLimit
-from watchkeeper.server.routes_cluster import router as cluster_router
-from watchkeeper.server.routes_decide import router as decide_router
-from watchkeeper.server.routes_discord import router as discord_router
-from watchkeeper.server.routes_events import router as events_router
-from watchkeeper.server.routes_events import wake_streams
-from watchkeeper.server.routes_forge import router as forge_router
-from watchkeeper.server.routes_incidents import router as incidents_router
-from watchkeeper.server.routes_lease import LeaseRoute
-from watchkeeper.server.routes_models import router as models_router
-from watchkeeper.server.routes_procs import router as procs_router
-from watchkeeper.server.routes_progress import ProgressRoute
-from watchkeeper.server.routes_queue import lease
-from watchkeeper.server.routes_queue import router as queue_router
-from watchkeeper.server.routes_runs import progress
-from watchkeeper.server.routes_runs import router as runs_router
-from watchkeeper.server.routes_silences import router as silences_router
-from watchkeeper.server.routes_slack import router as slack_router
+from watchkeeper.server.early.asgi import EarlyFastAPI
+from watchkeeper.server.http import errors
+from watchkeeper.server.http.limits import BodyLimit
 from watchkeeper.server.routes_supervision import router as supervision_router
-from watchkeeper.server.routes_system import router as system_router
-from watchkeeper.server.routes_telegram import router as telegram_router
-from watchkeeper.server.routes_timeline import router as timeline_router
-from watchkeeper.server.routes_tokens import router as tokens_router
 from watchkeeper.server.supervision import ServerSupervision
 from watchkeeper.server.web import install as install_dashboard
+from watchkeeper.server.webhooks.discord import router as discord_router
+from watchkeeper.server.webhooks.forge import router as forge_router
+from watchkeeper.server.webhooks.slack import router as slack_router
+from watchkeeper.server.webhooks.telegram import router as telegram_router
 from watchkeeper.watch.reports import Reports
 
 log = logging.getLogger(__name__)
@@ -64,6 +67,7 @@ ROUTERS = (
     decide_router,
     system_router,
     supervision_router,
+    programs_router,
     tokens_router,
     cluster_router,
     telegram_router,
@@ -133,10 +137,14 @@ def create_app(
 
     leadership = runtime.leadership
     # Started in this order, stopped in reverse: the lease is given up last.
-    loops = [
-        ("leader-lease", leadership.run, "holds or follows the leader lease"),
-        ("sweeper", runtime.sweeper.run, "sweeps the runs and judges them"),
-    ] if run_sweeper else []  # fmt: skip
+    loops = (
+        [
+            ("leader-lease", leadership.run, "holds or follows the leader lease"),
+            ("sweeper", runtime.sweeper.run, "sweeps the runs and judges them"),
+        ]
+        if run_sweeper
+        else []
+    )
     if deliver:
         loops.append(("notifier", notifier.run, "routes incident events and delivers messages"))
     supervision = ServerSupervision(runtime, loops, notifier.channels if deliver else None)
@@ -198,6 +206,7 @@ def create_app(
         before = len(app.router.routes)
         app.include_router(router)
         included[id(router)] = app.router.routes[before:]
+    routes_mcp.install(app)
     install_dashboard(app)
     api_docs.install(app)
     _reports_matched_first(app, included)

@@ -22,7 +22,11 @@ if TYPE_CHECKING:
     from watchkeeper.decide.runbooks import Runbooks
     from watchkeeper.notify.install import InstallView
     from watchkeeper.procs.engine import ProcEngine
+    from watchkeeper.programs.host import ProgramHost
     from watchkeeper.queue.service import QueueService
+    from watchkeeper.timeline.forge import Forge
+    from watchkeeper.timeline.record import RecordKeys
+    from watchkeeper.timeline.sentry import Sentry
     from watchkeeper.timeline.service import TimelineService
     from watchkeeper.watch.cluster_view import ClusterView
     from watchkeeper.watch.incidents import IncidentService
@@ -32,8 +36,8 @@ if TYPE_CHECKING:
     from watchkeeper.watch.sweeper import Sweeper
 
 T = TypeVar("T")
-# Reentrant: what one app-wide object is made from may itself be made on first use.
-_CREATE = threading.RLock()
+# Guards only the making of each app's own lock below.
+_LOCKS = threading.Lock()
 
 
 class Services(Protocol):
@@ -45,10 +49,12 @@ class Services(Protocol):
     first steps; ``incidents`` reads incidents, ``reports`` writes push runs; ``silences``
     silences work and acknowledges incidents;
     ``tokens`` and ``sessions`` are API tokens and dashboard sessions; ``procs``
-    the processes this host started; ``queue`` jobs, tasks, leases and
+    the processes this host started; ``programs`` the programs this host's server
+    keeps running; ``queue`` jobs, tasks, leases and
     runners; ``timeline`` run events and spend; ``cluster`` the replicas
     sharing the database and who leads them; ``install`` the integrations and
-    what the install has done so far.
+    what the install has done so far; ``record_keys`` the keys records are signed
+    with; ``forge`` and ``sentry`` the signed webhooks' handlers.
     """
 
     # Read-only members: the runtime holds them as fields and cached properties.
@@ -75,6 +81,8 @@ class Services(Protocol):
     @property
     def procs(self) -> ProcEngine: ...
     @property
+    def programs(self) -> ProgramHost: ...
+    @property
     def queue(self) -> QueueService: ...
     @property
     def timeline(self) -> TimelineService: ...
@@ -82,6 +90,12 @@ class Services(Protocol):
     def cluster(self) -> ClusterView: ...
     @property
     def install(self) -> InstallView: ...
+    @property
+    def record_keys(self) -> RecordKeys: ...
+    @property
+    def forge(self) -> Forge: ...
+    @property
+    def sentry(self) -> Sentry: ...
 
     @property
     def push_kinds(self) -> set[str]:
@@ -89,6 +103,9 @@ class Services(Protocol):
 
     async def overview(self, include_finished: bool) -> Overview:
         """Read every kind now and sort what it reports."""
+
+    async def overview_of_run(self, kind: str, run_id: str) -> Overview:
+        """The runs list narrowed to one run, read from that run alone."""
 
 
 def services(request: Request) -> Services:
@@ -102,9 +119,23 @@ def made_once(app: FastAPI, name: str, kind: type[T], make: Callable[[], T]) -> 
     found = getattr(app.state, name, None)
     if isinstance(found, kind):
         return found
-    with _CREATE:
+    with _making_lock(app):
         found = getattr(app.state, name, None)
         if not isinstance(found, kind):
             found = make()
             setattr(app.state, name, found)
     return found
+
+
+def _making_lock(app: FastAPI) -> threading.RLock:
+    """The lock ``app``'s objects are made under: one per app, so one app slow to make an
+    object never holds up another in the same process. Reentrant: what one app-wide object
+    is made from may itself be made on first use."""
+    lock = getattr(app.state, "made_once_lock", None)
+    if lock is None:
+        with _LOCKS:
+            lock = getattr(app.state, "made_once_lock", None)
+            if lock is None:
+                lock = threading.RLock()
+                app.state.made_once_lock = lock
+    return lock

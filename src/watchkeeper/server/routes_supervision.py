@@ -16,8 +16,8 @@ from fastapi.responses import JSONResponse, Response
 from pydantic import BaseModel, Field
 
 from watchkeeper.errors import Conflict, NotFound
-from watchkeeper.server.auth import admin, viewer
-from watchkeeper.server.routes_runs import ERRORS
+from watchkeeper.server.api.runs import ERRORS
+from watchkeeper.server.http.auth import admin, viewer
 from watchkeeper.server.supervision import ServerSupervision
 from watchkeeper.server.web.common import acting_form, answer, local_path, wants_json
 from watchkeeper.server.web.session import Session, session
@@ -26,24 +26,35 @@ from watchkeeper.supervise import SuperviseError
 router = APIRouter(tags=["supervision"], responses=ERRORS)
 
 
-class ChildOut(BaseModel):
-    """One node of a supervision tree: a worker (a loop) or a nested supervisor."""
-
-    id: str = Field(description="the node's path in its tree, e.g. `server/notifier`")
-    name: str
-    title: str | None = Field(None, description="what the loop does, in words")
-    kind: Literal["worker", "supervisor"]
-    state: Literal["running", "restarting", "stopped", "gave_up"]
-    restarts: int = Field(description="restarts since the server started, failures and requests")
-    last_exit: str | None = Field(description="how it last ended (`reason: detail`), if it did")
-    children: list[ChildOut] = Field(description="a nested supervisor's children; [] for workers")
-
-
 class IntensityOut(BaseModel):
     """The restart intensity: more restarts than this within the period and the tree gives up."""
 
     max_restarts: int
     period_s: float
+
+
+class ChildOut(BaseModel):
+    """One node of a supervision tree: a worker (a loop, a program) or a nested supervisor."""
+
+    id: str = Field(description="the node's path in its tree, e.g. `server/notifier`")
+    name: str
+    title: str | None = Field(None, description="what the loop does, in words")
+    kind: Literal["worker", "supervisor"]
+    state: Literal[
+        "running", "starting", "restarting", "paused", "stopped", "exited", "failed", "gave_up"
+    ] = Field(description="programs also start, pause (a host check), exit and fail")
+    restarts: int = Field(description="restarts since the server started, failures and requests")
+    last_exit: str | None = Field(description="how it last ended (`reason: detail`), if it did")
+    strategy: Literal["one_for_one", "one_for_all", "rest_for_one"] | None = Field(
+        None, description="a nested supervisor's (a program group's) strategy"
+    )
+    intensity: IntensityOut | None = Field(None, description="a nested supervisor's intensity")
+    pid: int | None = Field(None, description="a program's process id, while it runs")
+    detail: str | None = Field(
+        None, description="what it waits for: `restarting in 2 s`, `paused: ...`"
+    )
+    href: str | None = Field(None, description="its page on the dashboard, if it has one")
+    children: list[ChildOut] = Field(description="a nested supervisor's children; [] for workers")
 
 
 class TreeOut(BaseModel):
@@ -55,7 +66,9 @@ class TreeOut(BaseModel):
     strategy: Literal["one_for_one", "one_for_all", "rest_for_one"]
     state: Literal["running", "stopped", "gave_up"]
     restarts: int
-    intensity: IntensityOut
+    intensity: IntensityOut | None = Field(
+        description="null for the programs' tree: each group has its own"
+    )
     children: list[ChildOut]
 
 

@@ -21,11 +21,14 @@ import logging
 import time
 from collections.abc import Callable, Coroutine, Iterator, Mapping, Sequence
 from dataclasses import dataclass
+from datetime import datetime
 from typing import Any
 
 from watchkeeper.errors import Conflict, NotFound
 from watchkeeper.notify.channels.base import Channel
+from watchkeeper.programs import view as program_view
 from watchkeeper.server.deps import Services
+from watchkeeper.server.health import Level, sweep_cause
 from watchkeeper.supervise import (
     Backoff,
     BreakerStateChange,
@@ -34,6 +37,7 @@ from watchkeeper.supervise import (
     ChildExited,
     ChildRestarting,
     ChildSpec,
+    ChildStarted,
     CircuitBreaker,
     Clock,
     Event,
@@ -48,6 +52,7 @@ from watchkeeper.supervise import (
     SupervisorStoppedError,
     coroutine_child,
 )
+from watchkeeper.watch.store_writes import StoreWrites
 
 log = logging.getLogger(__name__)
 
@@ -113,19 +118,24 @@ class StoreCheck:
 
 
 class SweepCheck:
-    """Healthy while this replica's sweeps succeed (a follower's, while it can follow)."""
+    """Healthy while this replica's sweeps succeed in time (a follower sweeps nothing):
+    the same judgement as ``/healthz``'s ``sweep`` cause."""
 
     name = "sweeps"
 
-    def __init__(self, services: Services) -> None:
+    def __init__(self, services: Services, supervision: ServerSupervision) -> None:
         self._services = services
+        self._supervision = supervision
 
     async def run(self) -> CheckResult:
-        """Read the sweeper's own account of its last sweeps."""
-        health = self._services.sweeper.health
-        if health.working:
-            return CheckResult(HealthStatus.HEALTHY, "sweeps succeed")
-        return CheckResult(HealthStatus.UNHEALTHY, health.last_error or "sweeps fail")
+        """Read the sweeper's own account of its last sweeps, on the services' clock."""
+        found = self._services
+        leads = found.cluster.leadership.is_leader
+        cause = sweep_cause(found, leads, self._supervision.sweeping_since, found.clock())
+        if cause is None:
+            return CheckResult(HealthStatus.HEALTHY, "sweeps succeed" if leads else "follows")
+        status = HealthStatus.UNHEALTHY if cause.status is Level.FAILING else HealthStatus.DEGRADED
+        return CheckResult(status, cause.detail)
 
 
 class ChildCheck:
@@ -169,6 +179,12 @@ class ServerSupervision:
         clock: Clock | None = None,
     ) -> None:
         self.services = services
+        #: Every write the store refuses, seen while the tree runs (``/healthz``'s ``store``).
+        self.store_writes = StoreWrites(services.clock)
+        self._sweeps = any(name == "sweeper" for name, _, _ in loops)
+        #: When this process last began to sweep (the loop started, or it took the lease):
+        #: a late sweep is measured from here when no sweep succeeded since.
+        self.sweeping_since: datetime | None = None
         self.monitor = HealthMonitor(
             interval_s=CHECK_EVERY_S, failure_threshold=2, flag=HealthFlag()
         )
@@ -187,14 +203,17 @@ class ServerSupervision:
         #: The tree node each check is about (none for the store).
         self._check_nodes: dict[str, str | None] = {}
         self._register(StoreCheck(services), None)
-        if any(name == "sweeper" for name, _, _ in loops):
-            self._register(SweepCheck(services), f"{TREE}/sweeper")
+        if self._sweeps:
+            self._register(SweepCheck(services, self), f"{TREE}/sweeper")
         for spec in self.supervisor.spec.children:
             self._register(ChildCheck(self, spec.name), f"{TREE}/{spec.name}")
         self.gave_up = False
         self._running = False
         #: Called (on the event loop) whenever a child, a breaker or a check changes.
         self.on_change: list[Callable[[], None]] = []
+        #: The programs this host keeps running: a tree of their own in the picture.
+        self.programs = services.programs
+        self.programs.on_change.append(self._changed)
         self._events: Subscription | None = None
         self._watch: asyncio.Task[None] | None = None
         # The checks run beside the tree, not in it: they must still say how it is
@@ -232,16 +251,26 @@ class ServerSupervision:
     async def start(self) -> None:
         """Start the loops in order, the health checks beside them, and watch the tree to
         log and announce what it does."""
+        self.store_writes.watch(self.services.cluster.store.engine)
+        if self._sweeps:
+            self.sweeping_since = self.services.clock()
+            self.services.cluster.leadership.on_change.append(self._leading)
         self._events = self.supervisor.subscribe()
         self._watch = asyncio.create_task(self._follow(self._events), name="supervision-watch")
         await self.supervisor.start()
         self._running = True
         self._checking = asyncio.create_task(self._check_loop(), name="health-checks")
+        await self.programs.start()
 
     async def stop(self) -> None:
-        """Stop the loops in reverse start order, each after its grace period at most."""
+        """Stop the programs, then the loops in reverse start order, each after its grace
+        period at most."""
+        await self.programs.stop()
         await self.supervisor.stop()
         self._running = False
+        self.store_writes.unwatch()
+        with contextlib.suppress(ValueError):
+            self.services.cluster.leadership.on_change.remove(self._leading)
         for task in (self._checking, self._watch):
             if task is not None:
                 task.cancel()
@@ -273,35 +302,53 @@ class ServerSupervision:
             # A child's check follows its state at once, not at the next round of checks.
             await self._run_checks()
 
+    def _leading(self, leads: bool) -> None:
+        # Called from the lease loop's thread: one assignment, read whole by the judge.
+        if leads:
+            self.sweeping_since = self.services.clock()
+
     def _note(self, event: Event) -> None:
         """Log what the tree did, and announce that it changed."""
+        if isinstance(event, ChildStarted) and event.child == "sweeper":
+            self.sweeping_since = self.services.clock()
         if isinstance(event, ChildExited):
             if event.will_restart and event.reason.abnormal:
                 log.warning(
                     "Loop %s/%s %s (%s); the supervisor restarts it",
-                    event.path, event.child, event.reason.value, event.detail,
+                    event.path,
+                    event.child,
+                    event.reason.value,
+                    event.detail,
                     extra={"action": "supervise_restart"},
-                )  # fmt: skip
+                )
             elif not event.will_restart:
                 log.info(
                     "Loop %s/%s stopped (%s: %s)",
-                    event.path, event.child, event.reason.value, event.detail,
+                    event.path,
+                    event.child,
+                    event.reason.value,
+                    event.detail,
                     extra={"action": "supervise_stop"},
-                )  # fmt: skip
+                )
         elif isinstance(event, ChildRestarting):
             counts = {c.name: c.restarts for c in self.supervisor.children()}
             log.info(
                 "Restarting %s/%s in %.1f s (restart %d)",
-                event.path, event.child, event.delay_s, counts.get(event.child, 0),
+                event.path,
+                event.child,
+                event.delay_s,
+                counts.get(event.child, 0),
                 extra={"action": "supervise_restart"},
-            )  # fmt: skip
+            )
         elif isinstance(event, SupervisorGaveUp):
             self.gave_up = True
             log.error(
                 "Supervision tree %s gave up after %d restarts in %g s: its loops are stopped",
-                event.path, event.restarts, event.period_s,
+                event.path,
+                event.restarts,
+                event.period_s,
                 extra={"action": "supervise_gave_up"},
-            )  # fmt: skip
+            )
         self._changed()
 
     def _breaker_changed(self, change: BreakerStateChange) -> None:
@@ -405,7 +452,10 @@ class ServerSupervision:
             "intensity": {"max_restarts": MAX_RESTARTS, "period_s": PERIOD_S},
             "children": children,
         }
-        return {"trees": [tree], "breakers": self._breaker_rows(), "health": self._check_rows()}
+        programs = program_view.tree(self.programs)
+        trees = [tree] if programs is None else [tree, programs]
+        health = self._check_rows() + program_view.health_rows(self.programs)
+        return {"trees": trees, "breakers": self._breaker_rows(), "health": health}
 
     def _breaker_rows(self) -> list[dict[str, Any]]:
         rows = []

@@ -53,7 +53,7 @@ def __getattr__(name: str) -> Any:
     return getattr(import_module(f"{__name__}.{home}"), name)
 
 
-# A name, not the class: importing the base loads SQLAlchemy, which ``lite_procs`` avoids.
+# A name, not the class: importing the base loads SQLAlchemy, which ``store.lite`` avoids.
 A = TypeVar("A", bound="Accessor")
 
 

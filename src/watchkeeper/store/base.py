@@ -44,12 +44,14 @@ def record_from_row(
     row: Row[Any] | Mapping[str, Any],
     *,
     times: Collection[str] = (),
+    check: bool = False,
     **given: Any,
 ) -> R:
     """``record`` filled from the row's columns of the same names (see
-    :func:`watchkeeper.records.filling.record_from_mapping`)."""
+    :func:`watchkeeper.records.filling.record_from_mapping`; ``check`` checks each
+    value against its field's type)."""
     m: Mapping[Any, Any] = row._mapping if isinstance(row, Row) else row
-    return record_from_mapping(record, m, times=times, **given)
+    return record_from_mapping(record, m, times=times, check=check, **given)
 
 
 def upsert(

@@ -10,7 +10,7 @@ from sqlalchemy.exc import IntegrityError
 
 from watchkeeper.clock import to_epoch
 from watchkeeper.store.base import Accessor, record_from_row, upsert
-from watchkeeper.store.schema_cluster import LEADER, cluster_lease, cluster_members
+from watchkeeper.store.schema.cluster import LEADER, cluster_lease, cluster_members
 
 L = cluster_lease.c
 M = cluster_members.c

@@ -160,9 +160,16 @@ class DecisionStore(Accessor):
                 return ClaimResult(False)
             self._press(
                 conn,
-                Press(claim.incident_id, now, claim.actor, claim.via, claim.action,
-                      claim.state_token, "won"),
-            )  # fmt: skip
+                Press(
+                    claim.incident_id,
+                    now,
+                    claim.actor,
+                    claim.via,
+                    claim.action,
+                    claim.state_token,
+                    "won",
+                ),
+            )
             _event(
                 conn,
                 claim.incident_id,
@@ -297,11 +304,13 @@ class DecisionStore(Accessor):
             rows = conn.execute(statement).all()
         return [record_from_row(Press, row, times=("at",)) for row in rows]
 
-    def suppressed_keys(self, kinds: Sequence[str]) -> set[IncidentKey]:
-        """Keys of dismissed incidents: never reported again."""
+    def suppressed_keys(self, kinds: Sequence[str], run_id: str | None = None) -> set[IncidentKey]:
+        """Keys of dismissed incidents: never reported again (of one run, given ``run_id``)."""
         statement = select(
             incidents.c.kind, incidents.c.run_id, incidents.c.condition, incidents.c.fingerprint
         ).where(incidents.c.suppressed.is_(True), incidents.c.kind.in_(list(kinds)))
+        if run_id is not None:
+            statement = statement.where(incidents.c.run_id == run_id)
         with self._read("reading dismissed incidents") as conn:
             return {IncidentKey(*row) for row in conn.execute(statement)}
 

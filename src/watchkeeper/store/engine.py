@@ -20,8 +20,10 @@ from sqlalchemy.engine import make_url
 from sqlalchemy.exc import DataError, DBAPIError, OperationalError, SQLAlchemyError
 from sqlalchemy.pool import ConnectionPoolEntry
 
-from watchkeeper.errors import StoreError, StoreUnavailable, ValueRefused
+from watchkeeper.errors import StoredDataUnreadable, StoreError, StoreUnavailable, ValueRefused
+from watchkeeper.records.filling import UnreadableValue, tolerant_json_loads
 from watchkeeper.store.fencing import check_fence
+from watchkeeper.store.unreadable import REFUSED, tell_once
 
 # Generous on purpose: with many processes on one file, SQLite's busy handler is not fair,
 # and a write that waits is better than a press or report that fails.
@@ -90,6 +92,7 @@ def make_engine(url: str) -> Engine:
             connect_args={"check_same_thread": False, "timeout": SQLITE_BUSY_TIMEOUT_MS / 1000},
             pool_size=8,
             max_overflow=32,
+            json_deserializer=tolerant_json_loads,
         )
         gate = _WriterGate()
         event.listen(engine, "connect", _sqlite_on_connect)
@@ -100,7 +103,7 @@ def make_engine(url: str) -> Engine:
         return engine
     # No pre-ping: it costs a round trip on every checkout (most of a decision's time), and a
     # lost connection is found on first use anyway, which invalidates the whole pool.
-    return create_engine(url, pool_size=8, max_overflow=32)
+    return create_engine(url, pool_size=8, max_overflow=32, json_deserializer=tolerant_json_loads)
 
 
 def is_sqlite(engine: Engine) -> bool:
@@ -125,10 +128,22 @@ def translate_errors(action: str) -> Iterator[None]:
     """Turn driver errors into watchkeeper's own, naming what was being done.
 
     A value a column cannot hold becomes :class:`ValueRefused` (a 422 over the
-    API): the HTTP layer validates ranges first, this is the second line.
+    API): the HTTP layer validates ranges first, this is the second line. A
+    stored value that cannot be read is no caller's fault: it becomes
+    :class:`StoredDataUnreadable` (a 500), logged once.
     """
     try:
         yield
+    except UnreadableValue as exc:
+        # Reading a row outside ``store/unreadable.py``'s helpers: the table and row are
+        # not known here, what was being read is.
+        tell_once(f"a row read while {action}", exc, REFUSED)
+        refused = StoredDataUnreadable(
+            f"stored data could not be read while {action}: a row holds {exc}; it was "
+            "written outside watchkeeper or restored from a bad copy: fix or delete it"
+        )
+        refused.told = True
+        raise refused from exc
     except DataError as exc:
         # PostgreSQL: integer out of range, NUL in text, a string longer than its column.
         raise ValueRefused(

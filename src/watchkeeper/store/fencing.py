@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from sqlalchemy import Connection, update
 
 from watchkeeper.errors import LeadershipLost
-from watchkeeper.store.schema_cluster import LEADER, cluster_lease
+from watchkeeper.store.schema.cluster import LEADER, cluster_lease
 
 
 @dataclass(frozen=True, slots=True)

@@ -58,7 +58,11 @@ def conditions(query: IncidentQuery) -> list[ColumnElement[bool]]:
         escaped = query.text.lower().replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
         pattern = f"%{escaped}%"
         found.append(
-            or_(*(func.lower(column).like(pattern, escape="\\")
-                  for column in (c.title, c.run_id, c.reason)))
-        )  # fmt: skip
+            or_(
+                *(
+                    func.lower(column).like(pattern, escape="\\")
+                    for column in (c.title, c.run_id, c.reason)
+                )
+            )
+        )
     return found

@@ -13,10 +13,12 @@ from sqlalchemy import ColumnElement, Connection, Row, func, insert, select, upd
 
 from watchkeeper.clock import from_epoch, to_epoch
 from watchkeeper.errors import NotFound
+from watchkeeper.records.filling import UnreadableValue, enum_of
 from watchkeeper.store.base import Accessor, record_from_row
 from watchkeeper.store.incident_query import IncidentQuery, conditions
 from watchkeeper.store.listen import announce
 from watchkeeper.store.schema import incident_events, incidents
+from watchkeeper.store.unreadable import each_readable, read_or_refuse
 
 
 class IncidentStatus(StrEnum):
@@ -95,8 +97,9 @@ class Incident:
             cls,
             row,
             times=("since", "opened_at", "updated_at", "resolved_at"),
+            check=True,
             key=IncidentKey(m["kind"], m["run_id"], m["condition"], m["fingerprint"]),
-            status=IncidentStatus(m["status"]),
+            status=enum_of(IncidentStatus, m, "status"),
             decision=_decision(m),
             suppressed=bool(m["suppressed"]),
             events=events,
@@ -147,7 +150,10 @@ class Applied:
 
 
 def _decision(m: Any) -> Decision | None:
-    decided_at = from_epoch(m["decided_at"])
+    try:
+        decided_at = from_epoch(m["decided_at"])
+    except ValueError as exc:
+        raise UnreadableValue("decided_at", m["decided_at"], str(exc)) from None
     if decided_at is None:
         return None
     return Decision(m["decided_action"], m["decided_by"], m["decided_via"], decided_at)
@@ -162,7 +168,19 @@ class IncidentStore(Accessor):
             incidents.c.status.in_(LIVE_STATUSES), incidents.c.kind.in_(list(kinds))
         )
         with self._read("reading live incidents") as conn:
-            return [Incident.from_row(row) for row in conn.execute(statement)]
+            rows = conn.execute(statement)
+            return [read_or_refuse("incidents", row, Incident.from_row) for row in rows]
+
+    def live_for_run(self, kind: str, run_id: str) -> list[Incident]:
+        """Open and recovered incidents of one run (read through the incident key's index)."""
+        statement = select(incidents).where(
+            incidents.c.kind == kind,
+            incidents.c.run_id == run_id,
+            incidents.c.status.in_(LIVE_STATUSES),
+        )
+        with self._read("reading the run's live incidents") as conn:
+            rows = conn.execute(statement)
+            return [read_or_refuse("incidents", row, Incident.from_row) for row in rows]
 
     def apply(self, changes: Changes, now: datetime) -> Applied:
         """Apply one sweep's changes atomically."""
@@ -340,9 +358,8 @@ class IncidentStore(Accessor):
         where = conditions(query)
         page = select(incidents).where(*where).order_by(incidents.c.id.desc())
         with self._read("listing incidents") as conn:
-            found = [
-                Incident.from_row(row) for row in conn.execute(page.limit(limit).offset(offset))
-            ]
+            rows = conn.execute(page.limit(limit).offset(offset))
+            found = list(each_readable("incidents", rows, Incident.from_row))
             total = 0
             if count:
                 counted = select(func.count()).select_from(incidents).where(*where)
@@ -356,14 +373,14 @@ class IncidentStore(Accessor):
             if row is None:
                 raise NotFound(f"no incident {incident_id}; list them with `watchkeeper incidents`")
             if not with_events:
-                return Incident.from_row(row)
+                return read_or_refuse("incidents", row, Incident.from_row)
             events = conn.execute(
                 select(incident_events)
                 .where(incident_events.c.incident_id == incident_id)
                 .order_by(incident_events.c.id)
             ).all()
-        history = tuple(IncidentEvent(from_epoch(e.at), e.type, e.detail) for e in events)
-        return Incident.from_row(row, history)
+        history = tuple(each_readable("incident_events", events, _history_line))
+        return read_or_refuse("incidents", row, lambda found: Incident.from_row(found, history))
 
     def add_event(self, incident_id: int, now: datetime, event_type: str, detail: str) -> None:
         """Append one line to an incident's history."""
@@ -385,9 +402,7 @@ class IncidentStore(Accessor):
             statement = statement.where(incident_events.c.at >= to_epoch(since))
         with self._read("reading incident events") as conn:
             rows = conn.execute(statement).all()
-        return [
-            (r.id, r.incident_id, IncidentEvent(from_epoch(r.at), r.type, r.detail)) for r in rows
-        ]
+        return list(each_readable("incident_events", rows, _numbered_line))
 
     def unrouted(self, limit: int = 500) -> Sequence[tuple[int, int, IncidentEvent]]:
         """History lines not yet routed, oldest first: ``(event id, incident id, event)``.
@@ -403,15 +418,25 @@ class IncidentStore(Accessor):
         )
         with self._read("reading unrouted incident events") as conn:
             rows = conn.execute(statement).all()
-        return [
-            (r.id, r.incident_id, IncidentEvent(from_epoch(r.at), r.type, r.detail)) for r in rows
-        ]
+        return [read_or_refuse("incident_events", row, _numbered_line) for row in rows]
 
     def count_by_status(self) -> dict[str, int]:
         """How many incidents there are in each status."""
         statement = select(incidents.c.status, func.count()).group_by(incidents.c.status)
         with self._read("counting incidents") as conn:
             return {row[0]: int(row[1]) for row in conn.execute(statement)}
+
+
+def _history_line(row: Any) -> IncidentEvent:
+    """One line of an incident's history; :class:`UnreadableValue` when its time is none."""
+    try:
+        return IncidentEvent(from_epoch(row.at), row.type, row.detail)
+    except ValueError as exc:
+        raise UnreadableValue("at", row.at, str(exc)) from None
+
+
+def _numbered_line(row: Any) -> tuple[int, int, IncidentEvent]:
+    return row.id, row.incident_id, _history_line(row)
 
 
 def _event(conn: Connection, incident_id: int, at: float, event_type: str, detail: str) -> None:

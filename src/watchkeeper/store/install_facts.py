@@ -12,19 +12,25 @@ from datetime import datetime
 from sqlalchemy import and_, case, func, select
 
 from watchkeeper.clock import from_epoch
+from watchkeeper.records.procs import HookState
 from watchkeeper.store.base import Accessor
 from watchkeeper.store.outbox import DeliveryStatus
 from watchkeeper.store.schema import incidents, push_runs
-from watchkeeper.store.schema_notify import deliveries
-from watchkeeper.store.schema_procs import proc_runs
-from watchkeeper.store.schema_queue import queue_tasks
-from watchkeeper.store.schema_timeline import forge_deliveries, forge_requests
+from watchkeeper.store.schema.notify import deliveries
+from watchkeeper.store.schema.procs import proc_runs
+from watchkeeper.store.schema.queue import queue_runners, queue_tasks
+from watchkeeper.store.schema.timeline import forge_deliveries, forge_requests
 
 _D = deliveries.c
 #: Delivery states that end a message's life without it arriving.
 FAILED = (DeliveryStatus.FAILED.value, DeliveryStatus.MAYBE_SENT.value)
 _UNSETTLED = (DeliveryStatus.PENDING.value, DeliveryStatus.SENDING.value)
 _SENT = DeliveryStatus.SENT.value
+#: The newest settled runs the GitHub result posts are counted over: enough for the page,
+#: bounded however many runs the install keeps.
+RESULT_RUNS = 1000
+#: How the hook journal starts a GitHub result's error (``procs.github_results``).
+GITHUB_ERROR = "GitHub result on "
 
 
 @dataclass(frozen=True, slots=True)
@@ -50,12 +56,26 @@ class ForgeHistory:
 
 
 @dataclass(frozen=True, slots=True)
+class ResultPosts:
+    """Results posted on GitHub issues and pull requests by the runs that came from them."""
+
+    posted: int
+    failed: int
+    maybe: int
+    last_at: datetime | None
+    failure_at: datetime | None
+    failure: str | None
+
+
+@dataclass(frozen=True, slots=True)
 class InstallCounts:
     """How much of each thing the install holds."""
 
     runs: int
     incidents: int
     cards_sent: int
+    runners: int = 0
+    tasks_done: int = 0
 
 
 class InstallFactsStore(Accessor):
@@ -119,8 +139,43 @@ class InstallFactsStore(Accessor):
                     found[source] = ForgeHistory(source, int(count), from_epoch(last))
         return found
 
+    def result_posts(self, newest: int = RESULT_RUNS) -> ResultPosts:
+        """How the GitHub result posts of the ``newest`` settled runs with an origin went.
+
+        The hook journal settles a run's hooks together; a failure is GitHub's only when
+        its error names a GitHub result (the run's other hooks may fail on their own).
+        """
+        r = proc_runs.c
+        settled = (HookState.FIRED.value, HookState.FAILED.value, HookState.MAYBE_FIRED.value)
+        query = (
+            select(r.origin, r.hook_state, r.hook_error, r.hook_at)
+            .where(r.origin.is_not(None), r.hook_state.in_(settled))
+            .order_by(r.hook_at.desc())
+            .limit(newest)
+        )
+        with self._read("reading GitHub result posts") as conn:
+            rows = conn.execute(query).all()
+        posted = failed = maybe = 0
+        last_at = failure_at = None
+        failure = None
+        for origin, state, error, at in rows:
+            if not isinstance(origin, dict) or origin.get("platform") != "github":
+                continue
+            when = from_epoch(at)
+            last_at = last_at or when
+            why = _github_error(error)
+            if state == HookState.MAYBE_FIRED.value:
+                maybe += 1
+            elif why is not None:
+                failed += 1
+                if failure is None:
+                    failure_at, failure = when, why
+            else:
+                posted += 1
+        return ResultPosts(posted, failed, maybe, last_at, failure_at, failure)
+
     def counts(self) -> InstallCounts:
-        """Runs of any kind, incidents and chat cards sent, so far."""
+        """Runs of any kind, incidents and chat cards sent, runners and tasks run, so far."""
         statements = (
             select(func.count()).select_from(push_runs),
             select(func.count()).select_from(proc_runs),
@@ -129,7 +184,16 @@ class InstallFactsStore(Accessor):
             select(func.count()).where(
                 _D.purpose == "card", _D.status == _SENT, _D.channel != "log"
             ),
+            select(func.count()).select_from(queue_runners),
+            select(func.count()).where(queue_tasks.c.status == "succeeded"),
         )
         with self._read("counting what the install holds") as conn:
             found = [int(conn.execute(s).scalar_one()) for s in statements]
-        return InstallCounts(found[0] + found[1] + found[2], found[3], found[4])
+        return InstallCounts(found[0] + found[1] + found[2], found[3], found[4], found[5], found[6])
+
+
+def _github_error(error: str | None) -> str | None:
+    """The GitHub result's part of a run's hook errors (joined by "; "), if it failed."""
+    if not error or GITHUB_ERROR not in error:
+        return None
+    return error[error.index(GITHUB_ERROR) :]

@@ -10,7 +10,7 @@ from sqlalchemy import select
 
 from watchkeeper.clock import to_epoch
 from watchkeeper.store.base import Accessor, insert_ignoring_duplicates
-from watchkeeper.store.schema_timeline import job_records
+from watchkeeper.store.schema.timeline import job_records
 
 
 class JobRecordStore(Accessor):

@@ -3,7 +3,7 @@ at a time; the rules of what to send live in ``notify/``."""
 
 from __future__ import annotations
 
-from collections.abc import Collection, Sequence
+from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from enum import StrEnum
@@ -12,26 +12,28 @@ from typing import Any
 from sqlalchemy import Connection, func, insert, select, update
 from sqlalchemy.exc import IntegrityError
 
-from watchkeeper.clock import to_epoch
+from watchkeeper.clock import from_epoch, to_epoch
 from watchkeeper.store.base import Accessor, record_from_row
 from watchkeeper.store.engine import translate_errors, write_transaction
 from watchkeeper.store.incidents import _event
 from watchkeeper.store.listen import announce
 from watchkeeper.store.outbox_batch import (
     Exchange,
-    NotYet,
+    Exchanged,
     claim_all,
     lock_paces,
     sent_many,
+    start_all,
     write_paces,
 )
 from watchkeeper.store.queueing import NewDelivery, insert_deliveries
 from watchkeeper.store.schema import incident_events
-from watchkeeper.store.schema_notify import deliveries, inbound
+from watchkeeper.store.schema.notify import deliveries, inbound
 
 
 class DeliveryStatus(StrEnum):
-    """pending -> sending -> sent | failed | maybe_sent (-> pending only for definite non-sends)."""
+    """pending -> sending -> sent | failed | maybe_sent (-> pending only for definite non-sends,
+    claims whose call never started, and resends the platform recognises)."""
 
     PENDING = "pending"
     SENDING = "sending"
@@ -57,12 +59,44 @@ class Delivery(NewDelivery):
     next_attempt_at: datetime
     platform_message_id: str | None
     error: str | None
+    #: When the first call whose outcome nobody knows started (it is being sent again).
+    unsure_since: datetime | None = None
 
     @classmethod
     def from_row(cls, row: Any) -> Delivery:
         """Build from a ``deliveries`` row."""
         status = DeliveryStatus(row._mapping["status"])
-        return record_from_row(cls, row, times=("next_attempt_at",), status=status)
+        return record_from_row(cls, row, times=("next_attempt_at", "unsure_since"), status=status)
+
+
+@dataclass(frozen=True, slots=True)
+class Interrupted:
+    """A send in flight whose claimer is gone, as recovery judges it."""
+
+    id: int
+    channel: str
+    purpose: str
+    attempts: int
+    #: When its call started; ``None``: it never did, so nothing can have reached the platform.
+    call_started_at: datetime | None
+    #: When an earlier call whose outcome nobody knows started, if one did.
+    unsure_since: datetime | None
+
+
+@dataclass(frozen=True, slots=True)
+class Recovered:
+    """What recovery did with the sends in flight of gone claimers, by delivery id."""
+
+    #: Never called: pending again, their attempt given back.
+    never_started: list[int] = field(default_factory=list)
+    #: Called, to a platform that recognises a resend: pending again, to be sent once more.
+    resent: list[int] = field(default_factory=list)
+    #: Called, and nobody can tell whether the message arrived: never sent again.
+    maybe_sent: list[int] = field(default_factory=list)
+
+
+#: Says whether a started send may be made again (its platform recognises the resend).
+ResendRule = Callable[[Interrupted], bool]
 
 
 @dataclass(frozen=True, slots=True)
@@ -145,6 +179,13 @@ class OutboxStore(Accessor):
         with self._write("claiming a message") as conn:
             return conn.execute(statement).rowcount == 1
 
+    def start(self, delivery_id: int, claimer: str, now: datetime) -> bool:
+        """The claimed row's call starts now (committed before it goes): from here on it may
+        reach the platform. False when the row is no longer ``sending`` under ``claimer``."""
+        exchange = Exchange(claimer, now, DEFAULT_CLAIM, to_epoch(now), 0.0, starts=[delivery_id])
+        with self._write("marking a call started") as conn:
+            return bool(start_all(conn, exchange))
+
     def release(self, delivery_id: int, claimer: str, now: datetime) -> bool:
         """sending -> pending before any call was made: the claim is undone, attempts too.
 
@@ -183,18 +224,26 @@ class OutboxStore(Accessor):
         (or, with ``claimed_by``, no longer held by that claimer)."""
         with self._write("settling a message") as conn:
             return settle_row(
-                conn, delivery_id, status, now, message_id=message_id, error=error,
-                next_attempt_at=next_attempt_at, claimed_by=claimed_by,
-            )  # fmt: skip
+                conn,
+                delivery_id,
+                status,
+                now,
+                message_id=message_id,
+                error=error,
+                next_attempt_at=next_attempt_at,
+                claimed_by=claimed_by,
+            )
 
-    def exchange(self, exchange: Exchange) -> list[float | bool | NotYet]:
-        """Record ``exchange``'s settlements and pauses, then make its claims, in one
-        transaction: per claim, the moment (pace clock) its call may go, ``False`` when
-        the row is no longer pending, ``NotYet`` when its slot is further off than
-        ``exchange.max_wait_s`` (neither the row nor a slot taken then).
+    def exchange(self, exchange: Exchange) -> Exchanged:
+        """Record ``exchange``'s settlements and pauses, mark its calls started, then make its
+        claims, in one transaction: per claim, the moment (pace clock) its call may go,
+        ``False`` when the row is no longer pending, ``NotYet`` when its slot is further off
+        than ``exchange.max_wait_s`` (neither the row nor a slot taken then); and the rows
+        whose start was recorded (the claimer's own, still ``sending``).
 
-        Every claim answered is committed before this returns, so each call still
-        follows its own durable claim.
+        Settlements and starts touch only rows the exchange's claimer holds. Every claim
+        and start answered is committed before this returns, so each call follows its own
+        durable claim and start.
         """
         places = {p[:400] for p in exchange.holds}
         places.update(p[:400] for ask in exchange.claims for p in ask.gaps)
@@ -203,53 +252,105 @@ class OutboxStore(Accessor):
             before = dict(paces)
             for place, until in exchange.holds.items():
                 paces[place[:400]] = max(paces[place[:400]], until)
-            sent_many(conn, exchange.settlements, exchange.now)
+            sent_many(conn, exchange.settlements, exchange.now, exchange.claimer)
             for s in exchange.settlements:
                 if s.status != DeliveryStatus.SENT.value:
                     settle_row(
-                        conn, s.delivery_id, DeliveryStatus(s.status), exchange.now,
-                        error=s.error, next_attempt_at=s.next_attempt_at, uncalled=s.uncalled,
-                    )  # fmt: skip
+                        conn,
+                        s.delivery_id,
+                        DeliveryStatus(s.status),
+                        exchange.now,
+                        error=s.error,
+                        next_attempt_at=s.next_attempt_at,
+                        uncalled=s.uncalled,
+                        claimed_by=exchange.claimer[:200],
+                        unsure_since=s.unsure_since,
+                    )
+            started = start_all(conn, exchange)
             answers = claim_all(conn, exchange, paces)
             write_paces(conn, before, paces)
-        return answers
+        return Exchanged(answers, started)
 
-    def recover_interrupted(self, now: datetime) -> list[int]:
-        """At start-up of a lone process: every row still ``sending`` becomes ``maybe_sent``."""
-        return self.recover_orphaned(now, set())
+    def recover_interrupted(self, now: datetime, resend: ResendRule | None = None) -> Recovered:
+        """At start-up of a lone process: every row still ``sending`` is recovered (see
+        :meth:`recover_orphaned`)."""
+        return self.recover_orphaned(now, set(), resend=resend)
 
     def recover_orphaned(
-        self, now: datetime, live: Collection[str], *, overdue: timedelta = DEFAULT_OVERDUE
-    ) -> list[int]:
-        """``sending`` rows whose claimer is gone become ``maybe_sent`` (never resent).
+        self,
+        now: datetime,
+        live: Collection[str],
+        *,
+        overdue: timedelta = DEFAULT_OVERDUE,
+        resend: ResendRule | None = None,
+    ) -> Recovered:
+        """The ``sending`` rows whose claimer is gone, each by how far its call got.
+
+        - Its call never started: nothing can have reached the platform, so it goes
+          back to ``pending`` (its attempt given back) and is sent as if never claimed.
+        - Its call started and ``resend`` says the platform recognises a resend (a nonce
+          it enforces, an edit): back to ``pending``, to be sent again, the first unsure
+          call's start kept in ``unsure_since``.
+        - Its call started otherwise: ``maybe_sent``, never sent again, told on its incident.
 
         ``live`` names the replicas with a fresh heartbeat: their sends in
         flight are theirs to settle, unless the claim ran out more than
         ``overdue`` ago (an owner stuck that long will not settle it).
         """
         stale_before = to_epoch(now - overdue)
+        c = deliveries.c
         with self._read("reading interrupted messages") as conn:
             rows = conn.execute(
-                select(deliveries.c.id, deliveries.c.claimed_by, deliveries.c.claim_until)
-                .where(deliveries.c.status == DeliveryStatus.SENDING.value)
-                .order_by(deliveries.c.id)
+                select(
+                    c.id,
+                    c.claimed_by,
+                    c.claim_until,
+                    c.channel,
+                    c.purpose,
+                    c.attempts,
+                    c.call_started_at,
+                    c.unsure_since,
+                )
+                .where(c.status == DeliveryStatus.SENDING.value)
+                .order_by(c.id)
             ).all()
         orphans = [
-            (row.id, row.claimed_by)
+            row
             for row in rows
             if row.claimed_by not in live
             or row.claim_until is None
             or row.claim_until < stale_before
         ]
-        # Settled only while still held by the same claimer: the owner may have moved it on.
-        return [
-            delivery_id
-            for delivery_id, claimer in orphans
-            if self.settle(
-                delivery_id, DeliveryStatus.MAYBE_SENT, now,
-                error="interrupted: the replica sending it stopped answering", claimed_by=claimer,
-            )
-        ]  # fmt: skip
+        recovered = Recovered()
+        if not orphans:
+            return recovered
+        with self._write("recovering interrupted messages") as conn:
+            for row in orphans:
+                interrupted = Interrupted(
+                    row.id,
+                    row.channel,
+                    row.purpose,
+                    row.attempts,
+                    from_epoch(row.call_started_at),
+                    from_epoch(row.unsure_since),
+                )
+                # Each move holds only while the row is as read: its owner may have moved it on.
+                if interrupted.call_started_at is None:
+                    if _put_back(conn, row.id, row.claimed_by, now, started=False):
+                        recovered.never_started.append(row.id)
+                elif resend is not None and resend(interrupted):
+                    if _put_back(conn, row.id, row.claimed_by, now, started=True):
+                        recovered.resent.append(row.id)
+                elif settle_row(
+                    conn,
+                    row.id,
+                    DeliveryStatus.MAYBE_SENT,
+                    now,
+                    error="interrupted: the replica sending it stopped answering",
+                    claimed_by=row.claimed_by,
+                ):
+                    recovered.maybe_sent.append(row.id)
+        return recovered
 
     def for_incident(self, incident_id: int) -> list[Delivery]:
         """Every delivery of an incident, oldest first."""
@@ -307,8 +408,39 @@ def _claim(delivery_id: int, claimer: str, now: datetime, claim_for: timedelta) 
             claim_until=to_epoch(now + claim_for),
             attempts=deliveries.c.attempts + 1,
             updated_at=to_epoch(now),
+            call_started_at=None,
         )
     )
+
+
+def _put_back(
+    conn: Connection, delivery_id: int, claimer: str | None, now: datetime, *, started: bool
+) -> bool:
+    """sending -> pending for a gone claimer's row, if still its own and (``started``) its call
+    started or (not ``started``) never did; False otherwise."""
+    c = deliveries.c
+    values: dict[str, Any] = {
+        "status": DeliveryStatus.PENDING.value,
+        "claimed_by": None,
+        "claim_until": None,
+        "updated_at": to_epoch(now),
+    }
+    if started:
+        values["unsure_since"] = func.coalesce(c.unsure_since, c.call_started_at)
+        values["error"] = "interrupted mid-call: sent again, which the platform recognises"
+    else:
+        values["attempts"] = c.attempts - 1  # never called: the attempt is given back
+    statement = (
+        update(deliveries)
+        .where(
+            c.id == delivery_id,
+            c.status == DeliveryStatus.SENDING.value,
+            c.call_started_at.is_not(None) if started else c.call_started_at.is_(None),
+            *([] if claimer is None else [c.claimed_by == claimer]),
+        )
+        .values(**values)
+    )
+    return conn.execute(statement).rowcount == 1
 
 
 def settle_row(
@@ -322,15 +454,19 @@ def settle_row(
     next_attempt_at: datetime | None = None,
     claimed_by: str | None = None,
     uncalled: bool = False,
+    unsure_since: datetime | None = None,
 ) -> bool:
     """sending -> ``status`` on ``conn``, a failure or a maybe told on the incident; False
     if the row was no longer sending (or no longer held by ``claimed_by``). ``uncalled``
-    gives back the attempt its claim counted: the platform was never called."""
+    gives back the attempt its claim counted: the platform was never called.
+    ``unsure_since`` records when a call of unknown outcome started (an earlier one kept)."""
     values: dict[str, Any] = {
         "status": status.value,
         "updated_at": to_epoch(now),
         "error": error,
     }
+    if unsure_since is not None:
+        values["unsure_since"] = func.coalesce(deliveries.c.unsure_since, to_epoch(unsure_since))
     if uncalled:
         values["attempts"] = deliveries.c.attempts - 1
     if message_id is not None:

@@ -1,11 +1,17 @@
 """Many conversations' claims and settlements in one transaction.
 
 A deliverer serving many conversations at once has, at any moment, some
-sends just answered (to settle) and some about to go (to claim). Each claim
-must be committed before its call, each settlement after it; nothing says
-they need a transaction each. One :class:`Exchange` records the settlements
-and pauses, then claims the rows and takes their send slots, and commits:
-every claim it answers is durable before the caller makes that call.
+sends just answered (to settle), some about to go (to claim) and some whose
+call starts now (to mark started). Each claim and each start must be
+committed before its call, each settlement after it; nothing says they need a
+transaction each. One :class:`Exchange` records the settlements and pauses,
+marks the calls started, then claims the rows and takes their send slots, and
+commits: every claim and start it answers is durable before the caller goes on.
+
+A claim waits for its slot, its platform's calls in flight and the send gate
+before its call; only the start says the call is under way. A row claimed
+but not started when its process died cannot have reached the platform, so
+recovery sends it again.
 
 The pacing rows the exchange touches are locked together, in one order on
 every replica (no deadlock), read once, moved on in memory card by card, and
@@ -24,8 +30,8 @@ from sqlalchemy.dialects.postgresql import insert as postgresql_insert
 from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 
 from watchkeeper.clock import to_epoch
-from watchkeeper.store.schema_cluster import chat_pacing
-from watchkeeper.store.schema_notify import deliveries
+from watchkeeper.store.schema.cluster import chat_pacing
+from watchkeeper.store.schema.notify import deliveries
 
 P = chat_pacing.c
 D = deliveries.c
@@ -55,6 +61,9 @@ class Settlement:
     next_attempt_at: datetime | None = None
     #: The platform was not called: the claim's attempt is given back.
     uncalled: bool = False
+    #: The call's outcome is unknown and the row goes back to pending to be sent again (the
+    #: platform recognises the resend): when that call started, kept if an earlier one was.
+    unsure_since: datetime | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -75,6 +84,8 @@ class Exchange:
     settlements: Sequence[Settlement] = ()
     holds: Mapping[str, float] = field(default_factory=dict)
     claims: Sequence[ClaimAsk] = ()
+    #: Rows of this claimer whose calls start now.
+    starts: Sequence[int] = ()
 
 
 _NEW_PACE = {
@@ -124,15 +135,35 @@ def claim_statement(exchange: Exchange, ids: Sequence[int]) -> Any:
             claim_until=to_epoch(exchange.now + exchange.claim_for),
             attempts=D.attempts + 1,
             updated_at=now,
+            call_started_at=None,
         )
         .returning(D.id)
     )
 
 
-#: Sent rows, many at once: only a row still ``sending`` moves, its message id kept if known.
+def start_statement(exchange: Exchange, ids: Sequence[int]) -> Any:
+    """The calls of ``ids`` start now: only rows still ``sending`` under the exchange's claimer
+    (a row recovered from a claimer thought gone, and claimed again, is no longer its own)."""
+    return (
+        update(deliveries)
+        .where(D.id.in_(ids), D.status == "sending", D.claimed_by == exchange.claimer[:200])
+        .values(call_started_at=to_epoch(exchange.now))
+        .returning(D.id)
+    )
+
+
+def start_all(conn: Connection, exchange: Exchange) -> set[int]:
+    """Mark the exchange's calls started; the rows it could mark (the claimer's own)."""
+    if not exchange.starts:
+        return set()
+    return set(conn.execute(start_statement(exchange, list(exchange.starts))).scalars())
+
+
+#: Sent rows, many at once: only a row still ``sending`` under the same claimer moves, its
+#: message id kept if known.
 SENT_MANY = (
     update(deliveries)
-    .where(D.id == bindparam("b_id"), D.status == "sending")
+    .where(D.id == bindparam("b_id"), D.status == "sending", D.claimed_by == bindparam("b_by"))
     .values(
         status="sent",
         updated_at=bindparam("b_at"),
@@ -153,11 +184,13 @@ def write_paces(conn: Connection, before: Mapping[str, float], after: Mapping[st
         conn.execute(PACE_MANY, moved)
 
 
-def sent_many(conn: Connection, settlements: Sequence[Settlement], now: datetime) -> None:
-    """Record the settlements that say ``sent``, in one statement."""
+def sent_many(
+    conn: Connection, settlements: Sequence[Settlement], now: datetime, claimer: str
+) -> None:
+    """Record the settlements that say ``sent``, of rows ``claimer`` holds, in one statement."""
     at = to_epoch(now)
     rows = [
-        {"b_id": s.delivery_id, "b_at": at, "b_message": s.message_id}
+        {"b_id": s.delivery_id, "b_at": at, "b_message": s.message_id, "b_by": claimer[:200]}
         for s in settlements
         if s.status == "sent"
     ]
@@ -170,6 +203,15 @@ class NotYet:
     """A claim not made: the delivery's slot is further off than the claim may wait."""
 
     at_s: float
+
+
+@dataclass(frozen=True, slots=True)
+class Exchanged:
+    """What one exchange answers: each claim's answer, in the order asked (see
+    :func:`claim_all`), and the rows whose calls it marked started."""
+
+    claims: list[float | bool | NotYet]
+    started: set[int]
 
 
 def claim_all(

@@ -22,7 +22,7 @@ from sqlalchemy.dialects.postgresql import insert as postgresql_insert
 from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 
 from watchkeeper.store.base import Accessor
-from watchkeeper.store.schema_cluster import chat_pacing
+from watchkeeper.store.schema.cluster import chat_pacing
 
 P = chat_pacing.c
 

@@ -14,8 +14,8 @@ from sqlalchemy import case, delete, func, select, true
 
 from watchkeeper.clock import from_epoch, to_epoch
 from watchkeeper.store.base import Accessor, upsert
-from watchkeeper.store.schema_prices import price_overrides
-from watchkeeper.store.schema_timeline import timeline_events
+from watchkeeper.store.schema.prices import price_overrides
+from watchkeeper.store.schema.timeline import timeline_events
 
 _P = price_overrides.c
 _E = timeline_events.c

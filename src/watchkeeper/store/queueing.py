@@ -16,7 +16,7 @@ from sqlalchemy import Connection
 from sqlalchemy.dialects.postgresql import insert as postgresql_insert
 from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 
-from watchkeeper.store.schema_notify import deliveries
+from watchkeeper.store.schema.notify import deliveries
 
 #: A new delivery's first status (the outbox's ``pending``).
 PENDING = "pending"
@@ -45,13 +45,20 @@ def insert_deliveries(conn: Connection, items: Sequence[NewDelivery], at: float)
         return []
     rows = [
         {
-            "dedup_key": item.dedup_key[:300], "incident_id": item.incident_id,
-            "purpose": item.purpose, "channel": item.channel, "target": item.target,
-            "payload": item.payload, "status": PENDING, "attempts": 0,
-            "next_attempt_at": at, "created_at": at, "updated_at": at,
+            "dedup_key": item.dedup_key[:300],
+            "incident_id": item.incident_id,
+            "purpose": item.purpose,
+            "channel": item.channel,
+            "target": item.target,
+            "payload": item.payload,
+            "status": PENDING,
+            "attempts": 0,
+            "next_attempt_at": at,
+            "created_at": at,
+            "updated_at": at,
         }
         for item in items
-    ]  # fmt: skip
+    ]
     statement = _NEW_ROWS[conn.dialect.name == "sqlite"]
     # Ids are handed out in the order of the rows; RETURNING need not keep that order.
     return sorted(int(new_id) for new_id in conn.execute(statement, rows).scalars())

@@ -50,8 +50,10 @@ class RoutingReads(Accessor):
                 )
                 for row in rows:
                     record = record_from_row(
-                        ActionRecord, row, times=("started_at", "finished_at"),
+                        ActionRecord,
+                        row,
+                        times=("started_at", "finished_at"),
                         status=ActionStatus(row.status),
-                    )  # fmt: skip
+                    )
                     journals[record.incident_id].append(record)
         return PassReads(found, {key: tuple(value) for key, value in journals.items()})

@@ -8,10 +8,8 @@ prepare a statement they see again), and each caller is answered after that comm
 
 from __future__ import annotations
 
-import functools
 import json
-from collections.abc import Collection, Iterable, Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
@@ -20,27 +18,24 @@ from sqlalchemy import (
     Connection,
     Engine,
     Row,
-    and_,
-    bindparam,
     case,
     func,
     insert,
-    literal,
     select,
     update,
 )
-from sqlalchemy.engine import Dialect
-from sqlalchemy.exc import DBAPIError
 
 from watchkeeper.clock import from_epoch, to_epoch
-from watchkeeper.contract import ACTIVE_STATUSES, RunStatus
+from watchkeeper.contract import RunStatus
 from watchkeeper.errors import Conflict, NotFound, WatchkeeperError
+from watchkeeper.records.filling import UnreadableValue, enum_of
 from watchkeeper.store.base import Accessor, record_from_row
 from watchkeeper.store.fencing import current_fence
 from watchkeeper.store.group_commit import GroupCommit
+from watchkeeper.store.runs_moves import ACTIVE, driver_errors, move_sql
 from watchkeeper.store.schema import push_runs
+from watchkeeper.store.unreadable import each_readable, is_epoch, read_or_refuse
 
-_ACTIVE = [status.value for status in ACTIVE_STATUSES]
 # Columns the sweep needs to judge a run: reading fewer keeps a sweep cheap.
 JUDGE_COLUMNS = (
     push_runs.c.run_id,
@@ -60,6 +55,15 @@ JUDGE_COLUMNS = (
     push_runs.c.step,
     push_runs.c.failure_reason,
     push_runs.c.failure_fingerprint,
+)
+#: What a push run's reports said, read after :data:`JUDGE_COLUMNS` by the push kind.
+REPORT_COLUMNS = (
+    push_runs.c.reported_at,
+    push_runs.c.repeats,
+    push_runs.c.step_budget_s,
+    push_runs.c.step_expected_s,
+    push_runs.c.done,
+    push_runs.c.total,
 )
 
 
@@ -101,6 +105,12 @@ class PushRun:
     failure_reason: str | None
     failure_fingerprint: str | None
     detail: str | None
+    reported_at: datetime | None = None
+    repeats: int = 0
+    step_budget_s: float | None = None
+    step_expected_s: float | None = None
+    done: int | None = None
+    total: int | None = None
 
     @property
     def state_token(self) -> str:
@@ -114,10 +124,14 @@ class PushRun:
         return record_from_row(
             cls,
             row,
-            times=("started_at", "progress_at", "finished_at", "updated_at"),
-            status=RunStatus(m["status"]),
-            last_seen_at=from_epoch(m["seen_at"]),
+            times=_TIMES,
+            check=True,
+            status=enum_of(RunStatus, m, "status"),
+            last_seen_at=_last_seen(m),
         )
+
+
+_TIMES = ("started_at", "progress_at", "finished_at", "updated_at", "reported_at")
 
 
 @dataclass(frozen=True, slots=True)
@@ -143,6 +157,8 @@ class _Move:
     at: float
     values: tuple[tuple[str, Any], ...]
     counts_as_move: bool
+    #: A progress report's time: its move counts only if it says something new.
+    reported: float | None = None
 
 
 #: What a move comes to: the run's new row, or why no active run was moved.
@@ -190,12 +206,26 @@ class PushRunStore(Accessor):
         values: dict[str, Any],
         *,
         counts_as_move: bool = True,
+        reported: datetime | None = None,
     ) -> PushRun:
         """Apply ``values`` to an active run; a move bumps its version (its state token).
 
+        ``reported`` makes the move a progress report made at that time: it moves the run
+        (``progress_at``, its version) only when it says something new (a ``step``,
+        ``done`` or ``total`` in ``values`` other than the run holds) or names none of
+        them; else it counts one more repeat. Either way one statement records it, with
+        no read before it (:func:`~watchkeeper.store.runs_moves.report_values`).
+
         Answered once the transaction holding the move committed.
         """
-        move = _Move(kind, run_id, to_epoch(now), tuple(sorted(values.items())), counts_as_move)
+        move = _Move(
+            kind,
+            run_id,
+            to_epoch(now),
+            tuple(sorted(values.items())),
+            counts_as_move,
+            None if reported is None else to_epoch(reported),
+        )
         if current_fence() is None:
             outcome = self._moves.run([move])[0]
         else:
@@ -208,15 +238,18 @@ class PushRunStore(Accessor):
     def _record_moves(self, moves: list[_Move]) -> list[_Moved]:
         """Apply ``moves`` in one transaction: each one's new row, or why there was none."""
         outcomes: list[_Moved] = []
-        with self._write("updating a run") as conn, _driver_errors(conn) as cursor:
+        with self._write("updating a run") as conn, driver_errors(conn) as cursor:
             dialect = conn.dialect
             for move in moves:
                 keys = tuple(key for key, _ in move.values)
-                sql, names, fixed = _move_sql(dialect, keys, move.counts_as_move)
+                report = move.reported is not None
+                sql, names, fixed = move_sql(dialect, keys, move.counts_as_move, report)
                 given = {f"v_{key}": value for key, value in move.values}
                 given.update(
                     v_updated_at=move.at, v_seen_at=move.at, w_run_id=move.run_id, w_kind=move.kind
                 )
+                if report:
+                    given["v_reported_at"] = move.reported
                 params = {**fixed, **given}
                 cursor.execute(sql, tuple(params[name] for name in names) if names else params)
                 row = cursor.fetchone()
@@ -229,17 +262,22 @@ class PushRunStore(Accessor):
             row = conn.execute(select(push_runs).where(push_runs.c.run_id == run_id)).first()
         if row is None or row.kind != kind:
             raise NotFound(f"no {kind} run {run_id!r}")
-        return PushRun.from_row(row)
+        return read_or_refuse("push_runs", row, PushRun.from_row, "run_id")
 
-    def rows_for_judging(self, kind: str, finished_since: datetime) -> Sequence[Any]:
-        """Active runs of ``kind`` and those that ended after ``finished_since``."""
+    def rows_for_judging(
+        self, kind: str, finished_since: datetime, *, reports: bool = False
+    ) -> Sequence[Any]:
+        """Active runs of ``kind`` and those that ended after ``finished_since``: their
+        :data:`JUDGE_COLUMNS`, then with ``reports`` their :data:`REPORT_COLUMNS`."""
         since = to_epoch(finished_since)
-        statement = select(*JUDGE_COLUMNS).where(
+        columns = (*JUDGE_COLUMNS, *REPORT_COLUMNS) if reports else JUDGE_COLUMNS
+        statement = select(*columns).where(
             push_runs.c.kind == kind,
-            push_runs.c.status.in_(_ACTIVE) | (push_runs.c.finished_at >= since),
+            push_runs.c.status.in_(ACTIVE) | (push_runs.c.finished_at >= since),
         )
         with self._read(f"reading {kind} runs") as conn:
-            return conn.execute(statement).all()
+            rows = conn.execute(statement)
+            return list(each_readable("push_runs", rows, _judgeable, key="run_id"))
 
     def sweep_rows(
         self,
@@ -249,44 +287,59 @@ class PushRunStore(Accessor):
         budget_s: float,
         expected_s: float | None,
         watched: Collection[str],
+        loop_after: int = 0,
     ) -> SweepRows:
         """Candidates for a verdict, the watched runs, and a summary of all the others.
 
         A candidate is a run the judge might flag: failed, or running with a
-        lapsed lease, an exhausted budget or an overrun expectation. The rules
-        here are a superset of the judge's, so it still decides every verdict.
+        lapsed lease, an exhausted budget (its step's, its own or ``budget_s``),
+        ``loop_after`` identical reports in a row (0: never by count) or an overrun
+        expectation. The rules here are a superset of the judge's, so it still
+        decides every verdict.
         """
         at, since = to_epoch(now), to_epoch(finished_since)
         c = push_runs.c
         running = c.status == RunStatus.RUNNING.value
-        budget_end = c.progress_at + func.coalesce(c.budget_s, budget_s)
+        # A move is never later than the last report: a budget counted from the move ends
+        # first, for stalled and for identical reports that outlast it (looping) alike.
+        budget_end = c.progress_at + func.coalesce(c.step_budget_s, c.budget_s, budget_s)
         expected_end = c.started_at + func.coalesce(c.expected_s, expected_s)
+        step_expected_end = func.coalesce(c.reported_at, c.progress_at) + c.step_expected_s
         lease_end = c.seen_at + c.lease_s
+        overdue = (lease_end <= at) | (budget_end < at) | (expected_end < at)
+        overdue = overdue | (step_expected_end < at)
+        if loop_after > 0:
+            overdue = overdue | (c.repeats >= max(loop_after, 2))
         flagged = ((c.status == RunStatus.FAILED.value) & (c.finished_at >= since)) | (
-            running & ((lease_end <= at) | (budget_end < at) | (expected_end < at))
+            running & overdue
         )
         if watched:
             flagged = flagged | c.run_id.in_(list(watched))
-        considered = (c.kind == kind) & (c.status.in_(_ACTIVE) | (c.finished_at >= since))
+        considered = (c.kind == kind) & (c.status.in_(ACTIVE) | (c.finished_at >= since))
         summary = select(
             func.count(),
             func.min(case((running & (lease_end > at), lease_end))),
             func.min(case((running & (budget_end > at), budget_end))),
             func.min(case((running & (expected_end > at), expected_end))),
+            func.min(case((running & (step_expected_end > at), step_expected_end))),
         ).where(considered)
         with self._read(f"reading {kind} runs") as conn:
-            rows = conn.execute(select(*JUDGE_COLUMNS).where(considered & flagged)).all()
+            found = conn.execute(
+                select(*JUDGE_COLUMNS, *REPORT_COLUMNS).where(considered & flagged)
+            )
+            rows = list(each_readable("push_runs", found, _judgeable, key="run_id"))
             total, *ends = conn.execute(summary).one()
-        future = [end for end in ends if end is not None]
+        future = [end for end in ends if end is not None and is_epoch(end)]
         return SweepRows(rows, int(total), min(future) if future else None)
 
     def row_for_judging(self, kind: str, run_id: str) -> Any | None:
-        """One run's judging columns, or ``None``."""
-        statement = select(*JUDGE_COLUMNS).where(
+        """One run's judging and report columns, or ``None``."""
+        statement = select(*JUDGE_COLUMNS, *REPORT_COLUMNS).where(
             push_runs.c.kind == kind, push_runs.c.run_id == run_id
         )
         with self._read(f"reading {kind} run {run_id}") as conn:
-            return conn.execute(statement).first()
+            row = conn.execute(statement).first()
+        return None if row is None else read_or_refuse("push_runs", row, _judgeable, "run_id")
 
     def kinds_in_use(self) -> Iterable[str]:
         """Every kind name that has push runs."""
@@ -307,67 +360,46 @@ def _run_from_values(row: tuple[Any, ...]) -> PushRun:
     return record_from_row(
         PushRun,
         values,
-        times=("started_at", "progress_at", "finished_at", "updated_at"),
-        status=RunStatus(values["status"]),
-        last_seen_at=from_epoch(values["seen_at"]),
+        times=_TIMES,
+        check=True,
+        status=enum_of(RunStatus, values, "status"),
+        last_seen_at=_last_seen(values),
     )
 
 
-@contextmanager
-def _driver_errors(conn: Connection) -> Iterator[Any]:
-    """A driver cursor on ``conn``'s transaction; its errors raised as SQLAlchemy raises them.
-
-    A lost connection is invalidated, so the pool does not hand it out again.
-    """
-    dbapi_connection = conn.connection.driver_connection
-    assert dbapi_connection is not None
-    dialect = conn.dialect
-    dbapi = dialect.loaded_dbapi
-    cursor = dbapi_connection.cursor()
+def _last_seen(m: Mapping[Any, Any]) -> datetime:
+    seen_at: float = m["seen_at"]
     try:
-        yield cursor
-    except dbapi.Error as exc:
-        lost = dialect.is_disconnect(exc, dbapi_connection, cursor)
-        if lost:
-            conn.invalidate(exc)
-        raise DBAPIError.instance(
-            None, None, exc, dbapi.Error, connection_invalidated=lost, dialect=dialect
-        ) from exc
-    finally:
-        if not conn.invalidated:
-            cursor.close()
+        return from_epoch(seen_at)
+    except ValueError as exc:
+        raise UnreadableValue("seen_at", seen_at, str(exc)) from None
 
 
-@functools.lru_cache(maxsize=64)
-def _move_sql(
-    dialect: Dialect, keys: tuple[str, ...], counts_as_move: bool
-) -> tuple[str, tuple[str, ...], dict[str, Any]]:
-    """A move's statement in the driver's own terms, made once per shape of move: its text,
-    the order of its parameters (none: named) and the values it carries itself."""
-    compiled = _move_statement(keys, counts_as_move).compile(dialect=dialect)
-    names = tuple(compiled.positiontup or ()) if compiled.positional else ()
-    return str(compiled), names, dict(compiled.params)
+_STATUSES = frozenset(status.value for status in RunStatus)
 
 
-def _move_statement(keys: tuple[str, ...], counts_as_move: bool) -> Any:
-    """One UPDATE per shape of move."""
-    values: dict[str, Any] = {key: bindparam(f"v_{key}") for key in keys}
-    values.update(updated_at=bindparam("v_updated_at"), seen_at=bindparam("v_seen_at"))
-    if counts_as_move:
-        values["version"] = push_runs.c.version + 1
-    return (
-        update(push_runs)
-        .where(
-            and_(
-                push_runs.c.run_id == bindparam("w_run_id"),
-                push_runs.c.kind == bindparam("w_kind"),
-                # Plain parameters, not an expanding IN: that one is re-rendered on every call.
-                push_runs.c.status.in_([literal(status) for status in _ACTIVE]),
-            )
-        )
-        .values(values)
-        .returning(*push_runs.c)
-    )
+def _judgeable(row: Row[Any]) -> Row[Any]:
+    """``row`` (of :data:`JUDGE_COLUMNS`) as it is, once what the kind reads of it is known
+    to be readable; :class:`UnreadableValue` otherwise. Checked by value, not by making
+    times: every active run is read on every page."""
+    m = row._mapping
+    if m["status"] not in _STATUSES:
+        raise UnreadableValue("status", m["status"], "not a status a run has")
+    for name in ("started_at", "progress_at", "seen_at", "finished_at"):
+        if not (m[name] is None and name == "finished_at") and not is_epoch(m[name]):
+            raise UnreadableValue(name, m[name], "no time a calendar holds")
+    if "repeats" in m:  # read with REPORT_COLUMNS
+        if m["reported_at"] is not None and not is_epoch(m["reported_at"]):
+            raise UnreadableValue("reported_at", m["reported_at"], "no time a calendar holds")
+        if not isinstance(m["repeats"], int):
+            raise UnreadableValue("repeats", m["repeats"], "not a whole number")
+    if not is_epoch(m["lease_s"]) or not is_epoch(m["seen_at"] + m["lease_s"]):
+        raise UnreadableValue("lease_s", m["lease_s"], "no lease ends then")
+    if not isinstance(m["attempt"], int) or not isinstance(m["version"], int):
+        raise UnreadableValue("attempt", (m["attempt"], m["version"]), "not whole numbers")
+    if m["origin"] is not None and not isinstance(m["origin"], dict):
+        raise UnreadableValue("origin", m["origin"], "not a JSON object")
+    return row
 
 
 def _missing(conn: Connection, kind: str, run_id: str) -> WatchkeeperError:
@@ -426,6 +458,12 @@ def _restart_values(new: NewRun, at: float | None, attempt: int, version: int) -
         failure_reason=None,
         failure_fingerprint=None,
         detail=None,
+        reported_at=None,
+        repeats=0,
+        step_budget_s=None,
+        step_expected_s=None,
+        done=None,
+        total=None,
     )
     del values["run_id"], values["kind"]
     return values

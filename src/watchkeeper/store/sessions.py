@@ -17,7 +17,7 @@ from sqlalchemy import ColumnElement, delete, insert, or_, select, update
 from watchkeeper.clock import to_epoch
 from watchkeeper.store.base import Accessor, record_from_row
 from watchkeeper.store.schema import api_tokens
-from watchkeeper.store.schema_web import web_sessions
+from watchkeeper.store.schema.web import web_sessions
 
 
 @dataclass(frozen=True, slots=True)

@@ -17,7 +17,7 @@ from watchkeeper.store.base import Accessor, record_from_row
 from watchkeeper.store.incidents import _event
 from watchkeeper.store.listen import announce
 from watchkeeper.store.queueing import NewDelivery, insert_deliveries
-from watchkeeper.store.schema_silences import incident_acks, silenced_incidents, silences
+from watchkeeper.store.schema.silences import incident_acks, silenced_incidents, silences
 
 _TIMES = ("created_at", "starts_at", "ends_at", "announced_at")
 
@@ -92,12 +92,18 @@ class SilenceStore(Accessor):
         """Store ``new``; the stored silence."""
         m = new.matchers
         values = {
-            "kind": m.kind, "run_id": m.run_id, "title_pattern": m.title_pattern,
-            "title_syntax": m.title_syntax, "origin": m.origin, "comment": new.comment[:2000],
-            "created_by": new.created_by[:200], "created_via": new.created_via[:32],
-            "created_at": to_epoch(now), "starts_at": to_epoch(new.starts_at),
+            "kind": m.kind,
+            "run_id": m.run_id,
+            "title_pattern": m.title_pattern,
+            "title_syntax": m.title_syntax,
+            "origin": m.origin,
+            "comment": new.comment[:2000],
+            "created_by": new.created_by[:200],
+            "created_via": new.created_via[:32],
+            "created_at": to_epoch(now),
+            "starts_at": to_epoch(new.starts_at),
             "ends_at": to_epoch(new.ends_at),
-        }  # fmt: skip
+        }
         with self._write("creating a silence") as conn:
             silence_id = conn.execute(insert(silences).values(**values)).inserted_primary_key
             assert silence_id is not None
@@ -199,10 +205,13 @@ class AckStore(Accessor):
             conn.execute(delete(incident_acks).where(incident_acks.c.incident_id == incident_id))
             conn.execute(
                 insert(incident_acks).values(
-                    incident_id=incident_id, episode=episode, actor=actor[:200],
-                    via=via[:32], at=at,
+                    incident_id=incident_id,
+                    episode=episode,
+                    actor=actor[:200],
+                    via=via[:32],
+                    at=at,
                 )
-            )  # fmt: skip
+            )
             _event(conn, incident_id, at, "acknowledged", f"{actor} is on it")
         return True
 

@@ -13,19 +13,21 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import Connection, case, delete, func, insert, or_, select, true, update
+from sqlalchemy import Connection, Row, case, delete, func, insert, or_, select, true, update
 
 from watchkeeper.clock import from_epoch, to_epoch
 from watchkeeper.errors import StoreError
+from watchkeeper.records.filling import UnreadableValue
 from watchkeeper.records.timeline import Fact, Price, TimelineEvent, Usage
 from watchkeeper.store.base import Accessor, insert_ignoring_duplicates, record_from_row
-from watchkeeper.store.schema_queue import queue_jobs
-from watchkeeper.store.schema_timeline import (
+from watchkeeper.store.schema.queue import queue_jobs
+from watchkeeper.store.schema.timeline import (
     forge_deliveries,
     forge_requests,
     timeline_events,
     timeline_links,
 )
+from watchkeeper.store.unreadable import each_readable, tell_once
 
 _E = timeline_events.c
 #: The columns a new event row fills, in the order :meth:`TimelineStore.append_values`
@@ -47,13 +49,15 @@ SPEND_KEYS = {
 }
 
 
-def event_from_mapping(m: Mapping[Any, Any]) -> TimelineEvent:
-    """A stored row (or the row about to be stored) as a record."""
+def event_from_mapping(m: Mapping[Any, Any], *, check: bool = False) -> TimelineEvent:
+    """A stored row (or the row about to be stored) as a record; ``check`` checks each
+    value against its field's type (a stored row read back)."""
     version = m["price_version"]
     return record_from_row(
         TimelineEvent,
         m,
         times=("at", "received_at"),
+        check=check,
         usage=Usage(
             m["input_tokens"], m["output_tokens"], m["cache_read_tokens"], m["cache_write_tokens"]
         ),
@@ -65,6 +69,26 @@ def event_from_mapping(m: Mapping[Any, Any]) -> TimelineEvent:
             version,
         ),
     )
+
+
+def _event(row: Row[Any]) -> TimelineEvent:
+    return event_from_mapping(row._mapping, check=True)
+
+
+def _link(row: Row[Any]) -> dict[str, Any]:
+    try:
+        at = from_epoch(row.at)
+    except ValueError as exc:
+        raise UnreadableValue("at", row.at, str(exc)) from None
+    return {
+        "kind": row.kind,
+        "url": row.url,
+        "title": row.title,
+        "actor": row.actor,
+        "at": at,
+        "detail": row.detail,
+        "signature": row.signature,
+    }
 
 
 @dataclass(frozen=True, slots=True)
@@ -98,9 +122,23 @@ def _group(row: tuple[Any, ...]) -> SpendGroup:
         int(out),
         int(read),
         int(write),
-        None if first is None else from_epoch(float(first)),
-        None if last is None else from_epoch(float(last)),
+        _when(key, first),
+        _when(key, last),
     )
+
+
+def _when(key: Any, at: Any) -> datetime | None:
+    """A group's first or last call; unknown (``None``, logged once) when an event's stored
+    time is no time: the group's sums still read."""
+    try:
+        return None if at is None else from_epoch(float(at))
+    except (ValueError, TypeError) as exc:
+        tell_once(
+            f"a timeline_events row of spend group {key}",
+            exc,
+            "The group shows no first or last call",
+        )
+        return None
 
 
 def _copy(conn: Connection, values: Sequence[tuple[Any, ...]]) -> None:
@@ -181,7 +219,7 @@ class TimelineStore(Accessor):
         if task_id is not None:
             statement = statement.where(_E.task_id == task_id)
         with self._read("reading a timeline") as conn:
-            return [event_from_mapping(row._mapping) for row in conn.execute(statement)]
+            return list(each_readable("timeline_events", conn.execute(statement), _event))
 
     def progress_facts(self, task_ids: Sequence[str]) -> dict[str, list[Fact]]:
         """``(at, round, fingerprint)`` of every event of each task, oldest first."""
@@ -256,18 +294,7 @@ class TimelineStore(Accessor):
         """Links appended to a job's record, oldest first."""
         statement = select(timeline_links).where(_L.job_id == job_id).order_by(_L.at, _L.id)
         with self._read("reading record links") as conn:
-            return [
-                {
-                    "kind": row.kind,
-                    "url": row.url,
-                    "title": row.title,
-                    "actor": row.actor,
-                    "at": from_epoch(row.at),
-                    "detail": row.detail,
-                    "signature": row.signature,
-                }
-                for row in conn.execute(statement)
-            ]
+            return list(each_readable("timeline_links", conn.execute(statement), _link))
 
     def job_known(self, job_id: str) -> bool:
         """Whether the queue holds the job or the timeline names it."""
@@ -313,18 +340,28 @@ class TimelineStore(Accessor):
             if not self._claim(conn, source, delivery_id, at):
                 return "duplicate"
             statement = insert_ignoring_duplicates(self._engine, forge_requests).values(
-                source=source, external_id=external_id[:200], title=title[:500],
-                status="pending", detail=detail, created_at=at, updated_at=at,
-            )  # fmt: skip
+                source=source,
+                external_id=external_id[:200],
+                title=title[:500],
+                status="pending",
+                detail=detail,
+                created_at=at,
+                updated_at=at,
+            )
             claimed = statement.on_conflict_do_nothing().returning(forge_requests.c.source)
             if conn.execute(claimed).first() is None:
                 return "known"
         return "new"
 
     def settle_request(
-        self, source: str, external_id: str, *, job_id: str | None, reason: str | None,
+        self,
+        source: str,
+        external_id: str,
+        *,
+        job_id: str | None,
+        reason: str | None,
         now: datetime,
-    ) -> None:  # fmt: skip
+    ) -> None:
         """Record the job a request became (``submitted``), or why it waits (``pending``)."""
         values = {
             "status": "submitted" if job_id else "pending",

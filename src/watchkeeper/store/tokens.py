@@ -30,7 +30,7 @@ from watchkeeper.errors import InvalidInput, NotFound
 from watchkeeper.records.queue import TaskStatus
 from watchkeeper.store.base import Accessor
 from watchkeeper.store.schema import api_tokens
-from watchkeeper.store.schema_queue import queue_tasks
+from watchkeeper.store.schema.queue import queue_tasks
 
 TOKEN_PREFIX = "wk_"  # noqa: S105 - a prefix that makes tokens recognisable in leaks
 #: Every token's random (or derived) part is this long; a task token adds its task's id.

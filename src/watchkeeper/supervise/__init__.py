@@ -34,6 +34,7 @@ from watchkeeper.supervise.errors import (
 from watchkeeper.supervise.events import (
     ChildExited,
     ChildHeartbeat,
+    ChildHeld,
     ChildRestarting,
     ChildStarted,
     Event,
@@ -87,6 +88,7 @@ __all__ = [
     "ChildContext",
     "ChildExited",
     "ChildHeartbeat",
+    "ChildHeld",
     "ChildInfo",
     "ChildReporter",
     "ChildRestarting",

@@ -179,6 +179,11 @@ class CircuitBreaker(AsyncScope):
         """The state in the store right now."""
         return self._observe(self.store.load(self.name))
 
+    def stored(self) -> BreakerState:
+        """The whole state in the store right now: counts and when it opened, as every
+        process sharing the store sees it."""
+        return self.store.load(self.name)
+
     def add_listener(self, listener: Listener) -> None:
         """Call ``listener`` on every state change this breaker sees."""
         self._listeners.append(listener)

@@ -112,7 +112,7 @@ class BreakerState:
     version: int = 0
     prober: Prober | None = None
 
-    def to_json(self) -> dict[str, object]:
+    def as_dict(self) -> dict[str, object]:
         """The state as a JSON object (what a file store keeps)."""
         return {**asdict(self), "state": self.state.value}
 
@@ -199,7 +199,7 @@ class FileStateStore:
             if current.version != expected.version:
                 return None
             stored = replace(new, version=current.version + 1)
-            everything[name] = stored.to_json()
+            everything[name] = stored.as_dict()
             self._write_all(everything)
             return stored
 

@@ -69,6 +69,13 @@ class SupervisorBuilder:
         self._spec = replace(self._spec, policy=policy)
         return self
 
+    def start_in_background(self, background: bool = True) -> SupervisorBuilder:
+        """``start()`` returns at once; the children start one by one in the supervisor, and
+        one that fails to start (or is held) is handled by the policy like any exit instead
+        of failing ``start()``."""
+        self._spec = replace(self._spec, background_start=background)
+        return self
+
     def dynamic(self, dynamic: bool = True) -> SupervisorBuilder:
         """Allow ``add_child`` on the running supervisor."""
         self._spec = replace(self._spec, dynamic=dynamic)

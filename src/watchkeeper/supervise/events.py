@@ -31,6 +31,10 @@ class ExitReason(enum.StrEnum):
     """Stopped sending heartbeats within its heartbeat timeout."""
     START_TIMEOUT = "start_timeout"
     """Did not signal ready within its start timeout."""
+    START_FAILED = "start_failed"
+    """Exited before it had run ``ready_after_s``: a failed start, whatever its status."""
+    UNHEALTHY = "unhealthy"
+    """Stopped by its supervisor because a health check found it failing."""
     GAVE_UP = "gave_up"
     """A nested supervisor exceeded its restart intensity."""
     SHUTDOWN = "shutdown"
@@ -89,6 +93,16 @@ class ChildHeartbeat:
 
 
 @dataclass(frozen=True)
+class ChildHeld:
+    """A child due to start is held: its ``hold`` gave ``reason``, so it waits for release."""
+
+    path: str
+    child: str
+    at: float
+    reason: str
+
+
+@dataclass(frozen=True)
 class SupervisorGaveUp:
     """A supervisor exceeded its restart intensity and stopped all its children."""
 
@@ -99,7 +113,9 @@ class SupervisorGaveUp:
     children: tuple[str, ...]
 
 
-Event = Union[ChildStarted, ChildExited, ChildRestarting, ChildHeartbeat, SupervisorGaveUp]  # noqa: UP007
+Event = Union[  # noqa: UP007
+    ChildStarted, ChildExited, ChildRestarting, ChildHeartbeat, ChildHeld, SupervisorGaveUp
+]
 
 
 class Subscription:

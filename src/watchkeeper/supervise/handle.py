@@ -24,6 +24,12 @@ class ChildInfo:
     last_beat: float | None
     #: How its last incarnation ended (``reason: detail``); ``None`` if it never ended.
     last_exit: str | None = None
+    #: When its pending restart is due (supervisor clock), while it waits out a backoff.
+    restart_at: float | None = None
+    #: Why it is held, while its ``hold`` keeps it from starting.
+    held: str | None = None
+    #: When its running incarnation started (supervisor clock), while it runs.
+    started_at: float | None = None
 
 
 @dataclass(frozen=True)
@@ -50,6 +56,8 @@ class _Tree(Protocol):
     async def add_child(self, spec: ChildSpec) -> None: ...
     async def restart_child(self, name: str) -> None: ...
     async def stop_child(self, name: str) -> None: ...
+    async def fail_child(self, name: str, detail: str) -> None: ...
+    def release_held(self) -> None: ...
     def subscribe(self, maxsize: int | None = None) -> Subscription: ...
     def children(self) -> tuple[ChildInfo, ...]: ...
     def last_beat(self, name: str) -> float | None: ...
@@ -94,6 +102,14 @@ class SupervisorHandle(StopsOnExit):
     async def stop_child(self, name: str) -> None:
         """Stop the named child and leave it stopped until it is restarted on request."""
         await self._sup.stop_child(name)
+
+    async def fail_child(self, name: str, detail: str) -> None:
+        """Restart the named child as unhealthy, counted in the intensity like a crash."""
+        await self._sup.fail_child(name, detail)
+
+    def release_held(self) -> None:
+        """Start the held children whose hold has cleared."""
+        self._sup.release_held()
 
     def subscribe(self, maxsize: int | None = None) -> Subscription:
         """A bounded subscription to this tree's events."""

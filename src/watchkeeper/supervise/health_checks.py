@@ -157,31 +157,49 @@ def load_nvml() -> ModuleType | None:
 
 @dataclass(eq=False, kw_only=True)
 class GpuCheck:
-    """GPU memory use through NVML; healthy with ``present: False`` when there is no GPU."""
+    """GPU memory use through NVML.
+
+    A host with no GPU is healthy with ``present: False`` unless ``required``: on a GPU
+    host, a missing NVML library, a driver that is not loaded or no device found is then
+    unhealthy, with what NVML said.
+    """
 
     name = "gpu"
 
     memory_warning_fraction: float = 0.9
     memory_critical_fraction: float = 0.98
+    #: The host has a GPU and the work needs it: no usable GPU is unhealthy, not absent.
+    required: bool = False
     loader: Callable[[], Any] = load_nvml
 
     async def run(self) -> CheckResult:
         nvml = self.loader()
         if nvml is None:
-            return CheckResult(HEALTHY, "no GPU present (NVML not installed)", {"present": False})
+            return self._absent("NVML not installed: pip install nvidia-ml-py")
         try:
             nvml.nvmlInit()
-        except nvml.NVMLError as exc:  # e.g. the library is installed but no driver is
-            return CheckResult(HEALTHY, f"no GPU present ({exc})", {"present": False})
+        except nvml.NVMLError as exc:  # no library, or installed without a loaded driver
+            return self._absent(f"NVML: {exc}")
         try:
             return self._inspect(nvml)
+        except nvml.NVMLError as exc:  # a device that stops answering (GPU is lost, say)
+            return CheckResult(UNHEALTHY, f"cannot read the GPUs: NVML: {exc}", {"present": True})
         finally:
             nvml.nvmlShutdown()
+
+    def _absent(self, why: str, **data: Any) -> CheckResult:
+        if self.required:
+            return CheckResult(
+                UNHEALTHY,
+                f"no usable GPU, and one is required ({why})",
+                {"present": False, **data, "required": True},
+            )
+        return CheckResult(HEALTHY, f"no GPU present ({why})", {"present": False, **data})
 
     def _inspect(self, nvml: Any) -> CheckResult:
         count = int(nvml.nvmlDeviceGetCount())
         if count == 0:
-            return CheckResult(HEALTHY, "no GPU present", {"present": False, "count": 0})
+            return self._absent("NVML found no device", count=0)
         fractions = []
         for index in range(count):
             info = nvml.nvmlDeviceGetMemoryInfo(nvml.nvmlDeviceGetHandleByIndex(index))

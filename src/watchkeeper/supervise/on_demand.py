@@ -14,7 +14,7 @@ from watchkeeper.supervise.children import Outcome
 from watchkeeper.supervise.clock import Clock, Timer
 from watchkeeper.supervise.errors import StartError, SupervisorStoppedError, UnknownChild
 from watchkeeper.supervise.events import ChildRestarting, EventBus, ExitReason
-from watchkeeper.supervise.slots import Command, Msg, Slot, SlotState
+from watchkeeper.supervise.slots import Command, Msg, Slot, SlotState, Unhealthy, interrupt
 
 logger = logging.getLogger("watchkeeper.supervise.supervisor")
 
@@ -55,14 +55,47 @@ class OnDemand:
         """Stop the named child and leave it stopped until :meth:`restart_child`."""
         await self._command(name, restart=False)
 
+    async def fail_child(self, name: str, detail: str) -> None:
+        """The named child is unhealthy (a health check says so): stop it and handle that as
+        an abnormal exit (``unhealthy``), restarted by its restart type and counted in the
+        intensity like a crash. A child that is not running is left as it is."""
+        done = self._request(name)
+        assert self._mailbox is not None
+        self._mailbox.put_nowait(Unhealthy(name, detail, done))
+        await done
+
     async def _command(self, name: str, *, restart: bool) -> None:
+        done = self._request(name)
+        assert self._mailbox is not None
+        # A child waiting to become ready is stopped at once, not after its start time.
+        interrupt(next(s for s in self._slots if s.spec.name == name))
+        self._mailbox.put_nowait(Command(name, restart, done))
+        await done
+
+    def _request(self, name: str) -> asyncio.Future[None]:
+        """The future a request for child ``name`` is answered on, once it is known to exist."""
         if self._finished.is_set() or self._mailbox is None:
             raise SupervisorStoppedError(self.path)
         if not any(s.spec.name == name for s in self._slots):
             raise UnknownChild(self.path, name, tuple(s.spec.name for s in self._slots))
-        done: asyncio.Future[None] = asyncio.get_running_loop().create_future()
-        self._mailbox.put_nowait(Command(name, restart, done))
-        await done
+        return asyncio.get_running_loop().create_future()
+
+    async def _on_unhealthy(self, msg: Unhealthy) -> None:
+        slot = next(s for s in self._slots if s.spec.name == msg.child)
+        runner = slot.runner
+        if slot.state is not SlotState.RUNNING or runner is None:
+            msg.done.set_result(None)
+            return
+        logger.warning(
+            "child %s/%s is unhealthy (%s); restarting it",
+            self.path,
+            slot.spec.name,
+            msg.detail,
+            extra={"action": "unhealthy_child"},
+        )
+        await runner.stop()
+        msg.done.set_result(None)
+        await self._child_exited(slot, Outcome(ExitReason.UNHEALTHY, msg.detail))
 
     async def _on_command(self, msg: Command) -> None:
         slot = next(s for s in self._slots if s.spec.name == msg.child)
@@ -71,7 +104,7 @@ class OnDemand:
             await self._stop_slot(slot)
             outcome = Outcome(ExitReason.SHUTDOWN, wanted)
             self._publish_exit(slot, outcome, will_restart=msg.restart)
-        elif slot.state is SlotState.RESTART_PENDING:
+        elif slot.state in (SlotState.RESTART_PENDING, SlotState.HELD):
             self._untoken(slot)
         if not msg.restart:
             slot.state = SlotState.DONE

@@ -28,6 +28,7 @@ import httpx
 from watchkeeper.supervise.events import (
     ChildExited,
     ChildHeartbeat,
+    ChildHeld,
     ChildRestarting,
     ChildStarted,
     Event,
@@ -170,6 +171,8 @@ class ChildReporter:
             return [self._progress(run_id_of(event.path, event.child), step)]
         if isinstance(event, ChildExited):
             return self._on_exited(event)
+        if isinstance(event, ChildHeld):
+            return [self._progress(run_id_of(event.path, event.child), f"held: {event.reason}")]
         return self._on_gave_up(event)
 
     def _on_started(self, event: ChildStarted) -> list[_Request]:

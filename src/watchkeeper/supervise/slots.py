@@ -18,6 +18,7 @@ class SlotState(enum.StrEnum):
     STARTING = "starting"
     RUNNING = "running"
     RESTART_PENDING = "restart_pending"
+    HELD = "held"
     DONE = "done"
 
 
@@ -37,6 +38,12 @@ class Slot:
     token: object | None = None
     #: How the child's last incarnation ended (``reason: detail``), if one has.
     last_exit: str | None = None
+    #: When its pending restart is due (clock time), while it waits out a backoff.
+    restart_at: float | None = None
+    #: Why it is held (its ``hold``'s answer), while it is.
+    held: str | None = None
+    #: Resolved to stop waiting for its current start (a stop asked for meanwhile).
+    interrupt: asyncio.Future[None] | None = None
 
 
 @dataclass(frozen=True)
@@ -81,6 +88,20 @@ class Command:
 
 
 @dataclass(frozen=True)
+class Unhealthy:
+    """The child called ``child`` failed a health check: restart it as an abnormal exit."""
+
+    child: str
+    detail: str
+    done: asyncio.Future[None] = field(compare=False)
+
+
+@dataclass(frozen=True)
+class Release:
+    """Start the held children whose hold no longer holds them."""
+
+
+@dataclass(frozen=True)
 class Stop:
     """Stop the tree; ``done`` resolves once every child is down."""
 
@@ -88,11 +109,17 @@ class Stop:
 
 
 #: Everything the actor's mailbox carries.
-Msg = Exit | Hung | RestartDue | Add | Command | Stop
+Msg = Exit | Hung | RestartDue | Add | Command | Unhealthy | Release | Stop
+
+
+def interrupt(slot: Slot) -> None:
+    """Stop waiting for ``slot`` to become ready, if it is starting."""
+    if slot.interrupt is not None and not slot.interrupt.done():
+        slot.interrupt.set_result(None)
 
 
 def first_of(
-    *futures: asyncio.Future[object] | asyncio.Future[Outcome] | asyncio.Future[None],
+    *futures: asyncio.Future[object] | asyncio.Future[Outcome] | asyncio.Future[None] | None,
 ) -> asyncio.Future[object]:
     """A future that completes as soon as any of ``futures`` does."""
     first: asyncio.Future[object] = asyncio.get_running_loop().create_future()
@@ -102,5 +129,6 @@ def first_of(
             first.set_result(None)
 
     for fut in futures:
-        fut.add_done_callback(settle)
+        if fut is not None:
+            fut.add_done_callback(settle)
     return first

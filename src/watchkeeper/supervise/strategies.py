@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import dataclasses
 import enum
+from typing import Any, Protocol
 
 
 class Strategy(enum.StrEnum):
@@ -25,3 +27,16 @@ def restart_group(strategy: Strategy, count: int, failed: int) -> range:
     if strategy is Strategy.ONE_FOR_ALL:
         return range(count)
     return range(failed, count)
+
+
+class _Specified(Protocol):
+    """A supervisor, as far as switching its strategy goes (no import of its module: it
+    imports this one)."""
+
+    spec: Any
+
+
+def switch(supervisor: _Specified, strategy: Strategy) -> None:
+    """Give a supervisor another strategy while it runs: its next restart follows it (the
+    supervisor reads its spec's strategy at each restart)."""
+    supervisor.spec = dataclasses.replace(supervisor.spec, strategy=strategy)

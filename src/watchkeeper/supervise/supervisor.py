@@ -31,6 +31,7 @@ from watchkeeper.supervise.events import (
     SupervisorGaveUp,
 )
 from watchkeeper.supervise.handle import ChildInfo, SupervisorHandle, SupervisorStatistics
+from watchkeeper.supervise.holds import Holds
 from watchkeeper.supervise.on_demand import OnDemand
 from watchkeeper.supervise.policy import IntensityWindow, should_restart
 from watchkeeper.supervise.process import ProcessRunner
@@ -40,11 +41,14 @@ from watchkeeper.supervise.slots import (
     Exit,
     Hung,
     Msg,
+    Release,
     RestartDue,
     Slot,
     SlotState,
     Stop,
+    Unhealthy,
     first_of,
+    interrupt,
 )
 from watchkeeper.supervise.spec import (
     ChildSpec,
@@ -58,7 +62,7 @@ from watchkeeper.supervise.strategies import restart_group
 logger = logging.getLogger(__name__)
 
 
-class Supervisor(OnDemand):
+class Supervisor(OnDemand, Holds):
     """A running (or runnable) supervision tree node. Build it with SupervisorBuilder."""
 
     def __init__(
@@ -83,6 +87,7 @@ class Supervisor(OnDemand):
         self._error: BaseException | None = None
         self._restarts_total = 0
         self._started = False
+        self._stop_asked = False
 
     # -- public surface (also reached through SupervisorHandle) ----------------
 
@@ -100,13 +105,29 @@ class Supervisor(OnDemand):
             raise SupervisorStoppedError(self.path)
         self._started = True
         self._mailbox = asyncio.Queue()
+        if self.spec.background_start:
+            self._start_in_background()
+            return
         for slot in self._slots:
-            outcome = await self._start_slot(slot)
+            held = self._hold_reason(slot)
+            outcome = (
+                await self._start_slot(slot)
+                if held is None
+                else Outcome(ExitReason.START_FAILED, f"held: {held}")
+            )
             if outcome is not None:
                 await self._stop_all(reason="start failure")
                 self._finish(StartError(self.path, slot.spec.name, outcome.detail))
                 raise StartError(self.path, slot.spec.name, outcome.detail)
         self._actor = asyncio.create_task(self._run(), name=f"supervisor {self.path}")
+
+    def _start_in_background(self) -> None:
+        """Every child starts in the actor, in order, as one restart group due now."""
+        token = next(self._tokens)
+        for slot in self._slots:
+            slot.token, slot.state = token, SlotState.RESTART_PENDING
+        self._actor = asyncio.create_task(self._run(), name=f"supervisor {self.path}")
+        self._post(RestartDue(token))
 
     async def wait(self) -> None:
         """Wait until stopped; raises RestartIntensityExceeded if it gave up."""
@@ -118,6 +139,10 @@ class Supervisor(OnDemand):
         """Stop all children in reverse start order and end the supervisor."""
         if self._finished.is_set() or self._mailbox is None:
             return
+        # A child still waiting to become ready must not hold the stop up for its start time.
+        self._stop_asked = True
+        for slot in self._slots:
+            interrupt(slot)
         done: asyncio.Future[None] = asyncio.get_running_loop().create_future()
         self._mailbox.put_nowait(Stop(done))
         await asyncio.shield(done)
@@ -146,6 +171,9 @@ class Supervisor(OnDemand):
                 attempt=s.attempt,
                 last_beat=s.last_beat,
                 last_exit=s.last_exit,
+                restart_at=s.restart_at if s.state is SlotState.RESTART_PENDING else None,
+                held=s.held if s.state is SlotState.HELD else None,
+                started_at=s.started_at if s.state is SlotState.RUNNING else None,
             )
             for s in self._slots
         )
@@ -202,6 +230,10 @@ class Supervisor(OnDemand):
             await self._add(msg)
         elif isinstance(msg, Command):
             await self._on_command(msg)
+        elif isinstance(msg, Unhealthy):
+            await self._on_unhealthy(msg)
+        elif isinstance(msg, Release):
+            self._on_release()
         else:
             await self._stop_all(reason="stop requested")
             self._finish(None)
@@ -211,8 +243,8 @@ class Supervisor(OnDemand):
         assert self._mailbox is not None
         while not self._mailbox.empty():
             msg = self._mailbox.get_nowait()
-            if isinstance(msg, Stop | Add | Command) and not msg.done.done():
-                if isinstance(msg, Add | Command):
+            if isinstance(msg, Stop | Add | Command | Unhealthy) and not msg.done.done():
+                if isinstance(msg, Add | Command | Unhealthy):
                     msg.done.set_exception(SupervisorStoppedError(self.path))
                 else:
                     msg.done.set_result(None)
@@ -252,8 +284,12 @@ class Supervisor(OnDemand):
 
     async def _start_slot(self, slot: Slot) -> Outcome | None:
         """Start one child and wait for its ready signal; an Outcome means it failed."""
+        if self._stop_asked:
+            return Outcome(ExitReason.SHUTDOWN, "not started: the supervisor is stopping")
         runner = self._make_runner(slot)
         slot.runner, slot.state = runner, SlotState.STARTING
+        slot.restart_at = slot.held = None
+        slot.interrupt = asyncio.get_running_loop().create_future()
         try:
             runner.launch()
         except Exception as exc:  # noqa: BLE001 - any launch error is this child's failure
@@ -274,7 +310,8 @@ class Supervisor(OnDemand):
             ChildStarted(self.path, slot.spec.name, now, slot.attempt, runner.pid, slot.spec.title)
         )
         deadline = now + slot.spec.start_timeout_s
-        await wait_until_done(first_of(runner.ready, runner.exited), self.clock, deadline)
+        waited = first_of(runner.ready, runner.exited, slot.interrupt)
+        await wait_until_done(waited, self.clock, deadline)
         if runner.ready.done():
             slot.state = SlotState.RUNNING
             return None
@@ -283,6 +320,8 @@ class Supervisor(OnDemand):
             return runner.exited.result()
         await runner.stop()
         slot.runner = None
+        if slot.interrupt.done():
+            return Outcome(ExitReason.SHUTDOWN, "stopped while starting")
         return Outcome(
             ExitReason.START_TIMEOUT, f"not ready within {slot.spec.start_timeout_s:g} s"
         )
@@ -359,8 +398,9 @@ class Supervisor(OnDemand):
         await self._stop_siblings(slot, group)
         token = next(self._tokens)
         for member in group:
-            if member is slot or member.state is SlotState.RESTART_PENDING:
+            if member is slot or member.state in (SlotState.RESTART_PENDING, SlotState.HELD):
                 self._retoken(member, token)
+                member.restart_at = now + delay
         self.bus.publish(ChildRestarting(self.path, name, now, delay, slot.attempt))
         self._restart_timers[token] = self.clock.call_at(
             now + delay, lambda: self._post(RestartDue(token))
@@ -406,17 +446,6 @@ class Supervisor(OnDemand):
         outcome = await runner.stop()
         slot.runner = None
         return outcome
-
-    async def _restart_due(self, token: object) -> None:
-        self._restart_timers.pop(token, None)
-        for slot in [s for s in self._slots if s.token is token]:
-            if slot.state is not SlotState.RESTART_PENDING:
-                continue
-            slot.token = None
-            outcome = await self._start_slot(slot)
-            if outcome is not None:
-                await self._child_exited(slot, outcome)
-                return
 
     async def _give_up(self, failed: Slot, outcome: Outcome) -> None:
         """Announce the decision, then stop everything and fail upward."""

@@ -18,7 +18,10 @@ is read from it, and changes nothing. Deliveries are handled once each, known
 by the SHA-256 digest of the body: what the signature covers. The delivery
 headers (``X-GitHub-Delivery``, ``Linear-Delivery``) are not signed, so a
 signed body sent again under a new delivery id is still the same delivery; the
-GitHub delivery id is kept on the merge link for display only.
+GitHub delivery id is kept on the merge link for display only. A merged pull
+request is known by what it is, its repository, number and merge commit
+(:mod:`watchkeeper.store.forge_keys`): the same merge in other bytes (another
+webhook, other formatting) links each job it names once.
 """
 
 from __future__ import annotations
@@ -36,6 +39,7 @@ from typing import TYPE_CHECKING, Any
 from watchkeeper.clock import Now, utcnow
 from watchkeeper.config import ForgeConfig, resolve_secret
 from watchkeeper.errors import WatchkeeperError
+from watchkeeper.store.forge_keys import merge_delivery_id, merge_link_id
 from watchkeeper.timeline import reviews
 from watchkeeper.timeline.record import RecordKeys, sign_link
 
@@ -160,16 +164,44 @@ class Forge:
         known = [job_id for job_id in refs if self.store.job_known(job_id)]
         now = self.clock()
         links = [self._merge_link(job_id, pr, payload, delivery[:200], now) for job_id in known]
-        if not self.store.record_links("github", digest, links, now):
+        merge = merge_delivery_id(
+            dig(payload, "repository", "full_name"), pr.get("number"), pr.get("merge_commit_sha")
+        )
+        linked = self._record_merge(merge, digest, known, links, now)
+        if linked is None:
             return Answer("duplicate", {"delivery": delivery})
         log.info(
             "Linked merged pull request %s to job(s) %s",
             pr.get("html_url"),
-            ", ".join(known) or "none",
+            ", ".join(linked) or "none",
             extra={"action": "forge_github"},
         )
         unknown = [job_id for job_id in refs if job_id not in known]
-        return Answer("linked", {"jobs": known, "unknown_jobs": unknown})
+        return Answer("linked", {"jobs": linked, "unknown_jobs": unknown})
+
+    def _record_merge(
+        self,
+        merge: str | None,
+        digest: str,
+        known: list[str],
+        links: list[dict[str, Any]],
+        now: datetime,
+    ) -> list[str] | None:
+        """Append each job's link to the merge once; the jobs linked now, ``None`` if none new.
+
+        ``merge`` is what the merge is known by (repository, number, merge commit), and a
+        job's link to it by that and the job: the same merge in other bytes links nothing
+        more. A delivery that does not say all three (``None``) is known by its body.
+        """
+        if merge is None:
+            return known if self.store.record_links("github", digest, links, now) else None
+        new_merge = self.store.record_links("github", merge, [], now)
+        linked = [
+            job_id
+            for job_id, link in zip(known, links, strict=True)
+            if self.store.record_links("github", merge_link_id(merge, job_id), [link], now)
+        ]
+        return linked if new_merge or linked else None
 
     def _merge_link(
         self,

@@ -187,38 +187,38 @@ def link_time(at: datetime) -> str:
 
 
 @dataclass(frozen=True, slots=True)
-class Verdict:
+class RecordCheck:
     """Whether a record is authentic, and if not, why."""
 
     valid: bool
     reason: str
 
 
-def verify(data: bytes, public_key: bytes, legacy_key: bytes | None = None) -> Verdict:
+def verify(data: bytes, public_key: bytes, legacy_key: bytes | None = None) -> RecordCheck:
     """Check a record file's bytes against a server's ``public_key`` (and, for a record
     signed before Ed25519, the shared ``legacy_key`` if one is known)."""
     try:
         record = json.loads(data)
     except (ValueError, UnicodeDecodeError) as exc:
-        return Verdict(False, f"not a JSON record: {exc}")
+        return RecordCheck(False, f"not a JSON record: {exc}")
     if not isinstance(record, dict) or not isinstance(record.get("signature"), dict):
-        return Verdict(False, "no signature: this is not a watchkeeper execution record")
+        return RecordCheck(False, "no signature: this is not a watchkeeper execution record")
     signature = record["signature"]
     algorithm = signature.get("algorithm")
     if algorithm == LEGACY_ALGORITHM:
         return _verify_legacy(record, legacy_key)
     if algorithm != ALGORITHM:
-        return Verdict(False, f"unknown signature algorithm {algorithm!r}")
+        return RecordCheck(False, f"unknown signature algorithm {algorithm!r}")
     if signature.get("key_id") != key_id(public_key):
-        return Verdict(False, "signed with another key (its key_id differs from this key's)")
+        return RecordCheck(False, "signed with another key (its key_id differs from this key's)")
     if not _signed_by(public_key, covered(record), signature):
-        return Verdict(False, "the signature does not match: the record was changed")
+        return RecordCheck(False, "the signature does not match: the record was changed")
     links = record.get("links", [])
     bad = [i for i, link in enumerate(links) if not _link_ok(public_key, link)]
     if bad:
-        return Verdict(False, f"link {bad[0]} has a signature that does not match")
+        return RecordCheck(False, f"link {bad[0]} has a signature that does not match")
     job = record.get("job", {}).get("id")
-    return Verdict(True, f"valid: job {job}, signed by {key_id(public_key)}")
+    return RecordCheck(True, f"valid: job {job}, signed by {key_id(public_key)}")
 
 
 def _signed_by(public_key: bytes, value: Any, signature: Any) -> bool:
@@ -240,25 +240,26 @@ def _link_ok(public_key: bytes, link: Any) -> bool:
     return key == key_id(public_key) and _signed_by(public_key, covers, signature)
 
 
-def _verify_legacy(record: dict[str, Any], key: bytes | None) -> Verdict:
+def _verify_legacy(record: dict[str, Any], key: bytes | None) -> RecordCheck:
     if key is None:
         why = (
             "signed with the server's old shared key (HMAC-SHA256): only the server holding "
             "it can check it (POST /api/v1/records/verify)"
         )
-        return Verdict(False, why)
+        return RecordCheck(False, why)
     signature = record["signature"]
     expected = mac(key, {k: v for k, v in record.items() if k != "signature"})
     if signature.get("key_id") != key_id(key):  # the old id hashed the secret the same way
-        return Verdict(False, "signed with another key (its key_id differs from this key's)")
+        return RecordCheck(False, "signed with another key (its key_id differs from this key's)")
     if not hmac.compare_digest(expected, str(signature.get("value", ""))):
-        return Verdict(False, "the signature does not match: the record was changed")
+        return RecordCheck(False, "the signature does not match: the record was changed")
     for i, link in enumerate(record.get("links", [])):
         if not isinstance(link, dict) or not hmac.compare_digest(
             mac(key, link_body(link)), str(link.get("signature", ""))
         ):
-            return Verdict(False, f"link {i} has a signature that does not match")
-    return Verdict(True, f"valid: job {record.get('job', {}).get('id')}, signed with the old key")
+            return RecordCheck(False, f"link {i} has a signature that does not match")
+    job = record.get("job", {}).get("id")
+    return RecordCheck(True, f"valid: job {job}, signed with the old key")
 
 
 def link_body(link: dict[str, Any]) -> dict[str, Any]:
@@ -284,7 +285,7 @@ def assemble(
     """The unsigned record of a finished job (or of a deleted job that left events)."""
     if job is None and not events:
         raise NotFound(f"no job {job_id!r} and no timeline events name it")
-    status = "deleted" if job is None else rollup.of_tasks(job.tasks).value
+    status = "deleted" if job is None else rollup.of_job(job).value
     if job is not None and status in ("queued", "running"):
         raise Conflict(f"job {job_id} is {status}: its record is assembled once it has finished")
     return {
@@ -339,9 +340,8 @@ def _rounds(events: Sequence[TimelineEvent]) -> list[dict[str, Any]]:
     for event in events:
         key = (event.task_id or "", event.round)
         entry = rounds.setdefault(
-            key, {"task_id": event.task_id, "round": event.round, "fingerprint": None,
-                  "phases": []}
-        )  # fmt: skip
+            key, {"task_id": event.task_id, "round": event.round, "fingerprint": None, "phases": []}
+        )
         entry["fingerprint"] = entry["fingerprint"] or event.fingerprint
         entry["phases"].append(_phase(event))
     previous: dict[str, str | None] = {}

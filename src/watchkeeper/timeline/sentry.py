@@ -143,8 +143,12 @@ class Sentry:
             task_id = self.resume(job_id, self._payload({**issue, "regressed": True}))
         except Conflict:
             return Answer("open", {"issue": issue["issue_id"], "job_id": job_id})
-        log.info("Sentry issue %s regressed: job %s reopened", issue["issue_id"], job_id,
-                 extra={"action": "sentry"})  # fmt: skip
+        log.info(
+            "Sentry issue %s regressed: job %s reopened",
+            issue["issue_id"],
+            job_id,
+            extra={"action": "sentry"},
+        )
         return Answer("reopened", {"issue": issue["issue_id"], "job_id": job_id, "task": task_id})
 
     def _job_of(self, issue_id: str) -> str | None:
@@ -154,8 +158,13 @@ class Sentry:
         return None
 
     def _payload(self, issue: dict[str, Any]) -> dict[str, Any]:
-        fill = Fill({"issue_id": issue["issue_id"], "short_id": issue["short_id"] or "",
-                      "url": issue["permalink"] or ""})  # fmt: skip
+        fill = Fill(
+            {
+                "issue_id": issue["issue_id"],
+                "short_id": issue["short_id"] or "",
+                "url": issue["permalink"] or "",
+            }
+        )
         argv = [part.format_map(fill) for part in self.config.sentry_argv]
         return {"argv": argv, "sentry": {"regressed": False, **issue}}
 

@@ -7,7 +7,7 @@ the phase explains itself, a short rationale. Events are append-only and
 outlive the task they describe. Before an event is stored, each text field is
 redacted (:func:`watchkeeper.redact.redact`) and capped, so secrets never land in
 the timeline; a text that is test output (any text of a ``verify`` event but a
-one-line note, or any text that looks like pytest, unittest or jest output) is
+one-line note, or any text, of any phase, that looks like a test runner's output) is
 replaced by its summary (:mod:`watchkeeper.timeline.testoutput`), so raw test
 output never does. The call is priced on the provider it ran on
 (:mod:`watchkeeper.timeline.prices`). The records themselves are in
@@ -47,6 +47,7 @@ from watchkeeper.timeline import models, record, spend, testoutput
 from watchkeeper.timeline.forge import Forge, Submit
 from watchkeeper.timeline.prices import Pricer
 from watchkeeper.timeline.record import RecordKeys
+from watchkeeper.timeline.sentry import Resume, Sentry
 
 if TYPE_CHECKING:
     from watchkeeper.config import ForgeConfig, Settings
@@ -65,11 +66,34 @@ TRUNCATED = " [truncated]"
 Exporter = Callable[[Sequence[TimelineEvent]], None]
 #: The order :meth:`TimelineService.values` builds a row in: the store's.
 _ROW = (
-    "org", "job_id", "task_id", "at", "day", "received_at", "phase", "round", "fingerprint",
-    "outcome", "duration_s", "name", "role", "model", "provider", "input_tokens",
-    "output_tokens", "cache_read_tokens", "cache_write_tokens", "cost", "unpriced",
-    "price_model", "price_provider", "price_version", "rationale", "detail", "reporter",
-)  # fmt: skip
+    "org",
+    "job_id",
+    "task_id",
+    "at",
+    "day",
+    "received_at",
+    "phase",
+    "round",
+    "fingerprint",
+    "outcome",
+    "duration_s",
+    "name",
+    "role",
+    "model",
+    "provider",
+    "input_tokens",
+    "output_tokens",
+    "cache_read_tokens",
+    "cache_write_tokens",
+    "cost",
+    "unpriced",
+    "price_model",
+    "price_provider",
+    "price_version",
+    "rationale",
+    "detail",
+    "reporter",
+)
 if _ROW != INSERTED:  # a column added to the table must be added to the row too
     raise RuntimeError(f"timeline rows are built as {_ROW}, the table takes {INSERTED}")
 _COST, _UNPRICED = _ROW.index("cost"), _ROW.index("unpriced")
@@ -127,11 +151,10 @@ def _remember(memo: dict[str, str], text: str, limit: int) -> str:
 
 
 def _stored_text(memo: dict[str, str], text: str, verify: bool) -> str:
-    """A rationale or detail as stored: test output as its summary, other text cleaned."""
-    if verify and ("\n" in text.strip() or testoutput.looks_like(text)):
+    """A rationale or detail as stored: test output (in any phase) as its summary, other
+    text cleaned."""
+    if testoutput.is_test_output(text, verify):
         cleaned = _capped(testoutput.describe(text), TEXT_MAX)
-    elif testoutput.looks_like(text):
-        cleaned = _capped(testoutput.summarize(text) or "", TEXT_MAX)
     else:
         cleaned = _capped(redact(text), TEXT_MAX)
     memo[text] = cleaned
@@ -257,13 +280,34 @@ class TimelineService:
             if detail is not None:
                 detail = memo.get(detail) or _stored_text(memo, detail, verify)
             row = (
-                event.org, event.job_id, event.task_id, at, day, received, event.phase,
-                event.round, event.fingerprint, event.outcome, event.duration_s, name,
-                event.role, event.model, event.provider, usage.input_tokens,
-                usage.output_tokens, usage.cache_read_tokens, usage.cache_write_tokens,
-                cost, unpriced, price_model, price_provider, version, rationale, detail,
+                event.org,
+                event.job_id,
+                event.task_id,
+                at,
+                day,
+                received,
+                event.phase,
+                event.round,
+                event.fingerprint,
+                event.outcome,
+                event.duration_s,
+                name,
+                event.role,
+                event.model,
+                event.provider,
+                usage.input_tokens,
+                usage.output_tokens,
+                usage.cache_read_tokens,
+                usage.cache_write_tokens,
+                cost,
+                unpriced,
+                price_model,
+                price_provider,
+                version,
+                rationale,
+                detail,
                 reporter,
-            )  # fmt: skip
+            )
             rows.append(row)
         return rows
 
@@ -323,6 +367,10 @@ class TimelineService:
     def forge(self, config: ForgeConfig, key: RecordKeys, submit: Submit | None = None) -> Forge:
         """The forge webhooks' handler, linking merges into this timeline's records."""
         return Forge(self.store, config, key, submit=submit, clock=self.clock)
+
+    def sentry(self, config: ForgeConfig, submit: Submit, resume: Resume) -> Sentry:
+        """Sentry's webhook triage, its jobs linked into this timeline."""
+        return Sentry(self.store, config, submit=submit, resume=resume, clock=self.clock)
 
     def last_progress_at(self, task_id: str) -> datetime | None:
         """When the task last made progress by its timeline; ``None`` without events."""

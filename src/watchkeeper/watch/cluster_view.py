@@ -33,7 +33,7 @@ class ClusterHealth:
     #: Why this replica must not be trusted with traffic, in words; ``None`` while all is well.
     problem: str | None
 
-    def json(self) -> dict[str, Any]:
+    def as_dict(self) -> dict[str, Any]:
         """The ``cluster`` part of ``/healthz``."""
         return {
             "replica": self.replica,
@@ -63,6 +63,12 @@ class ClusterView:
         self.supervision = supervision
         self.clock = clock
 
+    def schema_revisions(self) -> tuple[str | None, str | None]:
+        """``(database, code)``: the database's schema revision and the newest shipped."""
+        from watchkeeper.watch.schema import schema_revisions
+
+        return schema_revisions(self.store)
+
     def health(self) -> ClusterHealth:
         """Whether this replica leads, whether anyone does, and whether that is healthy.
 
@@ -76,10 +82,15 @@ class ClusterView:
             lease = self.store.cluster.lease()
         except StoreError as exc:
             return ClusterHealth(
-                leadership.replica, leadership.is_leader, leadership.epoch, None, False, None,
+                leadership.replica,
+                leadership.is_leader,
+                leadership.epoch,
+                None,
+                False,
+                None,
                 f"cannot read the leader lease: {exc}; check that this replica reaches "
                 "the database",
-            )  # fmt: skip
+            )
         holder, epoch = _live_holder(lease, now)
         leads = leadership.is_leader and holder == leadership.replica
         expires_at = None if lease is None else lease.expires_at

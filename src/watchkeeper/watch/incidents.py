@@ -17,6 +17,7 @@ from watchkeeper.store import Store
 from watchkeeper.store.decisions import ActionRecord, Press
 from watchkeeper.store.incident_query import NOBODY, STATUSES, IncidentQuery
 from watchkeeper.store.incidents import Decision, Incident
+from watchkeeper.store.outbox import Delivery
 
 __all__ = [
     "NOBODY",
@@ -49,7 +50,14 @@ class IncidentService:
     def __init__(self, store: Store, clock: Now) -> None:
         self._incidents = store.incidents
         self._decisions = store.decisions
+        self._outbox = store.outbox
         self._clock = clock
+
+    def first_card(self, incident_id: int) -> Delivery | None:
+        """The first card sent about the incident (edits and notes thread under it)."""
+        return next(
+            (d for d in self._outbox.for_incident(incident_id) if d.purpose == "card"), None
+        )
 
     def list(
         self, status: Listed | None = None, limit: int = 200, offset: int = 0

@@ -108,9 +108,10 @@ class Leadership:
         now = self.clock()
         cluster = self.store.cluster
         cluster.beat(
-            Member(self.replica, socket.gethostname(), os.getpid(), self.version,
-                   self.started_at, now)
-        )  # fmt: skip
+            Member(
+                self.replica, socket.gethostname(), os.getpid(), self.version, self.started_at, now
+            )
+        )
         before = self.epoch
         if self.epoch is not None and not cluster.renew(self.replica, self.epoch, now, self.ttl):
             self.epoch = None
@@ -135,11 +136,16 @@ class Leadership:
 
     def _changed(self, before: int | None) -> None:
         if self.epoch is not None:
-            log.info("Replica %s leads, epoch %d", self.replica, self.epoch,
-                     extra={"action": "leader"})  # fmt: skip
+            log.info(
+                "Replica %s leads, epoch %d", self.replica, self.epoch, extra={"action": "leader"}
+            )
         else:
-            log.info("Replica %s no longer leads (epoch %s ended)", self.replica, before,
-                     extra={"action": "leader"})  # fmt: skip
+            log.info(
+                "Replica %s no longer leads (epoch %s ended)",
+                self.replica,
+                before,
+                extra={"action": "leader"},
+            )
         for callback in self.on_change:
             try:
                 callback(self.is_leader)

@@ -20,6 +20,7 @@ from datetime import datetime
 
 from watchkeeper.contract import Condition, KindRead, KindSpec, RunView, Verdict
 from watchkeeper.judge import judge
+from watchkeeper.redact import redact
 from watchkeeper.store.incidents import (
     Changes,
     Incident,
@@ -131,7 +132,7 @@ def _outcome(
 
 
 def _moved_note(run: RunView) -> str:
-    return f"moved again: {run.step}" if run.step else "moved again"
+    return f"moved again: {redact(run.step)}" if run.step else "moved again"
 
 
 def _opening(key: IncidentKey, run: RunView, verdict: Verdict) -> Opening:
@@ -152,8 +153,10 @@ def _opening(key: IncidentKey, run: RunView, verdict: Verdict) -> Opening:
     )
     return Opening(
         key=key,
-        title=run.title,
-        reason=verdict.reason,
+        # Kinds read from other stores (a process's name, a task's failure) may hold what
+        # no report redacted: an incident, its events and its cards keep them redacted.
+        title=redact(run.title),
+        reason=redact(verdict.reason),
         since=verdict.since,
         state_token=run.state_token,
         origin=origin_dict,

@@ -73,51 +73,73 @@ def build(
         for i in sorted(live_incidents, key=lambda i: i.id)
         if i.status.value == "open"
     }
-    attention: list[Judged] = []
-    dealt_with: list[Judged] = []
-    running: list[Judged] = []
-    finished: list[Judged] = []
+    lists = _Lists(include_finished)
     for items in judged.values():
         for item in items:
-            if item.verdict is not None and item.verdict.paged:
-                incident = incidents.get((item.run.kind, item.run.run_id))
-                dismissed = key_of(item.run, item.verdict) in suppressed
-                if dismissed or (incident is not None and incident.decision is not None):
-                    if include_finished:
-                        dealt_with.append(item)
-                else:
-                    attention.append(item)
-            elif not item.run.status.ended:
-                running.append(item)
-            elif include_finished:
-                finished.append(item)
+            lists.sort_in(item, incidents, suppressed)
     unreadable = tuple(r for r in reads if not r.readable)
-    last_seen: dict[tuple[str, str], LastSeen] = {}
     blind = {r.kind for r in unreadable}
+    last_seen: dict[tuple[str, str], LastSeen] = {}
     for where, incident in incidents.items():
-        if incident.key.kind not in blind:
-            continue
-        item = _as_last_seen(incident)
-        if incident.decision is None:
-            attention.append(item)
-        elif include_finished:
-            dealt_with.append(item)
-        read_at = None if last_read is None else last_read.get(incident.key.kind)
-        seen = [t for t in (read_at, incident.updated_at) if t]
-        last_seen[where] = LastSeen(max(seen), incident.key.kind)
-    attention.sort(key=lambda j: j.verdict.since if j.verdict else now)
-    running.sort(key=lambda j: j.run.started_at or now, reverse=True)
-    finished.sort(key=lambda j: j.run.finished_at or now, reverse=True)
+        if incident.key.kind in blind:
+            read_at = None if last_read is None else last_read.get(incident.key.kind)
+            last_seen[where] = lists.sort_in_unread(incident, read_at)
+    lists.attention.sort(key=lambda j: j.verdict.since if j.verdict else now)
+    lists.running.sort(key=lambda j: j.run.started_at or now, reverse=True)
+    lists.finished.sort(key=lambda j: j.run.finished_at or now, reverse=True)
     return Overview(
         now,
-        tuple(attention),
-        tuple(running),
-        tuple(finished),
+        tuple(lists.attention),
+        tuple(lists.running),
+        tuple(lists.finished),
         unreadable,
         incidents,
-        tuple(dealt_with),
+        tuple(lists.dealt_with),
         last_seen,
     )
+
+
+@dataclass
+class _Lists:
+    """The overview's lists as runs are sorted into them."""
+
+    include_finished: bool
+    attention: list[Judged] = field(default_factory=list)
+    dealt_with: list[Judged] = field(default_factory=list)
+    running: list[Judged] = field(default_factory=list)
+    finished: list[Judged] = field(default_factory=list)
+
+    def sort_in(
+        self,
+        item: Judged,
+        incidents: Mapping[tuple[str, str], Incident],
+        suppressed: Set[IncidentKey],
+    ) -> None:
+        """A paged verdict needs a person unless its incident was decided or dismissed;
+        other work is running or (when asked for) finished."""
+        if item.verdict is not None and item.verdict.paged:
+            incident = incidents.get((item.run.kind, item.run.run_id))
+            dismissed = key_of(item.run, item.verdict) in suppressed
+            if dismissed or (incident is not None and incident.decision is not None):
+                if self.include_finished:
+                    self.dealt_with.append(item)
+            else:
+                self.attention.append(item)
+        elif not item.run.status.ended:
+            self.running.append(item)
+        elif self.include_finished:
+            self.finished.append(item)
+
+    def sort_in_unread(self, incident: Incident, read_at: datetime | None) -> LastSeen:
+        """An open incident of a kind that cannot be read, listed as it last saw the work;
+        when that was."""
+        item = _as_last_seen(incident)
+        if incident.decision is None:
+            self.attention.append(item)
+        elif self.include_finished:
+            self.dealt_with.append(item)
+        seen = [t for t in (read_at, incident.updated_at) if t]
+        return LastSeen(max(seen), incident.key.kind)
 
 
 def _as_last_seen(incident: Incident) -> Judged:
@@ -165,6 +187,12 @@ def run_json(run: RunView) -> dict[str, Any]:
             "expires_at": rfc3339(run.owner.expires_at),
         },
         "progress_at": rfc3339(run.progress_at),
+        "reported_at": rfc3339(run.reported_at),
+        "repeats": run.repeats,
+        "step_budget_s": run.step_budget_s,
+        "step_expected_s": run.step_expected_s,
+        "done": run.done,
+        "total": run.total,
         "started_at": rfc3339(run.started_at),
         "finished_at": rfc3339(run.finished_at),
         "effects": run.effects.value,

@@ -10,11 +10,6 @@ from datetime import datetime
 from enum import StrEnum
 from typing import Protocol
 
-from watchkeeper.redact import redact
-
-#: The most of a store error a chat is shown.
-MAX_ERROR_CHARS = 160
-
 
 class NoticeKind(StrEnum):
     """The two notices an outage produces."""
@@ -35,14 +30,17 @@ class Notice:
     @property
     def text(self) -> str:
         """The sentence people read."""
+        since = self._since()
         if self.kind is NoticeKind.DOWN:
-            return (
-                "Run supervision is not working: sweeps have failed since "
-                f"{self.failing_since.isoformat()} ({self.error})"
-            )
-        return (
-            f"Run supervision is working again after failing since {self.failing_since.isoformat()}"
-        )
+            failing = f"sweeps have failed since {since} ({self.error})"
+            return f"Run supervision is not working: {failing}"
+        return f"Run supervision is working again after failing since {since}"
+
+    def _since(self) -> str:
+        """``12:39 UTC``, as every message says a time; with its day when that was another."""
+        if self.failing_since.date() == self.at.date():
+            return f"{self.failing_since:%H:%M} UTC"
+        return f"{self.failing_since:%Y-%m-%d %H:%M} UTC"
 
 
 class NoticeSink(Protocol):
@@ -106,16 +104,14 @@ class SupervisionHealth:
         return self.failing_since is None
 
 
-def not_working(since: datetime, error: str, again: str) -> str:
-    """``run supervision is not working since ...; press again when it is back (why)``.
+def not_working(since: datetime, again: str) -> str:
+    """``run supervision is not working since ...; press again when it is back (...)``.
 
-    ``again`` is what to do again (``press``, ``ask``); ``error`` is shortened
-    and redacted, since it is shown in chats.
+    ``again`` is what to do again (``press``, ``ask``). The store's error is
+    not in it: this is shown in chats, and the error names internal hosts and
+    ports; whoever answers logs it.
     """
-    why = redact(" ".join(error.split()))
-    if len(why) > MAX_ERROR_CHARS:
-        why = why[: MAX_ERROR_CHARS - 1] + "…"
     return (
         f"run supervision is not working since {since:%Y-%m-%d %H:%M} UTC; "
-        f"{again} again when it is back ({why})"
+        f"{again} again when it is back (the server's log says why)"
     )

@@ -104,6 +104,24 @@ class Sweeper:
         suppressed = self.store.decisions.suppressed_keys(list(judged))
         return build(reads, judged, live, now, include_finished, suppressed, self.last_read)
 
+    async def overview_of_run(self, kind: str, run_id: str) -> Overview:
+        """The runs list, finished work included, narrowed to one run and read from it alone:
+        its row, its live incidents and its dismissals, whatever the number of runs.
+
+        A kind that cannot be read lists the run as its open incident last saw it, as the
+        whole list does; a kind not configured reads as the whole list would (no run).
+        """
+        adapter = self.adapters.get(kind)
+        if adapter is None:
+            return build((), {}, (), self.clock(), include_finished=True)
+        now = self.clock()
+        read = await adapter.read_one_contained(run_id, now)
+        self._note_reads((read,), now)
+        judged = judge_reads((read,), self.specs, now)
+        live = await asyncio.to_thread(self.store.incidents.live_for_run, kind, run_id)
+        suppressed = await asyncio.to_thread(self.store.decisions.suppressed_keys, [kind], run_id)
+        return build((read,), judged, live, now, True, suppressed, self.last_read)
+
     def last_known(self) -> Overview | None:
         """What the last good sweep of this process saw, for when the store cannot be read.
 
@@ -223,8 +241,9 @@ class Sweeper:
         try:
             self.relay_deadline(deadline)
         except StoreError as exc:  # a hint only: the leader's own tick still comes
-            log.warning("Could not relay a deadline to the leader: %s", exc,
-                        extra={"action": "sweep"})  # fmt: skip
+            log.warning(
+                "Could not relay a deadline to the leader: %s", exc, extra={"action": "sweep"}
+            )
 
     def wake_for(self, deadline: datetime) -> None:
         """Sweep by ``deadline`` if this replica sweeps; safe from any thread."""

@@ -167,3 +167,12 @@ def pages(browser: Any) -> Iterator[Any]:
     yield new_page
     for context in contexts:
         context.close()
+
+
+@pytest.fixture
+def contexts(browser: Any) -> Iterator[list[Any]]:
+    """Browser contexts a test opens; closed after it."""
+    opened: list[Any] = []
+    yield opened
+    for context in opened:
+        context.close()

@@ -10,85 +10,21 @@ did (``/web/supervision.json``), never the script's handlers.
 from __future__ import annotations
 
 import re
-import time
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
 from playwright.sync_api import expect
 
+from watchkeeper.store.tokens import Role
+
 from ...support.waiting import wait_for
 from .conftest import WAIT_MS, Dashboard
+from .test_canvas_support import (  # the canvas opened the one way every canvas test opens it
+    CANVAS,
+    Fingers,
+    open_canvas,
+)
 from .world import DESKTOP, PHONE
-
-CANVAS = "#sup-canvas"
-
-
-@pytest.fixture
-def contexts(browser: Any) -> Iterator[list[Any]]:
-    """Browser contexts a test opens; closed after it."""
-    opened: list[Any] = []
-    yield opened
-    for context in opened:
-        context.close()
-
-
-def _open(dashboard: Dashboard, browser: Any, opened: list[Any], phone: bool) -> Any:
-    """The canvas, logged in, drawn: on a touch phone or a desktop with a mouse."""
-    options: dict[str, Any] = {"viewport": DESKTOP}
-    if phone:
-        options = {"viewport": PHONE, "has_touch": True, "is_mobile": True}
-    context = browser.new_context(**options)
-    context.set_default_timeout(WAIT_MS)
-    opened.append(context)
-    page = dashboard.login(context.new_page())
-    page.goto(f"{dashboard.url}/web/supervision")
-    expect(page.locator(f"{CANVAS} .sn").first).to_be_visible()
-    return page
-
-
-class Fingers:
-    """Fingers on a touch screen, through the browser's input pipeline.
-
-    Each event carries its own timestamp, so a flick is fast by the clock the page
-    reads however slowly the machine delivers it.
-    """
-
-    def __init__(self, page: Any) -> None:
-        self.cdp = page.context.new_cdp_session(page)
-        self.at = time.time()
-
-    def _send(self, kind: str, points: list[tuple[float, float]], after_s: float) -> None:
-        self.at += after_s
-        touch = [{"x": x, "y": y, "id": i} for i, (x, y) in enumerate(points)]
-        self.cdp.send(
-            "Input.dispatchTouchEvent",
-            {"type": kind, "touchPoints": touch, "timestamp": self.at},
-        )
-
-    def down(self, *points: tuple[float, float]) -> None:
-        """Put a finger on each point: a gesture starts now, never behind the clock an
-        earlier gesture's timestamps ran on (the browser may take a timestamp in the past
-        for the time it got the event, and a slow machine would then stretch a flick)."""
-        self.at = max(self.at, time.time())
-        self._send("touchStart", list(points), 0.0)
-
-    def move(self, *points: tuple[float, float], after_s: float = 0.016) -> None:
-        """Move the fingers to these points."""
-        self._send("touchMove", list(points), after_s)
-
-    def up(self, after_s: float = 0.016) -> None:
-        """Lift every finger."""
-        self._send("touchEnd", [], after_s)
-
-    def swipe(self, start: tuple[float, float], end: tuple[float, float], ms: float) -> None:
-        """One finger from ``start`` to ``end`` in ``ms`` milliseconds, in ten steps."""
-        self.down(start)
-        for step in range(1, 11):
-            x = start[0] + (end[0] - start[0]) * step / 10
-            y = start[1] + (end[1] - start[1]) * step / 10
-            self.move((x, y), after_s=ms / 10_000)
-        self.up(after_s=0.001)
 
 
 def _centre(locator: Any) -> tuple[float, float]:
@@ -148,7 +84,7 @@ def _blank(page: Any) -> tuple[float, float]:
 def test_a_tap_shows_the_tapped_nodes_details(
     dashboard: Dashboard, browser: Any, contexts: list[Any]
 ) -> None:
-    page = _open(dashboard, browser, contexts, phone=True)
+    page = open_canvas(dashboard, browser, contexts, phone=True)
     child = page.locator(f"{CANVAS} .sn[data-type=child]").first
     name = child.get_attribute("data-name")
     node_id = child.get_attribute("data-node")
@@ -164,7 +100,7 @@ def test_a_tap_shows_the_tapped_nodes_details(
 def test_a_long_press_offers_the_childs_actions_and_restart_restarts_it(
     dashboard: Dashboard, browser: Any, contexts: list[Any]
 ) -> None:
-    page = _open(dashboard, browser, contexts, phone=True)
+    page = open_canvas(dashboard, browser, contexts, phone=True)
     child = page.locator(f"{CANVAS} .sn[data-type=child][data-state=running]").first
     node_id = str(child.get_attribute("data-node"))
     before = _child(_supervision(page, dashboard), node_id)
@@ -201,7 +137,7 @@ def _opened_panel(
 ) -> tuple[Any, str, Fingers, tuple[float, float]]:
     """A node's details panel opened by a tap on a phone: the panel, the transform it
     rests at, fingers on that screen and the panel's centre."""
-    page = _open(dashboard, browser, contexts, phone=True)
+    page = open_canvas(dashboard, browser, contexts, phone=True)
     page.touchscreen.tap(*_centre(page.locator(f"{CANVAS} .sn").first))
     panel = page.locator("#sup-panel")
     expect(panel).to_be_visible()
@@ -239,7 +175,7 @@ def test_a_dragged_panel_follows_the_finger_at_once_and_eases_back_when_let_go(
 def test_pinch_zooms_out_around_the_fingers_and_spread_zooms_back_in(
     dashboard: Dashboard, browser: Any, contexts: list[Any]
 ) -> None:
-    page = _open(dashboard, browser, contexts, phone=True)
+    page = open_canvas(dashboard, browser, contexts, phone=True)
     start = _view(page)
     box = page.locator(CANVAS).bounding_box()
     assert box is not None
@@ -286,7 +222,7 @@ def test_pinch_zooms_out_around_the_fingers_and_spread_zooms_back_in(
 def test_a_one_finger_drag_moves_the_view(
     dashboard: Dashboard, browser: Any, contexts: list[Any]
 ) -> None:
-    page = _open(dashboard, browser, contexts, phone=True)
+    page = open_canvas(dashboard, browser, contexts, phone=True)
     start = _view(page)
     # From empty ground: a finger held still on a node would become a long press.
     box = page.locator(CANVAS).bounding_box()
@@ -310,7 +246,7 @@ def test_a_one_finger_drag_moves_the_view(
 def test_click_selects_right_click_offers_actions_and_escape_closes_each_in_turn(
     dashboard: Dashboard, browser: Any, contexts: list[Any]
 ) -> None:
-    page = _open(dashboard, browser, contexts, phone=False)
+    page = open_canvas(dashboard, browser, contexts, phone=False)
     child = page.locator(f"{CANVAS} .sn[data-type=child]").first
     child.click()
     panel = page.locator("#sup-panel")
@@ -335,7 +271,7 @@ def test_click_selects_right_click_offers_actions_and_escape_closes_each_in_turn
 def test_the_wheel_and_buttons_zoom_and_a_mouse_drag_pans(
     dashboard: Dashboard, browser: Any, contexts: list[Any]
 ) -> None:
-    page = _open(dashboard, browser, contexts, phone=False)
+    page = open_canvas(dashboard, browser, contexts, phone=False)
     start = _view(page)
     page.get_by_role("button", name="Zoom in").click()
     expect(page.locator(CANVAS)).to_have_attribute("data-scale", f"{start['scale'] * 1.25:.4f}")
@@ -364,7 +300,7 @@ def test_the_wheel_and_buttons_zoom_and_a_mouse_drag_pans(
 def test_tab_reaches_each_node_enter_selects_arrows_pan_and_plus_minus_zoom(
     dashboard: Dashboard, browser: Any, contexts: list[Any]
 ) -> None:
-    page = _open(dashboard, browser, contexts, phone=False)
+    page = open_canvas(dashboard, browser, contexts, phone=False)
     nodes = page.locator(f"{CANVAS} .sn")
     page.get_by_role("button", name="Reset view").focus()
     page.keyboard.press("Tab")
@@ -392,7 +328,7 @@ def test_tab_reaches_each_node_enter_selects_arrows_pan_and_plus_minus_zoom(
 def test_a_restart_made_elsewhere_redraws_the_canvas_from_the_stream(
     dashboard: Dashboard, browser: Any, contexts: list[Any]
 ) -> None:
-    page = _open(dashboard, browser, contexts, phone=False)
+    page = open_canvas(dashboard, browser, contexts, phone=False)
     expect(page.locator("body")).to_have_attribute("data-stream", "open")
     child = page.locator(f"{CANVAS} .sn[data-type=child][data-state=running]").first
     node_id = str(child.get_attribute("data-node"))
@@ -422,7 +358,7 @@ def test_a_long_press_on_a_closed_breaker_offers_open_and_opens_it(
     dashboard: Dashboard, browser: Any, contexts: list[Any]
 ) -> None:
     dashboard.app.state.supervision.add_breaker("notify:mail", "server/sweeper")
-    page = _open(dashboard, browser, contexts, phone=True)
+    page = open_canvas(dashboard, browser, contexts, phone=True)
     breaker = page.locator(f'{CANVAS} .sn[data-type=breaker][data-name="notify:mail"]')
     expect(breaker).to_have_attribute("data-state", "closed")
     fingers = Fingers(page)
@@ -450,7 +386,7 @@ def test_a_long_press_on_a_closed_breaker_offers_open_and_opens_it(
 def test_the_context_menu_key_offers_stop_and_stop_stops_the_child(
     dashboard: Dashboard, browser: Any, contexts: list[Any]
 ) -> None:
-    page = _open(dashboard, browser, contexts, phone=False)
+    page = open_canvas(dashboard, browser, contexts, phone=False)
     child = page.locator(f"{CANVAS} .sn[data-type=child][data-state=running]").last
     node_id = str(child.get_attribute("data-node"))
     child.focus()
@@ -471,3 +407,69 @@ def test_the_context_menu_key_offers_stop_and_stop_stops_the_child(
     )
     expect(page.locator("#sup-answer")).not_to_be_empty()
     expect(page.locator("#sup-actions")).to_be_focused()
+
+
+def _fail() -> None:
+    raise RuntimeError("the mail server refused")
+
+
+def test_a_breakers_failure_count_is_redrawn_as_it_moves_within_a_state(
+    dashboard: Dashboard, browser: Any, contexts: list[Any]
+) -> None:
+    breaker = dashboard.app.state.supervision.add_breaker("notify:mail", "server/sweeper")
+    page = open_canvas(dashboard, browser, contexts, phone=False)
+    expect(page.locator("body")).to_have_attribute("data-stream", "open")
+    node = page.locator(f'{CANVAS} .sn[data-type=breaker][data-name="notify:mail"]')
+    expect(node.locator("text.sub")).to_have_text("breaker · closed · 0 failures")
+    for _ in range(2):
+        with pytest.raises(RuntimeError):
+            breaker.call(_fail)
+    found = _breaker(_supervision(page, dashboard), "notify:mail")
+    assert (found["state"], found["failures"]) == ("closed", 2)
+    # Still closed: only the count moved, and the picture says so.
+    expect(node.locator("text.sub")).to_have_text("breaker · closed · 2 failures")
+
+
+def test_the_legend_draws_its_shapes_rather_than_trusting_a_font_to_have_them(
+    dashboard: Dashboard, browser: Any, contexts: list[Any]
+) -> None:
+    page = open_canvas(dashboard, browser, contexts, phone=False)
+    shapes = page.locator(".sup-legend .sup-shape")
+    expect(shapes).to_have_count(2)
+    for shape in shapes.all():
+        expect(shape.locator("svg path, svg rect")).to_have_count(1)
+        assert shape.inner_text().strip() == ""
+    health = shapes.nth(1).locator("svg")
+    box = health.bounding_box()
+    assert box is not None and box["width"] >= 12 and box["height"] >= 6
+
+
+@pytest.mark.parametrize("phone", [True, False], ids=["touch", "mouse"])
+def test_a_viewer_is_offered_no_restart_or_stop_on_the_canvas(
+    dashboard: Dashboard, browser: Any, contexts: list[Any], phone: bool
+) -> None:
+    options: dict[str, Any] = {"viewport": DESKTOP}
+    if phone:
+        options = {"viewport": PHONE, "has_touch": True, "is_mobile": True}
+    context = browser.new_context(**options)
+    context.set_default_timeout(WAIT_MS)
+    contexts.append(context)
+    page = dashboard.login(context.new_page(), "vic", Role.VIEWER)
+    page.goto(f"{dashboard.url}/web/supervision")
+    child = page.locator(f"{CANVAS} .sn[data-type=child][data-state=running]").first
+    expect(child).to_be_visible()
+    sheet = page.locator("#sup-sheet")
+    if phone:
+        fingers = Fingers(page)
+        fingers.down(_centre(child))
+        expect(sheet).to_be_visible()
+        fingers.up()
+    else:
+        child.click(button="right")
+        expect(sheet).to_be_visible()
+    expect(sheet.get_by_role("button", name="Restart")).to_have_count(0)
+    expect(sheet.get_by_role("button", name="Stop")).to_have_count(0)
+    expect(sheet).to_contain_text("Only admins")
+    # The details offer no Actions button either.
+    expect(page.locator("#sup-panel")).to_be_visible()
+    expect(page.locator("#sup-actions")).to_be_hidden()

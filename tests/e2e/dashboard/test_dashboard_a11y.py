@@ -56,6 +56,45 @@ def test_axe_finds_no_serious_violation_on_any_page(
     assert problems == [], "\n".join(problems)
 
 
+@pytest.mark.parametrize("size", ["desktop", "phone"])
+def test_a_scrolling_log_or_output_is_reached_by_keyboard_and_named(
+    browser: Any, world: World, size: str
+) -> None:
+    page = logged_in(browser, world, DESKTOP if size == "desktop" else PHONE)
+    boxes = {
+        "process log": "#log",
+        "job": "pre[data-task-output]",
+        "task": "#task-output",
+    }
+    problems: list[str] = []
+    for name, selector in boxes.items():
+        page.goto(world.dashboard.url + world.paths[name])
+        box = page.locator(selector)
+        expect(box).to_contain_text("line" if name == "process log" else "step 119")
+        assert box.evaluate("(e) => e.scrollHeight > e.clientHeight"), f"{name} does not scroll"
+        expect(box).to_have_attribute("tabindex", "0")
+        expect(box).to_have_accessible_name(re.compile(r"\S"))
+        box.focus()
+        expect(box).to_be_focused()
+        problems += _serious(page)
+    page.context.close()
+    assert problems == [], "\n".join(problems)
+
+
+@pytest.mark.parametrize("scheme", ["light", "dark"])
+def test_the_api_docs_say_their_language_and_axe_finds_nothing_serious(
+    browser: Any, world: World, scheme: str
+) -> None:
+    context = browser.new_context(viewport=DESKTOP, color_scheme=scheme)
+    page = context.new_page()
+    page.goto(f"{world.dashboard.url}/docs")
+    expect(page.locator(".swagger-ui .info .title")).to_contain_text("watchkeeper")
+    expect(page.locator("html")).to_have_attribute("lang", "en")
+    problems = _serious(page)
+    context.close()
+    assert problems == [], "\n".join(problems)
+
+
 def test_the_dark_theme_follows_the_system_setting(browser: Any, world: World) -> None:
     background = "() => getComputedStyle(document.body).backgroundColor"
     light = logged_in(browser, world, DESKTOP, color_scheme="light")

@@ -5,9 +5,9 @@ from __future__ import annotations
 import re
 from typing import Any
 
-import httpx
 from playwright.sync_api import expect
 
+from tests.support import patient_http
 from watchkeeper.queue.service import QueueService
 from watchkeeper.records.queue import NewRunner
 from watchkeeper.records.timeline import NewEvent, Usage
@@ -89,7 +89,7 @@ def test_an_unknown_dashboard_path_answers_a_404_page_and_the_api_keeps_json(
         expect(page.locator("main").get_by_role("link", name="Running work")).to_be_visible()
 
     token = {"Authorization": f"Bearer {dashboard.token('ana')}"}
-    missing = httpx.get(f"{dashboard.url}/api/v1/no-such-thing", headers=token, timeout=10)
+    missing = patient_http.get(f"{dashboard.url}/api/v1/no-such-thing", headers=token)
     assert missing.status_code == 404
     assert missing.headers["content-type"].startswith("application/json")
     assert "error" in missing.json()
@@ -99,7 +99,7 @@ def _stalled_incident(dashboard: Dashboard, page: Any, run_id: str, title: str) 
     """Report a run with a one-second budget; the path of the incident it opens."""
     reporter = {"Authorization": f"Bearer {dashboard.token('reporter', Role.REPORTER)}"}
     body = {"kind": "crawl", "run_id": run_id, "title": title, "budget_s": 1, "effects": "none"}
-    httpx.post(
+    patient_http.post(
         f"{dashboard.url}/api/v1/runs", json=body, headers=reporter, timeout=10
     ).raise_for_status()
     page.goto(f"{dashboard.url}/web/")

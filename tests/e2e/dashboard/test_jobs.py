@@ -8,10 +8,10 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-import httpx
 import pytest
 from playwright.sync_api import Dialog, expect
 
+from tests.support import patient_http
 from watchkeeper.clock import ManualClock
 from watchkeeper.queue.service import QueueService
 from watchkeeper.records.queue import NewRunner
@@ -246,7 +246,7 @@ def test_the_red_icon_appears_after_a_restart_and_clears_on_resume(
     try:
         app = create_app(runtime, run_sweeper=False)
         with serve(app, port) as url:
-            submitted = httpx.post(
+            submitted = patient_http.post(
                 f"{url}/api/v1/jobs",
                 headers=admin,
                 timeout=10,
@@ -259,14 +259,14 @@ def test_the_red_icon_appears_after_a_restart_and_clears_on_resume(
                 },
             )
             job_id = submitted.json()["id"]
-            registered = httpx.post(
+            registered = patient_http.post(
                 f"{url}/api/v1/runners",
                 headers=runner,
                 timeout=10,
                 json={"fleet": "gpu", "host": "gpu-host-1", "pid": 4242},
             )
             runner_id = registered.json()["id"]
-            leased = httpx.post(
+            leased = patient_http.post(
                 f"{url}/api/v1/runners/{runner_id}/lease", headers=runner, timeout=10
             ).json()["tasks"]
             task_id = leased[0]["id"]
@@ -289,8 +289,10 @@ def test_the_red_icon_appears_after_a_restart_and_clears_on_resume(
             expect(icon).to_have_attribute("title", "Interrupted by restart")
 
             # A runner takes the task up again: the marker clears, live.
-            httpx.post(f"{url}/api/v1/runners/{runner_id}/heartbeat", headers=runner, timeout=10)
-            again = httpx.post(
+            patient_http.post(
+                f"{url}/api/v1/runners/{runner_id}/heartbeat", headers=runner, timeout=10
+            )
+            again = patient_http.post(
                 f"{url}/api/v1/runners/{runner_id}/lease", headers=runner, timeout=10
             ).json()["tasks"]
             assert [t["id"] for t in again] == [task_id]

@@ -5,11 +5,14 @@ from __future__ import annotations
 import asyncio
 import re
 from concurrent.futures import ThreadPoolExecutor
+from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
+import pytest
 from playwright.sync_api import Dialog, expect
 
+from tests.support import patient_http
 from watchkeeper.procs.launch import LaunchRequest
 from watchkeeper.queue.service import QueueService
 from watchkeeper.records.queue import NewRunner
@@ -26,6 +29,7 @@ from watchkeeper.supervise import (
 from watchkeeper.timeline.service import TimelineService
 
 from .conftest import Dashboard
+from .world import DESKTOP, PHONE
 
 
 def _breaker(name: str, state: CircuitState) -> CircuitBreaker:
@@ -139,6 +143,61 @@ def test_spend_is_drawn_by_day_model_provider_and_role(dashboard: Dashboard, pag
     expect(roles.locator("rect").first).to_have_attribute("width", "350.0")
 
 
+def test_topology_draws_live_runners_only_and_the_api_lists_the_rest(
+    dashboard: Dashboard, pages: Any
+) -> None:
+    runtime = dashboard.runtime
+    queue = QueueService(runtime.store, runtime.settings, clock=runtime.clock, launchers={})
+    live = queue.register(NewRunner("gpu", 1, "gpu-host-1", 4242, None, "live-1"))
+    stopped = queue.register(NewRunner("gpu", 1, "gpu-host-2", 4343, None, "stopped-1"))
+    queue.stop_runner(stopped.id)
+    an_hour_ago = QueueService(
+        runtime.store, runtime.settings, clock=lambda: runtime.clock() - timedelta(hours=1),
+        launchers={},
+    )  # fmt: skip
+    silent = an_hour_ago.register(NewRunner("gpu", 1, "gpu-host-3", 4444, None, "silent-1"))
+
+    page = dashboard.login(pages(), "ana")
+    page.goto(f"{dashboard.url}/web/topology")
+    picture = page.locator("svg.topology")
+    expect(picture.locator(f'g.runner[data-runner-id="{live.id}"]')).to_have_count(1)
+    expect(picture.locator("g.runner")).to_have_count(1)
+    # The store forgets a runner that stopped cleanly; the silent one is counted, not drawn.
+    expect(page.locator("#topology")).to_contain_text("1 runner stopped or silent")
+    expect(page.locator("#topology")).to_contain_text("GET /api/v1/runners")
+
+    token = {"Authorization": f"Bearer {dashboard.token('ci')}"}
+    listed = patient_http.get(f"{dashboard.url}/api/v1/runners", headers=token).json()
+    alive = {r["id"]: r["alive"] for r in listed["runners"]}
+    assert alive == {live.id: True, silent.id: False}
+    assert stopped.id not in alive
+
+
+@pytest.mark.parametrize("viewport", [DESKTOP, PHONE], ids=["desktop", "phone"])
+def test_ten_fleets_keep_readable_labels_and_the_drawing_scrolls_instead_of_shrinking(
+    dashboard: Dashboard, pages: Any, viewport: dict[str, int]
+) -> None:
+    runtime = dashboard.runtime
+    queue = QueueService(runtime.store, runtime.settings, clock=runtime.clock, launchers={})
+    for n in range(10):
+        queue.register(NewRunner(f"fleet-{n}", 1, f"host-{n}", 5000 + n, None, f"runner-{n}"))
+    page = dashboard.login(pages(), "ana")
+    page.set_viewport_size(viewport)
+    page.goto(f"{dashboard.url}/web/topology")
+    picture = page.locator("svg.topology")
+    expect(picture.locator("g.runner")).to_have_count(10)
+    heights = picture.evaluate(
+        "(svg) => [...svg.querySelectorAll('text')].map((t) => t.getBoundingClientRect().height)"
+    )
+    assert min(heights) >= 11, f"labels {min(heights):.1f} px tall at {viewport['width']} px"
+    scroller = page.locator(".topology-scroll")
+    assert scroller.evaluate("(e) => e.scrollWidth > e.clientWidth")
+    expect(scroller).to_have_attribute("tabindex", "0")
+    expect(scroller).to_have_accessible_name(re.compile(r"\S"))
+    width = page.evaluate("() => document.documentElement.scrollWidth")
+    assert width <= viewport["width"], f"the page is {width} px wide"
+
+
 def _accept(dialog: Dialog) -> None:
     dialog.accept()
 
@@ -163,5 +222,34 @@ def test_a_process_run_log_follows_live_and_abort_says_how_it_went(
         page.get_by_role("button", name="Abort").click()
         expect(page.locator("#answers")).to_contain_text(re.compile(r"^signaled: "))
         expect(page.locator("#log-state")).to_contain_text("ended")
+        # The run ended: the page settles without a reload, with nothing left to abort.
+        expect(page.get_by_role("button", name="Abort")).to_have_count(0)
+        expect(page.locator("#proc-status")).not_to_have_text(re.compile("running|starting"))
+    finally:
+        engine.abort(run_id, grace_s=0)
+
+
+def test_a_process_page_settles_when_the_run_ends_on_its_own(
+    dashboard: Dashboard, pages: Any, tmp_path: Path
+) -> None:
+    engine = dashboard.runtime.procs
+    gate = tmp_path / "gate"
+    script = f"echo waiting; while [ ! -e {gate} ]; do sleep 0.1; done; echo done"
+    launched = engine.start(
+        LaunchRequest(("sh", "-c", script), cwd=str(tmp_path), name="gated", detach=True)
+    )
+    run_id = launched.run.run_id
+    try:
+        page = dashboard.login(pages(), "ana")
+        page.goto(f"{dashboard.url}/web/procs/{run_id}")
+        expect(page.locator("#log")).to_contain_text("waiting")
+        expect(page.get_by_role("button", name="Abort")).to_be_visible()
+        page.evaluate("() => { window.notReloaded = true; }")
+        gate.touch()
+        expect(page.locator("#log")).to_contain_text("done")
+        expect(page.locator("#log-state")).to_contain_text("ended")
+        expect(page.get_by_role("button", name="Abort")).to_have_count(0)
+        expect(page.locator("#proc-status")).to_have_text("succeeded")
+        assert page.evaluate("() => window.notReloaded") is True
     finally:
         engine.abort(run_id, grace_s=0)

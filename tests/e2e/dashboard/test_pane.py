@@ -2,16 +2,24 @@
 
 from __future__ import annotations
 
+import hashlib
+import hmac
+import json
 import re
 import shutil
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-import httpx
 import pytest
 from playwright.sync_api import expect
 
+from tests.support import patient_http
+from watchkeeper.procs.launch import LaunchRequest
+from watchkeeper.queue.service import QueueService
+from watchkeeper.records.procs import HookState
+from watchkeeper.records.queue import NewRunner
 from watchkeeper.server.app import create_app
 from watchkeeper.store.tokens import Role
 
@@ -38,7 +46,7 @@ def _serious(page: Any) -> list[str]:
 def _report(dashboard: Dashboard, provider: str, model: str) -> dict[str, Any]:
     event = {"phase": "implementer", "provider": provider, "model": model, **MILLION}
     secret = dashboard.token("runner", Role.REPORTER)
-    answer = httpx.post(
+    answer = patient_http.post(
         f"{dashboard.url}/api/v1/events/batch",
         json={"events": [event]},
         headers={"Authorization": f"Bearer {secret}"},
@@ -51,7 +59,7 @@ def _report(dashboard: Dashboard, provider: str, model: str) -> dict[str, Any]:
 
 def _start_run(dashboard: Dashboard, run_id: str, budget_s: float) -> None:
     secret = dashboard.token("runner", Role.REPORTER)
-    answer = httpx.post(
+    answer = patient_http.post(
         f"{dashboard.url}/api/v1/runs",
         json={"kind": "crawl", "run_id": run_id, "title": f"crawl {run_id}", "budget_s": budget_s},
         headers={"Authorization": f"Bearer {secret}"},
@@ -136,7 +144,7 @@ def wired(tmp_path: Path, sqlite_template: Path) -> Iterator[Dashboard]:
                 "webhook_url": f"{hook.url}/hooks/T0KEN-IN-PATH",
                 "channels": ["webhook", "slack:C0123"],
             },
-            forge={"github_secret": "gh-s3cret-value"},
+            forge={"github_secret": "gh-s3cret-value", "sentry_secret": "sn-s3cret-value"},
         )
         app = create_app(runtime, run_sweeper=True)
         try:
@@ -146,9 +154,49 @@ def wired(tmp_path: Path, sqlite_template: Path) -> Iterator[Dashboard]:
             runtime.close()
 
 
+def _sentry_issue(dashboard: Dashboard) -> None:
+    """A signed Sentry delivery: a new issue, as Sentry's integration platform sends it."""
+    issue = {"id": "4506789", "shortId": "APP-1", "title": "KeyError: 'amount'"}
+    body = json.dumps({"action": "created", "data": {"issue": issue}}).encode()
+    headers = {
+        "Content-Type": "application/json",
+        "Sentry-Hook-Resource": "issue",
+        "Sentry-Hook-Timestamp": str(int(time.time())),
+        "Sentry-Hook-Signature": hmac.new(b"sn-s3cret-value", body, hashlib.sha256).hexdigest(),
+    }
+    answer = patient_http.post(f"{dashboard.url}/webhooks/sentry", content=body, headers=headers)
+    assert answer.status_code == 200, answer.text
+
+
+def _github_run(dashboard: Dashboard, folder: Path) -> str:
+    """A process run from a GitHub issue; with no GitHub token its result cannot be posted."""
+    engine = dashboard.runtime.procs
+    origin = {"platform": "github", "chat_id": "acme/app", "thread_id": "7"}
+    request = LaunchRequest(("true",), cwd=str(folder), name="fix #7", origin=origin, detach=True)
+    run_id = engine.start(request).run.run_id
+    wait_for(
+        lambda: engine.get(run_id).hook_state is HookState.FAILED,
+        what="the GitHub result post refused",
+        timeout=60,
+    )
+    return run_id
+
+
+def _first_job(dashboard: Dashboard) -> None:
+    """A runner takes a job up and finishes it."""
+    runtime = dashboard.runtime
+    queue = QueueService(runtime.store, runtime.settings, clock=runtime.clock, launchers={})
+    runner = queue.register(NewRunner("cpu", 1, "cpu-host-1", 4242, None, "cpu-1"))
+    queue.submit("hello", org="acme", fleet="cpu", payload={"argv": ["true"]}, submitted_by="ci")
+    leased = queue.lease(runner.id)[0]
+    queue.complete(leased.task.id, leased.token)
+
+
 def test_integrations_say_what_is_configured_how_deliveries_went_and_never_a_secret(
-    wired: Dashboard, pages: Any
+    wired: Dashboard, pages: Any, tmp_path: Path
 ) -> None:
+    _sentry_issue(wired)
+    _github_run(wired, tmp_path)
     _start_run(wired, "crawl-1", 1.0)
     wait_for(
         lambda: (
@@ -173,13 +221,26 @@ def test_integrations_say_what_is_configured_how_deliveries_went_and_never_a_sec
     assert _serious(page) == []
     github = page.locator("[data-integration='github']")
     expect(github).to_contain_text("webhook secret set in the file")
+    # Results posted on GitHub issues and pull requests: how many, and why the last failed.
+    posts = github.locator(".result-posts")
+    expect(posts).to_contain_text("1 result post")
+    expect(posts).to_contain_text("1 failed")
+    expect(posts).to_contain_text("acme/app#7")
+    expect(posts).to_contain_text("github_token_env")
+    sentry = page.locator("[data-integration='sentry']")
+    expect(sentry).to_contain_text("configured")
+    expect(sentry).not_to_contain_text("not configured")
+    expect(sentry).to_contain_text("client secret set in the file")
+    expect(sentry).to_contain_text(re.compile(r"last webhook .*; 1 received"))
     expect(page.locator("[data-integration='linear']")).to_contain_text("not configured")
     content = page.content()
     assert "gh-s3cret-value" not in content and "T0KEN-IN-PATH" not in content
+    assert "sn-s3cret-value" not in content
 
-    # The card reached the webhook: getting started has nothing left to do.
+    # The card reached the webhook and a runner ran a job: nothing left to do.
+    _first_job(wired)
     page.goto(f"{wired.url}/web/onboarding")
-    expect(page.locator("ol.steps > li[data-done='true']")).to_have_count(5)
+    expect(page.locator("ol.steps > li[data-done='true']")).to_have_count(6)
     expect(page.locator(".next-step")).to_contain_text("All done")
 
 
@@ -206,16 +267,16 @@ def test_settings_list_tokens_budgets_and_admins_and_an_admin_makes_and_revokes_
     expect(secret).to_be_visible()
     value = secret.inner_text().strip()
     assert value.startswith("wk_") and _serious(page) == []
-    assert httpx.get(f"{dashboard.url}/api/v1/runs", headers={"Authorization": f"Bearer {value}"},
-                     timeout=10).status_code != 401  # fmt: skip
+    bearer = {"Authorization": f"Bearer {value}"}
+    assert patient_http.get(f"{dashboard.url}/api/v1/runs", headers=bearer).status_code != 401
     row = page.locator("tr[data-token-name='ci bot']")
     expect(row).to_contain_text("reporter")
     page.goto(f"{dashboard.url}/web/settings")
     expect(page.locator("#made-secret")).to_have_count(0)  # shown once
     page.locator("tr[data-token-name='ci bot']").get_by_role("button", name="Revoke").click()
     expect(page.locator("tr[data-token-name='ci bot']")).to_contain_text("revoked")
-    assert httpx.get(f"{dashboard.url}/api/v1/runs", headers={"Authorization": f"Bearer {value}"},
-                     timeout=10).status_code == 401  # fmt: skip
+    bearer = {"Authorization": f"Bearer {value}"}
+    assert patient_http.get(f"{dashboard.url}/api/v1/runs", headers=bearer).status_code == 401
 
     viewer = dashboard.login(pages(), "vic", Role.VIEWER)
     viewer.goto(f"{dashboard.url}/web/settings")
@@ -230,7 +291,11 @@ def test_onboarding_ticks_each_step_the_install_has_done_and_gives_the_next_comm
     page.goto(f"{dashboard.url}/web/onboarding")
     expect(page.locator("main h1")).to_have_text("Getting started")
     steps = page.locator("ol.steps > li")
-    expect(steps).to_have_count(5)
+    expect(steps).to_have_count(6)
+    job = page.locator("li[data-step='job']")
+    expect(job).to_have_attribute("data-done", "false")
+    expect(job).to_contain_text("watchkeeper runner --fleet")
+    expect(job).to_contain_text("watchkeeper submit --fleet")
     expect(page.locator("li[data-step='token']")).to_have_attribute("data-done", "true")
     chat = page.locator("li[data-step='chat']")
     expect(chat).to_have_attribute("data-done", "false")
@@ -245,3 +310,9 @@ def test_onboarding_ticks_each_step_the_install_has_done_and_gives_the_next_comm
     expect(page.locator("li[data-step='run']")).to_have_attribute("data-done", "true")
     expect(page.locator("li[data-step='incident']")).to_have_attribute("data-done", "true")
     expect(page.locator("li[data-step='card']")).to_have_attribute("data-done", "false")
+    expect(job).to_have_attribute("data-done", "false")
+
+    _first_job(dashboard)
+    page.reload()
+    expect(job).to_have_attribute("data-done", "true")
+    expect(job).to_contain_text("1 runner(s) registered, 1 task(s) run to the end")

@@ -12,7 +12,7 @@ from typing import Any
 
 from playwright.sync_api import expect
 
-from watchkeeper.server.longpoll import LongWaits
+from watchkeeper.server.http.longpoll import LongWaits
 
 from .conftest import Dashboard
 

@@ -3,6 +3,7 @@ runner runs it, redacted, until the page says the task ended."""
 
 from __future__ import annotations
 
+import re
 import signal
 import subprocess
 import sys
@@ -129,6 +130,9 @@ def test_a_running_tasks_output_follows_live_redacted_until_the_page_says_it_end
         for page in (desktop, phone):
             expect(page.locator("#task-output")).to_contain_text("last words")
             expect(page.locator("#task-state")).to_contain_text("the task ended: succeeded")
+            # The facts settle too: the status no longer says running.
+            status = page.locator("#task-facts dt:text-is('Status') + dd")
+            expect(status).to_have_text(re.compile(r"^succeeded"))
             assert page.evaluate("() => window.notReloaded") is True
             text = page.locator("#task-output").inner_text()
             assert SECRET not in text

@@ -38,7 +38,7 @@ class World:
     paths: dict[str, str]
 
 
-def _seed(dashboard: Dashboard, folder: Path) -> tuple[dict[str, str], str]:
+def _seed(dashboard: Dashboard, folder: Path) -> tuple[dict[str, str], list[str]]:
     runtime = dashboard.runtime
     reports = reports_for(runtime)
     # A one-second budget: the sweep finds it stalled and opens an incident.
@@ -55,6 +55,9 @@ def _seed(dashboard: Dashboard, folder: Path) -> tuple[dict[str, str], str]:
 
     job_id = submit("parse the configuration file and report what it finds", "gpu")
     lease = queue.lease(runner.id)[0]
+    # More output than its box holds: the box scrolls, as a real task's does.
+    lines = "\n".join(f"step {i:03d}: checked the loader" for i in range(120))
+    queue.store.record_output(lease.task.id, lease.token, lines, runtime.clock())
     submit("fine-tune the ranker on last week's clicks", "tpu")
     timeline = TimelineService(runtime.store, runtime.settings, clock=runtime.clock)
     usage = Usage(48_000, 9_000)
@@ -80,6 +83,10 @@ def _seed(dashboard: Dashboard, folder: Path) -> tuple[dict[str, str], str]:
     )
     request = LaunchRequest(("sleep", "120"), cwd=str(folder), name="long sleep", detach=True)
     run_id = runtime.procs.start(request).run.run_id
+    # A run whose log is longer than its box.
+    script = "for i in $(seq 1 300); do echo line $i of the count; done; exec sleep 120"
+    counting = LaunchRequest(("sh", "-c", script), cwd=str(folder), name="count", detach=True)
+    log_id = runtime.procs.start(counting).run.run_id
     incidents = wait_for(
         lambda: runtime.incidents.list("open"), what="the stalled run's incident", timeout=60
     )
@@ -91,6 +98,7 @@ def _seed(dashboard: Dashboard, folder: Path) -> tuple[dict[str, str], str]:
         "incidents": "/web/incidents",
         "processes": "/web/procs",
         "process": f"/web/procs/{run_id}",
+        "process log": f"/web/procs/{log_id}",
         "silences": "/web/silences",
         "spend": "/web/spend",
         "spend range": "/web/spend?since=2020-01-01&until=2099-12-31",
@@ -103,7 +111,7 @@ def _seed(dashboard: Dashboard, folder: Path) -> tuple[dict[str, str], str]:
         "supervision": "/web/supervision",
         "not found": "/web/jobs/no-such-job",
     }
-    return paths, run_id
+    return paths, [run_id, log_id]
 
 
 @pytest.fixture(scope="module")
@@ -115,14 +123,14 @@ def world(tmp_path_factory: pytest.TempPathFactory, sqlite_template: Path) -> It
     shutil.copy(sqlite_template, data / "watchkeeper.db")
     runtime = open_runtime(data)
     app = create_app(runtime, run_sweeper=True)
-    run_id = ""
+    run_ids: list[str] = []
     try:
         with serve(app) as url:
             dashboard = Dashboard(url, runtime, app)
-            paths, run_id = _seed(dashboard, folder)
+            paths, run_ids = _seed(dashboard, folder)
             yield World(dashboard, paths)
     finally:
-        if run_id:
+        for run_id in run_ids:
             runtime.procs.abort(run_id, grace_s=0)
         runtime.close()
 

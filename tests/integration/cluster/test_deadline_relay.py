@@ -11,9 +11,9 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from pathlib import Path
 
-import httpx
 from sqlalchemy import create_engine, text
 
+from tests.support import patient_http
 from watchkeeper.store import Store
 from watchkeeper.store.tokens import Role
 
@@ -55,7 +55,7 @@ def test_a_follower_relays_a_new_deadline_to_the_leader(tmp_path: Path, pg_schem
             assert holder.split(":")[1] == str(leader.pid)
 
             headers = {"Authorization": f"Bearer {token}"}
-            started = httpx.post(
+            started = patient_http.post(
                 follower.url + "/api/v1/runs",
                 json={"kind": "relay", "run_id": "r1", "title": "relay r1", "effects": "none"},
                 headers=headers,

@@ -27,8 +27,12 @@ FAKES: dict[str, Callable[[], AbstractContextManager[FakePlatform]]] = {
     "discord": fake_discord,
     "slack": fake_slack,
 }
-#: Every deciding button's words, to find any the diagnosis names.
-DECIDING_LABELS = {a: w for a, w in LABELS.items() if a is not Action.DIAGNOSE}
+#: Every deciding button's words, to find any the diagnosis names. A supervised program's
+#: Restart and Stop are offered for programs only, and "stop" is also the diagnosis's verb for
+#: what to do in the work's own system.
+DECIDING_LABELS = {
+    a: w for a, w in LABELS.items() if a not in (Action.DIAGNOSE, Action.RESTART, Action.STOP)
+}
 
 
 @pytest.fixture(params=sorted(FAKES))
@@ -111,7 +115,7 @@ def test_an_open_incident_recommends_only_the_buttons_it_offers(
     offered = acting.decider.offered(incident)
     assert offered == [Action.DISMISS, Action.DIAGNOSE]
     text = diagnosed(acting, clock, fake, post_card(acting, fake, incident))
-    assert "is stalled" in text
+    assert "has been stalled since" in text
     assert named_buttons(text) == {Action.DISMISS}, text
 
 

@@ -4,8 +4,11 @@ A real HTTP server on 127.0.0.1 (``http.server`` in a thread) answering the
 calls our channel makes, in Discord's wire format:
 
 - ``POST /channels/{id}/messages``: creates a message. A ``nonce`` with
-  ``enforce_nonce`` that this channel saw within the last few minutes returns
-  the message already created, as Discord does: no duplicate.
+  ``enforce_nonce`` that the bot (the same author) used within the last few
+  minutes returns the message already created, as Discord documents: "checked
+  for uniqueness in the past few minutes. If another message was created by
+  the same author with the same nonce, that message will be returned and no
+  new message will be created."
 - ``PATCH /channels/{id}/messages/{message id}``: edits content and components.
 - ``POST /webhooks/{application id}/{interaction token}``: a follow-up.
 
@@ -24,9 +27,11 @@ window and the verbs the shared chat scenarios use come from
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 import json
 import re
+import threading
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -87,7 +92,7 @@ class Stored:
         """The text people read."""
         return self.content
 
-    def as_json(self) -> dict[str, Any]:
+    def as_dict(self) -> dict[str, Any]:
         """The message object Discord answers with."""
         body: dict[str, Any] = {
             "id": self.id,
@@ -151,8 +156,9 @@ class Signer:
         }
 
 
-#: Faults a test can queue for the next create calls.
-Fault = Literal["429", "429_global", "403", "404", "500", "hang"]
+#: Faults a test can queue for the next create calls: an error, a request held unanswered
+#: and not carried out ("hang"), or carried out with its answer held until ``let_go()`` ("hold").
+Fault = Literal["429", "429_global", "403", "404", "500", "hang", "hold"]
 
 
 @dataclass
@@ -177,6 +183,27 @@ class FakeDiscord(FakePlatform):
     faults: list[Fault] = field(default_factory=list)
     retry_after_s: float = 1.5
     signer: Signer = field(default_factory=Signer)
+    #: Set once a create's answer is held (fault "hold").
+    holding: threading.Event = field(default_factory=threading.Event)
+    _let_go: threading.Event = field(default_factory=threading.Event)
+
+    def hold_next(self) -> None:
+        """The next create of a new message is carried out (the message exists), then its
+        answer is held until :meth:`let_go`: the sender cannot tell whether it arrived. (A
+        resend answered with a message made before passes.)"""
+        with self.changed:
+            self._let_go.clear()
+            self.holding.clear()
+            self.faults.append("hold")
+
+    def let_go(self) -> None:
+        """Answer every held create (a sender that died meanwhile gets nothing)."""
+        self._let_go.set()
+
+    def created_with(self, nonce: str) -> list[Stored]:
+        """The messages created with ``nonce``: one, however often it was sent, once enforced."""
+        with self.changed:
+            return [m for m in self.messages.values() if m.nonce == nonce]
 
     def credentials(self) -> dict[str, Any]:
         """The bot token, application id and public key our ``[discord]`` table needs."""
@@ -277,9 +304,9 @@ def _create(fake: FakeDiscord, channel_id: str, body: dict[str, Any]) -> dict[st
         fake.invalid.append(f"$.nonce: at most 25 characters, got {nonce!r}")
     now = time.monotonic()
     if nonce is not None and body.get("enforce_nonce") is True:
-        for stored in fake.in_channel(channel_id):
+        for stored in fake.messages.values():  # the same author: the bot, in any channel
             if stored.nonce == str(nonce) and now - stored.created < NONCE_WINDOW_S:
-                return stored.as_json()
+                return stored.as_dict()
     wait = fake._take_slot(channel_id)
     if wait is not None:
         raise _Error(429, {"message": "You are being rate limited.", "retry_after": wait,
@@ -310,7 +337,7 @@ def _reference(fake: FakeDiscord, channel_id: str, body: dict[str, Any]) -> str 
 
 def _answer(fake: FakeDiscord, stored: Stored) -> dict[str, Any]:
     """The message object, itself checked: the fake must speak Discord's format too."""
-    answer = stored.as_json()
+    answer = stored.as_dict()
     fake.invalid += problems(answer, discord_typings.MessageData, "answer")
     return answer
 
@@ -333,13 +360,16 @@ def _followup(fake: FakeDiscord, application_id: str, token: str, body: dict[str
     fake.invalid += problems(body, discord_typings.InteractionMessageCallbackData, "$")
     fake.followups.append(Followup(application_id, token, body))
     stored = Stored(snowflake(), "0", str(body.get("content", "")), [], None, time.monotonic())
-    return stored.as_json()
+    return stored.as_dict()
 
 
-def _fault(fake: FakeDiscord) -> None:
+def _fault(fake: FakeDiscord) -> bool:
+    """Raise the next queued fault; True when it is "hold" (carry out, then hold the answer)."""
     if not fake.faults:
-        return
+        return False
     fault = fake.faults.pop(0)
+    if fault == "hold":
+        return True
     if fault == "hang":
         fake._hang()
     if fault in {"429", "429_global"}:
@@ -382,13 +412,16 @@ def fake_discord() -> Iterator[FakeDiscord]:
                 fake.calls.append(Call(self.command, path, body, status))
                 fake.changed.notify_all()
             data = json.dumps(answer).encode()
-            self.send_response(status)
-            self.send_header("Content-Type", "application/json")
-            self.send_header("Content-Length", str(len(data)))
-            for name, value in headers.items():
-                self.send_header(name, value)
-            self.end_headers()
-            self.wfile.write(data)
+            try:
+                self.send_response(status)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(data)))
+                for name, value in headers.items():
+                    self.send_header(name, value)
+                self.end_headers()
+                self.wfile.write(data)
+            except OSError:  # the sender is gone (a held answer outlived it)
+                self.close_connection = True
 
         def _route(self, path: str, body: Any) -> Any:
             if not isinstance(body, dict):
@@ -403,9 +436,17 @@ def fake_discord() -> Iterator[FakeDiscord]:
                 return _user(BOT_USER_ID, "watchkeeper") | {"bot": True}
             create, edit = _CREATE.match(path), _EDIT.match(path)
             if create and self.command == "POST":
-                _fault(fake)
+                hold = _fault(fake)
                 with fake.changed:
-                    return _create(fake, create[1], body)
+                    before = len(fake.messages)
+                    created = _create(fake, create[1], body)
+                    if hold and len(fake.messages) == before:  # a resend: hold the next one
+                        fake.faults.insert(0, "hold")
+                        hold = False
+                if hold:
+                    fake.holding.set()
+                    fake._let_go.wait(60)
+                return created
             if edit and self.command == "PATCH":
                 with fake.changed:
                     return _edit(fake, edit[1], edit[2], body)
@@ -413,11 +454,19 @@ def fake_discord() -> Iterator[FakeDiscord]:
 
         do_GET = do_POST = do_PATCH = _serve  # noqa: N815
 
+        def handle(self) -> None:
+            # A sender killed with a kept-alive connection open resets it: nothing to answer.
+            with contextlib.suppress(ConnectionResetError):
+                super().handle()
+
         def log_message(self, *args: object) -> None:
             return
 
     with serving(Handler, fake.released) as fake.url:
-        yield fake
+        try:
+            yield fake
+        finally:
+            fake.let_go()
 
 
 # -- interactions, signed as Discord signs them -----------------------------------------------
@@ -509,6 +558,6 @@ def press(
         if c["label"] == button
     )
     interaction = component_interaction(
-        custom_id, user_id, username, stored.channel_id, stored.as_json()
+        custom_id, user_id, username, stored.channel_id, stored.as_dict()
     )
     return post_interaction(server_url, signer, interaction, timestamp), interaction

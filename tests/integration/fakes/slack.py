@@ -101,7 +101,7 @@ class Posted:
         """Every button's label, in order."""
         return [b["text"]["text"] for b in self.buttons]
 
-    def as_json(self) -> dict[str, Any]:
+    def as_dict(self) -> dict[str, Any]:
         """The message object Slack answers with."""
         body: dict[str, Any] = {
             "type": "message", "user": BOT_USER, "bot_id": "B0BOT", "app_id": "A0APP",
@@ -231,7 +231,7 @@ def _post(fake: FakeSlack, body: dict[str, Any]) -> dict[str, Any]:
     posted = Posted(channel, next_ts(), body["text"], list(body.get("blocks", [])),
                     body.get("thread_ts"))  # fmt: skip
     fake.messages.append(posted)
-    return {"ok": True, "channel": channel, "ts": posted.ts, "message": posted.as_json()}
+    return {"ok": True, "channel": channel, "ts": posted.ts, "message": posted.as_dict()}
 
 
 def _update(fake: FakeSlack, body: dict[str, Any]) -> dict[str, Any]:
@@ -245,7 +245,7 @@ def _update(fake: FakeSlack, body: dict[str, Any]) -> dict[str, Any]:
     posted.text, posted.blocks = body["text"], list(body.get("blocks", []))
     posted.edits += 1
     return {"ok": True, "channel": posted.channel, "ts": posted.ts, "text": posted.text,
-            "message": posted.as_json()}  # fmt: skip
+            "message": posted.as_dict()}  # fmt: skip
 
 
 def _respond(fake: FakeSlack, path: str, body: dict[str, Any]) -> dict[str, Any]:
@@ -386,7 +386,7 @@ def block_actions(
         "enterprise": None,
         "is_enterprise_install": False,
         "channel": {"id": posted.channel, "name": "alerts"},
-        "message": posted.as_json(),
+        "message": posted.as_dict(),
         "state": {"values": {}},
         "response_url": response_url,
         "actions": [{

@@ -11,8 +11,6 @@ from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any, TypeVar
 
-import httpx
-
 from watchkeeper.clock import ManualClock
 from watchkeeper.config import DiscordConfig, SlackConfig
 from watchkeeper.config.chat import ChatConfig
@@ -26,7 +24,7 @@ from watchkeeper.store import Store
 from watchkeeper.store.incidents import Incident
 
 from ..decide.fixtures import acting_runtime
-from ..fakes.platform import LOOPBACK_TLS, FakePlatform
+from ..fakes.platform import FakePlatform
 from ..helpers import reports_for, start, sweep
 
 T = TypeVar("T")
@@ -72,19 +70,18 @@ def with_channel(settings: ChatConfig, use: Callable[[ChatChannel[Any]], Awaitab
     """Run ``use`` against a fresh channel for ``settings`` in its own event loop; close it."""
 
     async def go() -> T:
-        http = httpx.AsyncClient(timeout=settings.timeout_s, verify=LOOPBACK_TLS)
-        channel = channel_for(settings, http)
+        channel = channel_for(settings)
         try:
             return await use(channel)
         finally:
-            await http.aclose()
+            await channel.aclose()
 
     return asyncio.run(go())
 
 
-def channel_for(settings: ChatConfig, http: httpx.AsyncClient) -> ChatChannel[Any]:
-    """Our channel for the platform ``settings`` configure."""
-    return CHANNELS[type(settings)](settings, http)
+def channel_for(settings: ChatConfig) -> ChatChannel[Any]:
+    """Our channel for the platform ``settings`` configure, sending as production does."""
+    return CHANNELS[type(settings)](settings)
 
 
 def send(
@@ -144,10 +141,13 @@ def deliver(runtime: Runtime, clock: ManualClock, fake: FakePlatform) -> int:
 
     async def go() -> int:
         settings = getattr(runtime.settings, fake.NAME)
-        async with httpx.AsyncClient(timeout=5, verify=LOOPBACK_TLS) as http:
-            notifier = runtime.build_notifier({fake.NAME: channel_for(settings, http)})
+        channel = channel_for(settings)
+        try:
+            notifier = runtime.build_notifier({fake.NAME: channel})
             notifier.route(clock())
             return await notifier.deliver_due()
+        finally:
+            await channel.aclose()
 
     return asyncio.run(go())
 

@@ -18,7 +18,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import httpx
 import pytest
 
 from watchkeeper.clock import ManualClock
@@ -36,7 +35,6 @@ from ...support.waiting import wait_for
 from ..decide.fixtures import acting_runtime
 from ..fakes import telegram as tg
 from ..fakes.discord import fake_discord
-from ..fakes.platform import LOOPBACK_TLS
 from ..fakes.slack import fake_slack
 from ..helpers import reports_for, start, sweep
 from ..recorder import Recorder, recording_server
@@ -81,10 +79,10 @@ class Chat:
                     "base_url": self.fake.url, "timeout_s": 5}  # fmt: skip
         return table(self.fake)
 
-    def channel(self, runtime: Runtime, http: httpx.AsyncClient) -> Channel:
+    def channel(self, runtime: Runtime) -> Channel:
         if self.name == "telegram":
-            return TelegramChannel(runtime.settings.telegram, http)
-        return channel_for(getattr(runtime.settings, self.name), http)
+            return TelegramChannel(runtime.settings.telegram)
+        return channel_for(getattr(runtime.settings, self.name))
 
     def posts(self) -> list[Post]:
         """The conversation, oldest first."""
@@ -158,12 +156,20 @@ def deliver(runtime: Runtime, clock: ManualClock, chat: Chat) -> int:
     """Route what happened and send what is due through a fresh channel; calls made."""
 
     async def go() -> int:
-        async with httpx.AsyncClient(timeout=5, verify=LOOPBACK_TLS) as http:
-            notifier = runtime.build_notifier({chat.name: chat.channel(runtime, http)})
-            notifier.deliverer = Deliverer(runtime.store, notifier.channels, clock, chat.pace,
-                                           claimer=notifier.deliverer.claimer)  # fmt: skip
+        channel = chat.channel(runtime)
+        try:
+            notifier = runtime.build_notifier({chat.name: channel})
+            notifier.deliverer = Deliverer(
+                runtime.store,
+                notifier.channels,
+                clock,
+                chat.pace,
+                claimer=notifier.deliverer.claimer,
+            )
             notifier.route(clock())
             return await notifier.deliver_due()
+        finally:
+            await channel.aclose()
 
     return asyncio.run(go())
 

@@ -38,8 +38,8 @@ class Platform(Channel):
 
 def _enqueue(store: Store, clock: ManualClock, key: str) -> int:
     (delivery_id,) = store.outbox.enqueue(
-        [NewDelivery(key, None, "note", "webhook", Target("webhook", "ops").as_json(),
-                     Message(f"hello {key}").as_json())],
+        [NewDelivery(key, None, "note", "webhook", Target("webhook", "ops").as_dict(),
+                     Message(f"hello {key}").as_dict())],
         clock(),
     )  # fmt: skip
     return delivery_id

@@ -22,12 +22,12 @@ def test_replicas_enqueueing_the_same_keys_together_add_each_once(
     if db_url.startswith("sqlite"):
         pytest.skip("one writer at a time on SQLite: the two never overlap")
     replicas = [Store(db_url, migrate=False) for _ in range(2)]
-    target = Target("log", "ops").as_json()
+    target = Target("log", "ops").as_dict()
     try:
         for round_ in range(ROUNDS):
             items = [
                 NewDelivery(f"r{round_}-k{i}", None, "note", "log", target,
-                            Message(f"note {i}").as_json())
+                            Message(f"note {i}").as_dict())
                 for i in range(KEYS)
             ]  # fmt: skip
             barrier = threading.Barrier(len(replicas))

@@ -14,7 +14,7 @@ from watchkeeper.notify.channels.log import LogChannel
 from watchkeeper.runtime import Runtime
 from watchkeeper.store import Store
 from watchkeeper.store.schema import incident_events, incidents
-from watchkeeper.store.schema_notify import deliveries
+from watchkeeper.store.schema.notify import deliveries
 
 from ..helpers import start, sweep
 

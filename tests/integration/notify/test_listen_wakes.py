@@ -13,7 +13,7 @@ from sqlalchemy import text
 
 from watchkeeper.clock import ManualClock
 from watchkeeper.runtime import Runtime
-from watchkeeper.server import routes_events
+from watchkeeper.server.api import events as routes_events
 from watchkeeper.store import Store
 from watchkeeper.store.listen import Listener
 

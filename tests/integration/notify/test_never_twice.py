@@ -25,7 +25,7 @@ from watchkeeper.notify.channels.webhook import WebhookChannel
 from watchkeeper.runtime import Runtime
 from watchkeeper.store import Store
 from watchkeeper.store.runs import NewRun
-from watchkeeper.store.schema_notify import deliveries
+from watchkeeper.store.schema.notify import deliveries
 
 from ...conftest import make_settings
 from ..helpers import reports_for, sweep

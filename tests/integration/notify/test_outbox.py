@@ -32,7 +32,7 @@ def runtime_with(tmp_path: Path, store: Store, clock: ManualClock, **overrides: 
 def statuses(store: Store) -> list[tuple[str, str, str]]:
     from sqlalchemy import select
 
-    from watchkeeper.store.schema_notify import deliveries
+    from watchkeeper.store.schema.notify import deliveries
 
     with store.engine.connect() as conn:
         rows = conn.execute(select(deliveries).order_by(deliveries.c.id)).all()
@@ -214,7 +214,7 @@ def test_a_hang_is_maybe_sent_and_never_resent(
     assert store.outbox.due(clock() + timedelta(days=1)) == []
 
 
-def test_interrupted_sends_become_maybe_sent_at_start(
+def test_interrupted_calls_become_maybe_sent_at_start(
     tmp_path: Path, store: Store, clock: ManualClock
 ) -> None:
     runtime = runtime_with(tmp_path, store, clock)
@@ -225,7 +225,8 @@ def test_interrupted_sends_become_maybe_sent_at_start(
     notifier.route(clock())
     delivery = store.outbox.due(clock())[0]
     assert store.outbox.claim(delivery.id, "crashed-deliverer", clock())
-    # The process dies here; the next start finds the row in 'sending'.
+    assert store.outbox.start(delivery.id, "crashed-deliverer", clock())
+    # The process dies mid-call; the next start finds the row in 'sending', its call started.
     assert runtime.build_notifier({"log": LogChannel()}).recover(clock()) == [delivery.id]
     assert store.outbox.get(delivery.id).status is DeliveryStatus.MAYBE_SENT
     assert store.outbox.due(clock() + timedelta(days=1)) == []

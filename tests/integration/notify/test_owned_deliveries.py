@@ -1,8 +1,9 @@
 """Deliveries in flight belong to the replica that claimed them.
 
-A replica starting up, or any replica looking for orphans, turns into
-``maybe_sent`` only the ``sending`` rows whose claimer is gone (or whose claim
-ran out long ago); a live replica's sends in flight are left to it.
+A replica starting up, or any replica looking for orphans, recovers only the
+``sending`` rows whose claimer is gone (or whose claim ran out long ago): a
+started call becomes ``maybe_sent`` (one never started is sent again, see
+``test_unstarted_sends.py``); a live replica's sends in flight are left to it.
 """
 
 from __future__ import annotations
@@ -19,9 +20,9 @@ from watchkeeper.notify.deliverer import CLAIM_FOR, Deliverer
 from watchkeeper.notify.message import Message, Target
 from watchkeeper.store import Store
 from watchkeeper.store.incidents import Changes, IncidentKey, Opening
-from watchkeeper.store.outbox import DeliveryStatus
+from watchkeeper.store.outbox import DeliveryStatus, Recovered
 from watchkeeper.store.queueing import NewDelivery
-from watchkeeper.store.schema_notify import deliveries
+from watchkeeper.store.schema.notify import deliveries
 
 LIVE = "host-a:101:aaaaaa"
 GONE = "host-b:202:bbbbbb"
@@ -37,8 +38,8 @@ def incident(store: Store, clock: ManualClock) -> int:
 
 def enqueue(store: Store, clock: ManualClock, incident_id: int | None, *keys: str) -> list[int]:
     items = [
-        NewDelivery(key, incident_id, "card", "log", Target("log", "ops").as_json(),
-                    Message(f"about {key}").as_json())
+        NewDelivery(key, incident_id, "card", "log", Target("log", "ops").as_dict(),
+                    Message(f"about {key}").as_dict())
         for key in keys
     ]  # fmt: skip
     return store.outbox.enqueue(items, clock())
@@ -67,8 +68,9 @@ def test_recovery_leaves_a_live_replicas_sends_alone(store: Store, clock: Manual
     mine, theirs, orphan = enqueue(store, clock, incident_id, "k1", "k2", "k3")
     for delivery, claimer in ((mine, LIVE), (theirs, LIVE), (orphan, GONE)):
         assert store.outbox.claim(delivery, claimer, clock(), timedelta(minutes=1))
+        assert store.outbox.start(delivery, claimer, clock())
 
-    assert store.outbox.recover_orphaned(clock.advance(5), {LIVE}) == [orphan]
+    assert store.outbox.recover_orphaned(clock.advance(5), {LIVE}) == Recovered(maybe_sent=[orphan])
 
     assert store.outbox.get(mine).status is DeliveryStatus.SENDING
     assert store.outbox.get(theirs).status is DeliveryStatus.SENDING
@@ -85,13 +87,15 @@ def test_a_claim_that_ran_out_long_ago_is_recovered_even_from_a_live_replica(
 ) -> None:
     (delivery,) = enqueue(store, clock, None, "k1")
     assert store.outbox.claim(delivery, LIVE, clock(), timedelta(minutes=1))
+    assert store.outbox.start(delivery, LIVE, clock())
     overdue = timedelta(minutes=5)
 
     # Past its claim, but not long past: the owner may still settle it.
     clock.advance(60 + 299)
-    assert store.outbox.recover_orphaned(clock(), {LIVE}, overdue=overdue) == []
+    assert store.outbox.recover_orphaned(clock(), {LIVE}, overdue=overdue) == Recovered()
     clock.advance(2)
-    assert store.outbox.recover_orphaned(clock(), {LIVE}, overdue=overdue) == [delivery]
+    recovered = store.outbox.recover_orphaned(clock(), {LIVE}, overdue=overdue)
+    assert recovered == Recovered(maybe_sent=[delivery])
     assert store.outbox.get(delivery).status is DeliveryStatus.MAYBE_SENT
 
 
@@ -99,9 +103,10 @@ def test_a_lone_process_still_recovers_every_send_in_flight(
     store: Store, clock: ManualClock
 ) -> None:
     first, second = enqueue(store, clock, None, "k1", "k2")
-    assert store.outbox.claim(first, LIVE, clock(), timedelta(minutes=1))
-    assert store.outbox.claim(second, GONE, clock(), timedelta(minutes=1))
-    assert sorted(store.outbox.recover_interrupted(clock())) == [first, second]
+    for delivery, claimer in ((first, LIVE), (second, GONE)):
+        assert store.outbox.claim(delivery, claimer, clock(), timedelta(minutes=1))
+        assert store.outbox.start(delivery, claimer, clock())
+    assert store.outbox.recover_interrupted(clock()).maybe_sent == [first, second]
 
 
 class Inspecting(Channel):

@@ -31,8 +31,8 @@ def cards(chats: int, per_chat: int, platform: str = "telegram") -> list[NewDeli
     """``per_chat`` cards to each of ``chats`` private chats (Slack channels), chat by chat."""
     return [
         NewDelivery(f"burst-{chat}-{i}", None, "card", platform,
-                    Target(platform, chat_name(chat, platform)).as_json(),
-                    Message(f"card {chat}.{i}").as_json())
+                    Target(platform, chat_name(chat, platform)).as_dict(),
+                    Message(f"card {chat}.{i}").as_dict())
         for i in range(per_chat)
         for chat in range(chats)
     ]  # fmt: skip
@@ -134,8 +134,8 @@ def test_a_group_takes_twenty_at_once_then_one_every_three_seconds(
 ) -> None:
     group = "-100123"  # negative ids are groups: 20 messages a minute
     ids = store.outbox.enqueue(
-        [NewDelivery(f"group-{i}", None, "card", "telegram", Target("telegram", group).as_json(),
-                     Message(f"card {i}").as_json()) for i in range(23)],
+        [NewDelivery(f"group-{i}", None, "card", "telegram", Target("telegram", group).as_dict(),
+                     Message(f"card {i}").as_dict()) for i in range(23)],
         clock(),
     )  # fmt: skip
     # The chat limit is raised so the group's minute is what holds the cards back.

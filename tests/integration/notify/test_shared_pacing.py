@@ -83,8 +83,8 @@ class Recording(Channel):
 
 def notes(place: Target, count: int, prefix: str) -> list[NewDelivery]:
     return [
-        NewDelivery(f"{prefix}-{i}", None, "note", "log", place.as_json(),
-                    Message(f"{prefix} {i}").as_json())
+        NewDelivery(f"{prefix}-{i}", None, "note", "log", place.as_dict(),
+                    Message(f"{prefix} {i}").as_dict())
         for i in range(count)
     ]  # fmt: skip
 

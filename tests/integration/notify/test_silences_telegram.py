@@ -12,6 +12,7 @@ import pytest
 from watchkeeper.clock import ManualClock
 from watchkeeper.notify.channels.telegram import TelegramChannel
 from watchkeeper.runtime import Runtime
+from watchkeeper.server.webhooks.telegram import WORKING
 from watchkeeper.store import Store
 
 from ...support.live_server import live_server
@@ -78,9 +79,15 @@ def data_of(card: Stored, label: str) -> str:
     return data
 
 
-def answer_text(fake: FakeTelegram, update: dict[str, Any]) -> tuple[str, bool]:
+def told(fake: FakeTelegram, card: Stored, update: dict[str, Any]) -> str:
+    """What a press was told: answered at once, then in a reply under the card."""
     (answer,) = fake.answers_to(str(update["callback_query"]["id"]))
-    return answer.text, answer.show_alert
+    assert (answer.text, answer.show_alert) == (WORKING, False)
+    query = update["callback_query"]["from"]
+    presser = f"@{query['username']}" if query.get("username") else query["first_name"]
+    (reply,) = [m.text for m in fake.messages(CHAT)
+                if m.reply_to == card.message_id and m.text.startswith(f"{presser}: ")]  # fmt: skip
+    return reply.removeprefix(f"{presser}: ")
 
 
 def test_i_am_on_it_is_answered_and_the_card_says_who_is_looking(
@@ -92,9 +99,10 @@ def test_i_am_on_it_is_answered_and_the_card_says_who_is_looking(
     with live_server(acting) as server:
         update = fake.callback_update(card, data_of(card, "I am on it"), 42, "ana")
         assert press(server.url, update).status_code == 200
-    assert answer_text(fake, update)[0] == "noted: you are on swarm_task t1; nothing was decided"
+        fake.wait_for(lambda f: len(f.chats.get(CHAT, [])) == 2)
+    assert told(fake, card, update) == "noted: you are on swarm_task t1; nothing was decided"
     assert route_and_deliver(acting, clock) == 1
-    (edited,) = fake.messages(CHAT)
+    edited, _ = fake.messages(CHAT)
     assert edited.edits == 1 and edited.text.endswith("On it: @ana (Telegram) since 12:00 UTC")
     assert [b["text"] for row in edited.buttons for b in row] == labels
     assert fake.methods_called().count("editMessageText") == 1
@@ -110,13 +118,13 @@ def test_silence_1_h_is_for_admins_and_silences_that_piece_of_work(
         admin = fake.callback_update(card, data_of(card, "Silence 1 h"), 43, "carla")
         assert press(server.url, stranger).status_code == 200
         assert press(server.url, admin).status_code == 200
-    assert answer_text(fake, stranger)[0] == "only admins act: @bob is not an admin on Telegram"
-    said, _ = answer_text(fake, admin)
-    assert said.startswith("silenced swarm_task t1 for 1 h (silence ")
+        fake.wait_for(lambda f: len(f.chats.get(CHAT, [])) == 3)
+    assert told(fake, card, stranger) == "only admins act: @bob is not an admin on Telegram"
+    assert told(fake, card, admin).startswith("silenced swarm_task t1 for 1 h (silence ")
     (made,) = acting.silences.list(active=True)
     assert (made.kind, made.run_id, made.created_by) == ("swarm_task", "t1", "@carla")
     # The incident is still open and still listed; nothing more is posted about it.
     (live,) = acting.store.incidents.list("live")
     assert live.decision is None
     assert route_and_deliver(acting, clock) == 0
-    assert len(fake.messages(CHAT)) == 1
+    assert len(fake.messages(CHAT)) == 3  # the card and the two replies

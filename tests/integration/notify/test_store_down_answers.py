@@ -25,6 +25,7 @@ from watchkeeper.notify.channels.base import SendOutcome
 from watchkeeper.notify.channels.telegram import TelegramChannel
 from watchkeeper.notify.message import Target
 from watchkeeper.runtime import Runtime
+from watchkeeper.server.webhooks.telegram import WORKING
 from watchkeeper.store import Store
 from watchkeeper.store.incidents import Incident
 
@@ -85,8 +86,9 @@ def stalled_then_down(
 
 def assert_down_answer(text: str, again: str) -> None:
     lead = "Nothing was done: run" if again == "press" else "Run"
-    assert text.startswith(f"{lead} supervision is not working since {DOWN_SINCE}; "
-                           f"{again} again when it is back ("), text  # fmt: skip
+    said = (f"{lead} supervision is not working since {DOWN_SINCE}; "
+            f"{again} again when it is back (the server's log says why)")  # fmt: skip
+    assert text.startswith(said), text
 
 
 def test_a_press_and_runs_on_discord_and_slack_are_answered(
@@ -162,10 +164,15 @@ def test_a_telegram_press_and_runs_are_answered(
             pressed = press(server.url, update)
             again = press(server.url, update)  # Telegram resends what it thinks was lost
             runs = press(server.url, telegram.command_update(CHAT, "/runs", 43))
+            telegram.wait_for(lambda f: len(f.chats.get(CHAT, [])) == 3)
         assert (pressed.status_code, again.status_code, runs.status_code) == (200, 200, 200)
         (answer,) = telegram.answers_to(str(update["callback_query"]["id"]))
-        assert_down_answer(answer.text, "press")
-        told = [m.text for m in telegram.messages(CHAT) if m.message_id != sent.message_id]
+        assert answer.text == WORKING  # at once; the outcome follows under the card
+        (reply,) = [m.text for m in telegram.messages(CHAT) if m.reply_to == sent.message_id]
+        assert reply.startswith("@ana: ")
+        assert_down_answer(reply.removeprefix("@ana: "), "press")
+        told = [m.text for m in telegram.messages(CHAT)
+                if m.message_id != sent.message_id and m.reply_to is None]  # fmt: skip
         (runs_text,) = told
         assert_down_answer(runs_text, "ask")
         assert "swarm_task t1" in runs_text

@@ -20,6 +20,7 @@ import pytest
 import uvicorn
 from fastapi import FastAPI
 
+from tests.support.waiting import TIMEOUT_S
 from watchkeeper.clock import ManualClock
 from watchkeeper.config import TelegramConfig
 from watchkeeper.notify.cards import card
@@ -27,12 +28,14 @@ from watchkeeper.notify.channels.base import SendOutcome, SendResult
 from watchkeeper.notify.channels.telegram import TelegramChannel
 from watchkeeper.notify.message import Button, Message, Target, button_data
 from watchkeeper.runtime import Runtime
-from watchkeeper.server.routes_telegram import NOT_OURS
-from watchkeeper.server.routes_telegram import router as telegram_router
+from watchkeeper.server.webhooks.telegram import NOT_OURS, WORKING
+from watchkeeper.server.webhooks.telegram import router as telegram_router
 from watchkeeper.store import Store
+from watchkeeper.store.decisions import ActionStatus
 from watchkeeper.store.incidents import Incident
 
 from ...support.live_server import LiveServer, free_port, live_server
+from ...support.waiting import wait_for, wait_for_async
 from ..decide.fixtures import acting_runtime
 from ..fakes.telegram import (
     BLOCKED,
@@ -366,8 +369,28 @@ def query_id(update: dict[str, Any]) -> str:
 
 
 def assert_each_answered_once(fake: FakeTelegram, updates: list[dict[str, Any]]) -> None:
+    # A press is answered after the webhook's 200, once it is carried out.
+    fake.wait_for(lambda f: len(f.answers) >= len(updates))
     answered = [a.callback_query_id for a in fake.answers]
     assert sorted(answered) == sorted(query_id(u) for u in updates)
+
+
+def settled(runtime: Runtime, incident: Incident) -> None:
+    """Wait for the press posted last to decide ``incident`` and carry its action out."""
+
+    def done() -> bool:
+        journal = runtime.store.decisions.actions_for_incident(incident.id)
+        return bool(journal) and journal[-1].status is not ActionStatus.STARTED
+
+    wait_for(done, what="the press to be decided and its action carried out")
+
+
+def replies(fake: FakeTelegram, stored: Stored, count: int) -> list[str]:
+    """The ``count`` replies under ``stored`` (presses that did not win), sorted."""
+    fake.wait_for(lambda f: len([m for m in f.chats.get(CHAT, []) if m.reply_to]) >= count)
+    found = [m for m in fake.messages(CHAT) if m.reply_to == stored.message_id]
+    assert all(m.thread_id == TOPIC and m.buttons == [] for m in found)
+    return sorted(m.text for m in found)
 
 
 def test_forged_or_missing_secrets_are_refused_and_change_nothing(
@@ -386,6 +409,7 @@ def test_forged_or_missing_secrets_are_refused_and_change_nothing(
     assert acting.store.incidents.get(incident.id).decision is None
     # Not even the update id was used up: the real delivery is still handled.
     assert press(server.url, update).status_code == 200
+    settled(acting, incident)
     assert acting.store.incidents.get(incident.id).decision is not None
     assert_each_answered_once(fake, [update])
 
@@ -398,6 +422,7 @@ def test_an_admins_press_decides_is_answered_once_and_a_resend_does_nothing(
     update = fake.callback_update(stored, retry_data(stored), 42, "ana")
     response = press(server.url, update)
     assert (response.status_code, response.json()) == (200, {"ok": True})
+    settled(acting, incident)
     assert [r.path for r in service.requests] == ["/retry/t1"]
     decided = acting.store.incidents.get(incident.id)
     assert decided.decision is not None
@@ -406,9 +431,9 @@ def test_an_admins_press_decides_is_answered_once_and_a_resend_does_nothing(
         "@ana",
         "telegram",
     )
+    assert_each_answered_once(fake, [update])
     (answer,) = fake.answers_to(query_id(update))
-    assert answer.text.startswith("Retry done")
-    assert answer.show_alert is False
+    assert (answer.text, answer.show_alert) == (WORKING, False)
     # The card itself is the outbox's to edit, from the decision's event.
     assert fake.methods_called().count("editMessageText") == 0
     # Telegram delivers the same update again (it did not see our answer in time).
@@ -429,10 +454,11 @@ def test_presses_that_cannot_act_are_answered_with_why(
     gone = fake.callback_update(stored, button_data(4040, "retry", "t"), 42, "ana")
     for update in (stranger, foreign, gone):
         assert press(server.url, update).status_code == 200
-    (refused,) = fake.answers_to(query_id(stranger))
-    assert refused.text == "only admins act: @bob is not an admin on Telegram"
-    assert refused.show_alert is True
-    assert [fake.answers_to(query_id(u))[0].text for u in (foreign, gone)] == [NOT_OURS] * 2
+    # Each is answered at once, then told why in a reply under the card.
+    assert replies(fake, stored, 3) == [f"@ana: {NOT_OURS}"] * 2 + [
+        "bob: only admins act: @bob is not an admin on Telegram"
+    ]
+    assert {(a.text, a.show_alert) for a in fake.answers} == {(WORKING, False)}
     assert service.requests == []
     assert acting.store.incidents.get(incident.id).decision is None
     assert_each_answered_once(fake, [stranger, foreign, gone])
@@ -446,10 +472,11 @@ def test_a_second_admin_is_told_who_decided_where_and_when(
     first = fake.callback_update(stored, retry_data(stored), 42, "ana")
     second = fake.callback_update(stored, retry_data(stored), 43, "carla")
     press(server.url, first)
+    settled(acting, incident)
     press(server.url, second)
-    (answer,) = fake.answers_to(query_id(second))
-    assert answer.text == "already decided: Retry by @ana on Telegram at 12:00 UTC"
-    assert answer.show_alert is True
+    assert replies(fake, stored, 1) == [
+        "@carla: already decided: Retry by @ana on Telegram at 12:00 UTC"
+    ]
     assert len(service.requests) == 1
     assert_each_answered_once(fake, [first, second])
 
@@ -475,10 +502,13 @@ def test_presses_at_once_decide_once_and_each_is_answered_once(
     for thread in threads:
         thread.join(timeout=60)
     assert statuses == [200] * len(updates)
-    assert len(service.requests) == 1
     assert_each_answered_once(fake, updates)
-    texts = sorted(a.text.split(":")[0] for a in fake.answers)
-    assert texts == ["Retry done"] + ["already decided"] * (len(updates) - 1)
+    assert {a.text for a in fake.answers} == {WORKING}
+    # The winner is told by the card; every other press in a reply under it.
+    texts = [t.split(": ", 1)[1] for t in replies(fake, stored, len(updates) - 1)]
+    assert [t.split(":")[0] for t in texts] == ["already decided"] * (len(updates) - 1)
+    settled(acting, incident)
+    assert len(service.requests) == 1
 
 
 def test_runs_is_answered_in_the_same_topic(
@@ -494,7 +524,11 @@ def test_runs_is_answered_in_the_same_topic(
     assert "swarm_task t1" in plain.text and "crawl busy" in plain.text
     assert "Finished in the last day" not in plain.text
     assert "Finished in the last day" in everything.text
-    assert plain.buttons == [] and fake.answers == []
+    # The failed task's incident is pressed from here too: a keyboard row of its buttons.
+    assert [b["text"].split()[0] for row in plain.buttons for b in row] == ["#1"] * len(
+        plain.callback_data
+    )
+    assert plain.callback_data and fake.answers == []
     # In a chat without topics the answer has no thread either.
     press(server.url, fake.command_update(5550001, "/runs", 43))
     (answer,) = fake.messages(5550001)
@@ -517,6 +551,8 @@ def test_the_round_trip_card_press_decided_card(
         (sent,) = fake.messages(CHAT)
         update = fake.callback_update(sent, retry_data(sent), 42, "ana")
         assert (await asyncio.to_thread(press, server.url, update)).status_code == 200
+        await wait_for_async(lambda: len(fake.answers) == 1 and len(service.requests) == 1)
+        await asyncio.to_thread(settled, acting, acting.store.incidents.list("live")[0])
         assert notifier.route(clock()) == 1
         assert await notifier.deliver_due() == 1
         await notifier.aclose()
@@ -530,7 +566,7 @@ def test_the_round_trip_card_press_decided_card(
     assert "swarm_task t1" in edited.text
     assert edited.text.endswith("Decided: Retry by @ana on Telegram at 12:00 UTC")
     assert fake.methods_called() == ["sendMessage", "answerCallbackQuery", "editMessageText"]
-    assert [a.text.split(":")[0] for a in fake.answers_to(query_id(update))] == ["Retry done"]
+    assert [a.text for a in fake.answers_to(query_id(update))] == [WORKING]
     assert [r.path for r in service.requests] == ["/retry/t1"]
     (card_row, edit_row) = acting.store.outbox.for_incident(
         acting.store.incidents.list("live")[0].id
@@ -556,7 +592,7 @@ def test_bodies_that_are_not_updates_are_bad_requests(surface: Runtime) -> None:
     headers = {"X-Telegram-Bot-Api-Secret-Token": WEBHOOK_SECRET}
     with (
         live_server(surface) as running,
-        httpx.Client(base_url=running.url, headers=headers, timeout=10) as client,
+        httpx.Client(base_url=running.url, headers=headers, timeout=TIMEOUT_S) as client,
     ):
         broken = client.post("/webhooks/telegram", content=b"{not json")
         shapeless = client.post("/webhooks/telegram", json={"message": {"text": "/runs"}})

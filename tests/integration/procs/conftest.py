@@ -56,6 +56,9 @@ def start_detached(engine: ProcEngine, *argv: str, **options: object) -> ProcRun
 
 
 def wait_witness(engine: ProcEngine, run: ProcRun) -> None:
-    """Wait until the shim has written the run's witness."""
+    """Wait until the shim has written the run's witness and exited: then it is believed."""
     path = layout.witness_path(engine.data_dir, run.run_id)
     wait_for(path.exists, what=f"the witness of {run.run_id}")
+    shim = run.shim_pid or engine.get(run.run_id).shim_pid
+    if shim is not None:
+        wait_for(lambda: gone(shim), what=f"the shim of {run.run_id} to exit")

@@ -35,9 +35,13 @@ def test_abort_signals_the_group_and_nothing_is_left_orphaned(
     wait_for(lambda: gone(grandchild))
 
 
-def test_abort_sigkills_a_group_that_ignores_sigterm(engine: ProcEngine) -> None:
-    run = start_detached(engine, "sh", "-c", "trap '' TERM; while :; do sleep 1; done")
-    wait_for(lambda: engine.get(run.run_id).pid is not None)
+def test_abort_sigkills_a_group_that_ignores_sigterm(engine: ProcEngine, tmp_path: Path) -> None:
+    ignoring = tmp_path / "ignoring"
+    run = start_detached(
+        engine, "sh", "-c", f"trap '' TERM; touch {ignoring}; while :; do sleep 1; done"
+    )
+    # Signalled before the trap is set, the group would die of SIGTERM: wait for the trap.
+    wait_for(ignoring.exists, what="the command ignoring SIGTERM")
     result = engine.abort(run.run_id, grace_s=0.2)
     assert result.outcome is AbortOutcome.SIGNALED
     assert result.run.signal == 9

@@ -27,7 +27,7 @@ from watchkeeper.procs import identity
 from watchkeeper.procs.engine import ProcEngine
 from watchkeeper.records.procs import AbortOutcome, NewProc, ProcStatus, Started
 from watchkeeper.runtime import Runtime
-from watchkeeper.server.longpoll import LongWaits
+from watchkeeper.server.http.longpoll import LongWaits
 from watchkeeper.store import Store
 
 from ...conftest import make_settings

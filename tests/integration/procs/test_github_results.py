@@ -16,7 +16,7 @@ from urllib.parse import unquote
 
 import pytest
 
-from watchkeeper.cli.report import _parse_origin
+from watchkeeper.cli.app.report import _parse_origin
 from watchkeeper.clock import ManualClock, utcnow
 from watchkeeper.config import ForgeConfig
 from watchkeeper.errors import InvalidInput

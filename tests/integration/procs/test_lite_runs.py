@@ -21,7 +21,7 @@ from watchkeeper.errors import NotFound
 from watchkeeper.procs.moves import RunMoves
 from watchkeeper.records.procs import NewProc, ProcStatus, Started
 from watchkeeper.store import Store
-from watchkeeper.store.lite_procs import LiteRuns, open_lite
+from watchkeeper.store.lite.procs import LiteRuns, open_lite
 from watchkeeper.store.procs import ProcStore
 from watchkeeper.store.shipped import shipped_head
 

@@ -78,14 +78,18 @@ def test_the_wake_breaker_suppresses_a_session_that_makes_no_progress(
     assert engine.session_progress("looper", "fixed the failing test") == 0
     engine.sweep(clock.advance(1))
     assert engine.parked()[0].park.state is ParkState.SUPPRESSED
-    # A run it waits on ends after the park: the engine saw work move; both wakes go out.
+    # A run it waits on ends after the park: the engine saw work move and releases the held
+    # park, but the session is woken once, for its newest park; the held one is superseded.
     new = NewProc("p-fix000000001", "fix", ("x",), "/", identity.host(), "me", None, True)
     engine.procs.register(new, clock())
     engine.park("looper", "waiting on the fix", new.run_id)
     engine.procs.finish(new.run_id, ProcStatus.SUCCEEDED, clock.advance(1), exit_code=0)
     engine.sweep(clock.advance(1))
-    assert [view.park.state for view in engine.parked()[:2]] == [ParkState.WOKEN] * 2
-    assert engine.procs.session("looper").wakes_without_progress == 2
+    assert [view.park.state for view in engine.parked()[:2]] == [
+        ParkState.WOKEN,
+        ParkState.SUPERSEDED,
+    ]
+    assert engine.procs.session("looper").wakes_without_progress == 1
 
 
 def test_a_progress_note_on_park_is_recorded_but_does_not_reset_the_breaker(

@@ -14,16 +14,21 @@ from watchkeeper.queue.service import QueueService
 from watchkeeper.store import Store
 
 
-def drain(queue: QueueService, runner_id: str, batch: int = 4) -> list[str]:
-    """Lease and complete until a lease comes back empty; returns the leased task ids."""
+def drain(
+    queue: QueueService, runner_id: str, batch: int = 4, rounds: int | None = None
+) -> list[str]:
+    """Lease and complete until a lease comes back empty (or ``rounds`` leases were made);
+    returns the leased task ids."""
     leased: list[str] = []
-    while True:
+    while rounds is None or rounds > 0:
+        rounds = None if rounds is None else rounds - 1
         leases = queue.lease(runner_id, limit=batch)
         if not leases:
             return leased
         for lease in leases:
             leased.append(lease.task.id)
             queue.complete(lease.task.id, lease.token)
+    return leased
 
 
 def main() -> None:

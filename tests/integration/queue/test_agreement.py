@@ -22,7 +22,7 @@ from watchkeeper.clock import ManualClock
 from watchkeeper.queue.rules import Reason
 from watchkeeper.records.queue import NewJob, NewRunner
 from watchkeeper.store import Store
-from watchkeeper.store.schema_queue import (
+from watchkeeper.store.schema.queue import (
     queue_events,
     queue_jobs,
     queue_provisions,
@@ -106,6 +106,9 @@ def test_blocked_reasons_agree_with_leasing(
     while True:
         leased_any = False
         for runner, _alive in registered:
+            # A lease is the runner's proof of life: it is judged as the heartbeat its own
+            # lease makes leaves it, so the reason is read with it counted alive.
+            queue.heartbeat(runner.id)
             before = queue.blocked()
             leases = queue.lease(runner.id, limit=1)
             for lease in leases:

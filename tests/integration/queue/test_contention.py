@@ -33,12 +33,17 @@ def test_eight_threads_never_lease_the_same_task(store: Store, tmp_path: Path) -
     stores = [Store(store.url, migrate=False) for _ in range(8)]
     results: list[list[str]] = [[] for _ in stores]
     start = threading.Barrier(len(stores))
+    first_round = threading.Barrier(len(stores), timeout=120)
 
     def work(index: int) -> None:
         mine = QueueService(stores[index], settings)
         runner_id = _runner(mine)
         start.wait()
-        results[index] = drain(mine, runner_id)
+        # Each takes one batch before any drains the rest: on a loaded machine one thread
+        # could otherwise drain all before the others are scheduled, and nothing competed.
+        results[index] = drain(mine, runner_id, rounds=1)
+        first_round.wait()
+        results[index] += drain(mine, runner_id)
 
     threads = [threading.Thread(target=work, args=(i,)) for i in range(len(stores))]
     try:

@@ -17,7 +17,7 @@ from watchkeeper.queue.service import QueueService
 from watchkeeper.records.queue import Lease, TaskStatus
 from watchkeeper.store import Store
 from watchkeeper.store.queue import End
-from watchkeeper.store.schema_queue import queue_events
+from watchkeeper.store.schema.queue import queue_events
 from watchkeeper.store.tokens import TaskToken
 
 

@@ -21,7 +21,7 @@ from watchkeeper.client import Client
 from watchkeeper.errors import ClientError
 from watchkeeper.runtime import Runtime
 from watchkeeper.store.group_commit import GroupCommit
-from watchkeeper.store.schema_queue import queue_events, queue_tasks
+from watchkeeper.store.schema.queue import queue_events, queue_tasks
 
 RUNNERS = 6
 

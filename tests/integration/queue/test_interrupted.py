@@ -5,7 +5,6 @@ from __future__ import annotations
 import json
 import logging
 import threading
-import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from datetime import datetime
@@ -17,13 +16,15 @@ import pytest
 
 from tests.integration.queue.conftest import make_service, runner, submit
 from tests.support.live_server import LiveServer, live_server
+from tests.support.waiting import TIMEOUT_S
 from watchkeeper.client import Client
 from watchkeeper.clock import ManualClock
 from watchkeeper.queue import reconcile
 from watchkeeper.queue.service import QueueService
 from watchkeeper.records.queue import Lease
 from watchkeeper.runtime import Runtime
-from watchkeeper.server import routes_events
+from watchkeeper.server.api import events as routes_events
+from watchkeeper.server.api.events import broadcaster_of
 from watchkeeper.store.queue import QueueStore
 
 
@@ -49,6 +50,10 @@ def _task(server: LiveServer, task_id: str) -> dict[str, Any]:
         return client.jobs.task(task_id)
 
 
+#: Published by the test after its actions; the reader stops when it arrives.
+DRAINED = "test.drained"
+
+
 class _Stream:
     """``GET /api/v1/events`` read in a thread: the events seen so far."""
 
@@ -56,13 +61,13 @@ class _Stream:
         self.events: list[tuple[str, dict[str, Any]]] = []
         self._server = server
         self._subscribed = threading.Event()
-        self._stop = threading.Event()
+        self._drained = threading.Event()
         self._thread = threading.Thread(target=self._read, daemon=True)
 
     def _read(self) -> None:
         headers = {"Authorization": f"Bearer {self._server.tokens['viewer']}"}
         with (
-            httpx.Client(base_url=self._server.url, headers=headers, timeout=10) as http,
+            httpx.Client(base_url=self._server.url, headers=headers, timeout=TIMEOUT_S) as http,
             http.stream("GET", "/api/v1/events") as response,
         ):
             assert response.headers["content-type"].startswith("text/event-stream")
@@ -73,9 +78,10 @@ class _Stream:
                 elif line.startswith("event: "):
                     event = line.removeprefix("event: ")
                 elif line.startswith("data: "):
+                    if event == DRAINED:
+                        self._drained.set()
+                        return
                     self.events.append((event, json.loads(line.removeprefix("data: "))))
-                if self._stop.is_set():
-                    return
 
     def updated(self) -> list[dict[str, Any]]:
         return [data["task"] for event, data in self.events if event == "task.updated"]
@@ -87,8 +93,12 @@ class _Stream:
         try:
             yield self
         finally:
-            time.sleep(0.3)  # let anything published reach the reader
-            self._stop.set()
+            # A stream delivers in the order published: once the reader sees this marker,
+            # every event published before it has been read.
+            assert self._server.server is not None
+            app = self._server.server.config.app
+            broadcaster_of(app).publish(DRAINED, {"type": DRAINED})
+            assert self._drained.wait(10), "the stream did not deliver what was published"
             self._thread.join(timeout=5)
 
 

@@ -20,13 +20,14 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 
 from tests.support.early_routes import Seen, answered_alike, seen
 from tests.support.live_server import LiveServer, live_server
+from tests.support.waiting import TIMEOUT_S
 from watchkeeper.client import Client
 from watchkeeper.runtime import Runtime
-from watchkeeper.server.auth import reporter as reporter_token_check
-from watchkeeper.server.routes_lease import LeaseRoute
-from watchkeeper.server.routes_progress import ProgressRoute
-from watchkeeper.server.routes_queue import router as queue_router
-from watchkeeper.server.routes_runs import router as runs_router
+from watchkeeper.server.api.lease import LeaseRoute
+from watchkeeper.server.api.progress import ProgressRoute
+from watchkeeper.server.api.queue import router as queue_router
+from watchkeeper.server.api.runs import router as runs_router
+from watchkeeper.server.http.auth import reporter as reporter_token_check
 
 _LEASE = "/api/v1/runners/{runner}/lease"
 _JSON = "application/json"
@@ -101,7 +102,7 @@ def _answers(server: LiveServer) -> list[Seen]:
         reporter.runners.stop(stopped)
         held = reporter.runners.lease(runner, max=1)[0]
     answers = []
-    with httpx.Client(base_url=server.url, timeout=10) as http:
+    with httpx.Client(base_url=server.url, timeout=TIMEOUT_S) as http:
         for role, path, content_type, body in CASES:
             headers = {} if content_type is None else {"Content-Type": content_type}
             if role == "task":

@@ -5,9 +5,9 @@ onepass.py``); the lease rule still judges each claimed task before the commit,
 and a refusal sends the pass down the general path. Every test here runs on
 both databases (SQLite takes the general path), so the two paths are held to
 the same answers: outcomes fenced by their leases, only the freed slots
-filled, an unknown or stopped runner refused with nothing recorded, an
-offline runner's outcomes recorded and nothing leased, tokens, timeline and
-agent time as every other move leaves them.
+filled, an unknown or stopped runner refused with nothing recorded, a runner
+counted offline recorded and leased again (a pass is proof of life), tokens,
+timeline and agent time as every other move leaves them.
 """
 
 from __future__ import annotations
@@ -27,7 +27,7 @@ from watchkeeper.queue.service import QueueService
 from watchkeeper.records.queue import TaskStatus
 from watchkeeper.store import Store
 from watchkeeper.store.queue import End
-from watchkeeper.store.schema_queue import queue_events, queue_runners, queue_spend
+from watchkeeper.store.schema.queue import queue_events, queue_runners, queue_spend
 from watchkeeper.store.tokens import TaskToken
 
 
@@ -134,19 +134,21 @@ def test_an_unknown_or_stopped_runner_is_refused_and_nothing_is_recorded(
     assert _types(store, taken.task.id) == ["queued", "leased"]
 
 
-def test_an_offline_runner_has_its_outcomes_recorded_and_leases_nothing(
+def test_a_runner_counted_offline_has_its_outcomes_recorded_and_leases_again(
     free: QueueService, clock: ManualClock
 ) -> None:
     held = runner(free, capacity=1)
-    submit(free)
-    submit(free)
+    jobs = {submit(free).id, submit(free).id}
     [lease] = free.lease(held.id)
+    [waiting] = jobs - {lease.task.job_id}
     clock.advance(31)  # past runner_offline_after_s, within the 60 s lease
+    # The pass is the runner's proof of life: it is alive again, and leases.
     outcomes, leases = free.report_and_lease(held.id, [_done(lease)], limit=1)
     assert not isinstance(outcomes[0], LeaseLost)
     assert outcomes[0].status is TaskStatus.SUCCEEDED
-    assert leases == []
-    assert len(free.store.queued()) == 1
+    assert [x.task.job_id for x in leases] == [waiting]
+    assert free.store.queued() == []
+    assert free.alive(free.store.runner(held.id))
 
 
 def test_a_runner_tied_to_an_org_takes_only_its_orgs_tasks_of_its_fleet(

@@ -54,6 +54,7 @@ def test_the_pass_locks_off_the_index_and_never_scans_the_queue(
         "runner": held.id,
         "limit": 10,
         "slots": 16,
+        "beat_before": 1.0,
     }
     plan = _plan(filled, params)
     shown = json.dumps(plan, indent=1)

@@ -23,7 +23,7 @@ from typing import Any
 import pytest
 
 from watchkeeper.client import Client
-from watchkeeper.client_failover import ROUNDS, FailoverClient, split_urls
+from watchkeeper.client.failover import ROUNDS, FailoverClient, split_urls
 from watchkeeper.errors import ClientError
 
 from ...support.cli import WK, cli_env
@@ -197,7 +197,7 @@ def test_an_unreachable_or_failing_replica_moves_the_call_on_and_says_so_once(
     failing, live = answering(503), answering(200)
     dead = _dead_url()
     with FailoverClient([dead, failing.url, live.url]) as client:
-        with caplog.at_level(logging.WARNING, logger="watchkeeper.client_failover"):
+        with caplog.at_level(logging.WARNING, logger="watchkeeper.client.failover"):
             assert client.request("POST", "/renew") == {"ok": True}
             assert client.request("POST", "/renew") == {"ok": True}
         assert client.url == live.url

@@ -20,7 +20,7 @@ from tests.support.live_server import LiveServer
 from tests.support.waiting import wait_for
 from watchkeeper.client import Client
 from watchkeeper.store import Store
-from watchkeeper.store.schema_queue import queue_events
+from watchkeeper.store.schema.queue import queue_events
 
 from .. import queue_daemons as daemons
 from ..queue_daemons import QUICK, queue_server, server_env

@@ -12,9 +12,9 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-import httpx
 import pytest
 
+from tests.support import patient_http
 from tests.support.live_server import LiveServer
 from tests.support.waiting import wait_for
 from watchkeeper.client import Client
@@ -147,7 +147,7 @@ def test_a_task_gets_a_scrubbed_environment_and_a_token_only_for_itself(
     # The task has ended: its token is refused.
     own = {"events": [{"phase": "tool", "task_id": task["id"]}]}
     headers = {"Authorization": f"Bearer {env['WATCHKEEPER_TOKEN']}"}
-    answer = httpx.post(f"{server.url}/api/v1/events/batch", json=own, headers=headers)
+    answer = patient_http.post(f"{server.url}/api/v1/events/batch", json=own, headers=headers)
     assert answer.status_code == 401, answer.text
 
 

@@ -17,7 +17,7 @@ from watchkeeper.records.queue import Lease
 from watchkeeper.store import Store
 from watchkeeper.store.migrate import alembic_config, current_revision, head_revision, upgrade
 from watchkeeper.store.schema import api_tokens
-from watchkeeper.store.schema_queue import queue_events
+from watchkeeper.store.schema.queue import queue_events
 from watchkeeper.store.tokens import Role, TaskToken, hash_token
 
 

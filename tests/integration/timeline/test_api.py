@@ -8,10 +8,10 @@ import subprocess
 from collections.abc import Iterator
 from pathlib import Path
 
-import httpx
 import pytest
 
 from tests.integration.queue.conftest import make_service, submit
+from tests.support import patient_http
 from tests.support.cli import wk
 from tests.support.live_server import LiveServer, live_server
 from watchkeeper.client import Client
@@ -191,5 +191,5 @@ def test_gzip_body_is_what_the_sdk_sends(server: LiveServer) -> None:
     body = gzip.compress(json.dumps({"events": [{"phase": "tool", "name": "ruff"}]}).encode())
     headers = {"Authorization": f"Bearer {server.tokens['reporter']}",
                "Content-Encoding": "gzip", "Content-Type": "application/json"}  # fmt: skip
-    answer = httpx.post(f"{server.url}/api/v1/events/batch", content=body, headers=headers)
+    answer = patient_http.post(f"{server.url}/api/v1/events/batch", content=body, headers=headers)
     assert answer.status_code == 201 and answer.json()["accepted"] == 1

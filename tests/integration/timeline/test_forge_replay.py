@@ -15,6 +15,7 @@ from typing import Any
 import httpx
 
 from tests.integration.queue.conftest import submit
+from tests.support import patient_http
 from tests.support.live_server import LiveServer
 from watchkeeper.clock import ManualClock
 from watchkeeper.queue.service import QueueService
@@ -38,7 +39,7 @@ def _post_github(server: LiveServer, body: bytes, delivery: str) -> httpx.Respon
         "X-Hub-Signature-256": f"sha256={_signed(GITHUB_SECRET, body)}",
         "Content-Type": "application/json",
     }
-    return httpx.post(f"{server.url}/webhooks/github", content=body, headers=headers)
+    return patient_http.post(f"{server.url}/webhooks/github", content=body, headers=headers)
 
 
 def _linear_body(data: dict[str, Any], clock: ManualClock, created_at: str) -> bytes:
@@ -61,7 +62,7 @@ def _post_linear(server: LiveServer, body: bytes, delivery: str) -> httpx.Respon
         "Linear-Delivery": delivery,
         "Content-Type": "application/json",
     }
-    return httpx.post(f"{server.url}/webhooks/linear", content=body, headers=headers)
+    return patient_http.post(f"{server.url}/webhooks/linear", content=body, headers=headers)
 
 
 def test_a_signed_github_body_replayed_under_a_new_delivery_id_links_once(

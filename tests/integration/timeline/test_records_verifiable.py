@@ -14,12 +14,12 @@ import json
 from collections.abc import Iterator
 from pathlib import Path
 
-import httpx
 import pytest
 from sqlalchemy import text
 
 from tests.conftest import make_settings
 from tests.integration.queue.conftest import ORGS, make_service, submit
+from tests.support import patient_http
 from tests.support.cli import wk
 from tests.support.live_server import LiveServer, live_server
 from watchkeeper.client import Client
@@ -80,7 +80,7 @@ def test_a_record_is_signed_once_and_checked_offline_with_the_public_key(
         again = viewer.timeline.record(job_id)
     assert first == again  # kept as signed: same time, same signature
     assert first["signature"]["algorithm"] == "Ed25519"
-    published = httpx.get(f"{server.url}/api/v1/records/key")  # no token
+    published = patient_http.get(f"{server.url}/api/v1/records/key")  # no token
     assert published.status_code == 200, published.text
     key = published.json()
     assert key["algorithm"] == "Ed25519" and key["key_id"] == first["signature"]["key_id"]

@@ -20,6 +20,7 @@ import pytest
 
 from tests.integration.queue.conftest import make_service
 from tests.integration.timeline.test_webhooks import serving
+from tests.support import patient_http
 from tests.support.live_server import LiveServer
 from watchkeeper.clock import ManualClock
 from watchkeeper.queue.service import QueueService
@@ -61,7 +62,7 @@ def _send(
         headers["Sentry-Hook-Signature"] = hmac.new(
             secret.encode(), body, hashlib.sha256
         ).hexdigest()
-    return httpx.post(f"{server.url}/webhooks/sentry", content=body, headers=headers)
+    return patient_http.post(f"{server.url}/webhooks/sentry", content=body, headers=headers)
 
 
 def _alert(culprit: str = "app.billing in charge") -> dict[str, Any]:

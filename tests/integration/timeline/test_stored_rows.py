@@ -20,7 +20,7 @@ from tests.integration.queue.conftest import submit
 from watchkeeper.clock import ManualClock
 from watchkeeper.queue.service import QueueService
 from watchkeeper.records.timeline import NewEvent, Usage
-from watchkeeper.store.schema_timeline import timeline_events
+from watchkeeper.store.schema.timeline import timeline_events
 from watchkeeper.timeline.service import TimelineService
 
 VERSION = f"genai-prices {genai_prices.__version__}"

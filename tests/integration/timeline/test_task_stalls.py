@@ -1,4 +1,5 @@
-"""A task looping on the same change is stalled even while its events keep arriving."""
+"""A task looping on the same change is looping while its events keep arriving, stalled once
+they stop: either way, never moving."""
 
 from __future__ import annotations
 
@@ -47,6 +48,14 @@ def test_repeating_the_same_round_is_not_progress(
     assert verdict() is None
     for number in range(2, 5):  # the same change again and again, events and renewals arriving
         round_(number, "diff-a+failed")
+    # Its rounds keep coming, all the same, for longer than its budget: looping, not moving.
+    assert verdict() == "looping"
+    found = judge(adapter.read_one(task_id, clock()), adapter.spec, clock())  # type: ignore[arg-type]
+    assert found is not None
+    assert found.reason.startswith("repeating 'round fingerprint diff-a+failed' 4 times since")
+    for _ in range(11):  # once they stop coming, with its runner still renewing: stalled
+        clock.advance(11)
+        queue.renew(task_id, lease.token)
     assert verdict() == "stalled"
     round_(5, "diff-b+passed")
     assert verdict() is None

@@ -15,6 +15,7 @@ import pytest
 
 from tests.conftest import make_settings
 from tests.integration.queue.conftest import ORGS, make_service, submit
+from tests.support import patient_http
 from tests.support.live_server import LiveServer, live_server
 from watchkeeper.client import Client
 from watchkeeper.clock import ManualClock
@@ -79,7 +80,7 @@ def _github(
     if secret is not None:
         digest = hmac.new(secret.encode(), body, hashlib.sha256).hexdigest()
         headers["X-Hub-Signature-256"] = f"sha256={digest}"
-    return httpx.post(f"{server.url}/webhooks/github", content=body, headers=headers)
+    return patient_http.post(f"{server.url}/webhooks/github", content=body, headers=headers)
 
 
 def _merged(text: str, *, branch: str = "fix-bug", merged: bool = True) -> dict[str, Any]:
@@ -165,7 +166,7 @@ def _linear(
     body = json.dumps(payload).encode()
     signature = hmac.new(secret.encode(), body, hashlib.sha256).hexdigest()
     headers = {"Linear-Signature": signature, "Content-Type": "application/json"}
-    return httpx.post(f"{server.url}/webhooks/linear", content=body, headers=headers)
+    return patient_http.post(f"{server.url}/webhooks/linear", content=body, headers=headers)
 
 
 def _issue(labels: tuple[str, ...] = ("watchkeeper",), state: str = "Todo") -> dict[str, Any]:
@@ -214,7 +215,7 @@ def test_forged_and_stale_linear_deliveries_change_nothing(
     assert forged.status_code == 401
     stale = _linear(server, _issue(), clock, age_s=61)
     assert stale.status_code == 401 and "61 s old" in stale.json()["error"]["message"]
-    unsigned = httpx.post(f"{server.url}/webhooks/linear", json={"type": "Issue"})
+    unsigned = patient_http.post(f"{server.url}/webhooks/linear", json={"type": "Issue"})
     assert unsigned.status_code == 401
     assert queue.jobs() == []
     assert _linear(server, _issue(), clock).json()["outcome"] == "submitted"

@@ -16,7 +16,8 @@ from tests.integration.fakes.discord import problems
 from watchkeeper.notify.channels import discord, slack
 from watchkeeper.notify.channels.base import SendOutcome
 from watchkeeper.notify.message import Button, Message, Target
-from watchkeeper.server import routes_discord, routes_slack
+from watchkeeper.server.webhooks import discord as routes_discord
+from watchkeeper.server.webhooks import slack as routes_slack
 
 NOW = datetime(2026, 1, 5, 12, 0, tzinfo=UTC)
 BUTTONS = (

@@ -5,13 +5,14 @@ from __future__ import annotations
 import asyncio
 import json
 from collections.abc import Callable
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
-import httpx
 import pytest
 from aiogram import methods, types
 
+from tests.support.json_server import JsonHandler, JsonServer, answering
 from watchkeeper.config import TelegramConfig
 from watchkeeper.notify.channels.base import SendOutcome
 from watchkeeper.notify.channels.telegram import (
@@ -22,7 +23,7 @@ from watchkeeper.notify.channels.telegram import (
     telegram_length,
 )
 from watchkeeper.notify.message import Button, Message, Target, button_data
-from watchkeeper.server.routes_telegram import _RUNS, _Update
+from watchkeeper.server.webhooks.telegram import _RUNS, _Update
 
 TOKEN = "42:unit-token"
 
@@ -65,29 +66,36 @@ def test_chat_ids_go_as_numbers_and_channel_names_as_strings() -> None:
     assert chat_ref("@watch_channel") == "@watch_channel"
 
 
-def capture(
-    answer: dict[str, Any],
-) -> tuple[list[httpx.Request], Callable[[httpx.Request], httpx.Response]]:
-    seen: list[httpx.Request] = []
+@dataclass(frozen=True)
+class Captured:
+    """One call as it reached the platform's side of the wire."""
 
-    def handler(request: httpx.Request) -> httpx.Response:
-        seen.append(request)
-        return httpx.Response(200, json=answer)
-
-    return seen, handler
+    path: str
+    headers: dict[str, str]
+    content: bytes
 
 
 def run_channel(answer: dict[str, Any], call: Callable[[TelegramChannel], Any]) -> Any:
-    seen, handler = capture(answer)
+    """``call`` on a channel sending (as production does) to a loopback server that answers
+    ``answer`` to everything; its result and the calls the server received."""
+    seen: list[Captured] = []
 
-    async def go() -> Any:
-        async with httpx.AsyncClient(transport=httpx.MockTransport(handler)) as http:
-            channel = TelegramChannel(TelegramConfig(bot_token=TOKEN), http)
-            result = await call(channel)
+    class Platform(JsonHandler):
+        def do_POST(self) -> None:
+            body = self.rfile.read(int(self.headers.get("Content-Length") or 0))
+            headers = {name.lower(): value for name, value in self.headers.items()}
+            seen.append(Captured(self.path, headers, body))
+            self.send_json(200, answer)
+
+    async def go(url: str) -> Any:
+        channel = TelegramChannel(TelegramConfig(bot_token=TOKEN, base_url=url))
+        try:
+            return await call(channel)
+        finally:
             await channel.aclose()
-            return result
 
-    return asyncio.run(go()), seen
+    with answering(JsonServer(("127.0.0.1", 0), Platform)) as platform:
+        return asyncio.run(go(platform.url)), seen
 
 
 SENT_MESSAGE = {
@@ -102,7 +110,7 @@ def test_a_card_is_a_valid_send_message_to_its_forum_topic() -> None:
     result, seen = run_channel(SENT_MESSAGE, lambda c: c.send(target, message, "key-1"))
     assert result.outcome is SendOutcome.SENT and result.message_id == "77"
     (request,) = seen
-    assert request.url.path == f"/bot{TOKEN}/sendMessage"
+    assert request.path == f"/bot{TOKEN}/sendMessage"
     assert request.headers["content-type"] == "application/json"
     body = json.loads(request.content)
     call = methods.SendMessage.model_validate(body)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from watchkeeper.cli.procs import parse_duration
+from watchkeeper.cli.app.procs import parse_duration
 from watchkeeper.errors import InvalidInput
 from watchkeeper.procs.settle import exit_status
 

@@ -14,9 +14,9 @@ class _Runners:
     def __init__(self) -> None:
         self.leases = 0
 
-    def lease(self, runner_id: str, free: int) -> list[dict[str, Any]]:
+    def lease_answer(self, runner_id: str, free: int) -> dict[str, Any]:
         self.leases += 1
-        return []
+        return {"tasks": [], "reason": None}
 
 
 class _Client:

@@ -107,8 +107,8 @@ import sys
 sys.modules["opentelemetry"] = None  # as if it were not installed
 from watchkeeper.timeline import forge, otel, record, spend
 assert otel.available() is False and otel.exporter() is None
-from watchkeeper import client_timeline
-from watchkeeper.cli import timeline
+from watchkeeper.client import timeline as client_timeline
+from watchkeeper.cli.app import timeline
 from watchkeeper.config import parse
 from watchkeeper.store import Store
 from watchkeeper.records.timeline import NewEvent

@@ -1,10 +1,10 @@
 """Redaction's shortcuts on the ingest path mask exactly what its plain rule does.
 
 The rule: a shape runs on a text when one of its triggers occurs in the lower-cased
-text, and then rewrites the whole text. The shortcuts (one grouped search for all
-triggers, a case-insensitive pattern started just before its first trigger) must not
-change a single character of the result, whatever the case, the script or what
-comes before a keyword.
+text (a shape without triggers, on every text), and then rewrites the whole text. The
+shortcuts (one scan for all triggers, a case-insensitive pattern started just before its
+first trigger) must not change a single character of the result, whatever the case, the
+script or what comes before a keyword.
 """
 
 from __future__ import annotations
@@ -41,7 +41,7 @@ PIECES = [
 def _plain_rule(text: str) -> str:
     lower = text.lower()
     for shape in SHAPES:
-        if any(re.search(trigger, lower) for trigger in shape.triggers):
+        if not shape.triggers or any(re.search(trigger, lower) for trigger in shape.triggers):
             text = shape.rewrite(text)
     return text
 

@@ -90,3 +90,63 @@ def test_unrecognized_output_is_described_not_kept() -> None:
     assert testoutput.describe("some runner\nwith its own\nformat") == (
         "test output not recognized (3 lines)"
     )
+
+
+# -- go test, cargo test and the rest (samples printed by the real tools) ----------------------
+
+
+def test_go_test_verbose_output() -> None:
+    assert testoutput.summarize(_sample("go_verbose.txt")) == (
+        "3 failed, 3 passed, 1 skipped; failed: TestSub, TestTable, TestTable/two; "
+        "first assertion: calc_test.go:12: contact [email] card [card]"
+    )
+
+
+def test_go_test_output_without_v_counts_packages() -> None:
+    assert testoutput.summarize(_sample("go_quiet.txt")) == (
+        "3 failed, 1 package failed, 1 package ok; failed: TestSub, TestTable, TestTable/two; "
+        "first assertion: calc_test.go:12: contact [email] card [card]"
+    )
+
+
+def test_cargo_test_output_sums_every_test_binary() -> None:
+    summary = testoutput.summarize(_sample("cargo.txt"))
+    assert summary is not None
+    assert summary.startswith("2 failed, 3 passed, 1 skipped; failed: tests::fails, tests::panics")
+    assert "no counts" not in summary
+    assert "alice@example.com" not in summary and "hunter2hunter2" not in summary
+
+
+@pytest.mark.parametrize(
+    ("text", "summary"),
+    [
+        (
+            "TAP version 13\nok 1 - adds\nnot ok 2 - subtracts\nok 3 - skips # SKIP later\n1..3\n",
+            "1 failed, 1 passed, 1 skipped; failed: subtracts",
+        ),
+        (
+            "  calc\n    \u2713 adds\n    1) subtracts\n\n  1 passing (5ms)\n  1 failing\n",
+            "1 failed, 1 passed; failed: subtracts",
+        ),
+        (
+            "[INFO] Results:\n[ERROR] Failures:\n[ERROR]   CalcTest.subtracts:12 expected 0\n"
+            "[ERROR] Tests run: 4, Failures: 1, Errors: 0, Skipped: 1\n",
+            "1 failed, 2 passed, 1 skipped",
+        ),
+    ],
+    ids=["tap", "mocha", "surefire"],
+)
+def test_other_runners_are_counted(text: str, summary: str) -> None:
+    assert testoutput.summarize(text) == summary
+
+
+def test_test_like_output_no_runner_reads_is_its_length() -> None:
+    text = "PASS check a\nPASS check b\nFAIL check c for bob@example.com\n"
+    assert testoutput.summarize(text) == "test output not recognized (3 lines)"
+    assert testoutput.is_test_output(text, verify=False)
+
+
+def test_one_line_of_prose_is_no_test_output() -> None:
+    assert not testoutput.is_test_output("the review passed, ship it", verify=False)
+    assert not testoutput.is_test_output("tests ran", verify=True)
+    assert testoutput.is_test_output("ran\nthe\nsuite", verify=True)

@@ -10,7 +10,8 @@ A send ends in one of four ways, and the outbox acts on each differently:
   data, bot blocked, chat not found): shown on the incident.
 - ``MAYBE_SENT``: nobody can tell (write or read timeout, connection dropped
   mid-request, any 5xx): never sent again automatically, unless the channel
-  makes resends safe (``idempotent_sends``) or the call was an edit.
+  makes resends safe (``idempotent_sends``, within ``resend_window`` of the
+  first such call) or the call was an edit.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ import json
 from abc import ABC, abstractmethod
 from contextlib import suppress
 from dataclasses import dataclass
+from datetime import timedelta
 from enum import StrEnum
 from typing import Any, Generic, Protocol, TypeVar
 
@@ -118,8 +120,12 @@ class Channel(ABC):
 
     #: The channel's name in targets and configuration.
     name = "abstract"
-    #: True when the platform deduplicates resends (Discord's nonce): ambiguous sends retry.
+    #: True when the platform deduplicates resends (Discord's nonce): ambiguous sends retry,
+    #: and so does a send cut off by its process's death.
     idempotent_sends = False
+    #: How long after a call the platform still takes its resend for the same message; a
+    #: resend later than this could show the message twice, and is not made.
+    resend_window = timedelta(0)
     #: Posts per second allowed to one conversation (the platform's own limit).
     per_chat_rate = 1.0
     #: Posts per second allowed across every conversation of the bot (``None``: no limit).
@@ -190,22 +196,21 @@ class ChatChannel(Channel, Generic[ConfigT]):
 
     The session keeps up to ``max_in_flight`` connections alive, one per call
     in flight; calls beyond wait for one, within the connect timeout. It does
-    not follow redirects, keeps no cookies and never retries a call. An
-    ``httpx`` client may be given instead (the tests' fakes); it is then the
-    caller's to close.
+    not follow redirects, keeps no cookies and never retries a call. The tests
+    send through this same session to local servers speaking each platform's wire
+    format, so the path they prove is the one production runs.
 
     A missing or unreadable token does not stop the server: the channel keeps
     the reason in ``problem`` and every send fails with it.
     """
 
-    def __init__(self, config: ConfigT, http: httpx.AsyncClient | None = None) -> None:
+    def __init__(self, config: ConfigT) -> None:
         self.config = config
-        self._http = http
         #: Made on the first call: a session belongs to the event loop it was made in.
         self._session: aiohttp.ClientSession | None = None
         #: The trust store the general client would use (certifi, or ``SSL_CERT_FILE``),
         #: loaded once: loading it is the costly part of a connection's TLS.
-        self._tls = httpx.create_ssl_context() if http is None else None
+        self._tls = httpx.create_ssl_context()
         #: Host -> (proxy, its credentials), the proxy from the environment as ``trust_env``
         #: would find it, but looked up once per host (a Discord channel's address names
         #: the chat): ``trust_env`` looks up the proxy and ``.netrc`` on a thread on every
@@ -230,11 +235,6 @@ class ChatChannel(Channel, Generic[ConfigT]):
         self, method: str, url: str, body: dict[str, Any], headers: dict[str, str] | None = None
     ) -> httpx.Response | SendResult:
         """One call: the platform's answer, or why there is none (classified, never raised)."""
-        if self._http is not None:
-            try:
-                return await self._http.request(method, url, json=body, headers=headers)
-            except httpx.HTTPError as exc:
-                return classify_error(exc)
         raw = json.dumps(body, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
         sending = {"Content-Type": "application/json", **(headers or {})}
         try:
@@ -271,7 +271,7 @@ class ChatChannel(Channel, Generic[ConfigT]):
         timeout_s = self.config.timeout_s
         self._session = aiohttp.ClientSession(
             # ``connect`` also bounds the wait for a free connection: nothing sent yet.
-            connector=aiohttp.TCPConnector(limit=self.max_in_flight, ssl=self._tls or True),
+            connector=aiohttp.TCPConnector(limit=self.max_in_flight, ssl=self._tls),
             timeout=aiohttp.ClientTimeout(total=None, connect=timeout_s, sock_read=timeout_s),
             headers={"User-Agent": "watchkeeper"},
             cookie_jar=aiohttp.DummyCookieJar(),
@@ -279,7 +279,7 @@ class ChatChannel(Channel, Generic[ConfigT]):
         return self._session
 
     async def aclose(self) -> None:
-        """Close the HTTP session this channel made (a given client is its owner's)."""
+        """Close the HTTP session this channel made."""
         session, self._session = self._session, None
         if session is not None:
             await session.close()

@@ -2,9 +2,11 @@
 
 A card is ``POST {base_url}/channels/{chat_id}/messages`` with ``Authorization:
 Bot <token>``, its buttons in action rows of at most five. Every post carries
-a nonce with ``enforce_nonce``: Discord answers a resend with the same nonce
-(within a few minutes) with the message it already created, so a send whose
-answer was lost is safe to repeat (``idempotent_sends``). Errors come back as
+a nonce with ``enforce_nonce``: Discord checks it "for uniqueness in the past
+few minutes" and answers a second create with the same nonce by the same
+author with the message it already created, so a send whose answer was lost,
+or whose process died mid-call, is safe to repeat (``idempotent_sends``)
+within ``resend_window`` of its first call. Errors come back as
 ``{"message": "...", "code": N}``; a 429 carries ``retry_after`` in seconds.
 No call is ever retried here: the outbox alone decides whether to send again.
 """
@@ -12,7 +14,9 @@ No call is ever retried here: the outbox alone decides whether to send again.
 from __future__ import annotations
 
 import logging
+from collections.abc import Sequence
 from dataclasses import replace
+from datetime import timedelta
 from typing import Any
 
 import httpx
@@ -41,7 +45,14 @@ MAX_ROWS = 5
 EPHEMERAL = 64
 #: Button styles: primary (blurple), secondary (grey), danger (red).
 PRIMARY, SECONDARY, DANGER = 1, 2, 4
-_STYLES = {"cancel": DANGER, "close_turn": DANGER, "retry": PRIMARY, "retry_checked": PRIMARY}
+_STYLES = {
+    "cancel": DANGER,
+    "close_turn": DANGER,
+    "stop": DANGER,
+    "retry": PRIMARY,
+    "retry_checked": PRIMARY,
+    "restart": PRIMARY,
+}
 
 
 def fit(text: str, limit: int = CONTENT_LIMIT) -> str:
@@ -64,6 +75,16 @@ def components(buttons: tuple[Button, ...]) -> list[dict[str, Any]]:
     cells = [button(b) for b in buttons[: ROW_WIDTH * MAX_ROWS]]
     return [
         {"type": 1, "components": cells[i : i + ROW_WIDTH]} for i in range(0, len(cells), ROW_WIDTH)
+    ]
+
+
+def runs_components(items: Sequence[Sequence[Button]]) -> list[dict[str, Any]]:
+    """A ``/runs`` answer's buttons: a row per item, as many items as Discord's five rows
+    hold, at most five buttons each."""
+    return [
+        {"type": 1, "components": [button(b) for b in row[:ROW_WIDTH]]}
+        for row in items[:MAX_ROWS]
+        if row
     ]
 
 
@@ -120,6 +141,8 @@ class DiscordChannel(ChatChannel[DiscordConfig]):
 
     name = "discord"
     idempotent_sends = True
+    #: Discord says "a few minutes" and names no number: two, to stay inside it.
+    resend_window = timedelta(minutes=2)
     per_chat_rate = 1.0
     #: Discord's global limit: 50 requests a second per bot. Each channel's route has a
     #: bucket of its own, which the answers' ``X-RateLimit-*`` headers describe.
@@ -182,8 +205,9 @@ class DiscordChannel(ChatChannel[DiscordConfig]):
         result = answer if isinstance(answer, SendResult) else _result(answer)
         if result.outcome is not SendOutcome.SENT:
             place = target.place if target is not None else "an interaction"
-            log.warning("Discord %s %s: %s", method, place, result.error,
-                        extra={"action": "discord_send"})  # fmt: skip
+            log.warning(
+                "Discord %s %s: %s", method, place, result.error, extra={"action": "discord_send"}
+            )
         return result
 
 

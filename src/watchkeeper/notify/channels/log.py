@@ -37,6 +37,10 @@ class LogChannel(Channel):
         self.recent.append((message_id, message))
         buttons = " ".join(f"[{b.label}]" for b in message.buttons)
         log.warning(
-            "%s %s: %s%s", what, message_id, message.text.replace("\n", " | "),
-            f"  {buttons}" if buttons else "", extra={"action": "notify_log"},
-        )  # fmt: skip
+            "%s %s: %s%s",
+            what,
+            message_id,
+            message.text.replace("\n", " | "),
+            f"  {buttons}" if buttons else "",
+            extra={"action": "notify_log"},
+        )

@@ -14,7 +14,7 @@ a later press is answered, to the presser only, with who decided.
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -40,8 +40,9 @@ TEXT_LIMIT = 40000
 LABEL_LIMIT = 75
 VALUE_LIMIT = 2000
 ACTION_ID_LIMIT = 255
-#: Elements of one actions block.
+#: Elements of one actions block, and blocks of one message.
 ELEMENTS_LIMIT = 25
+BLOCKS_LIMIT = 50
 #: Every button's ``action_id`` starts with this; the action's name follows.
 ACTION_PREFIX = "wk_"
 #: Errors (in an HTTP 200 ``ok: false`` answer) that mean "not now, try again".
@@ -118,6 +119,45 @@ def update_body(channel: str, ts: str, message: Message) -> dict[str, Any]:
     }
 
 
+def _sections(text: str) -> list[dict[str, Any]]:
+    """``text`` as mrkdwn sections of at most :data:`SECTION_LIMIT` characters, cut at lines."""
+    chunks: list[str] = []
+    for line in escape(text or " ").splitlines() or [" "]:
+        line = fit(line, SECTION_LIMIT)
+        if chunks and len(chunks[-1]) + 1 + len(line) <= SECTION_LIMIT:
+            chunks[-1] += "\n" + line
+        else:
+            chunks.append(line)
+    return [{"type": "section", "text": {"type": "mrkdwn", "text": c}} for c in chunks]
+
+
+def runs_reply(
+    text_for: Callable[[int], str], items: Sequence[tuple[str, Sequence[Button]]]
+) -> dict[str, Any]:
+    """The ephemeral answer to ``/runs``: the list as sections, then each item's line and its
+    buttons, for as many items as fit Slack's 50 blocks (``text_for(n)`` words the list when
+    the first ``n`` items carry their buttons)."""
+    shown = min(len(items), BLOCKS_LIMIT // 2)
+    while True:
+        text = text_for(shown)
+        listed = _sections(text)[: BLOCKS_LIMIT - 2 * shown] or _sections(" ")
+        if len(listed) + 2 * shown <= BLOCKS_LIMIT or shown == 0:
+            break
+        shown -= 1
+    blocks = list(listed)
+    for line, buttons in items[:shown]:
+        blocks.append(
+            {
+                "type": "section",
+                "text": {"type": "mrkdwn", "text": fit(escape(line), SECTION_LIMIT)},
+            }
+        )
+        blocks.append(
+            {"type": "actions", "elements": [button(b) for b in buttons[:ELEMENTS_LIMIT]]}
+        )
+    return {"response_type": "ephemeral", "text": fit(text or " ", TEXT_LIMIT), "blocks": blocks}
+
+
 def ephemeral_reply(text: str) -> dict[str, Any]:
     """What goes to a ``response_url``: seen by the presser only, the card left as it is."""
     return {"response_type": "ephemeral", "replace_original": False, "text": fit(text, TEXT_LIMIT)}
@@ -182,8 +222,13 @@ class SlackChannel(ChatChannel[SlackConfig]):
     async def _message_call(self, method: str, body: dict[str, Any], target: Target) -> SendResult:
         result = await self._call(method, body)
         if result.outcome is not SendOutcome.SENT:
-            log.warning("Slack %s to %s: %s", method, target.place, result.error,
-                        extra={"action": "slack_send"})  # fmt: skip
+            log.warning(
+                "Slack %s to %s: %s",
+                method,
+                target.place,
+                result.error,
+                extra={"action": "slack_send"},
+            )
         return result
 
     async def _call(self, method: str, body: dict[str, Any]) -> SendResult:

@@ -10,10 +10,9 @@ sent again.
 from __future__ import annotations
 
 import logging
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
-
-import httpx
 
 from watchkeeper.config import TelegramConfig
 from watchkeeper.notify.channels.base import (
@@ -32,6 +31,10 @@ TEXT_LIMIT = 4096
 CALLBACK_ANSWER_LIMIT = 200
 #: At most this many buttons side by side.
 ROW_WIDTH = 3
+#: Telegram's widest keyboard row, and the most items of a ``/runs`` answer that carry
+#: their buttons (a row each: at most a few dozen buttons in all).
+ROW_LIMIT = 8
+RUNS_ITEMS = 10
 NOT_MODIFIED = "message is not modified"
 
 
@@ -63,6 +66,17 @@ def keyboard(buttons: tuple[Button, ...]) -> dict[str, Any]:
     width = -(-len(buttons) // rows)
     cells = [{"text": b.label, "callback_data": b.data} for b in buttons]
     return {"inline_keyboard": [cells[i : i + width] for i in range(0, len(cells), width)]}
+
+
+def rows_keyboard(rows: Sequence[Sequence[Button]]) -> dict[str, Any]:
+    """An inline keyboard with one row per group of buttons (a ``/runs`` item's), each cut
+    into rows of at most :data:`ROW_LIMIT`."""
+    keyboard_rows = [
+        [{"text": b.label, "callback_data": b.data} for b in row[i : i + ROW_LIMIT]]
+        for row in rows
+        for i in range(0, len(row), ROW_LIMIT)
+    ]
+    return {"inline_keyboard": keyboard_rows}
 
 
 def oversized_button(buttons: tuple[Button, ...]) -> Button | None:
@@ -125,8 +139,8 @@ class TelegramChannel(ChatChannel[TelegramConfig]):
         gap = 60.0 / self.group_per_minute
         return {f"{self.pace_key(target)}*minute": (gap, gap * (self.group_per_minute - 1))}
 
-    def __init__(self, config: TelegramConfig, http: httpx.AsyncClient | None = None) -> None:
-        super().__init__(config, http)
+    def __init__(self, config: TelegramConfig) -> None:
+        super().__init__(config)
         self._username: str | None = None
 
     # -- the Channel interface ------------------------------------------------------------
@@ -170,12 +184,22 @@ class TelegramChannel(ChatChannel[TelegramConfig]):
 
     # -- helpers for the webhook --------------------------------------------------------------
 
-    async def send_text(self, chat_id: str, text: str, thread_id: str | None = None) -> SendResult:
-        """Plain text to a chat or topic (``/runs`` answers), cut to 4096 characters."""
-        refused = _bad_ids(thread_id)
+    async def send_text(
+        self,
+        chat_id: str,
+        text: str,
+        thread_id: str | None = None,
+        rows: Sequence[Sequence[Button]] = (),
+    ) -> SendResult:
+        """Text to a chat or topic (``/runs`` answers), cut to 4096 characters, with a
+        keyboard row for each group of buttons in ``rows``."""
+        flat = tuple(b for row in rows for b in row)
+        refused = _bad_ids(thread_id) or self._refuse_buttons(Message(text, flat))
         if refused is not None:
             return refused
         body = self._text_body(chat_id, text, thread_id)
+        if flat:
+            body["reply_markup"] = rows_keyboard(rows)
         return await self._message_call("sendMessage", body, Target(self.name, chat_id, thread_id))
 
     async def answer_callback(

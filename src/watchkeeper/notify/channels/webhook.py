@@ -52,13 +52,13 @@ class WebhookChannel(Channel):
     async def send(self, target: Target, message: Message, idempotency_key: str) -> SendResult:
         """POST a new message."""
         return await self._post(
-            {"type": "message", "idempotency_key": idempotency_key, **message.as_json()}
+            {"type": "message", "idempotency_key": idempotency_key, **message.as_dict()}
         )
 
     async def edit(self, target: Target, message: Message) -> SendResult:
         """POST the new form of a message (receivers key it by ``message_id``)."""
         return await self._post(
-            {"type": "update", "message_id": target.message_id, **message.as_json()}
+            {"type": "update", "message_id": target.message_id, **message.as_dict()}
         )
 
     async def aclose(self) -> None:

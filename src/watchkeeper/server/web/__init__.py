@@ -25,6 +25,7 @@ from watchkeeper.server.web.routes_missing import router as missing_router
 from watchkeeper.server.web.routes_models import router as models_router
 from watchkeeper.server.web.routes_onboarding import router as onboarding_router
 from watchkeeper.server.web.routes_ops import router as ops_router
+from watchkeeper.server.web.routes_programs import router as programs_router
 from watchkeeper.server.web.routes_settings import router as settings_router
 from watchkeeper.server.web.routes_silences import router as silences_router
 from watchkeeper.server.web.routes_spend import router as spend_router
@@ -67,6 +68,7 @@ def install(app: FastAPI) -> None:
         app.include_router(pane)
     app.include_router(spend_router)
     app.include_router(canvas_router)
+    app.include_router(programs_router)
     app.include_router(stream_router)
     app.mount("/web/static", StaticFiles(directory=HERE / "static"), name="web-static")
     app.include_router(missing_router)  # last: it answers what no dashboard route matched

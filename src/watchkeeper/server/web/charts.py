@@ -199,6 +199,18 @@ def age(seconds: float) -> str:
     return f"{seconds:.0f} s"
 
 
+@dataclass
+class _Drawing:
+    """What a picture is drawn from, added to piece by piece."""
+
+    shapes: list[Shape] = field(default_factory=list)
+    lines: list[tuple[float, float, float, float, str]] = field(default_factory=list)
+    texts: list[tuple[float, float, str, str]] = field(default_factory=list)
+
+    def picture(self, width: float, height: float) -> Picture:
+        return Picture(width, height, tuple(self.shapes), tuple(self.lines), tuple(self.texts))
+
+
 def topology(
     fleets: Sequence[Mapping[str, Any]],
     runners: Sequence[Mapping[str, Any]],
@@ -209,82 +221,69 @@ def topology(
 
     ``task_state`` gives each running task's API form (for its icon and ``interrupted``).
     """
-    shapes: list[Shape] = []
-    lines: list[tuple[float, float, float, float, str]] = []
-    texts: list[tuple[float, float, str, str]] = []
+    drawing = _Drawing()
     bottom = 60.0
     names = [str(f["fleet"]) for f in fleets]
     for column, fleet in enumerate(names):
         x = 10 + column * COL_W
-        texts.append((x, 20, f"fleet {fleet}", "topo-fleet"))
+        drawing.texts.append((x, 20, f"fleet {fleet}", "topo-fleet"))
         y = 36.0
         for runner in (r for r in runners if r["fleet"] == fleet):
-            alive = bool(runner["alive"])
-            tip = (
-                f"{runner.get('name') or runner['id']} on {runner['host']} "
-                f"({'alive' if alive else 'not alive'}), last heartbeat "
-                f"{age(runner['heartbeat_age_s'])} ago, {runner['running']}/"
-                f"{runner['capacity']} running"
-            )
-            shapes.append(
-                Shape(
-                    x,
-                    y,
-                    150,
-                    NODE_H,
-                    "runner alive" if alive else "runner dead",
-                    str(runner.get("name") or runner["id"])[:20],
-                    tip,
-                    data={"runner-id": str(runner["id"])},
-                )
-            )
-            texts.append(
-                (x + 6, y + NODE_H + 11, f"♥ {age(runner['heartbeat_age_s'])} ago", "topo-beat")
-            )
-            for n, task in enumerate(runner["tasks"]):
-                ty = y + n * (NODE_H * 0.8)
-                lines.append((x + 150, y + NODE_H / 2, x + 170, ty + NODE_H * 0.35, "topo-link"))
-                state = {**task, **task_state.get(str(task["id"]), {}), "status": "running"}
-                shapes.append(
-                    Shape(
-                        x + 170,
-                        ty,
-                        TASK_W,
-                        NODE_H * 0.7,
-                        "task",
-                        str(task["job_id"]),
-                        f"task {task['id']} of job "
-                        f"{task['job_id']}: {task.get('step') or 'running'}",
-                        href=f"/web/jobs/{task['job_id']}",
-                        data={
-                            "task": str(task["id"]),
-                            "interrupted": "1" if state.get("interrupted") else "",
-                        },
-                    )
-                )
-            y += max(NODE_H + 22, len(runner["tasks"]) * NODE_H * 0.8 + 22)
+            y = _draw_runner(drawing, runner, task_state, x, y)
         bottom = max(bottom, y)
-    x = 10 + len(names) * COL_W
-    texts.append((x, 20, "process runs", "topo-fleet"))
+    bottom = max(bottom, _draw_processes(drawing, procs, 10 + len(names) * COL_W))
+    return drawing.picture(20 + (len(names) + 1) * COL_W, bottom + 10)
+
+
+def _draw_runner(
+    drawing: _Drawing,
+    runner: Mapping[str, Any],
+    task_state: Mapping[str, Mapping[str, Any]],
+    x: float,
+    y: float,
+) -> float:
+    """One runner at ``(x, y)`` with its running tasks beside it; where the next one goes."""
+    alive = bool(runner["alive"])
+    name = runner.get("name") or runner["id"]
+    tip = (
+        f"{name} on {runner['host']} ({'alive' if alive else 'not alive'}), last heartbeat "
+        f"{age(runner['heartbeat_age_s'])} ago, {runner['running']}/"
+        f"{runner['capacity']} running"
+    )
+    kind = "runner alive" if alive else "runner dead"
+    data = {"runner-id": str(runner["id"])}
+    drawing.shapes.append(Shape(x, y, 150, NODE_H, kind, str(name)[:20], tip, data=data))
+    beat = f"♥ {age(runner['heartbeat_age_s'])} ago"
+    drawing.texts.append((x + 6, y + NODE_H + 11, beat, "topo-beat"))
+    for n, task in enumerate(runner["tasks"]):
+        ty = y + n * (NODE_H * 0.8)
+        drawing.lines.append((x + 150, y + NODE_H / 2, x + 170, ty + NODE_H * 0.35, "topo-link"))
+        state = {**task, **task_state.get(str(task["id"]), {}), "status": "running"}
+        drawing.shapes.append(_task_shape(task, state, x + 170, ty))
+    return y + max(NODE_H + 22, len(runner["tasks"]) * NODE_H * 0.8 + 22)
+
+
+def _task_shape(task: Mapping[str, Any], state: Mapping[str, Any], x: float, y: float) -> Shape:
+    """A running task, linking to its job; marked when a restart interrupted it."""
+    job = str(task["job_id"])
+    tip = f"task {task['id']} of job {job}: {task.get('step') or 'running'}"
+    data = {"task": str(task["id"]), "interrupted": "1" if state.get("interrupted") else ""}
+    return Shape(x, y, TASK_W, NODE_H * 0.7, "task", job, tip, href=f"/web/jobs/{job}", data=data)
+
+
+def _draw_processes(drawing: _Drawing, procs: Sequence[Mapping[str, Any]], x: float) -> float:
+    """The latest process runs as a column at ``x``; where the column ends."""
+    drawing.texts.append((x, 20, "process runs", "topo-fleet"))
     y = 36.0
     for run in procs[:20]:
         status = str(run.get("effective_status") or run.get("status"))
-        shapes.append(
-            Shape(
-                x,
-                y,
-                180,
-                NODE_H * 0.8,
-                f"proc proc-{status}",
-                str(run.get("name") or run["id"])[:24],
-                f"{run['id']}: {status}",
-                href=f"/web/procs/{run['id']}",
-            )
-        )
+        label = str(run.get("name") or run["id"])[:24]
+        href = f"/web/procs/{run['id']}"
+        kind = f"proc proc-{status}"
+        tip = f"{run['id']}: {status}"
+        drawing.shapes.append(Shape(x, y, 180, NODE_H * 0.8, kind, label, tip, href=href))
         y += NODE_H
-    bottom = max(bottom, y)
-    width = 20 + (len(names) + 1) * COL_W
-    return Picture(width, bottom + 10, tuple(shapes), tuple(lines), tuple(texts))
+    return y
 
 
 def dial(value: float) -> dict[str, float]:

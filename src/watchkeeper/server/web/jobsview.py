@@ -109,7 +109,7 @@ def _int(value: str | None, default: int) -> int:
 
 def matches(job: Job, view: JobsView) -> bool:
     """The filters the store cannot apply: rolled-up status and text."""
-    if view.status and rollup.of_tasks(job.tasks).value != view.status:
+    if view.status and rollup.of_job(job).value != view.status:
         return False
     if view.q:
         needle = view.q.casefold()

@@ -15,9 +15,9 @@ from watchkeeper.decide.decider import PressResult
 from watchkeeper.decide.offer import label
 from watchkeeper.decide.runbooks import RUNBOOKS
 from watchkeeper.errors import NotFound
+from watchkeeper.server.api.fields import INT32_MAX
+from watchkeeper.server.api.incidents import incident_detail_json
 from watchkeeper.server.deps import Services, services
-from watchkeeper.server.fields import INT32_MAX
-from watchkeeper.server.routes_incidents import incident_detail_json
 from watchkeeper.server.web.common import acting_form, answer, form_of, local_path, page
 from watchkeeper.server.web.session import (
     Session,
@@ -232,9 +232,13 @@ async def detail_page(
 async def missing_page(request: Request, current: Session, message: str) -> HTMLResponse:
     """``404`` as a page in the dashboard's layout: what was not found, and the way home."""
     response = page(
-        request, "missing.html", current, **await chrome(request), message=message,
+        request,
+        "missing.html",
+        current,
+        **await chrome(request),
+        message=message,
         title="Not found",
-    )  # fmt: skip
+    )
     response.status_code = 404
     return response
 

@@ -15,9 +15,9 @@ from fastapi import APIRouter, Depends, Request
 from fastapi.responses import HTMLResponse, Response
 
 from watchkeeper.errors import InvalidInput
+from watchkeeper.server.api.incidents import export_file, incident_json, time_filter
+from watchkeeper.server.api.incidents_csv import EXPORT_MAX
 from watchkeeper.server.deps import services
-from watchkeeper.server.incidents_csv import EXPORT_MAX
-from watchkeeper.server.routes_incidents import export_file, incident_json, time_filter
 from watchkeeper.server.web.common import page
 from watchkeeper.server.web.routes_home import chrome
 from watchkeeper.server.web.session import Session, session
@@ -26,7 +26,7 @@ from watchkeeper.watch.incidents import NOBODY, STATUSES, IncidentQuery
 router = APIRouter(include_in_schema=False)
 INCIDENTS = "/web/incidents"
 FIELDS = ("q", "kind", "condition", "status", "decided_by", "since", "until")
-CONDITIONS = ("stalled", "stuck", "failed", "slow")
+CONDITIONS = ("stalled", "stuck", "looping", "failed", "slow")
 #: Rows on one page unless the link says otherwise.
 PAGE = 50
 MAX_PAGE = 500
@@ -50,9 +50,14 @@ class _Filters:
         if since is not None and until is not None and until <= since:
             self.problems.append("until must be later than since")
         self.query = IncidentQuery(
-            v["status"] or None, v["kind"] or None, v["condition"] or None,
-            v["decided_by"] or None, since, until, v["q"] or None,
-        )  # fmt: skip
+            v["status"] or None,
+            v["kind"] or None,
+            v["condition"] or None,
+            v["decided_by"] or None,
+            since,
+            until,
+            v["q"] or None,
+        )
 
     def _number(self, raw: str | None, name: str, default: int, least: int, most: int) -> int:
         if not raw:
@@ -110,11 +115,20 @@ async def _draw(
         "json": filters.link(format="json"),
     }
     answer = page(
-        request, "incidents.html", current, **context, **await chrome(request),
-        title="Incidents", filters=filters.values, problems=filters.problems, links=links,
-        count=_count(offset, shown, context["total"]), conditions=CONDITIONS, statuses=STATUSES,
+        request,
+        "incidents.html",
+        current,
+        **context,
+        **await chrome(request),
+        title="Incidents",
+        filters=filters.values,
+        problems=filters.problems,
+        links=links,
+        count=_count(offset, shown, context["total"]),
+        conditions=CONDITIONS,
+        statuses=STATUSES,
         nobody=NOBODY,
-    )  # fmt: skip
+    )
     if filters.problems:
         answer.status_code = 400
     return answer

@@ -18,6 +18,21 @@ from watchkeeper.server.web.session import Session, session
 router = APIRouter(include_in_schema=False)
 
 
+def _posts(item: Integration) -> dict[str, Any] | None:
+    posts = item.posts
+    if posts is None:
+        return None
+    return {
+        "total": posts.posted + posts.failed + posts.maybe,
+        "posted": posts.posted,
+        "failed": posts.failed,
+        "maybe": posts.maybe,
+        "last_at": posts.last_at,
+        "failure_at": posts.failure_at,
+        "failure": posts.failure,
+    }
+
+
 def _card(item: Integration) -> dict[str, Any]:
     channel, forge, failure = item.channel, item.forge, item.last_failure
     return {
@@ -30,20 +45,29 @@ def _card(item: Integration) -> dict[str, Any]:
         "failed": channel.failed if channel else 0,
         "pending": channel.pending if channel else 0,
         "last_at": channel.last_at if channel else None,
-        "last_status": channel.last_status.replace("_", " ") if channel and channel.last_status
+        "last_status": channel.last_status.replace("_", " ")
+        if channel and channel.last_status
         else None,
         "failure_at": failure[0] if failure else None,
         "failure": (failure[1] or "no reason recorded") if failure else None,
         "webhooks": forge.received if forge else 0,
         "webhook_at": forge.last_at if forge else None,
-        "forge": item.name in ("github", "linear"),
-    }  # fmt: skip
+        "forge": item.name in ("github", "linear", "sentry"),
+        "posts": _posts(item),
+    }
 
 
 @router.get("/web/integrations", response_class=HTMLResponse)
 async def integrations_page(request: Request, current: Session = Depends(session)) -> HTMLResponse:
-    """GitHub, Linear, the chat platforms and the webhook: configured, last delivery, failures."""
+    """The chat platforms, the webhook, GitHub (with its result posts), Linear and Sentry:
+    configured, last delivery, failures."""
     items = await asyncio.to_thread(services(request).install.integrations)
-    return page(request, "integrations.html", current, integrations=[_card(i) for i in items],
-                where=config_path(request), **await chrome(request),
-                title="Integrations")  # fmt: skip
+    return page(
+        request,
+        "integrations.html",
+        current,
+        integrations=[_card(i) for i in items],
+        where=config_path(request),
+        **await chrome(request),
+        title="Integrations",
+    )

@@ -18,10 +18,10 @@ from watchkeeper.queue import rollup
 from watchkeeper.queue.output import cut_note
 from watchkeeper.queue.service import QueueService
 from watchkeeper.queue.views import event_json, job_json, task_json
+from watchkeeper.server.api.events import stopping_of
+from watchkeeper.server.api.timeline import record_key
 from watchkeeper.server.deps import services
-from watchkeeper.server.longpoll import held_stream, sse_event, unless_set
-from watchkeeper.server.routes_events import stopping_of
-from watchkeeper.server.routes_timeline import record_key
+from watchkeeper.server.http.longpoll import held_stream, sse_event, unless_set
 from watchkeeper.server.web import charts, jobsview, tasks
 from watchkeeper.server.web import task_output as outputs
 from watchkeeper.server.web.common import acting_form, answer, local_path, page
@@ -140,7 +140,7 @@ def _job_context(request: Request, job_id: str) -> dict[str, Any]:
     job = queue.job(job_id)
     body = job_json(job, queue.blocked([job]), queue.marks(job.tasks))
     _add_spend(request, [body])
-    status = rollup.of_tasks(job.tasks).value
+    status = rollup.of_job(job).value
     for task in body["tasks"]:
         task["output"] = tasks.shown_output(queue, task["id"])
     context: dict[str, Any] = {"job": body, "task_events": queue.job_events(job_id)}
@@ -269,7 +269,7 @@ async def task_output(
     end when it was cut at the cap."""
     queue = services(request).queue
     try:
-        shipped = await asyncio.to_thread(queue.store.shipped_output, task_id)
+        shipped = await asyncio.to_thread(queue.outputs.shipped, task_id)
     except NotFound as exc:
         return PlainTextResponse(f"{exc}\n", status_code=404)
     if shipped is None:

@@ -70,8 +70,14 @@ def grouped(items: Sequence[ModelPrice], where: str) -> list[dict[str, Any]]:
 async def models_page(request: Request, current: Session = Depends(session)) -> HTMLResponse:
     """The priced models in use, per provider, with a form to set an override (admins)."""
     items = await asyncio.to_thread(services(request).timeline.model_prices)
-    return page(request, "models.html", current, providers=grouped(items, config_path(request)),
-                **await chrome(request), title="Models")  # fmt: skip
+    return page(
+        request,
+        "models.html",
+        current,
+        providers=grouped(items, config_path(request)),
+        **await chrome(request),
+        title="Models",
+    )
 
 
 @router.post(MODELS + "/price")
@@ -92,7 +98,10 @@ async def set_price(request: Request, current: Session = Depends(session)) -> Re
     except WatchkeeperError as exc:
         return answer(request, MODELS, f"{provider}/{model}: {exc}", False)
     return answer(
-        request, MODELS, f"{provider}/{model}: new calls are priced at "
+        request,
+        MODELS,
+        f"{provider}/{model}: new calls are priced at "
         f"{per_mtok(prices.input_per_mtok)} in and {per_mtok(prices.output_per_mtok)} out "
-        "per million tokens", True,
-    )  # fmt: skip
+        "per million tokens",
+        True,
+    )

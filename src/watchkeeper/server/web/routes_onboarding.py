@@ -55,6 +55,18 @@ def _steps(request: Request) -> list[dict[str, Any]]:
             "-- sleep 600",
         },
         {
+            "key": "job",
+            "title": "Run a first job on a runner",
+            "done": counts.runners > 0 and counts.tasks_done > 0,
+            "said": f"{counts.runners} runner(s) registered, {counts.tasks_done} task(s) run "
+            "to the end",
+            "how": "Start a runner for a fleet on a host that does the work, then submit a "
+            "job to that fleet (an admin token submits):",
+            "command": f"watchkeeper runner --fleet first --server {server}\n"
+            f"watchkeeper submit --fleet first --org you --title 'first job' --server {server} "
+            "-- echo hello",
+        },
+        {
             "key": "incident",
             "title": "See an incident open",
             "done": counts.incidents > 0,
@@ -79,5 +91,12 @@ async def onboarding_page(request: Request, current: Session = Depends(session))
     """A checklist from a new install to its first card, each step read from the install."""
     steps = await asyncio.to_thread(_steps, request)
     upcoming = next((step for step in steps if not step["done"]), None)
-    return page(request, "onboarding.html", current, steps=steps, upcoming=upcoming,
-                **await chrome(request), title="Getting started")  # fmt: skip
+    return page(
+        request,
+        "onboarding.html",
+        current,
+        steps=steps,
+        upcoming=upcoming,
+        **await chrome(request),
+        title="Getting started",
+    )

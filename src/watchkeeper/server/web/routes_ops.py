@@ -15,11 +15,11 @@ from fastapi.responses import HTMLResponse, Response
 from watchkeeper.errors import NotFound, WatchkeeperError
 from watchkeeper.queue.views import task_json
 from watchkeeper.redact import redact, redact_bytes, whole_lines
+from watchkeeper.server.api.events import stopping_of
+from watchkeeper.server.api.fields import INT64_MAX
+from watchkeeper.server.api.schemas import RUN_ID_PATTERN, RunId
 from watchkeeper.server.deps import services
-from watchkeeper.server.fields import INT64_MAX
-from watchkeeper.server.longpoll import held_stream, sse_event, unless_set
-from watchkeeper.server.routes_events import stopping_of
-from watchkeeper.server.schemas import RUN_ID_PATTERN, RunId
+from watchkeeper.server.http.longpoll import held_stream, sse_event, unless_set
 from watchkeeper.server.web import charts
 from watchkeeper.server.web.common import acting_form, answer, local_path, page
 from watchkeeper.server.web.routes_home import chrome, detail_page
@@ -130,8 +130,18 @@ def _topology_context(request: Request) -> dict[str, Any]:
     except WatchkeeperError as exc:
         log.warning("Process runs not shown: %s", exc, extra={"action": "web_topology"})
         procs = []
-    picture = charts.topology(shape["fleets"], shape["runners"], procs, running)
-    return {"topology": shape, "picture": picture, "procs": procs, "running": running}
+    # A runner that stopped beating stays listed for days (GET /api/v1/runners); drawn, it
+    # would crowd the live ones the picture is for.
+    live = [runner for runner in shape["runners"] if runner["alive"]]
+    picture = charts.topology(shape["fleets"], live, procs, running)
+    return {
+        "topology": shape,
+        "picture": picture,
+        "procs": procs,
+        "running": running,
+        "live_runners": len(live),
+        "gone_runners": len(shape["runners"]) - len(live),
+    }
 
 
 async def topology_context(request: Request) -> dict[str, Any]:

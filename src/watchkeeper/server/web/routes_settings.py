@@ -16,8 +16,8 @@ from markupsafe import escape
 
 from watchkeeper.access.tokens import Role
 from watchkeeper.errors import WatchkeeperError
+from watchkeeper.server.api.fields import INT32_MAX
 from watchkeeper.server.deps import Services, services
-from watchkeeper.server.fields import INT32_MAX
 from watchkeeper.server.web.common import acting_form, answer, page
 from watchkeeper.server.web.pane import config_path, duration
 from watchkeeper.server.web.routes_home import chrome, switches_context
@@ -82,8 +82,15 @@ def _context(request: Request) -> dict[str, Any]:
 
 async def _render(request: Request, current: Session, **extra: Any) -> HTMLResponse:
     context = await asyncio.to_thread(_context, request)
-    return page(request, "settings.html", current, **context, **extra, **await chrome(request),
-                title="Settings")  # fmt: skip
+    return page(
+        request,
+        "settings.html",
+        current,
+        **context,
+        **extra,
+        **await chrome(request),
+        title="Settings",
+    )
 
 
 @router.get(SETTINGS, response_class=HTMLResponse)
@@ -100,8 +107,12 @@ async def make_token(request: Request, current: Session = Depends(session)) -> R
         return answer(request, SETTINGS, f"only admins make tokens: @{current.name} is not", False)
     name = form.get("name", "").strip()
     if not name or len(name) > 200:
-        return answer(request, SETTINGS, "name the token (1 to 200 characters), so it can be "
-                      "recognised and revoked later", False)  # fmt: skip
+        return answer(
+            request,
+            SETTINGS,
+            "name the token (1 to 200 characters), so it can be recognised and revoked later",
+            False,
+        )
     try:
         info, secret = await asyncio.to_thread(
             services(request).tokens.create, form.get("role", ""), name
@@ -120,8 +131,9 @@ async def revoke_token(
     """Revoke a token (admins only): every request with it is refused from now on."""
     await acting_form(request, current)
     if not current.is_admin:
-        return answer(request, SETTINGS, f"only admins revoke tokens: @{current.name} is not",
-                      False)  # fmt: skip
+        return answer(
+            request, SETTINGS, f"only admins revoke tokens: @{current.name} is not", False
+        )
     tokens = services(request).tokens
     known = {info.id: info for info in await asyncio.to_thread(tokens.list)}
     if token_id not in known:

@@ -9,9 +9,9 @@ from fastapi import APIRouter, Depends, Path, Request
 from fastapi.responses import HTMLResponse, Response
 
 from watchkeeper.errors import WatchkeeperError
+from watchkeeper.server.api.fields import INT32_MAX
+from watchkeeper.server.api.silences import silence_json
 from watchkeeper.server.deps import services
-from watchkeeper.server.fields import INT32_MAX
-from watchkeeper.server.routes_silences import silence_json
 from watchkeeper.server.web.common import acting_form, answer, local_path, page
 from watchkeeper.server.web.routes_home import chrome
 from watchkeeper.server.web.session import Session, session
@@ -32,8 +32,9 @@ def _silences_context(request: Request) -> dict[str, Any]:
 async def silences_page(request: Request, current: Session = Depends(session)) -> HTMLResponse:
     """Silences, newest first, the form to add one, and a button to expire each active one."""
     context = await asyncio.to_thread(_silences_context, request)
-    return page(request, "silences.html", current, **context, **await chrome(request),
-                title="Silences")  # fmt: skip
+    return page(
+        request, "silences.html", current, **context, **await chrome(request), title="Silences"
+    )
 
 
 @router.get("/web/fragments/silences", response_class=HTMLResponse)
@@ -50,14 +51,21 @@ async def add_silence(request: Request, current: Session = Depends(session)) -> 
     if not current.is_admin:
         return answer(request, SILENCES, f"only admins silence work: @{current.name} is not", False)
     matchers = Matchers(
-        form.get("kind") or None, form.get("run_id") or None, form.get("title") or None,
-        "regex" if form.get("title_syntax") == "regex" else "glob", form.get("origin") or None,
-    )  # fmt: skip
+        form.get("kind") or None,
+        form.get("run_id") or None,
+        form.get("title") or None,
+        "regex" if form.get("title_syntax") == "regex" else "glob",
+        form.get("origin") or None,
+    )
     try:
         made = await asyncio.to_thread(
-            services(request).silences.add, matchers, form.get("duration", ""),
-            form.get("comment", ""), f"@{current.name}", "dashboard",
-        )  # fmt: skip
+            services(request).silences.add,
+            matchers,
+            form.get("duration", ""),
+            form.get("comment", ""),
+            f"@{current.name}",
+            "dashboard",
+        )
     except WatchkeeperError as exc:
         return answer(request, SILENCES, str(exc), False)
     shared_overview(request).forget()
@@ -73,8 +81,9 @@ async def expire_silence(
     """End a silence now (admins only)."""
     await acting_form(request, current)
     if not current.is_admin:
-        return answer(request, SILENCES, f"only admins expire silences: @{current.name} is not",
-                      False)  # fmt: skip
+        return answer(
+            request, SILENCES, f"only admins expire silences: @{current.name} is not", False
+        )
     try:
         await asyncio.to_thread(services(request).silences.expire, silence_id, f"@{current.name}")
     except WatchkeeperError as exc:

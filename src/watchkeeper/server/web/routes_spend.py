@@ -16,8 +16,8 @@ from fastapi.responses import HTMLResponse
 
 from watchkeeper.clock import rfc3339
 from watchkeeper.errors import InvalidInput
+from watchkeeper.server.api.timeline import range_end
 from watchkeeper.server.deps import services
-from watchkeeper.server.routes_timeline import range_end
 from watchkeeper.server.web import charts
 from watchkeeper.server.web.common import page
 from watchkeeper.server.web.routes_home import chrome
@@ -87,9 +87,16 @@ async def spend_page(request: Request, current: Session = Depends(session)) -> H
         except (ImportError, InvalidInput) as exc:
             context = {"charts": None, "error": str(exc)}
     answer = page(
-        request, "spend.html", current, **context, **await chrome(request), title="Spend",
-        span=span, problems=span.problems, ranged=bool(span.since or span.until),
-    )  # fmt: skip
+        request,
+        "spend.html",
+        current,
+        **context,
+        **await chrome(request),
+        title="Spend",
+        span=span,
+        problems=span.problems,
+        ranged=bool(span.since or span.until),
+    )
     if span.problems:
         answer.status_code = 400
     return answer

@@ -42,8 +42,8 @@ from watchkeeper.access.sessions import CACHE_S, IDLE_S, SESSION_S
 from watchkeeper.access.tokens import Role, TokenInfo
 from watchkeeper.decide.actors import Actor
 from watchkeeper.errors import Unauthorized, WatchkeeperError
+from watchkeeper.server.api.timeline import record_key
 from watchkeeper.server.deps import services
-from watchkeeper.server.routes_timeline import record_key
 
 __all__ = ["CACHE_S", "COOKIE", "IDLE_S", "LOGIN_COOKIE", "SESSION_S", "Session"]
 

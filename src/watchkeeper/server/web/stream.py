@@ -14,7 +14,8 @@ and emits:
 - ``silences`` when a silence is added, ends or is expired;
 - ``runbooks`` when an automatic first step is switched on or off;
 - ``supervision`` when a child of the server's supervision tree starts, stops or
-  restarts, a circuit breaker changes state or a health check changes status
+  restarts, a circuit breaker changes state or counts a failure, or a health check
+  changes status
   (docs/supervision.md). The ``topology`` signature covers it too, so the
   topology page redraws then.
 
@@ -51,9 +52,9 @@ from fastapi.responses import StreamingResponse
 from watchkeeper.errors import WatchkeeperError
 from watchkeeper.queue.views import task_json
 from watchkeeper.records.queue import TaskStatus
+from watchkeeper.server.api.events import KEEP_ALIVE, SSE_HEADERS, relay, stopping_of
 from watchkeeper.server.deps import Services, made_once, services
-from watchkeeper.server.longpoll import held_stream
-from watchkeeper.server.routes_events import KEEP_ALIVE, SSE_HEADERS, relay, stopping_of
+from watchkeeper.server.http.longpoll import held_stream
 from watchkeeper.server.web.session import Session, session
 from watchkeeper.server.web.shared import SharedOverview, shared_overview
 
@@ -80,8 +81,24 @@ WATCHED_JOBS = 200
 WATCHED_ROWS = 200
 #: The signatures a page compares; each is also the name of its event.
 SIGNED = (
-    "incidents", "runs", "topology", "jobs", "procs", "silences", "runbooks", "supervision",
-)  # fmt: skip
+    "incidents",
+    "runs",
+    "topology",
+    "jobs",
+    "procs",
+    "silences",
+    "runbooks",
+    "supervision",
+)
+
+
+def _nodes(children: list[dict[str, Any]]) -> list[tuple[Any, ...]]:
+    """Every node under a tree (nested supervisors' children too): id, state, restarts."""
+    found: list[tuple[Any, ...]] = []
+    for child in children:
+        found.append((child["id"], child["state"], child["restarts"]))
+        found += _nodes(child["children"])
+    return found
 
 
 def _digest(value: Any) -> str:
@@ -244,19 +261,18 @@ class Watcher:
         return Look(incidents, open_count, self._runs(), tasks, topology, lists)
 
     def _supervision(self) -> str:
-        """What the supervision picture shows that can move: states, restarts, statuses.
+        """What the supervision picture shows that can move: states, restarts, statuses,
+        and each breaker's failures (drawn under it: a count that moves within one state
+        would otherwise stay stale until the next change of state).
 
-        Counters that move with every call (a breaker's failures) or check details
-        (how long the store took) are left out: they would redraw the page each look.
+        Check details (how long the store took) are left out: the picture does not draw
+        them, and they would redraw the page each look.
         """
         if self.supervision is None:
             return ""
         shot = self.supervision.snapshot()
-        trees = [
-            (t["id"], t["state"], [(c["id"], c["state"], c["restarts"]) for c in t["children"]])
-            for t in shot["trees"]
-        ]
-        breakers = [(b["name"], b["state"]) for b in shot["breakers"]]
+        trees = [(t["id"], t["state"], _nodes(t["children"])) for t in shot["trees"]]
+        breakers = [(b["name"], b["state"], b["failures"]) for b in shot["breakers"]]
         return _digest((trees, breakers, [(c["name"], c["status"]) for c in shot["health"]]))
 
     def _jobs(self) -> str:

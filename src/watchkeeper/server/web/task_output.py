@@ -59,8 +59,8 @@ def first_view(queue: QueueService, task_id: str) -> dict[str, Any]:
     The last run's shipped output when there is some, newer than the tail of an earlier
     run; otherwise the tail the runner sent at the end (a runner that does not ship).
     """
-    shipped = queue.store.shipped_output(task_id)
-    ended = queue.store.output(task_id)
+    shipped = queue.outputs.shipped(task_id)
+    ended = queue.outputs.kept(task_id)
     if shipped is None or (
         ended is not None and not shipped.running and ended.recorded_at > shipped.updated_at
     ):
@@ -90,10 +90,10 @@ def gained(queue: QueueService, task_id: str, mark: Mark) -> Gained:
     """
     status = queue.task(task_id).status
     ended = status.value if status.ended else None
-    newest = queue.store.shipped_output(task_id, last=1)
+    newest = queue.outputs.shipped(task_id, last=1)
     if newest is None or (newest.kept_bytes == mark.at and (newest.run_id or "") == mark.run):
         return Gained("", mark, False, ended)
-    shipped = queue.store.shipped_output(task_id)
+    shipped = queue.outputs.shipped(task_id)
     if shipped is None:  # deleted between the two reads
         return Gained("", mark, False, ended)
     whole = shipped.text.encode()

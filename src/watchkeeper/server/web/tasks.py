@@ -97,8 +97,8 @@ def shown_output(queue: QueueService, task_id: str) -> dict[str, Any] | None:
     While a run ships output, its newest pieces; once it ended, the tail its
     runner sent, unless a later run shipped output since.
     """
-    shipped = queue.store.shipped_output(task_id, last=2)
-    ended = queue.store.output(task_id)
+    shipped = queue.outputs.shipped(task_id, last=2)
+    ended = queue.outputs.kept(task_id)
     if shipped is None and ended is None:
         return None
     live = shipped is not None and (

@@ -12,7 +12,7 @@ from watchkeeper.records.procs import HookState, ProcRun
 from watchkeeper.store.base import Accessor
 from watchkeeper.store.procs.rows import R as _R
 from watchkeeper.store.procs.rows import kept_by, run_from_row
-from watchkeeper.store.schema_procs import proc_runs
+from watchkeeper.store.schema.procs import proc_runs
 
 
 class Hooks(Accessor):

@@ -20,7 +20,7 @@ from watchkeeper.store.base import Accessor
 from watchkeeper.store.procs.rows import ACTIVE_STATUSES as _ACTIVE
 from watchkeeper.store.procs.rows import R as _R
 from watchkeeper.store.procs.rows import park_from_row, run_from_row
-from watchkeeper.store.schema_procs import proc_parks, proc_runs, proc_sessions
+from watchkeeper.store.schema.procs import proc_parks, proc_runs, proc_sessions
 
 _P = proc_parks.c
 _S = proc_sessions.c

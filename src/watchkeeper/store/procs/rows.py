@@ -8,7 +8,7 @@ from sqlalchemy import ColumnElement, Row
 
 from watchkeeper.records.procs import ACTIVE, Park, ParkState, ProcRun, run_from_columns
 from watchkeeper.store.base import record_from_row
-from watchkeeper.store.schema_procs import proc_runs
+from watchkeeper.store.schema.procs import proc_runs
 
 ACTIVE_STATUSES = [status.value for status in ACTIVE]
 R = proc_runs.c

@@ -14,7 +14,8 @@ from watchkeeper.store.base import Accessor
 from watchkeeper.store.procs.rows import ACTIVE_STATUSES as _ACTIVE
 from watchkeeper.store.procs.rows import R as _R
 from watchkeeper.store.procs.rows import kept_by, run_from_row
-from watchkeeper.store.schema_procs import proc_parks, proc_runs
+from watchkeeper.store.schema.procs import proc_parks, proc_runs
+from watchkeeper.store.unreadable import each_readable, read_or_refuse
 
 
 class Runs(Accessor):
@@ -181,6 +182,14 @@ class Runs(Accessor):
         with self._write("recording log growth") as conn:
             return _move_active(conn, run_id, values)
 
+    def heard_from(self, run_id: str, now: datetime) -> bool:
+        """A reported run's engine said it is still there: ``updated_at`` is its last word.
+
+        ``True`` if the run is still active.
+        """
+        with self._write("recording a report") as conn:
+            return _move_active(conn, run_id, {"updated_at": to_epoch(now)})
+
     def request_abort(self, run_id: str, now: datetime, reason: str, *, cancel: bool) -> None:
         """Note why the run is being ended before signalling it.
 
@@ -200,7 +209,7 @@ class Runs(Accessor):
             row = conn.execute(select(proc_runs).where(_R.run_id == run_id)).first()
         if row is None:
             raise NotFound(f"no process run {run_id!r}: see `watchkeeper ps --all`")
-        return run_from_row(row)
+        return read_or_refuse("proc_runs", row, run_from_row, key="run_id")
 
     def runs(
         self, *, active_only: bool = True, finished_since: datetime | None = None, limit: int = 500
@@ -213,7 +222,8 @@ class Runs(Accessor):
             since = to_epoch(finished_since)
             statement = statement.where(_R.status.in_(_ACTIVE) | (_R.finished_at >= since))
         with self._read("listing process runs") as conn:
-            return [run_from_row(row) for row in conn.execute(statement)]
+            rows = conn.execute(statement)
+            return list(each_readable("proc_runs", rows, run_from_row, key="run_id"))
 
     def active_on(self, engine_key: str) -> list[ProcRun]:
         """Active runs the engine of ``engine_key`` settles: the ones it can check."""

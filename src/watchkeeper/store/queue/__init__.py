@@ -10,6 +10,7 @@ and :class:`QueueStore` is all of them over one engine:
 - ``ends``: several outcomes in one transaction, each under its own lease
 - ``onepass``: PostgreSQL with no capped org: a runner's outcomes and next lease in one
   statement, the lease rule judging what it claimed before the commit
+- ``setaside``: a claimed row that cannot be read is failed with its reason, not leased
 - ``recovery``: take back leases whose runner is gone
 - ``markers``: the interrupted marker of start-up reconciliation
 - ``output``: the redacted output tail a runner sends when its task ends
@@ -28,9 +29,10 @@ from watchkeeper.store.queue.control import Control
 from watchkeeper.store.queue.ends import End, Ends
 from watchkeeper.store.queue.facts import Facts
 from watchkeeper.store.queue.jobs import Jobs
-from watchkeeper.store.queue.leases import Admit, Leases
+from watchkeeper.store.queue.leases import Leases
 from watchkeeper.store.queue.markers import INTERRUPTED, Markers
 from watchkeeper.store.queue.output import Output, TaskOutput
+from watchkeeper.store.queue.picking import Admit
 from watchkeeper.store.queue.provisions import Provisions
 from watchkeeper.store.queue.recovery import Recoveries
 from watchkeeper.store.queue.results import Results

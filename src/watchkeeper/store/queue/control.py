@@ -14,7 +14,7 @@ from watchkeeper.records.queue import CANCELLABLE, RETRYABLE, TaskStatus
 from watchkeeper.store.queue.base import Part
 from watchkeeper.store.queue.ledger import add_spend, log_events
 from watchkeeper.store.queue.rows import RUNNING, J, T, found, requeue_values
-from watchkeeper.store.schema_queue import (
+from watchkeeper.store.schema.queue import (
     queue_events,
     queue_jobs,
     queue_task_output,

@@ -37,7 +37,7 @@ from watchkeeper.store.queue.base import Part
 from watchkeeper.store.queue.ledger import add_spend, log_events, spend_slot
 from watchkeeper.store.queue.rows import RUNNING, T, month_of, task_from_row
 from watchkeeper.store.queue.statements import end_statement
-from watchkeeper.store.schema_queue import queue_events, queue_spend, queue_tasks
+from watchkeeper.store.schema.queue import queue_events, queue_spend, queue_tasks
 
 REASON_MAX = 2000
 

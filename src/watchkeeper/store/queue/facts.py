@@ -13,7 +13,7 @@ from watchkeeper.store.queue.base import Part
 from watchkeeper.store.queue.provisions import read_provisions
 from watchkeeper.store.queue.rows import QUEUED, RUNNING, T, month_of
 from watchkeeper.store.queue.runners import read_runners
-from watchkeeper.store.schema_queue import queue_spend
+from watchkeeper.store.schema.queue import queue_spend
 
 
 class Facts(Part):
@@ -51,6 +51,23 @@ class Facts(Part):
                 QueuedTask(row[0], row[1], row[2], row[3], row[4] is not None)
                 for row in conn.execute(statement)
             ]
+
+    def oldest_queued_for(self, fleet: str, org: str | None) -> QueuedTask | None:
+        """The oldest queued task a runner of ``fleet`` (tied to ``org``, unless ``None``)
+        serves, as the rules see it; ``None`` when there is none."""
+        statement = select(T.id).where(T.status == QUEUED, T.fleet == fleet)
+        if org is not None:
+            statement = statement.where(T.org == org)
+        with self._read("reading the oldest queued task") as conn:
+            task_id = conn.execute(statement.order_by(T.queued_at, T.id).limit(1)).scalar()
+        found = [] if task_id is None else self.queued(task_ids=[task_id])
+        return found[0] if found else None
+
+    def queued_fleets(self, most: int = 5) -> list[str]:
+        """Up to ``most`` fleets that have queued tasks, by name."""
+        statement = select(T.fleet).where(T.status == QUEUED).distinct().order_by(T.fleet)
+        with self._read("reading queued fleets") as conn:
+            return list(conn.execute(statement.limit(most)).scalars())
 
     def queued_orgs(self) -> list[str]:
         """Orgs that have queued tasks."""

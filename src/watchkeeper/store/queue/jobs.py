@@ -10,7 +10,7 @@ from sqlalchemy import ColumnElement, Connection, func, insert, select
 
 from watchkeeper.clock import to_epoch
 from watchkeeper.errors import Conflict, NotFound
-from watchkeeper.records.queue import Event, Job, NewJob, Task, TaskStatus
+from watchkeeper.records.queue import Event, Job, NewJob, Task, TaskStatus, UnreadableTask
 from watchkeeper.store.base import record_from_row
 from watchkeeper.store.queue.base import Part
 from watchkeeper.store.queue.ledger import log_events
@@ -23,12 +23,19 @@ from watchkeeper.store.queue.rows import (
     found,
     new_id,
     task_from_row,
+    unreadable_task,
 )
-from watchkeeper.store.schema_queue import (
+from watchkeeper.store.schema.queue import (
     queue_events,
     queue_job_results,
     queue_jobs,
     queue_tasks,
+)
+from watchkeeper.store.unreadable import (
+    UNREADABLE,
+    each_readable,
+    read_or_refuse,
+    tell_unreadable,
 )
 
 
@@ -91,9 +98,11 @@ class Jobs(Part):
         return [str(task["id"]) for task in tasks]
 
     def job(self, job_id: str) -> Job:
-        """One job with its tasks, or :class:`NotFound`."""
+        """One job with its tasks, or :class:`NotFound`; :class:`StoredDataUnreadable`
+        when the job's own row cannot be read (a task's that cannot is named in
+        ``unreadable_tasks``)."""
         with self._read("reading a job") as conn:
-            found = _jobs(conn, select(queue_jobs).where(J.id == job_id))
+            found, _ = _jobs(conn, select(queue_jobs).where(J.id == job_id), refuse=True)
         if not found:
             raise NotFound(f"no job {job_id!r}: see `watchkeeper jobs`")
         return found[0]
@@ -113,6 +122,22 @@ class Jobs(Part):
         ``text`` (ASCII) keeps the jobs whose id, title or submitter may contain it,
         ignoring case: a superset of those that do, for the caller's own rule to decide.
         """
+        return self.jobs_page(
+            fleet=fleet, org=org, active=active, limit=limit, offset=offset, text=text
+        )[0]
+
+    def jobs_page(
+        self,
+        *,
+        fleet: str | None = None,
+        org: str | None = None,
+        active: bool | None = None,
+        limit: int = 200,
+        offset: int = 0,
+        text: str | None = None,
+    ) -> tuple[list[Job], int]:
+        """:meth:`jobs`, and how many rows the page read: more than the jobs when a job's
+        row cannot be read (left out), so a reader paging on knows where the next starts."""
         statement = select(queue_jobs).order_by(J.created_at.desc(), J.id)
         if text:
             statement = statement.where(_may_contain(text, sqlite=self._sqlite))
@@ -128,10 +153,11 @@ class Jobs(Part):
             return _jobs(conn, statement)
 
     def task(self, task_id: str) -> Task:
-        """One task, or :class:`NotFound`."""
+        """One task, or :class:`NotFound` (:class:`StoredDataUnreadable` when its row
+        cannot be read)."""
         with self._read("reading a task") as conn:
             row = found(conn, select(queue_tasks).where(T.id == task_id), f"no task {task_id!r}")
-        return task_from_row(row)
+        return read_or_refuse("queue_tasks", row, task_from_row)
 
     def title_of(self, task_id: str) -> str:
         """The title of a task's job."""
@@ -145,7 +171,7 @@ class Jobs(Part):
             select(queue_events).where(queue_events.c.job_id == job_id).order_by(queue_events.c.id)
         )
         with self._read("reading a timeline") as conn:
-            return [record_from_row(Event, row, times=("at",)) for row in conn.execute(statement)]
+            return list(each_readable("queue_events", conn.execute(statement), _event))
 
     def for_judging(
         self, finished_since: datetime, task_id: str | None = None
@@ -160,7 +186,7 @@ class Jobs(Part):
         else:
             statement = statement.where(T.status.in_(ACTIVE) | (T.finished_at >= since))
         with self._read("reading tasks") as conn:
-            return [(task_from_row(row), row.job_title) for row in conn.execute(statement)]
+            return list(each_readable("queue_tasks", conn.execute(statement), _with_title))
 
 
 def _may_contain(text: str, *, sqlite: bool) -> ColumnElement[bool]:
@@ -207,14 +233,42 @@ def _task_values(
     }
 
 
-def _jobs(conn: Connection, statement: Any) -> list[Job]:
+def _jobs(conn: Connection, statement: Any, *, refuse: bool = False) -> tuple[list[Job], int]:
+    """The jobs ``statement`` reads, with their tasks, and how many rows it read. A job
+    row that cannot be read is left out (logged once), or refused with ``refuse``; a task
+    row that cannot be read is left out of its job's tasks, what can be read of it kept in
+    ``unreadable``."""
     rows = conn.execute(statement).all()
     if not rows:
-        return []
+        return [], 0
     ids = [row.id for row in rows]
     tasks: dict[str, list[Task]] = {job_id: [] for job_id in ids}
+    odd: dict[str, list[UnreadableTask]] = {job_id: [] for job_id in ids}
     for row in conn.execute(select(queue_tasks).where(T.job_id.in_(ids)).order_by(T.job_id, T.seq)):
-        tasks[row.job_id].append(task_from_row(row))
-    return [
-        record_from_row(Job, row, times=("created_at",), tasks=tuple(tasks[row.id])) for row in rows
-    ]
+        try:
+            tasks[row.job_id].append(task_from_row(row))
+        except UNREADABLE as exc:
+            tell_unreadable("queue_tasks", str(row.id), exc, left_out=True)
+            odd[row.job_id].append(unreadable_task(row, exc))
+
+    def job_of(row: Any) -> Job:
+        return record_from_row(
+            Job,
+            row,
+            times=("created_at",),
+            check=True,
+            tasks=tuple(tasks[row.id]),
+            unreadable=tuple(odd[row.id]),
+        )
+
+    if refuse:
+        return [read_or_refuse("queue_jobs", row, job_of) for row in rows], len(rows)
+    return list(each_readable("queue_jobs", rows, job_of)), len(rows)
+
+
+def _event(row: Any) -> Event:
+    return record_from_row(Event, row, times=("at",), check=True)
+
+
+def _with_title(row: Any) -> tuple[Task, str]:
+    return task_from_row(row), str(row.job_title)

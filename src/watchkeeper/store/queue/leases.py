@@ -1,10 +1,12 @@
 """Leases: take queued tasks for a runner, renew them, and end them with an outcome.
 
 Leasing is one write transaction (``BEGIN IMMEDIATE`` on SQLite, which holds
-the write lock). The fleet's queued tasks are read oldest first, page after
-page, until the runner has what it asked for or the queue is exhausted: no
-fixed window, so a backlog the caps block never hides a task behind it, and
-the lease takes exactly the tasks the blocked reasons call leasable. The lease
+the write lock). The runner asking is alive: the lease moves its heartbeat, so
+a runner slow to its first lease is not refused as offline. The fleet's queued
+tasks are read oldest first, page after page, until the runner has what it
+asked for or the queue is exhausted: no fixed window, so a backlog the caps
+block never hides a task behind it, and the lease takes exactly the tasks the
+blocked reasons call leasable. The lease
 rule passed in by the caller judges each; on PostgreSQL an admitted task's row
 is then locked alone with ``FOR UPDATE SKIP LOCKED``, so a lease holds only
 the rows it takes and runners leasing together share the queue out. When no
@@ -12,8 +14,10 @@ capped org is in play the first read locks as it reads, as many rows as the
 lease wants (one round trip when the rule admits them all; a refused one stays
 locked, passed over by other leases, until this one commits). The
 chosen tasks are claimed with ``UPDATE ... WHERE status = 'queued'
-RETURNING``. Every later move of a leased task is ``UPDATE ... WHERE id = ? AND
-lease_token = ?`` and the lease still live: zero rows means the lease is gone.
+RETURNING``; a claimed row that cannot be read back is set aside as failed
+before the commit (``setaside.py``) and the lease claims past it. Every later
+move of a leased task is ``UPDATE ... WHERE id = ? AND lease_token = ?`` and the
+lease still live: zero rows means the lease is gone.
 """
 
 from __future__ import annotations
@@ -21,21 +25,21 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Callable, Sequence
 from datetime import datetime
-from typing import Any
+from typing import Any, NamedTuple
 
-from sqlalchemy import Connection, select, update
+from sqlalchemy import Connection, update
 
 from watchkeeper.clock import to_epoch
 from watchkeeper.errors import Conflict
-from watchkeeper.records.queue import Lease, OrgLoad, QueuedTask, Runner, Task, TaskStatus
+from watchkeeper.records.queue import Lease, Runner, Task, TaskStatus
 from watchkeeper.store.queue.base import Part
 from watchkeeper.store.queue.ends import End, end_within
-from watchkeeper.store.queue.facts import org_loads
 from watchkeeper.store.queue.ledger import add_spend, log_events
 from watchkeeper.store.queue.markers import INTERRUPTED
 from watchkeeper.store.queue.onepass import RuleRefused, pass_in_one
+from watchkeeper.store.queue.picking import Admit, Picker
 from watchkeeper.store.queue.rows import (
-    RUNNING,
+    R,
     T,
     found,
     held,
@@ -43,21 +47,24 @@ from watchkeeper.store.queue.rows import (
     runner_from_row,
     task_from_row,
 )
+from watchkeeper.store.queue.setaside import read_claimed, set_aside
 from watchkeeper.store.queue.statements import (
-    LOCK_QUEUED,
-    LOCK_QUEUED_MANY,
     RUNNER_WITH_LOAD,
-    candidates_statement,
     claim_statement,
     end_statement,
-    locked_candidates_statement,
-    queued_orgs_statement,
 )
-from watchkeeper.store.schema_queue import queue_tasks
-from watchkeeper.store.tokens import task_token
+from watchkeeper.store.schema.queue import queue_runners, queue_tasks
 
-#: Admits a queued task for a runner given the org's load; the lease rule of ``queue/rules.py``.
-Admit = Callable[[QueuedTask, Runner, OrgLoad], bool]
+
+class Pass(NamedTuple):
+    """What a runner's pass did: its outcomes (``None`` for a lost lease), its leases, the
+    leased tasks a restart had marked interrupted, and the runner as read before this pass
+    beat for it (``None`` when nothing was leased for: a pass of outcomes only)."""
+
+    ended: list[Task | None]
+    leases: list[Lease]
+    marked: set[str]
+    runner: Runner | None
 
 
 class Leases(Part):
@@ -73,6 +80,7 @@ class Leases(Part):
         load_needed: Callable[[str], bool],
         page: int = 256,
         caps_possible: bool = True,
+        beat_before: datetime | None = None,
     ) -> list[Lease]:
         """Lease up to ``limit`` queued tasks of the runner's fleet that ``admit`` allows.
 
@@ -83,9 +91,15 @@ class Leases(Part):
         both take the last slot of an org.
         """
         return self.lease_marked(
-            runner_id, now, limit=limit, admit=admit, load_needed=load_needed, page=page,
+            runner_id,
+            now,
+            limit=limit,
+            admit=admit,
+            load_needed=load_needed,
+            page=page,
             caps_possible=caps_possible,
-        )[0]  # fmt: skip
+            beat_before=beat_before,
+        )[0]
 
     def lease_marked(
         self,
@@ -97,16 +111,20 @@ class Leases(Part):
         load_needed: Callable[[str], bool],
         page: int = 256,
         caps_possible: bool = True,
+        beat_before: datetime | None = None,
     ) -> tuple[list[Lease], set[str]]:
         """:meth:`lease`, and the ids of the leased tasks a restart had marked
         interrupted (read from the claimed rows: no second read for the usual none).
 
-        ``caps_possible=False`` (no org has a cap) spares reading the queued orgs.
+        ``caps_possible=False`` (no org has a cap) spares reading the queued orgs. A
+        lease is the runner's proof of life: its heartbeat becomes ``now`` when older
+        than ``beat_before`` (always, without it).
         """
         with self._write("leasing tasks") as conn:
-            return self._lease_within(
-                conn, runner_id, now, limit, admit, load_needed, page, caps_possible
+            leases, marked, _ = self._lease_within(
+                conn, runner_id, now, limit, admit, load_needed, page, caps_possible, beat_before
             )
+            return leases, marked
 
     def end_and_lease(
         self,
@@ -119,7 +137,8 @@ class Leases(Part):
         load_needed: Callable[[str], bool],
         page: int = 256,
         caps_possible: bool = True,
-    ) -> tuple[list[Task | None], list[Lease], set[str]]:
+        beat_before: datetime | None = None,
+    ) -> Pass:
         """Record ``ends`` (as :meth:`Ends.end_many`), then :meth:`lease_marked` up to
         ``limit`` tasks (none for 0), in one transaction: one commit for a runner's
         pass. The lease counts the slots the outcomes freed. All commit or none: when
@@ -129,21 +148,43 @@ class Leases(Part):
         if limit > 0 and not self._sqlite and not caps_possible:
             try:
                 with self._write(action) as conn:
-                    return pass_in_one(
-                        conn, ends, runner_id, now, limit=limit, admit=admit,
-                        load_needed=load_needed, marked=_marked,
-                    )  # fmt: skip
+                    done = pass_in_one(
+                        conn,
+                        ends,
+                        runner_id,
+                        now,
+                        limit=limit,
+                        admit=admit,
+                        load_needed=load_needed,
+                        marked=_marked,
+                        beat_before=beat_before or now,
+                    )
+                    leases, marked = done.leases, done.marked
+                    if done.set_aside and len(leases) < limit:
+                        # Rows set aside took slots the statement counted: claim past them.
+                        more, more_marked = self._pick_and_claim(
+                            conn,
+                            done.runner,
+                            now,
+                            limit - len(leases),
+                            admit,
+                            load_needed,
+                            page,
+                            caps_possible=False,
+                        )
+                        leases, marked = leases + more, marked | more_marked
+                    return Pass(done.ended, leases, marked, done.seen)
             except RuleRefused:
                 pass  # rolled back: the general path below judges task by task
         with self._write(action) as conn:
             ended = end_within(conn, self._sqlite, ends, now)
             if limit <= 0:
-                return ended, [], set()
+                return Pass(ended, [], set(), None)
             # Read after the outcomes, so the runner's count no longer holds the ended tasks.
-            leases, marked = self._lease_within(
-                conn, runner_id, now, limit, admit, load_needed, page, caps_possible
+            leases, marked, seen = self._lease_within(
+                conn, runner_id, now, limit, admit, load_needed, page, caps_possible, beat_before
             )
-            return ended, leases, marked
+            return Pass(ended, leases, marked, seen)
 
     def _lease_within(
         self,
@@ -155,11 +196,15 @@ class Leases(Part):
         load_needed: Callable[[str], bool],
         page: int,
         caps_possible: bool,
-    ) -> tuple[list[Lease], set[str]]:
-        runner = _serving_runner(conn, runner_id)
-        return self._pick_and_claim(
+        beat_before: datetime | None,
+    ) -> tuple[list[Lease], set[str], Runner]:
+        """The lease, the marked ids, and the runner as it was before this lease beat for it."""
+        seen = _serving_runner(conn, runner_id)
+        runner = _beat(conn, seen, now, beat_before or now)
+        leases, marked = self._pick_and_claim(
             conn, runner, now, limit, admit, load_needed, page, caps_possible
         )
+        return leases, marked, seen
 
     def _pick_and_claim(
         self,
@@ -172,24 +217,43 @@ class Leases(Part):
         page: int,
         caps_possible: bool,
     ) -> tuple[list[Lease], set[str]]:
-        picker = _Picker(conn, runner, admit, now, lock_rows=not self._sqlite)
-        chosen = picker.pick(limit, load_needed, page, caps_possible=caps_possible)
-        return self._claim(conn, runner.id, chosen, to_epoch(now)) if chosen else ([], set())
+        leases: list[Lease] = []
+        marked: set[str] = set()
+        while len(leases) < limit:
+            picker = Picker(conn, runner, admit, now, lock_rows=not self._sqlite)
+            chosen = picker.pick(
+                limit - len(leases), load_needed, page, caps_possible=caps_possible
+            )
+            if not chosen:
+                break
+            taken, taken_marked, set_aside_count = self._claim(
+                conn, runner.id, chosen, to_epoch(now)
+            )
+            leases += taken
+            marked |= taken_marked
+            if not set_aside_count:
+                break
+            # Rows set aside are no longer queued: the lease goes on past them.
+            runner = dataclasses.replace(runner, running=runner.running + len(taken))
+        return leases, marked
 
     def _claim(
         self, conn: Connection, runner_id: str, task_ids: list[str], at: float
-    ) -> tuple[list[Lease], set[str]]:
+    ) -> tuple[list[Lease], set[str], int]:
+        """The leases of ``task_ids``, the marked ones among them, and how many claimed
+        rows could not be read and were set aside instead."""
         params: dict[str, Any] = {"p_ids": task_ids, "p_runner": runner_id, "p_at": at}
         order = {task_id: index for index, task_id in enumerate(task_ids)}
         rows = conn.execute(claim_statement(self._sqlite), params).all()
+        leases, odd = read_claimed(rows)
         if self._sqlite:  # PostgreSQL's claim writes the timeline entries itself
-            log_events(conn, [(row.id, row.job_id) for row in rows], at, "leased", runner_id)
-        leases = [
-            Lease(task_from_row(row), row.lease_token, task_token(row.id, row.lease_token))
-            for row in rows
-        ]
-        marked = {row.id for row in rows if _marked(row._mapping["metadata"])}
-        return sorted(leases, key=lambda lease: order[lease.task.id]), marked
+            taken = [(lease.task.id, lease.task.job_id) for lease in leases]
+            log_events(conn, taken, at, "leased", runner_id)
+        if odd:
+            set_aside(conn, odd, at)
+        leased = {lease.task.id for lease in leases}
+        marked = {row.id for row in rows if row.id in leased and _marked(row._mapping["metadata"])}
+        return sorted(leases, key=lambda lease: order[lease.task.id]), marked, len(odd)
 
     def renew(
         self,
@@ -270,153 +334,18 @@ def _marked(meta: Any) -> bool:
     return isinstance(meta, dict) and bool(meta.get(INTERRUPTED))
 
 
+def _beat(conn: Connection, runner: Runner, now: datetime, beat_before: datetime) -> Runner:
+    """The runner asking for work is alive now: its heartbeat moves to ``now`` when older
+    than ``beat_before`` (a lease every second need not write it every second)."""
+    if runner.heartbeat_at < beat_before:
+        at = to_epoch(now)
+        conn.execute(update(queue_runners).where(R.id == runner.id).values(heartbeat_at=at))
+    return dataclasses.replace(runner, heartbeat_at=max(runner.heartbeat_at, now))
+
+
 def _serving_runner(conn: Connection, runner_id: str) -> Runner:
     missing = f"no runner {runner_id!r}: register first"
     row = found(conn, RUNNER_WITH_LOAD, missing, {"p_runner": runner_id})
     if row.stopped_at is not None:
         raise Conflict(f"runner {runner_id} has stopped: register again to serve")
     return runner_from_row(row, int(row.running))
-
-
-class _Picker:
-    """Walks the queue for one lease, counting what each admitted task adds."""
-
-    def __init__(
-        self, conn: Connection, runner: Runner, admit: Admit, now: datetime, *, lock_rows: bool
-    ) -> None:
-        self.conn = conn
-        self.runner = runner
-        self.admit = admit
-        self.now = now
-        self.lock_rows = lock_rows
-        self.loads: dict[str, OrgLoad] = {}
-        self.running_jobs: set[str] = set()
-        self.chosen: list[str] = []
-
-    def pick(
-        self, limit: int, load_needed: Callable[[str], bool], page: int, *, caps_possible: bool
-    ) -> list[str]:
-        """The ids of up to ``limit`` tasks to claim, oldest first."""
-        scope = {"p_fleet": self.runner.fleet, "p_org": self.runner.org}
-        tied = self.runner.org is not None
-        # Every queued task of the fleet is read for its org: a cost only caps need.
-        orgs: Any = []
-        if caps_possible:
-            orgs = self.conn.execute(queued_orgs_statement(tied), scope).scalars()
-        # All capped orgs are locked up front, in one sorted pass: locking them as
-        # pages reveal them could have two leases wait on each other.
-        capped = sorted(org for org in orgs if load_needed(org))
-        self.loads = org_loads(self.conn, capped, self.now, lock=True) if capped else {}
-        after: dict[str, Any] = {}
-        if not capped and self.lock_rows and self._wants(limit):
-            asked = self._want(limit)
-            rows = self._take_locked(scope, tied, asked, limit, load_needed)
-            if len(rows) < asked or not self._wants(limit):
-                return self.chosen  # all taken, or no row left that no other lease holds
-            after = {"p_after_at": rows[-1].queued_at, "p_after_id": rows[-1].id}
-        while self._wants(limit):
-            params = {**scope, "p_page": page, **after}
-            rows = self.conn.execute(candidates_statement(tied, bool(after)), params).all()
-            self._judge(rows, limit, capped_orgs=set(capped), load_needed=load_needed)
-            if len(rows) < page:
-                break
-            after = {"p_after_at": rows[-1].queued_at, "p_after_id": rows[-1].id}
-        return self.chosen
-
-    def _take_locked(
-        self,
-        scope: dict[str, Any],
-        tied: bool,
-        asked: int,
-        limit: int,
-        load_needed: Callable[[str], bool],
-    ) -> Sequence[Any]:
-        """PostgreSQL, no capped org in play: read and lock the oldest rows no other lease
-        holds, as many as the lease wants, and take those the rules admit (their order
-        is the queue's, so the lease still takes the oldest admitted)."""
-        params = {**scope, "p_page": asked}
-        rows = self.conn.execute(locked_candidates_statement(tied), params).all()
-        for row in rows:
-            if not self._wants(limit) or load_needed(row.org):
-                continue  # capped: queued after the caps were read; the next lease judges it
-            task = QueuedTask(row.id, row.job_id, row.org, row.fleet, False)
-            if self.admit(task, self.runner, OrgLoad(row.org)):
-                self.chosen.append(row.id)
-                self.runner = dataclasses.replace(self.runner, running=self.runner.running + 1)
-        return rows
-
-    def _want(self, limit: int) -> int:
-        return min(limit - len(self.chosen), self.runner.capacity - self.runner.running)
-
-    def _wants(self, limit: int) -> bool:
-        # A full runner is refused every task by the rule: reading on would be waste.
-        return len(self.chosen) < limit and self.runner.running < self.runner.capacity
-
-    def _judge(
-        self,
-        rows: Sequence[Any],
-        limit: int,
-        *,
-        capped_orgs: set[str],
-        load_needed: Callable[[str], bool],
-    ) -> None:
-        if not capped_orgs and self.lock_rows:
-            self._take_uncapped(rows, limit, load_needed)
-            return
-        if capped_orgs:
-            self.running_jobs |= _running_jobs(self.conn, [r for r in rows if r.org in capped_orgs])
-        for row in rows:
-            if not self._wants(limit):
-                return
-            if row.org not in capped_orgs and load_needed(row.org):
-                continue  # queued after the caps were locked: the next lease judges it
-            task = QueuedTask(
-                row.id, row.job_id, row.org, row.fleet, row.job_id in self.running_jobs
-            )
-            load = self.loads.get(row.org) or OrgLoad(row.org)
-            if not self.admit(task, self.runner, load) or not self._lock(row.id):
-                continue
-            self.chosen.append(row.id)
-            # Count what this lease adds, so the next candidate is judged against it.
-            self.runner = dataclasses.replace(self.runner, running=self.runner.running + 1)
-            if not task.job_running:
-                self.running_jobs.add(row.job_id)
-                self.loads[row.org] = dataclasses.replace(load, running_jobs=load.running_jobs + 1)
-
-    def _take_uncapped(
-        self, rows: Sequence[Any], limit: int, load_needed: Callable[[str], bool]
-    ) -> None:
-        """PostgreSQL, no capped org in play: what one admits depends on the others only
-        through the runner's count, so the oldest admitted rows no other lease holds
-        are locked together, in one statement for the page."""
-        needed = {org: load_needed(org) for org in {row.org for row in rows}}
-        admitted = [
-            row.id
-            for row in rows
-            if not needed[row.org]
-            and self.admit(
-                QueuedTask(row.id, row.job_id, row.org, row.fleet, False),
-                self.runner,
-                OrgLoad(row.org),
-            )
-        ]
-        want = min(limit - len(self.chosen), self.runner.capacity - self.runner.running)
-        if not admitted or want <= 0:
-            return
-        params = {"p_ids": admitted, "p_want": want}
-        taken = list(self.conn.execute(LOCK_QUEUED_MANY, params).scalars())
-        self.chosen += taken
-        self.runner = dataclasses.replace(self.runner, running=self.runner.running + len(taken))
-
-    def _lock(self, task_id: str) -> bool:
-        if not self.lock_rows:
-            return True  # SQLite: the write transaction already keeps other leases out
-        return self.conn.execute(LOCK_QUEUED, {"p_id": task_id}).first() is not None
-
-
-def _running_jobs(conn: Connection, candidates: Sequence[Any]) -> set[str]:
-    jobs = list({row.job_id for row in candidates})
-    if not jobs:
-        return set()
-    statement = select(T.job_id).where(T.job_id.in_(jobs), T.status == RUNNING).distinct()
-    return set(conn.execute(statement).scalars())

@@ -16,7 +16,7 @@ from typing import Any
 from sqlalchemy import ColumnElement, Connection, Integer, func, insert, literal, select
 
 from watchkeeper.store.queue.rows import month_of
-from watchkeeper.store.schema_queue import queue_events, queue_spend
+from watchkeeper.store.schema.queue import queue_events, queue_spend
 
 #: How many rows an org's month may be spread over: more completions of one org at
 #: once than this and the extra ones wait for a row, as every one did before.
@@ -28,10 +28,15 @@ def log_events(
 ) -> None:
     """One ``kind`` entry on the timeline of each ``(task_id, job_id)``."""
     rows = [
-        {"task_id": task_id, "job_id": job_id, "at": at, "type": kind,
-         "detail": None if detail is None else detail[:2000]}
+        {
+            "task_id": task_id,
+            "job_id": job_id,
+            "at": at,
+            "type": kind,
+            "detail": None if detail is None else detail[:2000],
+        }
         for task_id, job_id in tasks
-    ]  # fmt: skip
+    ]
     if rows:
         conn.execute(insert(queue_events), rows)
 

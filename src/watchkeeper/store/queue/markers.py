@@ -13,7 +13,7 @@ from watchkeeper.clock import rfc3339, to_epoch
 from watchkeeper.store.queue.base import Part
 from watchkeeper.store.queue.recovery import lease_lapsed
 from watchkeeper.store.queue.rows import META, RUNNING, R, T
-from watchkeeper.store.schema_queue import queue_tasks
+from watchkeeper.store.schema.queue import queue_tasks
 
 log = logging.getLogger(__name__)
 

@@ -13,7 +13,7 @@ from sqlalchemy import Connection, delete, exists, insert, literal, select, upda
 from watchkeeper.clock import from_epoch, to_epoch
 from watchkeeper.store.queue.base import Part
 from watchkeeper.store.queue.rows import RUNNING, T, found, held
-from watchkeeper.store.schema_queue import (
+from watchkeeper.store.schema.queue import (
     queue_task_output,
     queue_task_shipped,
     queue_task_shipped_pieces,

@@ -10,7 +10,7 @@ from sqlalchemy import ColumnElement, Connection, Table, delete, insert, select,
 from watchkeeper.clock import from_epoch, to_epoch
 from watchkeeper.records.queue import Provision
 from watchkeeper.store.queue.base import Part
-from watchkeeper.store.schema_queue import queue_provisions
+from watchkeeper.store.schema.queue import queue_provisions
 
 _P = queue_provisions.c
 # Stored times are microsecond datetimes as float seconds; a stored value

@@ -14,10 +14,19 @@ from watchkeeper.records.queue import OUT_OF_ATTEMPTS, Recovery, TaskStatus
 from watchkeeper.store.queue.base import Part
 from watchkeeper.store.queue.ledger import add_spend, log_events
 from watchkeeper.store.queue.rows import RUNNING, T, requeue_values
-from watchkeeper.store.schema_queue import queue_tasks
+from watchkeeper.store.schema.queue import queue_tasks
 
-_COLUMNS = (T.id, T.job_id, T.org, T.rerunnable, T.attempt, T.max_attempts,
-            T.leased_at, T.last_renewed_at, T.lease_s)  # fmt: skip
+_COLUMNS = (
+    T.id,
+    T.job_id,
+    T.org,
+    T.rerunnable,
+    T.attempt,
+    T.max_attempts,
+    T.leased_at,
+    T.last_renewed_at,
+    T.lease_s,
+)
 # Every move below is guarded by it: a task another move ended meanwhile stays as it is.
 _STILL_RUNNING = T.status == RUNNING
 _LAPSED = "lease lapsed"

@@ -17,7 +17,7 @@ from sqlalchemy import ColumnElement, select, update
 from watchkeeper.clock import to_epoch
 from watchkeeper.store.queue.base import Part
 from watchkeeper.store.queue.rows import ACTIVE, T
-from watchkeeper.store.schema_queue import queue_job_results
+from watchkeeper.store.schema.queue import queue_job_results
 
 _X = queue_job_results.c
 WAITING = "waiting"

@@ -4,16 +4,19 @@ from __future__ import annotations
 
 import dataclasses
 import secrets
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 from sqlalchemy import ColumnElement, Connection, Executable, Row, Table, and_, func
 
+from watchkeeper.clock import from_epoch
 from watchkeeper.errors import NotFound
-from watchkeeper.records.queue import Runner, Task, TaskStatus
+from watchkeeper.records.filling import UnreadableValue, enum_of
+from watchkeeper.records.queue import Runner, Task, TaskStatus, UnreadableTask
 from watchkeeper.store.base import record_from_row
-from watchkeeper.store.schema_queue import queue_jobs, queue_runners, queue_tasks
+from watchkeeper.store.schema.queue import queue_jobs, queue_runners, queue_tasks
+from watchkeeper.store.unreadable import each_readable, is_epoch
 
 if TYPE_CHECKING:
     from _typeshed import DataclassInstance
@@ -62,15 +65,50 @@ def columns_of(new: DataclassInstance, table: Table) -> dict[str, Any]:
 
 
 def task_from_row(row: Row[Any] | Mapping[str, Any]) -> Task:
-    """A ``queue_tasks`` row (or its columns by name, as JSON gives them) as a record."""
+    """A ``queue_tasks`` row (or its columns by name, as JSON gives them) as a record;
+    :class:`UnreadableValue` when a column holds what the record cannot."""
     # Every read selects the table's typed columns, so ``rerunnable`` is a bool on both dialects.
-    status = TaskStatus((row._mapping if isinstance(row, Row) else row)["status"])
-    return record_from_row(Task, row, times=_TASK_TIMES, status=status)
+    status = enum_of(TaskStatus, row._mapping if isinstance(row, Row) else row, "status")
+    task = record_from_row(Task, row, times=_TASK_TIMES, check=True, status=status)
+    if task.leased_at is not None:
+        try:
+            task.lease_expires_at  # noqa: B018 - every reader shows it: it must be a time
+        except OverflowError as exc:
+            raise UnreadableValue("lease_s", task.lease_s, f"no lease ends then ({exc})") from None
+    return task
+
+
+def unreadable_task(row: Row[Any] | Mapping[str, Any], error: BaseException) -> UnreadableTask:
+    """What can be read of a ``queue_tasks`` row :func:`task_from_row` refused with ``error``:
+    each column taken only when it holds what its field may."""
+    mapping: Mapping[Any, Any] = row._mapping if isinstance(row, Row) else row
+    status = mapping.get("status")
+    seq = mapping.get("seq")
+    finished_at = mapping.get("finished_at")
+    reason = mapping.get("failure_reason")
+    fingerprint = mapping.get("failure_fingerprint")
+    return UnreadableTask(
+        id=str(mapping.get("id")),
+        problem=str(error),
+        status=TaskStatus(status) if status in _STATUS_VALUES else None,
+        seq=seq if type(seq) is int else None,
+        finished_at=from_epoch(finished_at) if is_epoch(finished_at) else None,
+        failure_reason=reason if isinstance(reason, str) else None,
+        failure_fingerprint=fingerprint if isinstance(fingerprint, str) else None,
+    )
+
+
+_STATUS_VALUES = frozenset(status.value for status in TaskStatus)
+
+
+def tasks_from_rows(rows: Iterable[Row[Any]]) -> list[Task]:
+    """The tasks ``rows`` hold, leaving out (and logging once) those that cannot be read."""
+    return list(each_readable("queue_tasks", rows, task_from_row))
 
 
 def runner_from_row(row: Row[Any] | Mapping[str, Any], running: int = 0) -> Runner:
     """A ``queue_runners`` row as a record, with how many tasks it runs."""
-    return record_from_row(Runner, row, times=_RUNNER_TIMES, running=running)
+    return record_from_row(Runner, row, times=_RUNNER_TIMES, check=True, running=running)
 
 
 def live_lease(at: float) -> ColumnElement[bool]:

@@ -21,9 +21,9 @@ from watchkeeper.store.queue.rows import (
     found,
     new_id,
     runner_from_row,
-    task_from_row,
+    tasks_from_rows,
 )
-from watchkeeper.store.schema_queue import queue_runners, queue_tasks
+from watchkeeper.store.schema.queue import queue_runners, queue_tasks
 
 log = logging.getLogger(__name__)
 
@@ -106,7 +106,7 @@ class Runners(Part):
         """Every task a runner holds now."""
         statement = select(queue_tasks).where(T.status == RUNNING).order_by(T.leased_at)
         with self._read("reading running tasks") as conn:
-            return [task_from_row(row) for row in conn.execute(statement)]
+            return tasks_from_rows(conn.execute(statement))
 
 
 def read_runners(conn: Connection, include_stopped: bool) -> list[Runner]:

@@ -24,7 +24,7 @@ from sqlalchemy import (
 
 from watchkeeper.store.queue.ledger import spend_slot
 from watchkeeper.store.queue.rows import QUEUED, RUNNING, R, T
-from watchkeeper.store.schema_queue import queue_events, queue_runners, queue_spend, queue_tasks
+from watchkeeper.store.schema.queue import queue_events, queue_runners, queue_spend, queue_tasks
 
 #: The runner and how many tasks it holds, in one read.
 RUNNER_WITH_LOAD = select(

@@ -81,10 +81,21 @@ const wk = (() => {
       badge.textContent = update.status;
       badge.className = `badge badge-${update.status}`;
     }
+    for (const fact of document.querySelectorAll(`[data-task-fact="${id}"]`)) {
+      fact.textContent = factOf(update);
+    }
     for (const reason of document.querySelectorAll(`[data-task-reason="${id}"]`)) {
       const blocked = update.status === "queued" && update.blocked;
       reason.textContent = blocked ? update.blocked.message : "";
     }
+  }
+
+  // A task page's "Status" fact, as the server writes it (status, step, exit code).
+  function factOf(task) {
+    let text = task.status || "";
+    if (task.step) text += ` · ${task.step}`;
+    if (task.exit_code !== null && task.exit_code !== undefined) text += ` · exit ${task.exit_code}`;
+    return text;
   }
 
   function csrf() {
@@ -211,6 +222,10 @@ const wk = (() => {
         if (ids.length) url += `${url.includes("?") ? "&" : "?"}shown=${encodeURIComponent(ids.join(","))}`;
       }
       const response = await fetch(url, { credentials: "same-origin" });
+      if (refused(response)) {
+        sessionEnded();
+        return;
+      }
       if (response.ok) {
         const current = document.getElementById(id);
         const open = current ? [...current.querySelectorAll("details")].map((d) => d.open) : [];
@@ -262,7 +277,6 @@ const wk = (() => {
   // A Retry-After is honoured up to this; a longer one is the server's mistake.
   const RETRY_AFTER_MOST_MS = 120000;
   const PAUSED = "Live updates paused, reconnecting…";
-  const LOST = "Connection lost, retrying…";
   const BACK = "Connection back: the page shows what changed meanwhile.";
   const STOPPED = "Live updates stopped: your session ended. Reload the page to log in again.";
   // How long the note that the connection is back stays up.
@@ -279,7 +293,7 @@ const wk = (() => {
     if (!notice) return;
     let text = "";
     if (document.body.dataset.stream === "ended") text = STOPPED;
-    else if (failing.size && !leaving) text = [...failing.values()].includes("lost") ? LOST : PAUSED;
+    else if (failing.size && !leaving) text = PAUSED;
     else if (Date.now() < backUntil) text = BACK;
     if (notice.textContent !== text) notice.textContent = text;
   }
@@ -289,6 +303,27 @@ const wk = (() => {
     backUntil = Date.now() + BACK_MS;
     clearTimeout(backTimer);
     backTimer = setTimeout(sayLive, BACK_MS + 50);
+    sayLive();
+  }
+
+  // The server said the session has ended: a 401 (a script's request, the event stream), or
+  // a redirect that a fetch followed to the login page.
+  function refused(response) {
+    if (response.status === 401) return true;
+    if (!response.redirected) return false;
+    try { return new URL(response.url).pathname === "/web/login"; } catch (_e) { return false; }
+  }
+
+  // Every open subscription, closed at once when the session ends.
+  const subscriptions = new Set();
+
+  // Asking again will not mend an ended session: every stream stops and the page says to
+  // reload and log in, whichever request was refused first.
+  function sessionEnded() {
+    if (document.body.dataset.stream === "ended") return;
+    document.body.dataset.stream = "ended";
+    for (const subscription of [...subscriptions]) subscription.close();
+    document.dispatchEvent(new CustomEvent("wk:ended"));
     sayLive();
   }
 
@@ -318,6 +353,7 @@ const wk = (() => {
       clearTimeout(timer);
       if (controller) controller.abort();
       failing.delete(key);
+      subscriptions.delete(subscription);
       sayLive();
     }
 
@@ -380,11 +416,10 @@ const wk = (() => {
         return;
       }
       const type = response.headers.get("content-type") || "";
-      if (response.ok && !type.startsWith("text/event-stream")) {
-        // Sent to the login page: the session ended, and asking again will not mend it.
+      if (refused(response) || (response.ok && !type.startsWith("text/event-stream"))) {
+        response.body?.cancel();
         close();
-        tell("ended");
-        sayLive();
+        sessionEnded();
         return;
       }
       if (!response.ok) {
@@ -406,8 +441,10 @@ const wk = (() => {
       if (!closed) timer = setTimeout(connect, retryMs);
     }
 
+    const subscription = { close };
+    subscriptions.add(subscription);
     connect();
-    return { close };
+    return subscription;
   }
 
   // Lists the stream signs: an event carries the list's new signature.
@@ -451,7 +488,7 @@ const wk = (() => {
         }
         document.body.dataset.stream = "open";
       },
-      state: (name) => { document.body.dataset.stream = name; },
+      state: (name) => { if (document.body.dataset.stream !== "ended") document.body.dataset.stream = name; },
     };
     for (const name of SIGNED) handlers[name] = onSig(name);
     wk.source = subscribe("/web/stream", handlers, "stream", document.body.dataset.streamAt || "");
@@ -472,6 +509,8 @@ const wk = (() => {
         if (state) state.textContent = `ended: ${message.data}`;
         const badge = document.getElementById("proc-status");
         if (badge) { badge.textContent = message.data; badge.className = `badge badge-${message.data}`; }
+        // Nothing is left to abort: the button would only be told so.
+        document.getElementById("proc-abort")?.remove();
       },
     }, "log");
   }
@@ -497,6 +536,8 @@ const wk = (() => {
     listen();
     followLog();
   });
-  return { taskIcon, taskLabel, applyTaskUpdate, refreshOn, source: null };
+  return {
+    taskIcon, taskLabel, applyTaskUpdate, refreshOn, refused, sessionEnded, factOf, source: null,
+  };
 })();
 window.wk = wk;

@@ -9,6 +9,7 @@
   function follow(pre) {
     const state = document.getElementById("task-state");
     const badge = document.getElementById("task-status");
+    const fact = document.getElementById("task-status-fact");
     const empty = document.getElementById("task-no-output");
     let lastId = "";
     let retryMs = RETRY_FIRST_MS;
@@ -36,6 +37,8 @@
         badge.textContent = status;
         badge.className = `badge badge-${status}`;
       }
+      // The facts above say the same, not "running" until a reload.
+      if (fact && status !== "gone" && !fact.textContent.startsWith(status)) fact.textContent = status;
     }
     const handlers = {
       output: (data) => show(data, false),
@@ -79,7 +82,7 @@
     function again() {
       if (done) return;
       failures += 1;
-      if (state) state.textContent = "connection lost, retrying…";
+      if (state) state.textContent = "paused, reconnecting…";
       const backoff = Math.min(RETRY_MOST_MS, RETRY_FIRST_MS * 2 ** (failures - 1));
       setTimeout(connect, backoff / 2 + (Math.random() * backoff) / 2);
     }
@@ -99,9 +102,12 @@
         return;
       }
       const type = response.headers.get("content-type") || "";
-      if (response.ok && !type.startsWith("text/event-stream")) {
-        done = true;  // sent to the login page: asking again will not mend it
+      const wk = window.wk;
+      if ((wk && wk.refused(response)) || (response.ok && !type.startsWith("text/event-stream"))) {
+        done = true;  // the session ended: asking again will not mend it
+        response.body?.cancel();
         if (state) state.textContent = "not following: your session ended; reload to log in";
+        if (wk) wk.sessionEnded();
         return;
       }
       if (!response.ok) {

@@ -76,9 +76,16 @@ def _store_running_task_tokens() -> None:
         secret = _derived_token(task.id, task.lease_token)
         digest = hashlib.sha256(secret.encode("utf-8")).hexdigest()
         if digest not in stored_hashes:
-            rows.append({"name": f"task {task.id}"[:100], "role": "task", "token_hash": digest,
-                         "created_at": task.leased_at, "task_id": task.id,
-                         "job_id": task.job_id})  # fmt: skip
+            rows.append(
+                {
+                    "name": f"task {task.id}"[:100],
+                    "role": "task",
+                    "token_hash": digest,
+                    "created_at": task.leased_at,
+                    "task_id": task.id,
+                    "job_id": task.job_id,
+                }
+            )
     if rows:
         op.bulk_insert(tokens, rows)
 

@@ -1,0 +1,285 @@
+"""One read of 10,000 active Celery tasks and of 10,000 started RQ jobs, and what it costs Redis.
+
+What it measures, each engine on a redis-server of the benchmark's own (a free port, a
+temporary folder; never another Redis):
+
+Each read is also timed in CPU seconds of this process, which other work on the machine
+changes less than the wall clock.
+
+- Celery: 10,000 tasks in ``PROGRESS`` written by Celery's own result backend
+  (``backend.store_result``, as ``update_state`` writes them) and two real Celery workers
+  (subprocesses, prefork) answering ``inspect active``. The adapter's read is timed after a
+  first read has learnt the workers (a read then returns as soon as every known worker
+  answered, instead of waiting the whole inspect timeout).
+- RQ: 10,000 jobs made with RQ's own API and started as a worker starts them
+  (``job.prepare_for_execution`` and ``Execution.create``: status, started registry,
+  executions), held by a registered worker record (``Worker.register_birth``) whose pid is
+  this process, so the owner is alive.
+
+For each: the median of ``--reads`` reads (``adapter.read`` then ``judge`` of every run: what a
+sweep does with an engine kind), and the Redis commands one read sends, from
+``INFO commandstats`` before and after it, by command, less the commands the engine's own
+idle workers sent in a window of the same length just before (Celery's workers poll the
+broker). No ``KEYS`` and no script: keys are found with ``SCAN`` and read in pipelined
+batches of 1,000, so no single command holds Redis long (``usec_per_call`` is shown).
+
+Run::
+
+    .venv/bin/python bench/engines.py                 # both engines
+    .venv/bin/python bench/engines.py --json engines.json
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+import uuid
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import redis
+
+from watchkeeper import config
+from watchkeeper.config import KindConfig
+from watchkeeper.judge import judge
+from watchkeeper.kinds.base import Adapter, AdapterContext
+from watchkeeper.kinds.engines.celery import CeleryAdapter
+from watchkeeper.kinds.engines.rq import RqAdapter
+
+TASKS = 10_000
+CELERY_APP = """
+import os
+from celery import Celery
+app = Celery("bench", broker=os.environ["BENCH_REDIS"], backend=os.environ["BENCH_REDIS"])
+"""
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port: int = sock.getsockname()[1]
+        return port
+
+
+def wait(predicate: Callable[[], object], what: str, timeout: float = 60) -> None:
+    deadline = time.monotonic() + timeout
+    while not predicate():
+        if time.monotonic() > deadline:
+            raise SystemExit(f"{what} did not happen within {timeout} s")
+        time.sleep(0.05)
+
+
+@contextmanager
+def redis_server(folder: Path) -> Iterator[str]:
+    port = free_port()
+    binary = shutil.which("redis-server") or "/usr/bin/redis-server"
+    process = subprocess.Popen(
+        [
+            binary,
+            "--port",
+            str(port),
+            "--bind",
+            "127.0.0.1",
+            "--dir",
+            str(folder),
+            "--save",
+            "",
+            "--appendonly",
+            "no",
+        ],
+        stdout=subprocess.DEVNULL,
+    )
+    url = f"redis://127.0.0.1:{port}/0"
+    try:
+        wait(lambda: _pings(url), "redis-server up")
+        yield url
+    finally:
+        process.terminate()
+        process.wait(timeout=10)
+
+
+def _pings(url: str) -> bool:
+    try:
+        return bool(redis.Redis.from_url(url).ping())
+    except redis.RedisError:
+        return False
+
+
+def commandstats(conn: redis.Redis) -> dict[str, tuple[int, float]]:
+    stats = conn.info("commandstats")
+    return {
+        name.removeprefix("cmdstat_"): (int(v["calls"]), float(v["usec_per_call"]))
+        for name, v in stats.items()
+    }
+
+
+def delta(
+    before: dict[str, tuple[int, float]], after: dict[str, tuple[int, float]]
+) -> dict[str, int]:
+    return {
+        name: calls - before.get(name, (0, 0.0))[0]
+        for name, (calls, _) in after.items()
+        if calls - before.get(name, (0, 0.0))[0]
+    }
+
+
+def measure(adapter: Adapter, conn: redis.Redis, reads: int) -> dict[str, Any]:
+    adapter.read(datetime.now(UTC))  # learns the workers; not timed
+    times = []
+    cpu = []
+    runs = 0
+    for _ in range(reads):
+        started, started_cpu = time.perf_counter(), time.process_time()
+        now = datetime.now(UTC)
+        views = adapter.read(now)
+        for view in views:
+            judge(view, adapter.spec, now)
+        times.append(time.perf_counter() - started)
+        cpu.append(time.process_time() - started_cpu)
+        runs = len(views)
+    read_s = statistics.median(times)
+    # The engine's own idle traffic in a window as long as one read, then one read's.
+    idle_before = commandstats(conn)
+    time.sleep(read_s)
+    idle = delta(idle_before, commandstats(conn))
+    before = commandstats(conn)
+    adapter.read(datetime.now(UTC))
+    after = commandstats(conn)
+    ours = delta(before, after)
+    net = {name: ours.get(name, 0) - idle.get(name, 0) for name in ours}
+    net.pop("info", None)
+    return {
+        "runs": runs,
+        "read_s": {"median": read_s, "min": min(times), "max": max(times)},
+        "cpu_s": statistics.median(cpu),
+        "load_average": os.getloadavg()[0],
+        "commands": {name: calls for name, calls in sorted(net.items()) if calls > 0},
+        "commands_total": sum(calls for calls in net.values() if calls > 0),
+        "idle_commands_in_same_window": sum(idle.values()),
+        "usec_per_call": {n: after[n][1] for n in sorted(net) if net[n] > 0 and n in after},
+        "keys_or_scripts": sum(ours.get(n, 0) for n in ("keys", "eval", "evalsha", "fcall")),
+    }
+
+
+def adapter_for(cls: type[Adapter], engine: str, url: str) -> Adapter:
+    table = {"engine": engine, "url": url, "budget_s": 300}
+    settings = config.parse({"kinds": {"jobs": table}}, "bench")
+    return cls("jobs", KindConfig(**table), AdapterContext(settings, None))
+
+
+def bench_celery(url: str, folder: Path, reads: int) -> dict[str, Any]:
+    from celery import Celery
+
+    (folder / "benchapp.py").write_text(CELERY_APP)
+    env = {**os.environ, "BENCH_REDIS": url, "PYTHONPATH": str(folder)}
+    workers = [
+        subprocess.Popen(
+            [
+                sys.executable,
+                "-m",
+                "celery",
+                "-A",
+                "benchapp",
+                "worker",
+                "-P",
+                "prefork",
+                "-c",
+                "1",
+                "-n",
+                f"w{n}@bench",
+                "-l",
+                "warning",
+                "--without-gossip",
+                "--without-mingle",
+                "--without-heartbeat",
+            ],
+            env=env,
+            cwd=folder,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
+        for n in (1, 2)
+    ]
+    app = Celery("bench-writer", broker=url, backend=url)
+    try:
+        wait(lambda: len(app.control.inspect(timeout=0.5).ping() or {}) == 2, "Celery workers up")
+        for number in range(TASKS):
+            app.backend.store_result(str(uuid.uuid4()), {"done": number, "of": TASKS}, "PROGRESS")
+        adapter = adapter_for(CeleryAdapter, "celery", url)
+        try:
+            return measure(adapter, redis.Redis.from_url(url), reads)
+        finally:
+            adapter.close()
+    finally:
+        app.close()
+        for process in workers:
+            process.terminate()
+        for process in workers:
+            process.wait(timeout=30)
+
+
+def bench_rq(url: str, reads: int) -> dict[str, Any]:
+    from rq import Queue, Worker
+    from rq.executions import Execution
+
+    conn = redis.Redis.from_url(url)
+    queue = Queue("bench", connection=conn)
+    worker = Worker([queue], connection=conn, name="bench-worker")
+    worker.register_birth()
+    jobs = queue.enqueue_many(
+        [Queue.prepare_data("bench.work", (number,)) for number in range(TASKS)]
+    )
+    for start in range(0, TASKS, 1000):
+        with conn.pipeline() as pipe:
+            for job in jobs[start : start + 1000]:
+                job.prepare_for_execution(worker.name, pipe)
+                Execution.create(job, ttl=3600, pipeline=pipe, worker_name=worker.name)
+            pipe.execute()
+    adapter = adapter_for(RqAdapter, "rq", url)
+    try:
+        return measure(adapter, conn, reads)
+    finally:
+        adapter.close()
+        worker.register_death()
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--reads", type=int, default=5, help="timed reads per engine")
+    parser.add_argument("--engine", choices=["celery", "rq", "both"], default="both")
+    parser.add_argument("--json", type=Path, help="also write the figures here")
+    args = parser.parse_args()
+    results: dict[str, Any] = {"tasks": TASKS}
+    for engine in ("celery", "rq"):
+        if args.engine not in (engine, "both"):
+            continue
+        with tempfile.TemporaryDirectory() as folder, redis_server(Path(folder)) as url:
+            if engine == "celery":
+                results[engine] = bench_celery(url, Path(folder), args.reads)
+            else:
+                results[engine] = bench_rq(url, args.reads)
+        figures = results[engine]
+        print(
+            f"{engine}: {figures['runs']:,} runs, one read {figures['read_s']['median']:.3f} s "
+            f"(min {figures['read_s']['min']:.3f}, max {figures['read_s']['max']:.3f}; "
+            f"{figures['cpu_s']:.3f} s CPU; load average {figures['load_average']:.1f}); "
+            f"{figures['commands_total']} Redis commands {figures['commands']}; "
+            f"KEYS or scripts: {figures['keys_or_scripts']}"
+        )
+    if args.json:
+        args.json.write_text(json.dumps(results, indent=2))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,1 @@
+"""Routes answered ahead of the middleware stack, and the machinery that takes them there."""

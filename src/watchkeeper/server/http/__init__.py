@@ -1,0 +1,1 @@
+"""The HTTP layer under the routes: the protocol's limits, auth, errors and held requests."""

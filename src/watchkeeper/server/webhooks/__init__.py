@@ -1,0 +1,1 @@
+"""Signed webhooks: chat platforms' presses and forges' deliveries."""
