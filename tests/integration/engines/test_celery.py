@@ -24,6 +24,7 @@ from watchkeeper.clock import ManualClock
 from watchkeeper.config import KindConfig
 from watchkeeper.contract import Condition, RunStatus
 from watchkeeper.decide.decider import Outcome
+from watchkeeper.errors import KindUnreadable
 from watchkeeper.kinds.base import AdapterContext
 from watchkeeper.kinds.engines.celery import CeleryAdapter
 
@@ -236,6 +237,32 @@ def test_a_wrong_url_names_what_cannot_be_reached() -> None:
     assert read.error is not None
     assert read.error.startswith(
         f"cannot reach Celery's result backend at redis://127.0.0.1:{closed}/0"
+    )
+
+
+def test_results_stored_elsewhere_are_named_once_a_listed_task_has_no_state_for_a_minute(
+    redis: RedisServer, tmp_path: Path, now_clock: ManualClock
+) -> None:
+    broker, elsewhere = redis.url(DB + 2), redis.url(DB + 3)
+    client = Client(broker, elsewhere)
+    opened = gate()
+    env = {"WK_TEST_BROKER": broker, "WK_TEST_BACKEND": elsewhere}
+    with worker(worker_argv("apart", "apart"), env, tmp_path / "w.log"):
+        wait_for(lambda: "apart@wktest" in client.workers(), what="the worker up")
+        adapter = adapter_for(broker)
+        try:
+            client.send("hang", "apart", opened)
+            # Listed with no state here is no proof yet: the state may be on its way.
+            assert wait_for(lambda: adapter.read(now_clock()), what="the task listed")
+            now_clock.advance(61)
+            with pytest.raises(KindUnreadable) as refused:
+                adapter.read(now_clock())
+        finally:
+            redis_client.Redis.from_url(broker).rpush(opened, "go")
+            adapter.close()
+    assert str(refused.value) == (
+        f"the Celery workers store results at {elsewhere}, not at {broker}: "
+        "set kinds.jobs.backend to it"
     )
 
 

@@ -31,7 +31,7 @@ import threading
 import uuid
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
 from watchkeeper.config import KindConfig
@@ -69,6 +69,8 @@ _ENDED = {
 #: Waiting for its countdown to run again: queued, not judged.
 _QUEUED = {"RETRY", "PENDING", "RECEIVED"}
 _OWN_ACTIONS = frozenset({Action.CANCEL, Action.RETRY})
+#: How long a listed task may show no state here before its results are proved elsewhere.
+_UNSTATED_PROOF = timedelta(minutes=1)
 #: Where a decoded meta keeps the digest of its stored bytes.
 _LOOK = "__watchkeeper_look"
 
@@ -113,6 +115,9 @@ class CeleryAdapter(Adapter):
         #: Workers that answered before: an inspect returns once each of them has.
         self._known_workers: set[str] = set()
         self._backend_checked = False
+        self._conf: dict[str, Mapping[str, Any]] = {}
+        #: Tasks the workers list with no state in the backend read, and since when.
+        self._unstated: dict[str, datetime] = {}
 
     @property
     def app(self) -> Celery:
@@ -152,7 +157,7 @@ class CeleryAdapter(Adapter):
         metas = self._backend_metas()
         reply = self._inspect()
         if not self._backend_checked:
-            self._check_backend(reply, metas)
+            self._check_backend(reply, metas, now)
         views: list[RunView] = []
         listed: dict[str, tuple[str, Mapping[str, Any]]] = {
             info["id"]: (worker, info) for worker, infos in reply.active.items() for info in infos
@@ -222,32 +227,51 @@ class CeleryAdapter(Adapter):
         self._known_workers = set(active)
         return Reply(frozenset(active), active)
 
-    def _check_backend(self, reply: Reply, metas: Mapping[str, Any]) -> None:
-        """Say plainly when the app stores no results where watchkeeper reads them."""
-        if self.settings.backend is not None or metas or not reply.workers:
-            self._backend_checked = bool(metas) or self.settings.backend is not None
+    def _check_backend(self, reply: Reply, metas: Mapping[str, Any], now: datetime) -> None:
+        """Say plainly when the app stores no results where watchkeeper reads them.
+
+        Only on proof: the workers name no result backend, or they name another one *and*
+        a task they have listed for a minute has no state here though they track started
+        tasks. A URL that differs only by name (a proxy, a container's host name) reaches
+        the same server, so a different spelling alone proves nothing.
+        """
+        if self.settings.backend is not None or metas:
+            self._backend_checked = True
             return
-        try:
-            conf = self.app.control.inspect(timeout=self.settings.inspect_timeout_s).conf() or {}
-        except Exception:  # noqa: BLE001 - this check is advice; the read itself stands
+        if not reply.workers:
             return
-        stored = {str(c.get("result_backend") or "") for c in conf.values() if isinstance(c, dict)}
-        self._backend_checked = True
-        if stored <= {"", "disabled"}:
-            self._backend_checked = False
+        conf = self._workers_conf()
+        stored = {str(c.get("result_backend") or "") for c in conf.values()}
+        if conf and stored <= {"", "disabled"}:
             raise KindUnreadable(
                 "the Celery app has no result backend, where watchkeeper reads task states, "
                 "progress and failures: set result_backend (and task_track_started = True) "
                 f"in the app, e.g. result_backend = {self.backend_url!r}"
             )
         elsewhere = sorted(s for s in stored if s and s != "disabled")
-        if elsewhere and all(
-            _redis_location(s) != _redis_location(self.backend_url) for s in elsewhere
-        ):
+        ours = _redis_location(self.backend_url)
+        if not elsewhere or any(_redis_location(s) == ours for s in elsewhere):
+            self._backend_checked = bool(conf)
+            return
+        tracked = any(c.get("task_track_started") for c in conf.values())
+        listed = {info["id"] for infos in reply.active.values() for info in infos}
+        self._unstated = {t: self._unstated.get(t, now) for t in listed}
+        if tracked and any(now - since >= _UNSTATED_PROOF for since in self._unstated.values()):
+            self._backend_checked = True
             raise KindUnreadable(
                 f"the Celery workers store results at {elsewhere[0]}, not at "
                 f"{shown_url(self.backend_url)}: set kinds.{self.name}.backend to it"
             )
+
+    def _workers_conf(self) -> dict[str, Mapping[str, Any]]:
+        """The live workers' configuration, asked again when other workers answer."""
+        if set(self._conf) != set(self._known_workers):
+            try:
+                replies = self.app.control.inspect(timeout=self.settings.inspect_timeout_s).conf()
+            except Exception:  # noqa: BLE001 - this check is advice; the read itself stands
+                replies = None
+            self._conf = {w: c for w, c in (replies or {}).items() if isinstance(c, dict)}
+        return self._conf
 
     def _running_view(
         self,
