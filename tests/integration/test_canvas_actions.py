@@ -167,8 +167,15 @@ def test_the_posts_change_what_the_server_holds(server: LiveServer) -> None:
         assert shown["monitor"]["status"] == "unhealthy"
         assert shown["endpoint"]["path"] == "/healthz"
         assert any(r["id"] == run.run_id for r in shown["runs"])
+        # Switched off, the flag takes the process out of service where orchestrators look.
+        health = web.get("/healthz")
+        assert health.status_code == 503, health.text
+        flagged = [c for c in health.json()["causes"] if c["check"] == "flag"]
+        assert flagged and flagged[0]["status"] == "failing"
+        assert "switched off (switched off on the canvas)" in flagged[0]["detail"]
         _post(web, csrf, "/web/canvas/health-flag", {"healthy": True})
         assert web.get("/web/canvas.json").json()["endpoint"]["flag_healthy"] is True
+        assert all(c["check"] != "flag" for c in web.get("/healthz").json()["causes"])
 
 
 def test_a_program_a_low_dial_pauses_gets_no_new_run(server: LiveServer) -> None:

@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 from watchkeeper.clock import rfc3339
 
 if TYPE_CHECKING:
+    from watchkeeper.supervise.health import HealthFlag
     from watchkeeper.server.deps import Services
     from watchkeeper.watch.cluster_view import ClusterHealth
     from watchkeeper.watch.store_writes import StoreWrites
@@ -86,6 +87,9 @@ class Supervised(Protocol):
 
     def snapshot(self) -> dict[str, Any]: ...
 
+    @property
+    def health_flag(self) -> HealthFlag: ...
+
 
 def assess(found: Services, cluster: ClusterHealth, supervision: Supervised | None) -> Health:
     """What every check found; ``supervision`` is ``None`` for an app without one."""
@@ -105,6 +109,9 @@ def assess(found: Services, cluster: ClusterHealth, supervision: Supervised | No
         refused = store_cause(supervision.store_writes, found.settings.check_interval_s, now)
         if refused is not None:
             causes.append(refused)
+        switched_off = flag_cause(supervision.health_flag)
+        if switched_off is not None:
+            causes.append(switched_off)
         paging = paging_cause(snapshot["breakers"])
         if paging is not None:
             causes.append(paging)
@@ -205,6 +212,19 @@ def store_cause(writes: StoreWrites, interval_s: float, now: datetime) -> Cause 
         Level.FAILING,
         f"the store refuses writes: {spell.error} ({spell.count} refused since "
         f"{rfc3339(spell.since)}, the last {ago:.0f} s ago)",
+    )
+
+
+def flag_cause(flag: HealthFlag) -> Cause | None:
+    """Failing while an operator has switched the healthy flag off: they asked orchestrators
+    to take this process out of service, and only ``/healthz`` tells them."""
+    if flag.healthy:
+        return None
+    return Cause(
+        "flag",
+        Level.FAILING,
+        f"the healthy flag is switched off ({flag.reason or 'no reason given'}); switch it on "
+        "at the canvas' endpoint node to answer from the checks again",
     )
 
 

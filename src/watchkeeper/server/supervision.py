@@ -422,6 +422,11 @@ class ServerSupervision:
         state = _STATES.get(raw, "stopped")
         return "gave_up" if state == "stopped" and self.gave_up else state
 
+    @property
+    def health_flag(self) -> HealthFlag:
+        """The flag an operator switches on the canvas; off, ``/healthz`` is failing."""
+        return self.monitor.flag
+
     def snapshot(self) -> dict[str, Any]:
         """The trees, breakers and checks, as ``GET /api/v1/supervision`` answers."""
         sup = self.supervisor
