@@ -205,3 +205,20 @@ def test_a_group_built_of_programs_alone_runs_them(server: LiveServer) -> None:
         lambda: all(c.state == "running" for c in programs.groups["mail"].supervisor.children()),
         what="both running under the new group",
     )
+
+
+def test_a_program_node_is_restarted_and_stopped_by_its_canvas_id(server: LiveServer) -> None:
+    programs = server.runtime.programs
+    wait_for(lambda: "crawl" in programs.groups, what="the group started")
+    crawler = programs.programs["crawler"]
+    with _session(server) as (web, csrf):
+        restarted = _post(web, csrf, "/web/supervision/children/programs/crawl/crawler/restart", {})
+        assert restarted.status_code == 200, restarted.text
+        assert restarted.json() == {"ok": True, "message": "crawler restarted"}
+        assert crawler.restarts == 1
+        stopped = _post(web, csrf, "/web/supervision/children/programs/mailer/stop", {})
+        assert stopped.status_code == 200, stopped.text
+        assert programs.programs["mailer"].wanted is False
+        unknown = _post(web, csrf, "/web/supervision/children/programs/crawl/nobody/stop", {})
+    assert unknown.status_code == 404
+    assert "nobody" in unknown.json()["message"]

@@ -187,6 +187,15 @@ def node_id(group: str, name: str, grouped: bool) -> str:
     return f"{TREE}/{group}/{name}" if grouped else f"{TREE}/{name}"
 
 
+def named_by(node: str) -> str | None:
+    """The program or group a node id names (``programs/crawl/crawler`` names ``crawler``,
+    ``programs/crawl`` the group ``crawl``), or ``None`` for a node of another tree."""
+    tree, _, rest = node.partition("/")
+    if tree != TREE or not rest:
+        return None
+    return rest.rsplit("/", 1)[-1]
+
+
 def tree(host: ProgramHost) -> dict[str, Any] | None:
     """The programs as one supervision tree (``None`` when this host runs none): groups are
     nested supervisors, a program alone hangs from the root, as docs/supervision.md draws."""

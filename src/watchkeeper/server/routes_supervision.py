@@ -132,7 +132,8 @@ def _acted(message: str) -> dict[str, Any]:
     dependencies=[Depends(admin)],
 )
 async def restart_child(request: Request, child_id: str) -> dict[str, Any]:
-    """Restart one child of the tree (e.g. `server/notifier`) now."""
+    """Restart one child of the tree (e.g. `server/notifier`), or a program or group by its
+    node id (`programs/crawl/crawler`, `programs/crawl`), now."""
     return _acted(await supervision_of(request).restart_child(child_id))
 
 
@@ -142,7 +143,8 @@ async def restart_child(request: Request, child_id: str) -> dict[str, Any]:
     dependencies=[Depends(admin)],
 )
 async def stop_child(request: Request, child_id: str) -> dict[str, Any]:
-    """Stop one child of the tree until it is restarted."""
+    """Stop one child of the tree, or a program or group by its node id, until it is
+    restarted."""
     return _acted(await supervision_of(request).stop_child(child_id))
 
 

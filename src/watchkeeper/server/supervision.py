@@ -389,14 +389,22 @@ class ServerSupervision:
             ) from exc
 
     async def restart_child(self, child_id: str) -> str:
-        """Restart the child ``server/<name>`` now; what was done, in words."""
+        """Restart the child ``server/<name>``, or the program or group ``programs/...``
+        (as the canvas names its nodes), now; what was done, in words."""
+        program = program_view.named_by(child_id)
+        if program is not None:
+            return await self.programs.restart_program(program)
         name = self._child_name(child_id)
         with self._running_tree():
             await self.supervisor.restart_child(name)
         return f"{child_id} restarted"
 
     async def stop_child(self, child_id: str) -> str:
-        """Stop the child ``server/<name>`` until it is restarted; what was done, in words."""
+        """Stop the child ``server/<name>``, or the program or group ``programs/...``, until
+        it is restarted; what was done, in words."""
+        program = program_view.named_by(child_id)
+        if program is not None:
+            return await self.programs.stop_program(program)
         name = self._child_name(child_id)
         with self._running_tree():
             await self.supervisor.stop_child(name)
@@ -488,3 +496,4 @@ class ServerSupervision:
             }
             for check in self.monitor.report().checks
         ]
+
