@@ -21,8 +21,8 @@ from typing import TYPE_CHECKING, Any, Protocol
 from watchkeeper.clock import rfc3339
 
 if TYPE_CHECKING:
-    from watchkeeper.supervise.health import HealthFlag
     from watchkeeper.server.deps import Services
+    from watchkeeper.supervise.health import HealthFlag
     from watchkeeper.watch.cluster_view import ClusterHealth
     from watchkeeper.watch.store_writes import StoreWrites
 
