@@ -43,7 +43,9 @@ from ...support.workers import APPS
 from ..helpers import sweep
 from .conftest import ANA, OpenRuntime, live_incident, run_of
 
-pytestmark = pytest.mark.slow(seconds=240)
+# One worker runs the module, so one Prefect server (slow to start, busy when idle) serves
+# both stores' tests and is stopped with the module.
+pytestmark = [pytest.mark.slow(seconds=240), pytest.mark.xdist_group("prefect")]
 BUDGET_S = 300
 #: Prefect's flows beat at most every 30 s: a grace a little longer tells a dead run by the next.
 GRACE_S = 40
@@ -95,9 +97,9 @@ def stop_tree(process: subprocess.Popen[bytes], kill: bool = False) -> None:
     psutil.wait_procs(family, timeout=30)
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")
 def prefect_api(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    """A Prefect server on SQLite, started once per session (it is slow to start)."""
+    """A Prefect server on SQLite, started once for the module (it is slow to start)."""
     python = prefect_python()
     folder = tmp_path_factory.mktemp("prefect-server")
     port = free_port()
