@@ -18,7 +18,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-import time
 from collections.abc import Callable, Coroutine, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
@@ -28,11 +27,10 @@ from watchkeeper.errors import Conflict, NotFound
 from watchkeeper.notify.channels.base import Channel
 from watchkeeper.programs import view as program_view
 from watchkeeper.server.deps import Services
-from watchkeeper.server.health import Level, sweep_cause
+from watchkeeper.server.supervision_checks import ChildCheck, StoreCheck, SweepCheck
 from watchkeeper.supervise import (
     Backoff,
     BreakerStateChange,
-    CheckResult,
     ChildContext,
     ChildExited,
     ChildRestarting,
@@ -44,7 +42,6 @@ from watchkeeper.supervise import (
     HealthCheck,
     HealthFlag,
     HealthMonitor,
-    HealthStatus,
     Subscription,
     Supervisor,
     SupervisorBuilder,
@@ -96,66 +93,6 @@ def loop_child(name: str, loop: Loop, title: str) -> ChildSpec:
             raise
 
     return coroutine_child(name, body, shutdown_timeout_s=GRACE_S + 1.0, title=title)
-
-
-class StoreCheck:
-    """Healthy while the database answers a real query (the open incidents are counted)."""
-
-    name = "store"
-
-    def __init__(self, services: Services) -> None:
-        self._services = services
-
-    async def run(self) -> CheckResult:
-        """Count the open incidents once; how long it took is the detail."""
-        started = time.perf_counter()
-        try:
-            count = await asyncio.to_thread(self._services.incidents.open_count)
-        except Exception as exc:  # noqa: BLE001 - any failure to answer is the finding
-            return CheckResult(HealthStatus.UNHEALTHY, f"the database did not answer: {exc}")
-        took = (time.perf_counter() - started) * 1000
-        return CheckResult(HealthStatus.HEALTHY, f"answered in {took:.0f} ms ({count} open)")
-
-
-class SweepCheck:
-    """Healthy while this replica's sweeps succeed in time (a follower sweeps nothing):
-    the same judgement as ``/healthz``'s ``sweep`` cause."""
-
-    name = "sweeps"
-
-    def __init__(self, services: Services, supervision: ServerSupervision) -> None:
-        self._services = services
-        self._supervision = supervision
-
-    async def run(self) -> CheckResult:
-        """Read the sweeper's own account of its last sweeps, on the services' clock."""
-        found = self._services
-        leads = found.cluster.leadership.is_leader
-        cause = sweep_cause(found, leads, self._supervision.sweeping_since, found.clock())
-        if cause is None:
-            return CheckResult(HealthStatus.HEALTHY, "sweeps succeed" if leads else "follows")
-        status = HealthStatus.UNHEALTHY if cause.status is Level.FAILING else HealthStatus.DEGRADED
-        return CheckResult(status, cause.detail)
-
-
-class ChildCheck:
-    """Healthy while the named child runs; degraded while it restarts; else unhealthy."""
-
-    def __init__(self, supervision: ServerSupervision, child: str) -> None:
-        self.name = f"{child} running"
-        self.child = child
-        self._supervision = supervision
-
-    async def run(self) -> CheckResult:
-        """Look at the child's state in the tree."""
-        child = self._supervision.child(self.child)
-        state, last = child["state"], child["last_exit"]
-        detail = f"{state}, {child['restarts']} restarts" + (f"; last exit {last}" if last else "")
-        if state == "running":
-            return CheckResult(HealthStatus.HEALTHY, detail)
-        if state == "restarting":
-            return CheckResult(HealthStatus.DEGRADED, detail)
-        return CheckResult(HealthStatus.UNHEALTHY, detail)
 
 
 _STATES = {"running": "running", "starting": "running", "restart_pending": "restarting"}
@@ -496,4 +433,3 @@ class ServerSupervision:
             }
             for check in self.monitor.report().checks
         ]
-
