@@ -51,6 +51,35 @@ _SlackSecret = Annotated[
 ]
 
 
+#: The chat platforms a place (``PLATFORM:CHAT[/THREAD]``) may name.
+CHAT_PLATFORMS = ("telegram", "discord", "slack")
+#: A program's or a group's ``notify`` meaning the ops channels.
+OPS = "ops"
+
+
+def is_chat_place(entry: str) -> bool:
+    """Whether ``entry`` names a conversation: ``PLATFORM:CHAT[/THREAD]`` on a chat platform."""
+    platform, _, chat = entry.partition(":")
+    return platform in CHAT_PLATFORMS and bool(chat)
+
+
+def check_notify(value: str | None) -> str | None:
+    """A ``notify`` key's value: ``ops`` or a conversation, checked as ``[ops] channels`` checks
+    its conversations; :class:`ValueError` saying what to write otherwise."""
+    if value is None or value == OPS or is_chat_place(value):
+        return value
+    hint = (
+        f" ({value} is an ops channel: write ops to send notices where [ops] channels says)"
+        if value in {"log", "webhook"}
+        else ""
+    )
+    raise ValueError(
+        f"{value!r} is not a place for notices{hint}: write ops (the ops channels), or "
+        f"PLATFORM:CHAT[/THREAD] with PLATFORM one of {', '.join(CHAT_PLATFORMS)}, "
+        "such as slack:C0123 or telegram:-1001234/7"
+    )
+
+
 class OpsConfig(BaseModel):
     """Where notices for operators go when no chat owns the work.
 
@@ -82,14 +111,12 @@ class OpsConfig(BaseModel):
     @classmethod
     def _channel_names(cls, channels: list[str]) -> list[str]:
         for entry in channels:
-            platform, _, chat = entry.partition(":")
-            if entry in {"log", "webhook"}:
+            if entry in {"log", "webhook"} or is_chat_place(entry):
                 continue
-            if platform not in {"telegram", "discord", "slack"} or not chat:
-                raise ValueError(
-                    f"{entry!r} is not a channel: write log, webhook, or PLATFORM:CHAT[/THREAD] "
-                    "with PLATFORM one of telegram, discord, slack"
-                )
+            raise ValueError(
+                f"{entry!r} is not a channel: write log, webhook, or PLATFORM:CHAT[/THREAD] "
+                f"with PLATFORM one of {', '.join(CHAT_PLATFORMS)}"
+            )
         return channels
 
     @field_validator("webhook_url")

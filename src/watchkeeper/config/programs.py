@@ -15,6 +15,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
+from watchkeeper.config.chat import check_notify
+
 #: Program and group names: safe in paths, URLs and run ids.
 PROGRAM_NAME_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,62}$"
 #: The signals a program may be stopped with, by the names supervisord uses.
@@ -69,6 +71,17 @@ class GroupConfig(BaseModel):
     backoff: BackoffConfig = Field(
         default=BackoffConfig(), description="the delays before its programs' restarts"
     )
+    notify: str | None = Field(
+        default=None,
+        description="where its programs' notices go (a crash loop's card) unless a program "
+        "says otherwise: `PLATFORM:CHAT[/THREAD]` (`slack:C0123`, `telegram:-1001234/7`) or "
+        "`ops`, the ops channels (the default)",
+    )
+
+    @field_validator("notify")
+    @classmethod
+    def _notify_place(cls, value: str | None) -> str | None:
+        return check_notify(value)
 
 
 class ProgramHealthConfig(BaseModel):
@@ -170,6 +183,16 @@ class ProgramConfig(BaseModel):
     health: ProgramHealthConfig | None = Field(
         default=None, description="checks that restart it when they fail"
     )
+    notify: str | None = Field(
+        default=None,
+        description="where its notices go (a crash loop's card): `PLATFORM:CHAT[/THREAD]` or "
+        "`ops`, the ops channels (default: its group's `notify`, else `ops`)",
+    )
+
+    @field_validator("notify")
+    @classmethod
+    def _notify_place(cls, value: str | None) -> str | None:
+        return check_notify(value)
 
     @field_validator("command", mode="before")
     @classmethod

@@ -1,9 +1,11 @@
 """From incident events to deliveries: who is told what, where, exactly once.
 
 - A card goes to the chat (and thread) the work started from; work with no
-  chat goes to the ops channels. A condition the kind already alerts on by
-  itself (``reports``) gets no message: its incidents stay on the dashboard
-  and in ``/runs``.
+  chat goes to the ops channels. A program's run says where its notices go
+  now (its ``notify``, else its group's), read again each routing pass: once
+  the place changes, the next card (a crash loop again) goes to the new one.
+  A condition the kind already alerts on by itself (``reports``) gets no
+  message: its incidents stay on the dashboard and in ``/runs``.
 - One card per incident and place, for its whole life: ``opened`` sends it.
   Everything after is an edit of that card and, where people should hear of
   it, a short note threaded under it (a reply, a thread, a topic):
@@ -38,6 +40,7 @@ from watchkeeper.config import KindConfig, OpsConfig
 from watchkeeper.contract import Action
 from watchkeeper.decide.decider import Decider
 from watchkeeper.decide.offer import label
+from watchkeeper.errors import NotFound, StoredDataUnreadable
 from watchkeeper.notify import cards
 from watchkeeper.notify.message import Message, Target
 from watchkeeper.notify.silences import SilenceGate, with_care_buttons
@@ -49,6 +52,8 @@ from watchkeeper.store.queueing import NewDelivery
 from watchkeeper.store.routing_reads import RoutingReads
 
 CHAT_PLATFORMS = frozenset({"telegram", "discord", "slack"})
+#: The adapter of the kinds whose runs are programs, routed by their ``notify``.
+PROGRAM_ADAPTER = "program"
 #: Platforms whose cards keep their buttons once decided; a later press is told who won.
 KEEPS_BUTTONS = frozenset({"slack"})
 _NOTES = {"runbook"}
@@ -89,18 +94,36 @@ class Router:
         self._queued: dict[int, dict[str, _Card]] = {}
         #: The action journals the routing pass under way read, by incident.
         self._journals: Mapping[int, Sequence[ActionRecord]] = {}
+        #: Where each program's notices go, as this pass read it, by kind and run id.
+        self._routes: dict[tuple[str, str], Mapping[str, Any] | None] = {}
 
     def targets(self, incident: Incident) -> list[Target]:
         """Where this incident's messages go."""
-        origin = incident.origin or {}
+        origin = (self._route(incident) if self._routed(incident) else incident.origin) or {}
         platform = origin.get("platform")
         if platform in CHAT_PLATFORMS and origin.get("chat_id"):
             return [Target(str(platform), str(origin["chat_id"]), origin.get("thread_id"))]
         return [parse_place(entry) for entry in self.ops.channels]
 
+    def _routed(self, incident: Incident) -> bool:
+        """Whether the incident's work is a program's, whose run says where its notices go."""
+        kind = self.kinds.get(incident.key.kind)
+        return kind is not None and kind.adapter == PROGRAM_ADAPTER
+
+    def _route(self, incident: Incident) -> Mapping[str, Any] | None:
+        """Where a program's notices go now, as its run holds it (``None``: ops)."""
+        key = (incident.key.kind, incident.key.run_id)
+        if key not in self._routes:
+            try:
+                self._routes[key] = self.store.runs.get(*key).origin
+            except (NotFound, StoredDataUnreadable):
+                self._routes[key] = None  # no run to say otherwise: ops, as for any work
+        return self._routes[key]
+
     def route(self, now: datetime, limit: int = 500) -> int:
         """Route up to ``limit`` events not yet routed, oldest first; returns how many
         deliveries were enqueued."""
+        self._routes = {}  # a place changed since the last pass is read again
         events = self.store.incidents.unrouted(limit)
         if not events:
             return 0

@@ -26,7 +26,7 @@ from watchkeeper.clock import Now
 from watchkeeper.config import BackoffConfig, IntensityConfig, Settings
 from watchkeeper.errors import Conflict, NotFound
 from watchkeeper.procs import identity
-from watchkeeper.programs import health, plan
+from watchkeeper.programs import health, plan, routes
 from watchkeeper.programs.follow import Follower
 from watchkeeper.programs.gates import Gate, Gates
 from watchkeeper.programs.output import ProgramLog
@@ -69,7 +69,8 @@ class ProgramHost:
         self.plans = plan.plans(settings, self.host)
         #: Programs of the file another host runs: name to host.
         self.elsewhere = plan.elsewhere(settings, self.host)
-        self.records = ProgramRecords(store, self.host, clock, wake)
+        self.ops_channels = tuple(settings.ops.channels)
+        self.records = ProgramRecords(store, self.host, clock, wake, self._origin_of)
         self.programs: dict[str, ProgramState] = {}
         for group in self.plans:
             for program in group.programs:
@@ -326,6 +327,42 @@ class ProgramHost:
             "configuration; watchkeeper.toml still says what it said, so a restart of the "
             "server goes back to it"
         )
+
+    def notify_of(self, name: str) -> tuple[str, routes.SetBy]:
+        """Where program ``name``'s notices go in the running configuration, and who chose it."""
+        program = self.programs[name].plan
+        # Read from worker threads too, so a group being rebuilt reads as none, never fails.
+        group = next((g for g in tuple(self.plans) if g.name == program.group), None)
+        return routes.notify_of(program, group)
+
+    def _origin_of(self, name: str) -> dict[str, str] | None:
+        return routes.origin_of_place(self.notify_of(name)[0]) if name in self.programs else None
+
+    async def route_to(self, name: str, group: str | None) -> str:
+        """Send program ``name``'s notices where group ``group``'s go (``None``: the ops
+        channels), in the running configuration and on its run; watchkeeper.toml is left as
+        it is, and the answer says so."""
+        _, state = self.find(name)
+        if state is None:
+            raise Conflict(f"{name} is a group: only a program's notices are routed")
+        notify, why = routes.chosen(self.plans, state.plan, group, self.host)
+        moved = dataclasses.replace(
+            state.plan, config=state.plan.config.model_copy(update={"notify": notify})
+        )
+        state.plan = moved
+        at = next(i for i, g in enumerate(self.plans) if g.name == moved.group)
+        members = tuple(moved if p.name == name else p for p in self.plans[at].programs)
+        self.plans[at] = dataclasses.replace(self.plans[at], programs=members)
+        await asyncio.to_thread(self.records.routed, name)
+        self._changed()
+        place, _ = self.notify_of(name)
+        log.info(
+            "Program %s's notices go to %s in the running configuration",
+            name,
+            place,
+            extra={"action": "program_notify"},
+        )
+        return routes.answer(name, place, why, self.ops_channels)
 
     async def build_group(self, name: str, members: list[str]) -> str:
         """Make group ``name`` (one-for-one) of programs that run alone, in the running

@@ -52,6 +52,8 @@ class GroupPlan:
     programs: tuple[ProgramPlan, ...]
     #: A ``[groups.NAME]`` table, or a program alone under its own name.
     declared: bool
+    #: Where its programs' notices go unless a program says otherwise (``None``: ops).
+    notify: str | None = None
 
     def member(self, name: str) -> ProgramPlan | None:
         """The program called ``name`` in this group, if it is one."""
@@ -104,6 +106,7 @@ def _group(name: str, group: GroupConfig, members: tuple[ProgramPlan, ...]) -> G
         backoff=group.backoff,
         programs=members,
         declared=True,
+        notify=group.notify,
     )
 
 

@@ -5,7 +5,9 @@ its own, and the run names the host. It starts when the program first starts
 and moves on each restart (its step says why); it ends failed when its group
 gave up on it (a crash loop: the incident with Restart and Stop), cancelled
 when a person or the server stopped it, succeeded when a program that is not
-restarted exited normally. What it says is redacted before it is stored.
+restarted exited normally. What it says is redacted before it is stored. Its
+origin is where the program's notices go (:mod:`.routes`): written when it
+starts and whenever that place changes, never as a move.
 
 Writes are blocking store calls: the host runs them in a worker thread.
 """
@@ -13,6 +15,7 @@ Writes are blocking store calls: the host runs them in a worker thread.
 from __future__ import annotations
 
 import logging
+import threading
 from collections.abc import Callable
 from datetime import datetime, timedelta
 from typing import Any
@@ -48,24 +51,48 @@ class ProgramRecords:
     """Starts, moves and ends the runs of this host's programs."""
 
     def __init__(
-        self, store: Store, host: str, clock: Now, wake: Callable[[datetime], None]
+        self,
+        store: Store,
+        host: str,
+        clock: Now,
+        wake: Callable[[datetime], None],
+        origin_of: Callable[[str], dict[str, str] | None] = lambda _name: None,
     ) -> None:
         self.store = store
         self.host = host
         self.clock = clock
         self.wake = wake
+        #: Where a program's notices go now, as its run's origin (read when it is written).
+        self.origin_of = origin_of
+        # A start and a route change write the origin from two threads: the later one read
+        # the place last, so it must also write last.
+        self._routing = threading.Lock()
 
     def started(self, name: str, title: str, step: str) -> None:
         """The program runs (a first start, or the next attempt of an ended run)."""
-        new = NewRun(
-            KIND, run_id_of(name, self.host), redact(title), None, "unknown", None, None, _LEASE_S
-        )
-        try:
-            self.store.runs.start(new, self.clock())
-        except WatchkeeperError as exc:
-            self._failed_write(name, "start", exc)
-            return
+        with self._routing:
+            origin = self.origin_of(name)
+            run_id = run_id_of(name, self.host)
+            new = NewRun(KIND, run_id, redact(title), origin, "unknown", None, None, _LEASE_S)
+            try:
+                run, _changed = self.store.runs.start(new, self.clock())
+            except WatchkeeperError as exc:
+                self._failed_write(name, "start", exc)
+                return
+            if run.origin != origin:  # still running from before: started is idempotent then
+                self._route(name, origin)
         self.moved(name, step)
+
+    def routed(self, name: str) -> None:
+        """The place the program's notices go changed: its run (if it has one) says so."""
+        with self._routing:
+            self._route(name, self.origin_of(name))
+
+    def _route(self, name: str, origin: dict[str, str] | None) -> None:
+        try:
+            self.store.runs.set_origin(KIND, run_id_of(name, self.host), origin)
+        except WatchkeeperError as exc:
+            self._failed_write(name, "route", exc)
 
     def moved(self, name: str, step: str) -> None:
         """Something happened to the running program: a restart, a pause, a health check."""

@@ -119,7 +119,14 @@ def _program(host: ProgramHost, state: ProgramState) -> dict[str, Any]:
         "stop_timeout_s": config.stop_timeout_s,
         "exit_codes": list(config.exit_codes),
         "contain": config.contain,
+        "notify": _notify(host, state.name),
     }
+
+
+def _notify(host: ProgramHost, name: str) -> dict[str, str]:
+    """Where the program's notices go (``ops``: the ops channels), and who chose that."""
+    place, set_by = host.notify_of(name)
+    return {"to": place, "set_by": set_by}
 
 
 def _leader(pid: int | None, kept: bool) -> int | None:
@@ -164,6 +171,7 @@ def _group(host: ProgramHost, name: str) -> dict[str, Any]:
         "gave_up_at": rfc3339(group.gave_up_at) if group is not None else None,
         "crash_loop": group.culprit if group is not None else None,
         "programs": [p.name for p in group_plan.programs],
+        "notify": group_plan.notify,
     }
 
 
@@ -223,6 +231,7 @@ def tree(host: ProgramHost) -> dict[str, Any] | None:
                 "href": None,
                 "pid": None,
                 "detail": f"crash loop of {group['crash_loop']}" if group["crash_loop"] else None,
+                "notify": group["notify"],
                 "children": members,
             }
         )
@@ -289,5 +298,6 @@ def _node(program: dict[str, Any]) -> dict[str, Any]:
         "href": f"/web/programs/{program['name']}",
         "pid": program["pid"],
         "detail": detail,
+        "notify": program["notify"],
         "children": [],
     }

@@ -21,6 +21,7 @@ from sqlalchemy import (
     case,
     func,
     insert,
+    null,
     select,
     update,
 )
@@ -255,6 +256,17 @@ class PushRunStore(Accessor):
                 row = cursor.fetchone()
                 outcomes.append(_missing(conn, move.kind, move.run_id) if row is None else row)
         return outcomes
+
+    def set_origin(self, kind: str, run_id: str, origin: dict[str, str] | None) -> bool:
+        """Say where the run's notices go from now on (``None``: the ops channels), whatever
+        its status; whether there is such a run. Not a move: its state token stays."""
+        with self._write("routing a run") as conn:
+            changed = conn.execute(
+                update(push_runs)
+                .where(push_runs.c.run_id == run_id, push_runs.c.kind == kind)
+                .values(origin=null() if origin is None else origin)
+            ).rowcount
+        return bool(changed)
 
     def get(self, kind: str, run_id: str) -> PushRun:
         """One run, or :class:`NotFound`."""

@@ -12,6 +12,7 @@ from watchkeeper.supervise.breaker import (
     CircuitBreaker,
     FailureRateWindow,
 )
+from watchkeeper.supervise.breaker_calls import RecentCall
 from watchkeeper.supervise.breaker_state import (
     BreakerState,
     BreakerStateStore,
@@ -118,6 +119,7 @@ __all__ = [
     "ManualClock",
     "MemoryCheck",
     "MonotonicClock",
+    "RecentCall",
     "ReporterStatistics",
     "Restart",
     "RestartIntensityExceeded",

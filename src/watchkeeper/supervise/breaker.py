@@ -26,6 +26,13 @@ from types import MappingProxyType, TracebackType
 from typing import ParamSpec, Protocol, TypeVar, cast, overload
 
 from watchkeeper.clock import WallClock
+from watchkeeper.supervise.breaker_calls import (
+    RECENT_CALLS,
+    CallLog,
+    RecentCall,
+    read_count,
+    short_reason,
+)
 from watchkeeper.supervise.breaker_state import (
     BreakerState,
     BreakerStateStore,
@@ -106,11 +113,6 @@ class _Probe:
 _Permit = BreakerState | _Probe
 
 
-def _read(counter: itertools.count[int]) -> int:
-    # itertools.count increments atomically under the GIL; its repr is its next value.
-    return int(repr(counter)[6:-1])
-
-
 Listener = Callable[[BreakerStateChange], None]
 
 
@@ -124,7 +126,7 @@ class CircuitBreaker(AsyncScope):
     ``exclude`` lists exceptions that are the caller's business, not the
     dependency's failure: they never count as failures (they prove the
     dependency answered). Cancellation and other non-``Exception`` errors
-    never count at all.
+    never count at all. :meth:`recent_calls` gives the last ``recent_calls`` that counted.
     """
 
     def __init__(
@@ -139,6 +141,7 @@ class CircuitBreaker(AsyncScope):
         store: BreakerStateStore | None = None,
         clock: NowSource | None = None,
         listeners: tuple[Listener, ...] = (),
+        recent_calls: int = RECENT_CALLS,
     ) -> None:
         if fail_max < 1 or reset_timeout_s <= 0:
             raise ConfigurationError("breaker needs fail_max >= 1 and reset_timeout_s > 0")
@@ -159,9 +162,8 @@ class CircuitBreaker(AsyncScope):
         self._listeners = list(listeners)
         self._outcomes: deque[bool] = deque(maxlen=window.size if window else 1)
         self._lock = threading.Lock()
-        self._successes = itertools.count()
+        self._calls = CallLog(recent_calls)
         self._quiet: BreakerState | None = None
-        self._failures = itertools.count()
         self._rejections = itertools.count()
         self._ignored = itertools.count()
         self._seen = CircuitState.CLOSED
@@ -213,7 +215,7 @@ class CircuitBreaker(AsyncScope):
             self._settle(permit, exc)
             raise
         if permit is self._quiet:
-            next(self._successes)  # closed with no failures on record: nothing to write
+            self._calls.succeeded(self._clock.now())  # closed, no failure on record: no write
         else:
             self._settle(permit, None)
         return result
@@ -229,7 +231,7 @@ class CircuitBreaker(AsyncScope):
             self._settle(permit, exc)
             raise
         if permit is self._quiet:
-            next(self._successes)
+            self._calls.succeeded(self._clock.now())
         else:
             self._settle(permit, None)
         return result
@@ -280,6 +282,10 @@ class CircuitBreaker(AsyncScope):
         self._permits.set(tuple(rest))
         self._settle(permit, exc)
 
+    def recent_calls(self) -> tuple[RecentCall, ...]:
+        """Its latest successes and failures (this process's), newest first."""
+        return self._calls.read().recent
+
     def statistics(self) -> BreakerStatistics:
         """An immutable snapshot of this breaker's counters and time in each state."""
         current = self.store.load(self.name)
@@ -294,10 +300,10 @@ class CircuitBreaker(AsyncScope):
                 failure_count=current.failure_count,
                 state_changes=self._state_changes,
                 time_in_state=MappingProxyType(times),
-                successes=_read(self._successes),
-                failures=_read(self._failures),
-                rejections=_read(self._rejections),
-                ignored=_read(self._ignored),
+                successes=self._calls.successes,
+                failures=self._calls.failures,
+                rejections=read_count(self._rejections),
+                ignored=read_count(self._ignored),
             )
 
     # -- admission -------------------------------------------------------------
@@ -366,16 +372,19 @@ class CircuitBreaker(AsyncScope):
             if deadline is not None and self._clock.now() >= deadline:
                 # Too late: whatever it says, it failed at its deadline (if no one
                 # recorded that yet); the version check ignores it otherwise.
-                next(self._failures)
+                self._calls.failed(self._clock.now(), "the probe outlived its probe timeout")
                 self._update(
                     permit, lambda s: BreakerState(CircuitState.OPEN, s.failure_count, deadline)
                 )
                 return
-        if exc is None or (isinstance(exc, Exception) and isinstance(exc, self.exclude)):
-            next(self._successes if exc is None else self._ignored)
+        if exc is None:
+            self._calls.succeeded(self._clock.now())
+            self._on_success(permit)
+        elif isinstance(exc, Exception) and isinstance(exc, self.exclude):
+            next(self._ignored)
             self._on_success(permit)
         elif isinstance(exc, Exception):
-            next(self._failures)
+            self._calls.failed(self._clock.now(), short_reason(exc))
             self._on_failure(permit)
         else:
             next(self._ignored)

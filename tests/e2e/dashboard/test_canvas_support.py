@@ -112,9 +112,11 @@ def serving(
     sweeps: bool,
     clock: ManualClock | None = None,
     ops: dict[str, Any] | None = None,
+    groups: dict[str, Any] | None = None,
 ) -> Iterator[Dashboard]:
     """The whole server running two programs in the group ``crawl`` (sweeping, unless told
-    not to); every process run a test started is aborted after it.
+    not to; ``groups`` in place of :data:`GROUPS`); every process run a test started is
+    aborted after it.
 
     With ``clock``, the server's clock and its programs' supervisors' are that one (time
     moves when the test moves it), and the program ``flaky`` waits out its backoff."""
@@ -126,7 +128,8 @@ def serving(
         "memory": {"kind": "memory", "min_available_mb": 1, "pauses": ["crawl"]},
     }
     programs = PROGRAMS if clock is None else {**PROGRAMS, "flaky": FLAKY}
-    tables: dict[str, Any] = {"programs": programs, "groups": GROUPS, "host_checks": checks}
+    tables: dict[str, Any] = {"programs": programs, "groups": groups or GROUPS}
+    tables["host_checks"] = checks
     if ops is not None:
         tables["ops"] = ops
     runtime = open_runtime(data, clock or utcnow, **tables)

@@ -62,6 +62,15 @@ class MomentOut(BaseModel):
     text: str
 
 
+class NotifyOut(BaseModel):
+    """Where a program's notices (a crash loop's card) go, and who chose that."""
+
+    to: str = Field(description="`ops` (the ops channels) or `PLATFORM:CHAT[/THREAD]`")
+    set_by: Literal["program", "group", "default"] = Field(
+        description="its own `notify`, its group's, or neither (ops)"
+    )
+
+
 class ProgramOut(BaseModel):
     """One program on this host."""
 
@@ -91,6 +100,7 @@ class ProgramOut(BaseModel):
     stop_timeout_s: float
     exit_codes: list[int]
     contain: Literal["tree", "group"]
+    notify: NotifyOut = Field(description="in the running configuration")
     history: list[MomentOut] | None = Field(
         None, description="the latest 50 moments, oldest first (one program's answer only)"
     )
@@ -127,6 +137,7 @@ class GroupOut(BaseModel):
     gave_up_at: str | None
     crash_loop: str | None = Field(description="the program whose crash loop made it give up")
     programs: list[str] = Field(description="in start order")
+    notify: str | None = Field(description="where its programs' notices go; null: ops")
 
 
 class HostCheckOut(BaseModel):

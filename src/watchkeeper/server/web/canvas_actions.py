@@ -22,7 +22,7 @@ from fastapi.responses import JSONResponse, Response
 from watchkeeper.errors import Conflict, InvalidInput, NotFound
 from watchkeeper.server.deps import services
 from watchkeeper.server.supervision import ServerSupervision
-from watchkeeper.server.web import canvas_service
+from watchkeeper.server.web import canvas_notify, canvas_service
 from watchkeeper.server.web.session import Session, check_csrf, session
 from watchkeeper.supervise import Strategy, SuperviseError
 
@@ -229,3 +229,19 @@ async def strategy(request: Request, node: str, current: Session = Depends(sessi
         return message, {"strategy": chosen.value}
 
     return await _act(request, current, "switch strategies", act)
+
+
+@router.post("/web/canvas/programs/{name}/notify")
+async def route_notices(
+    request: Request, name: str, current: Session = Depends(session)
+) -> Response:
+    """Send a program's notices where a supervisor (``to``: a group, or a tree's root for
+    the ops channels) sends its own, in the running configuration."""
+
+    async def act(fields: dict[str, Any]) -> tuple[str, dict[str, Any]]:
+        node = _text(fields, "to")
+        message = await canvas_notify.route_notices(_supervision(request), name, node)
+        place, set_by = _supervision(request).programs.notify_of(name)
+        return message, {"program": name, "notify": {"to": place, "set_by": set_by}}
+
+    return await _act(request, current, "route notices", act)

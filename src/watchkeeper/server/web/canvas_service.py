@@ -12,6 +12,7 @@ import math
 import os
 import shutil
 from collections.abc import Mapping
+from datetime import UTC, datetime
 from typing import Any
 
 import psutil
@@ -28,6 +29,7 @@ from watchkeeper.programs import view
 from watchkeeper.programs.gates import Gate
 from watchkeeper.programs.host import ProgramHost
 from watchkeeper.records.procs import ProcRun
+from watchkeeper.redact import redact
 from watchkeeper.server.deps import Services
 from watchkeeper.server.health import assess
 from watchkeeper.server.supervision import TREE, ServerSupervision
@@ -231,6 +233,32 @@ def probe_in(breaker: CircuitBreaker) -> float | None:
     return round(max(0.0, state.opened_at + breaker.reset_timeout_s - WallClock().now()), 3)
 
 
+#: How much of a failure's reason the canvas shows (counted after redaction).
+REASON_CHARS = 120
+
+
+def _reason(reason: str | None) -> str | None:
+    if reason is None:
+        return None
+    # Redacted whole, then shortened: a secret cut in two first could escape its shape.
+    shown = redact(reason)
+    return shown if len(shown) <= REASON_CHARS else f"{shown[: REASON_CHARS - 1]}…"
+
+
+def recent_calls(breaker: CircuitBreaker) -> list[dict[str, Any]]:
+    """A breaker's latest successes and failures, newest first: when each ended (RFC 3339,
+    UTC) and, for a failure, its reason redacted."""
+    return [
+        {
+            # The server's breakers count on the wall clock: their times are epoch seconds.
+            "at": rfc3339(datetime.fromtimestamp(call.at, UTC)),
+            "ok": call.ok,
+            "reason": _reason(call.reason),
+        }
+        for call in breaker.recent_calls()
+    ]
+
+
 class ProbeFailedError(WatchkeeperError):
     """The probe reached the dependency and it did not answer as it should."""
 
@@ -276,7 +304,7 @@ async def probe_breaker(
 
 def snapshot(services: Services, supervision: ServerSupervision) -> dict[str, Any]:
     """Everything the canvas draws: the supervision tree, its runs, its endpoint, its health
-    monitor, and the host checks as dials."""
+    monitor, the host checks as dials, and each breaker's recent calls."""
     found = supervision.snapshot()
     host = supervision.programs
     dials = {f"host check {gate.name}": (gate.name, dial(gate)) for gate in host.gates.gates}
@@ -287,7 +315,9 @@ def snapshot(services: Services, supervision: ServerSupervision) -> dict[str, An
     for tree in found["trees"]:
         _attach(tree["children"], plans)
     for row in found["breakers"]:
-        row["probe_in_s"] = probe_in(supervision.breakers[row["name"]])
+        breaker = supervision.breakers[row["name"]]
+        row["probe_in_s"] = probe_in(breaker)
+        row["recent"] = recent_calls(breaker)
     found["agents"] = agents(services)
     found["runs"] = run_cards(services)
     found["endpoint"] = endpoint(services, supervision)

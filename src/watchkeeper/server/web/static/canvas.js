@@ -4,8 +4,9 @@
 // Close or Escape puts a panel away; two fingers, the wheel or +/- zoom; one finger, the
 // mouse or the arrow keys move the view. Pointer Events carry touch and mouse alike.
 // This file draws and holds the view; canvas_panels.js shows the details and the actions,
-// canvas_gestures.js reads fingers, the mouse and the keys, canvas_cards.js adds the runs,
-// the endpoint, the health monitor and the dials.
+// canvas_gestures.js reads fingers, the mouse and the keys, canvas_edges.js draws the edge
+// that routes a program's notices, canvas_cards.js adds the runs, the endpoint, the health
+// monitor and the dials.
 "use strict";
 
 (() => {
@@ -382,6 +383,7 @@
       isSupervisor, nameOf, kindOf, load,
     });
     Object.assign(c, window.wkCanvasPanels(c));
+    Object.assign(c, window.wkCanvasEdges(c));
     Object.assign(c, window.wkCanvasGestures(c));
     svg.addEventListener("pointerdown", c.onDown);
     svg.addEventListener("pointermove", c.onMove);

@@ -6,8 +6,9 @@
 (() => {
   const PROGRAMS = "programs";
   let api = null;
-  // What stays open in the panel across redraws: the node whose checks are fanned out, and
-  // the node whose backoff timeline counts down (re-read from the server every second).
+  // What stays open in the panel across redraws: the node spread open (the health node's
+  // checks fanned out, or a breaker's recent calls), and the node whose backoff timeline
+  // counts down (re-read from the server every second).
   let fanned = null;
   let timeline = null;
   let ticking = 0;
@@ -88,18 +89,25 @@
     parent.append(figure);
   }
 
-  // The health node spread: each check a dial around the overall ring.
+  // A node spread: the health node's checks, each a dial around the overall ring; a
+  // breaker's recent calls (canvas_calls.js).
   function fan(key) {
     const row = api.nodes().get(key);
-    if (!row || row.type !== "monitor") return false;
+    if (!row || (row.type !== "monitor" && row.type !== "breaker")) return false;
     fanned = key;
     api.select(key);
     drawFan(row);
+    // No event tells the page of a breaker's successes: its calls are read again when asked for.
+    if (row.type === "breaker") api.load();
     return true;
   }
 
   function drawFan(row) {
     const box = document.getElementById("sup-extra");
+    if (row.type === "breaker") {
+      window.wkCanvasCalls?.draw(box, row);
+      return;
+    }
     box.querySelector(".sup-dials")?.remove();
     const dials = document.createElement("div");
     dials.className = "sup-dials";
@@ -311,6 +319,10 @@
         fact("Checks", String(item.checks.length));
         button(box, "Fan out the checks", () => fan(row.key));
       }
+      if (row.type === "breaker") {
+        button(box, "Recent calls", () => fan(row.key)).title =
+          "Its recent successes and failures (or spread two fingers on the breaker, or H on it)";
+      }
       if (fanned === row.key) drawFan(row);
       if (timeline === row.key) drawTimeline(row);
       if (row.type === "health" && item.dial) {
@@ -393,6 +405,7 @@
 
     key(row, key) {
       if (key === "d" && row.type === "monitor") return fan(row.key);
+      if (key === "h" && row.type === "breaker") return fan(row.key);
       if (key === "b" && row.item.backoff_plan) return openTimeline(row.key);
       if (key === "r") {
         refresh(row.key);

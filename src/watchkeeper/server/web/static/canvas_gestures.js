@@ -1,6 +1,7 @@
 // The supervision canvas's gestures: fingers, the mouse and the keys, each to the same ends.
 // A tap selects, a second tap opens a group, a long press offers actions, a flick pans on
-// (or is the node's), two fingers zoom, turn a supervisor, or spread and pinch a node.
+// (or is the node's), a drag from a program draws an edge to a supervisor (canvas_edges.js),
+// two fingers zoom, turn a supervisor, or spread and pinch a node.
 // canvas.js calls window.wkCanvasGestures once, at start.
 "use strict";
 
@@ -124,6 +125,8 @@ window.wkCanvasGestures = (c) => {
         }, LONG_PRESS_MS);
       }
     } else if (pointers.size === 2) {
+      // A second finger makes it a two-finger gesture: an edge being drawn eases back.
+      if (gesture?.mode === "edge") c.endEdge(null);
       const { distance, mid, angle } = pinchOf();
       const second = event.target.closest?.(".sn")?.dataset.key || null;
       const key = gesture?.key || second;
@@ -153,8 +156,13 @@ window.wkCanvasGestures = (c) => {
     }
     if (gesture.mode === "press" && Math.hypot(x - gesture.x, y - gesture.y) > SLOP_PX) {
       clearTimeout(gesture.timer);
-      gesture.mode = "pan";
-      svg.classList.add("panning");
+      // A drag from a program draws an edge to a supervisor; the view stays where it is.
+      gesture.mode = c.startEdge(gesture.key, x, y) ? "edge" : "pan";
+      if (gesture.mode === "pan") svg.classList.add("panning");
+    }
+    if (gesture.mode === "edge") {
+      c.moveEdge(x, y, event);
+      return;
     }
     gesture.samples?.push({ x, y, t: event.timeStamp });
     if (gesture.mode === "pan") {
@@ -170,6 +178,11 @@ window.wkCanvasGestures = (c) => {
     svg.classList.remove("panning");
     if (!gesture) return;
     clearTimeout(gesture.timer);
+    if (gesture.mode === "edge") {
+      c.endEdge(event.type === "pointerup" ? event : null);
+      gesture = null;
+      return;
+    }
     if (event.type === "pointerup" && gesture.mode === "press" && gesture.key) {
       tapped(gesture.key, event.timeStamp);
     }
@@ -280,6 +293,10 @@ window.wkCanvasGestures = (c) => {
       return;
     }
     if (node && EXTRA.key?.(st.nodes.get(node.dataset.key), event.key)) {
+      event.preventDefault();
+      return;
+    }
+    if (node && event.key === "n" && c.openRoutes(node.dataset.key)) {
       event.preventDefault();
       return;
     }

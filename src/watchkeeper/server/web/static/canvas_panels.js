@@ -47,6 +47,7 @@ window.wkCanvasPanels = (c) => {
     const extra = $("sup-extra");
     extra.replaceChildren();
     EXTRA.describe?.(row, (term, value) => fact(facts, term, value), extra);
+    c.describeRoute?.(row, (term, value) => fact(facts, term, value), extra);
     $("sup-actions").hidden = actionsOf(row).length === 0;
     panel.dataset.key = row.key;
   }
