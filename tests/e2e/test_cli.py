@@ -37,9 +37,17 @@ def test_tokens_and_local_runs(config_file: Path) -> None:
     assert wk("--config", str(config_file), "db", "upgrade").returncode == 0
     store = str(config_file.parent / "data")
     created = wk(
-        "--config", str(config_file), "token", "create", "--role", "reporter", "--name", "ci",
-        "--store", store,
-    )  # fmt: skip
+        "--config",
+        str(config_file),
+        "token",
+        "create",
+        "--role",
+        "reporter",
+        "--name",
+        "ci",
+        "--store",
+        store,
+    )
     assert created.returncode == 0, created.stderr
     assert created.stdout.strip().splitlines()[-1].startswith("wk_")
     listed = wk("--config", str(config_file), "token", "list", "--store", store)

@@ -111,8 +111,9 @@ def test_a_runner_logs_no_line_per_poll(server: LiveServer, tmp_path: Path) -> N
         env=cli_env(admin_env(server)),
     )
     try:
-        submitted = wk("submit", "--fleet", "f", "--org", "o", "--json", "--", "true",
-                       env=admin_env(server))  # fmt: skip
+        submitted = wk(
+            "submit", "--fleet", "f", "--org", "o", "--json", "--", "true", env=admin_env(server)
+        )
         job_id = json.loads(submitted.stdout)["id"]
 
         def finished() -> bool:
@@ -214,13 +215,23 @@ def test_a_runner_tells_an_outage_once_not_at_every_poll(
     with tcp_proxy(("127.0.0.1", port)) as proxy:
         env = {**admin_env(server), "WATCHKEEPER_URL": f"http://127.0.0.1:{proxy.port}"}
         runner = subprocess.Popen(
-            [*WK, "runner", "--fleet", "f", "--data-dir", str(tmp_path),
-             "--poll-interval", "0.01", "--heartbeat-interval", "0.05"],
+            [
+                *WK,
+                "runner",
+                "--fleet",
+                "f",
+                "--data-dir",
+                str(tmp_path),
+                "--poll-interval",
+                "0.01",
+                "--heartbeat-interval",
+                "0.05",
+            ],
             stdout=subprocess.DEVNULL,
             stderr=subprocess.PIPE,
             text=True,
             env=cli_env(env),
-        )  # fmt: skip
+        )
         assert runner.stderr is not None
         reader = threading.Thread(target=lambda: lines.extend(runner.stderr or ()), daemon=True)
         reader.start()

@@ -247,9 +247,16 @@ def test_config_after_the_child_command_of_run_is_the_childs(folder: Folder) -> 
     # `run` hands every word after the command it starts to that command, --config too.
     config = _write_config(folder, "ours.toml")
     result = folder.run(
-        "run", "--config", str(config), "--", sys.executable, "-c",
-        "import sys; print(sys.argv[1:])", "--config", "x.toml",
-    )  # fmt: skip
+        "run",
+        "--config",
+        str(config),
+        "--",
+        sys.executable,
+        "-c",
+        "import sys; print(sys.argv[1:])",
+        "--config",
+        "x.toml",
+    )
     _no_traceback(result)
     assert result.returncode == 0, result.stderr
     assert "['--config', 'x.toml']" in result.stdout, result.stdout + result.stderr

@@ -40,8 +40,21 @@ def _reporter(server: LiveServer) -> dict[str, str]:
 
 
 def test_counters_and_step_times_go_the_fast_way(tmp_path: Path, server: LiveServer) -> None:
-    argv = ("report", "progress", "crawl", "r-count", "-s", "tests", "--done", "12",
-            "--total=40", "--budget", "30m", "--expected", "2h30m")  # fmt: skip
+    argv = (
+        "report",
+        "progress",
+        "crawl",
+        "r-count",
+        "-s",
+        "tests",
+        "--done",
+        "12",
+        "--total=40",
+        "--budget",
+        "30m",
+        "--expected",
+        "2h30m",
+    )
     result = probe(tmp_path, _reporter(server), *argv)
     assert result["status"] == 0
     assert FRAMEWORK.isdisjoint(packages(set(result["modules"])))

@@ -21,8 +21,17 @@ from ..support.cli_probe import FULL_PATH, both_ways, packages, probe
 from ..support.waiting import wait_for
 
 #: What starting a process on this host must not load on the fast path.
-NOT_NEEDED = {"typer", "click", "pydantic", "pydantic_core", "sqlalchemy", "alembic",
-              "asyncio", "httpx", "rich"}  # fmt: skip
+NOT_NEEDED = {
+    "typer",
+    "click",
+    "pydantic",
+    "pydantic_core",
+    "sqlalchemy",
+    "alembic",
+    "asyncio",
+    "httpx",
+    "rich",
+}
 
 
 @pytest.fixture
@@ -49,8 +58,10 @@ def test_run_loads_no_framework_database_layer_nor_event_loop(folder: Path) -> N
     assert NOT_NEEDED.isdisjoint(loaded), sorted(NOT_NEEDED & loaded)
     newest = _recorded(folder)[0]
     assert (newest["argv"], newest["status"], newest["exit_code"]) == (
-        ["sh", "-c", "exit 4"], "failed", 4
-    )  # fmt: skip
+        ["sh", "-c", "exit 4"],
+        "failed",
+        4,
+    )
 
 
 def test_a_budget_and_a_timeout_stay_on_the_fast_path(folder: Path) -> None:
@@ -105,15 +116,42 @@ def test_run_says_and_exits_the_same_either_way(folder: Path, name: str) -> None
 
 
 def test_a_run_recorded_fast_reads_as_one_recorded_by_the_full_command(folder: Path) -> None:
-    argv = ("--config", "watchkeeper.toml", "run", "--name", "same", "--session", "s-9",
-            "--budget", "5m", "--timeout", "1h30m",
-            "--", "sh", "-c", "echo hi; exit 2")  # fmt: skip
+    argv = (
+        "--config",
+        "watchkeeper.toml",
+        "run",
+        "--name",
+        "same",
+        "--session",
+        "s-9",
+        "--budget",
+        "5m",
+        "--timeout",
+        "1h30m",
+        "--",
+        "sh",
+        "-c",
+        "echo hi; exit 2",
+    )
     fast, full = both_ways(folder, {}, *argv)
     assert fast.returncode == full.returncode == 2
     newest, older = _recorded(folder)[:2]
-    varying = {"id", "pid", "pid_start", "pgid", "shim_pid", "shim_start", "log_path",
-               "created_at", "started_at", "progress_at", "finished_at", "updated_at",
-               "log_mtime", "state_token"}  # fmt: skip
+    varying = {
+        "id",
+        "pid",
+        "pid_start",
+        "pgid",
+        "shim_pid",
+        "shim_start",
+        "log_path",
+        "created_at",
+        "started_at",
+        "progress_at",
+        "finished_at",
+        "updated_at",
+        "log_mtime",
+        "state_token",
+    }
     assert {k: v for k, v in newest.items() if k not in varying} == {
         k: v for k, v in older.items() if k not in varying
     }
@@ -136,7 +174,7 @@ def test_detach_prints_the_run_id_as_the_full_command_does(folder: Path) -> None
         ("refused by the model", 'data_dir = "data"\nbogus = 1\n', {}),
         ("another database", 'data_dir = "data"\n', {"WATCHKEEPER_DATABASE_URL": "sqlite:///o.db"}),
     ],
-)  # fmt: skip
+)
 def test_what_only_the_full_command_can_tell_goes_there(
     folder: Path, what: str, config: str, env: dict[str, str]
 ) -> None:
@@ -163,17 +201,32 @@ def test_a_store_not_made_yet_is_made_by_the_full_command(tmp_path: Path) -> Non
 
 def test_a_hook_that_came_due_is_fired_as_the_full_command_fires_it(folder: Path) -> None:
     marker = folder / "hook-fired"
-    started = wk("--config", "watchkeeper.toml", "run", "-d", "--on-done", f"touch {marker}",
-                 "--", "true", cwd=folder)  # fmt: skip
+    started = wk(
+        "--config",
+        "watchkeeper.toml",
+        "run",
+        "-d",
+        "--on-done",
+        f"touch {marker}",
+        "--",
+        "true",
+        cwd=folder,
+    )
     assert started.returncode == 0, started.stderr
     run_id = started.stdout.strip()
-    wait_for(lambda: (folder / "data" / "procs" / run_id / "witness.json").exists(),
-             what="the detached run's witness")  # fmt: skip
+    wait_for(
+        lambda: (folder / "data" / "procs" / run_id / "witness.json").exists(),
+        what="the detached run's witness",
+    )
     assert not marker.exists()  # nothing settled it yet
     fast = subprocess.run(
         [*_entry(), "--config", "watchkeeper.toml", "run", "--", "true"],
-        cwd=folder, capture_output=True, text=True, timeout=60, check=False,
-    )  # fmt: skip
+        cwd=folder,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
     assert fast.returncode == 0, fast.stderr
     assert marker.exists()
     ended = next(run for run in _recorded(folder) if run["id"] == run_id)

@@ -40,8 +40,13 @@ def test_runs_loads_nothing_of_the_server_side(tmp_path: Path) -> None:
     bare = {name: "" for name in os.environ if name.startswith("WATCHKEEPER_")}
     probe = subprocess.run(
         [sys.executable, "-c", PROBE, "runs"],
-        capture_output=True, text=True, timeout=60, env=cli_env(bare), cwd=tmp_path, check=False,
-    )  # fmt: skip
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env=cli_env(bare),
+        cwd=tmp_path,
+        check=False,
+    )
     result = json.loads(probe.stdout.strip().splitlines()[-1])
     assert SERVER_SIDE.isdisjoint(result["modules"]), SERVER_SIDE & set(result["modules"])
     assert "watchkeeper" in result["modules"]
@@ -49,9 +54,9 @@ def test_runs_loads_nothing_of_the_server_side(tmp_path: Path) -> None:
 
 def test_the_command_skips_httpxs_own_command_line_client(tmp_path: Path) -> None:
     # `import httpx` would load httpx's CLI (Rich progress bars, Pygments lexers) for nothing.
-    loaded = packages(probe(tmp_path, {}, "status", "p-1", "--server", "http://127.0.0.1:9")[
-        "modules"
-    ])  # fmt: skip
+    loaded = packages(
+        probe(tmp_path, {}, "status", "p-1", "--server", "http://127.0.0.1:9")["modules"]
+    )
     assert "httpx" in loaded  # it did ask the server, through the SDK
     assert "pygments" not in loaded
 
@@ -160,22 +165,47 @@ def test_the_fast_report_takes_every_form_the_full_one_does(
         "short": ("report", "progress", "crawl", "r-forms", "-s", "short"),
         "equals": ("report", "progress", "--step=equals", "crawl", "r-forms"),
         "between": ("report", "progress", "crawl", "--step", "between", "r-forms"),
-        "config": ("-c", str(tmp_path / "absent.toml"), "report", "progress", "crawl", "r-forms",
-                   "-s", "config"),
-    }  # fmt: skip
+        "config": (
+            "-c",
+            str(tmp_path / "absent.toml"),
+            "report",
+            "progress",
+            "crawl",
+            "r-forms",
+            "-s",
+            "config",
+        ),
+    }
     for step, argv in forms.items():
         result = probe(tmp_path, env, *argv)
         assert result["status"] == 0, argv
         assert FRAMEWORK.isdisjoint(packages(set(result["modules"]))), argv
         assert _step(server, "r-forms") == step
-    by_env = probe(tmp_path, {**env, "WATCHKEEPER_RUN_ID": "r-forms"}, "report", "progress",
-                    "crawl", "--step", "from the environment")  # fmt: skip
+    by_env = probe(
+        tmp_path,
+        {**env, "WATCHKEEPER_RUN_ID": "r-forms"},
+        "report",
+        "progress",
+        "crawl",
+        "--step",
+        "from the environment",
+    )
     assert by_env["status"] == 0
     assert FRAMEWORK.isdisjoint(packages(set(by_env["modules"])))
     assert _step(server, "r-forms") == "from the environment"
     token = {"WATCHKEEPER_TOKEN": server.tokens["reporter"]}
-    by_option = probe(tmp_path, token, "report", "progress", "crawl", "r-forms",
-                       "--server", server.url, "-s", "option")  # fmt: skip
+    by_option = probe(
+        tmp_path,
+        token,
+        "report",
+        "progress",
+        "crawl",
+        "r-forms",
+        "--server",
+        server.url,
+        "-s",
+        "option",
+    )
     assert by_option["status"] == 0
     assert _step(server, "r-forms") == "option"
 
@@ -205,14 +235,21 @@ def test_a_report_says_and_exits_the_same_either_way(tmp_path: Path, server: Liv
         said = (fast.returncode, fast.stdout, fast.stderr)
         assert said == (full.returncode, full.stdout, full.stderr), argv
     # The errors above really were errors, told in the full path's words.
-    unreachable, _ = both_ways(tmp_path, {"WATCHKEEPER_URL": "http://127.0.0.1:9"}, "report",
-                                "progress", "crawl", "r-same")  # fmt: skip
+    unreachable, _ = both_ways(
+        tmp_path, {"WATCHKEEPER_URL": "http://127.0.0.1:9"}, "report", "progress", "crawl", "r-same"
+    )
     assert unreachable.returncode == 1
     assert "cannot reach watchkeeper at http://127.0.0.1:9 (from WATCHKEEPER_URL)" in (
         unreachable.stderr
     )
-    refused, _ = both_ways(tmp_path, {**ok, "WATCHKEEPER_TOKEN": "wk_not_a_token"}, "report",
-                            "progress", "crawl", "r-same")  # fmt: skip
+    refused, _ = both_ways(
+        tmp_path,
+        {**ok, "WATCHKEEPER_TOKEN": "wk_not_a_token"},
+        "report",
+        "progress",
+        "crawl",
+        "r-same",
+    )
     assert refused.returncode == 1 and "error:" in refused.stderr
 
 
@@ -223,8 +260,13 @@ def test_run_loads_only_the_store_modules_it_uses(tmp_path: Path) -> None:
     config = str(tmp_path / "watchkeeper.toml")
     made = subprocess.run(
         [*WK, "--config", config, "run", "--", "true"],
-        capture_output=True, text=True, timeout=60, env=cli_env(), cwd=tmp_path, check=False,
-    )  # fmt: skip
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env=cli_env(),
+        cwd=tmp_path,
+        check=False,
+    )
     assert made.returncode == 0, made.stderr
     result = probe(tmp_path, {}, "--config", config, "run", "--", "true")
     assert result["status"] == 0
@@ -232,10 +274,22 @@ def test_run_loads_only_the_store_modules_it_uses(tmp_path: Path) -> None:
     unused = {
         f"watchkeeper.store.{name}"
         for name in (
-            "incidents", "decisions", "listen", "outbox", "tokens", "sessions", "silences",
-            "cluster", "pacing", "heartbeats", "runs", "timeline", "queue", "queueing",
+            "incidents",
+            "decisions",
+            "listen",
+            "outbox",
+            "tokens",
+            "sessions",
+            "silences",
+            "cluster",
+            "pacing",
+            "heartbeats",
+            "runs",
+            "timeline",
+            "queue",
+            "queueing",
         )
-    }  # fmt: skip
+    }
     assert unused.isdisjoint(modules), sorted(unused & modules)
     assert "psycopg" not in packages(modules)  # the embedded store needs no PostgreSQL driver
     assert "sqlalchemy" in packages(modules)  # it was the full path

@@ -57,8 +57,19 @@ def served(config_file: Path) -> Iterator[tuple[str, str]]:
 
 def test_token_list_and_revoke_over_the_server(served: tuple[str, str], empty: Path) -> None:
     url, admin = served
-    made = wk("token", "create", "--role", "viewer", "--name", "looker", "--server", url,
-              "--token", admin, cwd=empty)  # fmt: skip
+    made = wk(
+        "token",
+        "create",
+        "--role",
+        "viewer",
+        "--name",
+        "looker",
+        "--server",
+        url,
+        "--token",
+        admin,
+        cwd=empty,
+    )
     assert made.returncode == 0, made.stderr
     viewer = made.stdout.strip().splitlines()[-1]
     viewer_id = made.stdout.split()[1]
@@ -142,10 +153,28 @@ def test_test_card_goes_out_through_the_servers_platforms(
         with serving(path) as (process, url, admin):
             env = {"WK_TEST_TELEGRAM": ""}
             sent = wk("test-card", "--server", url, "--token", admin, env=env, cwd=empty)
-            unknown = wk("test-card", "--server", url, "--token", admin, "--chat", "discord:1",
-                         env=env, cwd=empty)  # fmt: skip
-            bad = wk("test-card", "--server", url, "--token", admin, "--chat", "irc:x",
-                     env=env, cwd=empty)  # fmt: skip
+            unknown = wk(
+                "test-card",
+                "--server",
+                url,
+                "--token",
+                admin,
+                "--chat",
+                "discord:1",
+                env=env,
+                cwd=empty,
+            )
+            bad = wk(
+                "test-card",
+                "--server",
+                url,
+                "--token",
+                admin,
+                "--chat",
+                "irc:x",
+                env=env,
+                cwd=empty,
+            )
             process.send_signal(signal.SIGINT)
             process.wait(timeout=20)
         assert sent.returncode == 0, sent.stdout + sent.stderr

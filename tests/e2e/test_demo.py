@@ -20,11 +20,23 @@ from ..support.live_server import free_port
 def test_demo_card_retry_and_a_note_under_the_card(tmp_path: Path) -> None:
     port = free_port()
     process = subprocess.Popen(
-        [sys.executable, "-m", "watchkeeper", "demo", "--port", str(port), "--limit", "1",
-         "--data-dir", str(tmp_path / "demo")],
-        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+        [
+            sys.executable,
+            "-m",
+            "watchkeeper",
+            "demo",
+            "--port",
+            str(port),
+            "--limit",
+            "1",
+            "--data-dir",
+            str(tmp_path / "demo"),
+        ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
         env={**os.environ, "COLUMNS": "300"},
-    )  # fmt: skip
+    )
     lines: queue.Queue[str] = queue.Queue()
     assert process.stdout is not None
     reader = threading.Thread(
@@ -51,8 +63,9 @@ def test_demo_card_retry_and_a_note_under_the_card(tmp_path: Path) -> None:
         pressed = patient_http.post(
             f"{base}/api/v1/incidents/{incident['id']}/decide",
             json={"action": "retry", "state_token": incident["state_token"]},
-            headers=headers, timeout=30,
-        )  # fmt: skip
+            headers=headers,
+            timeout=30,
+        )
         assert pressed.json()["outcome"] == "done", pressed.text
         assert "Decided: Retry by @demo" in wait_for(r"update \d+: ")
         again = wait_for(r"card \d+: .* failed again")  # the note: the log posts notes as cards

@@ -60,10 +60,22 @@ class Demo:
 def demo(config_file: Path, data_dir: Path, *args: str) -> Iterator[Demo]:
     """``watchkeeper --config FILE demo --limit 1 ARGS`` until the block ends, then Ctrl-C."""
     process = subprocess.Popen(
-        [*WK, "--config", str(config_file), "demo", "--limit", "1", "--data-dir", str(data_dir),
-         *args],
-        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=cli_env(columns=300),
-    )  # fmt: skip
+        [
+            *WK,
+            "--config",
+            str(config_file),
+            "demo",
+            "--limit",
+            "1",
+            "--data-dir",
+            str(data_dir),
+            *args,
+        ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        env=cli_env(columns=300),
+    )
     lines: queue.Queue[str] = queue.Queue()
     reader = threading.Thread(
         target=lambda: [lines.put(line) for line in process.stdout or []], daemon=True

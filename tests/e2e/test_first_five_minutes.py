@@ -50,8 +50,11 @@ class Fakes:
 
     def env(self, **wrong: str) -> dict[str, str]:
         """Every platform's good token in its variable, but those named in ``wrong``."""
-        tokens = {"telegram": self.telegram.token, "discord": self.discord.token,
-                  "slack": self.slack.token}  # fmt: skip
+        tokens = {
+            "telegram": self.telegram.token,
+            "discord": self.discord.token,
+            "slack": self.slack.token,
+        }
         return {ENVS[name]: wrong.get(name, token) for name, token in tokens.items()}
 
     def cards(self, platform: str) -> list[str]:
@@ -114,8 +117,9 @@ def test_a_bad_token_fails_naming_the_check_the_variable_and_the_fix(
     fakes: Fakes, tmp_path: Path, platform: str
 ) -> None:
     path = tmp_path / "watchkeeper.toml"
-    done = wk(*init_args(fakes, path, (platform,)), env=fakes.env(**{platform: "wrong-1"}),
-              cwd=tmp_path)  # fmt: skip
+    done = wk(
+        *init_args(fakes, path, (platform,)), env=fakes.env(**{platform: "wrong-1"}), cwd=tmp_path
+    )
     assert done.returncode == 1, done.stdout + done.stderr
     assert f"{platform} token" in done.stdout
     assert f"{platform} refused the token" in done.stdout
@@ -159,8 +163,7 @@ def test_telegram_failing_to_reach_the_webhook_fails_the_check(
 ) -> None:
     fakes.telegram.webhook_url = "https://watch.example.com/webhooks/telegram"
     fakes.telegram.webhook_error = "Connection timed out"
-    done = wk(*init_args(fakes, tmp_path / "w.toml", ("telegram",)), env=fakes.env(),
-              cwd=tmp_path)  # fmt: skip
+    done = wk(*init_args(fakes, tmp_path / "w.toml", ("telegram",)), env=fakes.env(), cwd=tmp_path)
     assert done.returncode == 1
     assert "Telegram cannot deliver to" in done.stdout and "Connection timed out" in done.stdout
 
@@ -169,8 +172,9 @@ def test_test_card_alone_posts_and_names_a_chat_it_cannot_reach(
     fakes: Fakes, tmp_path: Path
 ) -> None:
     path = tmp_path / "watchkeeper.toml"
-    written = wk(*init_args(fakes, path, ("telegram", "slack")), "--no-check", env=fakes.env(),
-                 cwd=tmp_path)  # fmt: skip
+    written = wk(
+        *init_args(fakes, path, ("telegram", "slack")), "--no-check", env=fakes.env(), cwd=tmp_path
+    )
     assert written.returncode == 0, written.stderr
     assert fakes.cards("telegram") == [], "--no-check sends nothing"
     sent = wk("--config", str(path), "test-card", env=fakes.env())
@@ -198,26 +202,41 @@ def test_doctor_checks_a_running_install(
     # serve checks the token's variable at start, and inherits this process's environment.
     monkeypatch.setenv(ENVS["telegram"], fakes.telegram.token)
     path = tmp_path / "watchkeeper.toml"
-    written = wk(*init_args(fakes, path, ("telegram",)), "--no-check", env=fakes.env(),
-                 cwd=tmp_path)  # fmt: skip
+    written = wk(
+        *init_args(fakes, path, ("telegram",)), "--no-check", env=fakes.env(), cwd=tmp_path
+    )
     assert written.returncode == 0, written.stderr
     # A port of its own, and sweeps every second, so that the sweeper is seen working.
     path.write_text(
-        path.read_text().replace("port = 8750", f"port = {free_port()}")
+        path.read_text()
+        .replace("port = 8750", f"port = {free_port()}")
         .replace('data_dir = ".watchkeeper"', 'data_dir = "data"\ncheck_interval_s = 1')
-    )  # fmt: skip
+    )
     with serving(path) as (process, url, token):
-        ok = wk("--config", str(path), "doctor", "--server", url, "--token", token,
-                env=fakes.env())  # fmt: skip
-        refused = wk("--config", str(path), "doctor", "--server", url, "--token", "wk_bad",
-                     env=fakes.env())  # fmt: skip
-        bad_chat = wk("--config", str(path), "doctor", "--server", url, "--token", token,
-                      env=fakes.env(telegram="wrong-2"))  # fmt: skip
+        ok = wk("--config", str(path), "doctor", "--server", url, "--token", token, env=fakes.env())
+        refused = wk(
+            "--config", str(path), "doctor", "--server", url, "--token", "wk_bad", env=fakes.env()
+        )
+        bad_chat = wk(
+            "--config",
+            str(path),
+            "doctor",
+            "--server",
+            url,
+            "--token",
+            token,
+            env=fakes.env(telegram="wrong-2"),
+        )
         process.send_signal(signal.SIGINT)
         process.wait(timeout=20)
     assert ok.returncode == 0, ok.stdout + ok.stderr
-    for seen in ("healthy", "the server reads its database", "accepted", "0 alive",
-                 "bot @watchkeeper_test_bot"):  # fmt: skip
+    for seen in (
+        "healthy",
+        "the server reads its database",
+        "accepted",
+        "0 alive",
+        "bot @watchkeeper_test_bot",
+    ):
         assert seen in ok.stdout, seen
     assert refused.returncode == 1 and "the server refused it (HTTP 401)" in refused.stdout
     assert bad_chat.returncode == 1 and "telegram refused the token" in bad_chat.stdout

@@ -58,8 +58,9 @@ def start(server: tuple[str, str], *argv: str, name: str | None = None) -> str:
     """Start ``argv`` detached on the server's host with ``run --server``; its run id."""
     url, token = server
     named = ("--name", name) if name else ()
-    started = wk("run", "--server", url, "--token", token, "--detach", *named, "--", *argv,
-                 env=bare_env())  # fmt: skip
+    started = wk(
+        "run", "--server", url, "--token", token, "--detach", *named, "--", *argv, env=bare_env()
+    )
     assert started.returncode == 0, started.stderr
     return started.stdout.strip()
 
@@ -196,8 +197,19 @@ def test_run_with_server_runs_there_in_the_foreground(
     server: tuple[str, str], data_dir: Path, tmp_path: Path, elsewhere: Path
 ) -> None:
     url, token = server
-    foreground = wk("run", "--server", url, "--token", token, "--", "sh", "-c",
-                    "echo out; echo more; exit 7", env=bare_env(), cwd=elsewhere)  # fmt: skip
+    foreground = wk(
+        "run",
+        "--server",
+        url,
+        "--token",
+        token,
+        "--",
+        "sh",
+        "-c",
+        "echo out; echo more; exit 7",
+        env=bare_env(),
+        cwd=elsewhere,
+    )
     assert foreground.returncode == 7, foreground.stderr
     assert foreground.stdout == "out\nmore\n"
     listed = json.loads(wk("ps", "--all", "--json", env=client_env(server)).stdout)

@@ -62,8 +62,10 @@ def test_programs_are_listed_stopped_started_restarted_and_their_logs_followed(
 ) -> None:
     with serving(config(tmp_path)) as (_process, url, token):
         auth = ("--server", url, "--token", token)
-        wait_for(lambda: all(p["state"] == "running" for p in status(url, token).values()),
-                 what="every program running")  # fmt: skip
+        wait_for(
+            lambda: all(p["state"] == "running" for p in status(url, token).values()),
+            what="every program running",
+        )
         table = wk("programs", *auth)
         stopped = wk("programs", "stop", "crawler", *auth)
         after_stop = status(url, token)
@@ -76,8 +78,10 @@ def test_programs_are_listed_stopped_started_restarted_and_their_logs_followed(
         logs = wk("programs", "logs", "api", *auth)
         follower = subprocess.Popen(
             [*WK, "programs", "logs", "api", "-f", *auth],
-            stdout=subprocess.PIPE, text=True, env=cli_env(),
-        )  # fmt: skip
+            stdout=subprocess.PIPE,
+            text=True,
+            env=cli_env(),
+        )
         assert follower.stdout is not None
         seen = [follower.stdout.readline() for _ in range(40)]
         follower.send_signal(signal.SIGINT)

@@ -68,8 +68,12 @@ def _end_leftovers(state: Path) -> None:
 
 def env_of(server: Server, state_home: Path) -> dict[str, str]:
     url, token = server
-    return {**bare_env(), "WATCHKEEPER_URL": url, "WATCHKEEPER_TOKEN": token,
-            "XDG_STATE_HOME": str(state_home)}  # fmt: skip
+    return {
+        **bare_env(),
+        "WATCHKEEPER_URL": url,
+        "WATCHKEEPER_TOKEN": token,
+        "XDG_STATE_HOME": str(state_home),
+    }
 
 
 def incidents(server: Server, run_id: str) -> list[dict[str, Any]]:
@@ -90,8 +94,19 @@ def test_a_detached_run_from_another_folder_is_recorded_and_judged_on_the_server
 ) -> None:
     env = env_of(server, state_home)
     url = server[0]
-    started = wk("run", "--detach", "--name", "nap", "--budget", "1s", "--", "sleep", "300",
-                 env=env, cwd=elsewhere)  # fmt: skip
+    started = wk(
+        "run",
+        "--detach",
+        "--name",
+        "nap",
+        "--budget",
+        "1s",
+        "--",
+        "sleep",
+        "300",
+        env=env,
+        cwd=elsewhere,
+    )
     assert started.returncode == 0, started.stderr
     run_id = started.stdout.strip()
 
@@ -138,8 +153,17 @@ def test_a_foreground_run_ends_on_the_server_with_its_output(
     assert logs.stdout == "hi\nthere\n", logs.stderr
     assert f"recorded on {server[0]}" in done.stderr
     # A session parks on it, on the same server, and says where it recorded that.
-    parked = wk("park", "--session", "s-1", "--until", row["id"], "--reason", "suite",
-                env=env, cwd=elsewhere)  # fmt: skip
+    parked = wk(
+        "park",
+        "--session",
+        "s-1",
+        "--until",
+        row["id"],
+        "--reason",
+        "suite",
+        env=env,
+        cwd=elsewhere,
+    )
     assert parked.returncode == 0, parked.stderr
     assert f"recorded on {server[0]}" in parked.stderr
     assert list(elsewhere.iterdir()) == []

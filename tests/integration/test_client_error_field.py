@@ -27,9 +27,19 @@ def test_a_refusal_names_the_field_it_is_about(server: LiveServer) -> None:
     assert refused.value.status == 422
     assert refused.value.field == "origin"
     with pytest.raises(ClientError) as plain:  # the command line's own transport
-        plain_call(server.url, token, "POST", "/api/v1/jobs",
-                   body={"title": "fix", "org": "o", "fleet": "cpu",
-                         "payload": {"argv": ["make"]}, "origin": "acme/app#42"})  # fmt: skip
+        plain_call(
+            server.url,
+            token,
+            "POST",
+            "/api/v1/jobs",
+            body={
+                "title": "fix",
+                "org": "o",
+                "fleet": "cpu",
+                "payload": {"argv": ["make"]},
+                "origin": "acme/app#42",
+            },
+        )
     assert plain.value.field == "origin"
     with Client(server.url, token) as client, pytest.raises(ClientError) as missing:
         client.get_run("crawl", "no-such-run")

@@ -106,8 +106,9 @@ def test_a_hung_sweep_turns_health_degraded_then_failing_then_ok(
                     "detail": f"no sweep has succeeded for 95 s (interval {INTERVAL_S} s)",
                 }
             ]
-            doctor = wk("doctor", "--server", server.url, "--token", server.tokens["admin"],
-                        cwd=tmp_path)  # fmt: skip
+            doctor = wk(
+                "doctor", "--server", server.url, "--token", server.tokens["admin"], cwd=tmp_path
+            )
             assert doctor.returncode == 1, doctor.stdout + doctor.stderr
             assert "no sweep has succeeded for 95 s" in doctor.stdout
             assert "Traceback" not in doctor.stdout + doctor.stderr

@@ -130,9 +130,10 @@ async def _hold_and_use(server: LiveServer, caps: LongWaits) -> list[httpx.Respo
         runs = await http.get("/api/v1/runs", headers=_auth(viewer))
         health = await http.get("/healthz")
         report = await http.post(
-            "/api/v1/runs", json={"kind": "crawl", "run_id": "c-1", "title": "t"},
+            "/api/v1/runs",
+            json={"kind": "crawl", "run_id": "c-1", "title": "t"},
             headers=_auth(reporter),
-        )  # fmt: skip
+        )
         moved = await http.post(
             "/api/v1/runs/crawl/c-1/progress", json={"step": "page 2"}, headers=_auth(reporter)
         )
@@ -142,8 +143,12 @@ async def _hold_and_use(server: LiveServer, caps: LongWaits) -> list[httpx.Respo
             headers=_auth(reporter),
         )
         assert [r.status_code for r in (runs, health, report, moved, renewed)] == [
-            200, 200, 201, 200, 200,
-        ]  # fmt: skip
+            200,
+            200,
+            201,
+            200,
+            200,
+        ]
         assert not any(t.done() for t in held), "the long-polls were still to be held"
         assert caps.in_use == HELD
 

@@ -71,8 +71,19 @@ def test_a_step_budget_of_two_seconds_stalls_and_the_next_report_ends_it(
     runtime: Runtime, clock: ManualClock, server: LiveServer, full: bool
 ) -> None:
     start(runtime, "c-2", KIND, budget_s=600, lease_s=3600)
-    reported(server, "c-2", "-s", "running the test suite", "--budget", "2s", "--expected",
-             "1s", "--total", "40", full=full)  # fmt: skip
+    reported(
+        server,
+        "c-2",
+        "-s",
+        "running the test suite",
+        "--budget",
+        "2s",
+        "--expected",
+        "1s",
+        "--total",
+        "40",
+        full=full,
+    )
     said = shown(server, "c-2")
     assert "step:      running the test suite · ? of 40 · budget 2s, expected 1s" in said.stdout
     clock.advance(3)

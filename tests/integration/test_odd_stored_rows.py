@@ -88,9 +88,15 @@ def process_runs(runtime: Runtime, clock: ManualClock, tmp: Path) -> Rows:
     procs = ProcStore(runtime.store.engine)
     for run_id in ("p-good0000001", "p-odd00000001"):
         new = NewProc(
-            run_id, run_id, ("true",), str(tmp), identity.host(), "me", identity.boot_id(),
+            run_id,
+            run_id,
+            ("true",),
+            str(tmp),
+            identity.host(),
+            "me",
+            identity.boot_id(),
             detach=True,
-        )  # fmt: skip
+        )
         procs.register(new, clock())
     one = "/api/v1/procs/p-odd00000001"
     return Rows("p-good0000001", "p-odd00000001", "/api/v1/procs?all=true", one)

@@ -43,8 +43,9 @@ def http(tmp_path: Path, store: Store) -> Iterator[TestClient]:
 def _add_runs(store: Store, first: int, count: int) -> None:
     now = utcnow()
     for number in range(first, first + count):
-        store.runs.start(NewRun(KIND, f"r-{number}", f"crawl {number}", None, "none",
-                                None, None, 90), now)  # fmt: skip
+        store.runs.start(
+            NewRun(KIND, f"r-{number}", f"crawl {number}", None, "none", None, None, 90), now
+        )
 
 
 @contextmanager

@@ -32,9 +32,13 @@ def _health(api: LiveServer) -> httpx.Response:
 def _other(runtime: Runtime, clock: ManualClock) -> Leadership:
     """A second replica on the same database; ``sole`` makes its first tick take the lease."""
     return Leadership(
-        runtime.store, check_interval_s=runtime.settings.check_interval_s, clock=clock,
-        sole=True, version="9.9.9", replica="other-host:4242:abcdef",
-    )  # fmt: skip
+        runtime.store,
+        check_interval_s=runtime.settings.check_interval_s,
+        clock=clock,
+        sole=True,
+        version="9.9.9",
+        replica="other-host:4242:abcdef",
+    )
 
 
 def _follow(runtime: Runtime, clock: ManualClock) -> Leadership:

@@ -141,8 +141,11 @@ def test_more_reports_at_once_than_writing_threads_are_each_recorded_once(
 
     def report(n: int) -> httpx.Response:
         with api.client("reporter") as http:
-            return http.post(_OK, content=json.dumps({"step": f"step {n}"}),
-                             headers={"Content-Type": "application/json"})  # fmt: skip
+            return http.post(
+                _OK,
+                content=json.dumps({"step": f"step {n}"}),
+                headers={"Content-Type": "application/json"},
+            )
 
     with ThreadPoolExecutor(senders) as pool:
         responses = list(pool.map(report, range(senders)))

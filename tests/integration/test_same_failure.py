@@ -143,9 +143,15 @@ def test_sql_keeps_the_fingerprint_its_query_supplies(tmp_path: Path, store: Sto
 def test_process(runtime: Runtime, tmp_path: Path, clock: ManualClock) -> None:
     procs = ProcStore(runtime.store.engine)
     new = NewProc(
-        "p-lost0000001", "lost", ("true",), str(tmp_path), identity.host(), "me",
-        identity.boot_id(), detach=True,
-    )  # fmt: skip
+        "p-lost0000001",
+        "lost",
+        ("true",),
+        str(tmp_path),
+        identity.host(),
+        "me",
+        identity.boot_id(),
+        detach=True,
+    )
     procs.register(new, clock())
 
     def fail(n: int) -> None:

@@ -24,15 +24,30 @@ from watchkeeper.runtime import Runtime
 PAGE = Path(__file__).parents[2] / "docs" / "security.md"
 BELOW = {"admin": "reporter", "reporter": "viewer", "viewer": None}
 Route = tuple[str, str]
-_JOBS = [("POST", "/api/v1/jobs"), ("POST", "/api/v1/jobs/j-1/cancel"),
-         ("POST", "/api/v1/jobs/j-1/retry"), ("POST", "/api/v1/jobs/j-1/resume"),
-         ("DELETE", "/api/v1/jobs/j-1")]  # fmt: skip
-_REPORTS = [("POST", "/api/v1/runs"), ("POST", "/api/v1/runs/process/p-1/progress"),
-            ("POST", "/api/v1/events/batch")]  # fmt: skip
-_RUNNER = [("POST", "/api/v1/runners"), ("POST", "/api/v1/runners/r-1/heartbeat"),
-           ("POST", "/api/v1/runners/r-1/lease")]  # fmt: skip
-_READS = [("GET", "/api/v1/jobs"), ("GET", "/api/v1/incidents"), ("GET", "/api/v1/runs"),
-          ("GET", "/api/v1/procs"), ("GET", "/api/v1/timeline")]  # fmt: skip
+_JOBS = [
+    ("POST", "/api/v1/jobs"),
+    ("POST", "/api/v1/jobs/j-1/cancel"),
+    ("POST", "/api/v1/jobs/j-1/retry"),
+    ("POST", "/api/v1/jobs/j-1/resume"),
+    ("DELETE", "/api/v1/jobs/j-1"),
+]
+_REPORTS = [
+    ("POST", "/api/v1/runs"),
+    ("POST", "/api/v1/runs/process/p-1/progress"),
+    ("POST", "/api/v1/events/batch"),
+]
+_RUNNER = [
+    ("POST", "/api/v1/runners"),
+    ("POST", "/api/v1/runners/r-1/heartbeat"),
+    ("POST", "/api/v1/runners/r-1/lease"),
+]
+_READS = [
+    ("GET", "/api/v1/jobs"),
+    ("GET", "/api/v1/incidents"),
+    ("GET", "/api/v1/runs"),
+    ("GET", "/api/v1/procs"),
+    ("GET", "/api/v1/timeline"),
+]
 #: What each claim the page may make means, as routes. ``None``: judged per press, not per
 #: route (a viewer's press is refused by the decider: tests/integration/decide/).
 CLAIMS: dict[str, list[Route] | None] = {

@@ -50,9 +50,10 @@ def test_a_crashing_loop_is_restarted_counted_and_logged(
 
     async def scenario() -> None:
         sup = ServerSupervision(
-            runtime, [("steady", steady, "never fails"), ("flaky", flaky, "fails twice")],
+            runtime,
+            [("steady", steady, "never fails"), ("flaky", flaky, "fails twice")],
             clock=clock,
-        )  # fmt: skip
+        )
         await sup.start()
         try:
             await _until(

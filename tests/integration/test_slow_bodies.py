@@ -25,9 +25,11 @@ BODY_TIMEOUT_S = 0.5
 @pytest.fixture(params=["httptools", "h11"])
 def server(request: pytest.FixtureRequest, runtime: Runtime) -> Iterator[LiveServer]:
     with live_server(
-        runtime, header_timeout_s=BODY_TIMEOUT_S, body_timeout_s=BODY_TIMEOUT_S,
+        runtime,
+        header_timeout_s=BODY_TIMEOUT_S,
+        body_timeout_s=BODY_TIMEOUT_S,
         parser=request.param,
-    ) as live:  # fmt: skip
+    ) as live:
         yield live
 
 

@@ -133,8 +133,9 @@ def test_a_trickle_after_a_kept_alive_response_is_cut(server: LiveServer) -> Non
 @pytest.fixture(params=["httptools", "h11"])
 def quick_idle_server(request: pytest.FixtureRequest, runtime: Runtime) -> Iterator[LiveServer]:
     """:func:`server`, closing idle kept-alive connections after :data:`KEEP_ALIVE_S`."""
-    with live_server(runtime, header_timeout_s=HEADER_TIMEOUT_S, keep_alive_s=KEEP_ALIVE_S,
-                     parser=request.param) as live:  # fmt: skip
+    with live_server(
+        runtime, header_timeout_s=HEADER_TIMEOUT_S, keep_alive_s=KEEP_ALIVE_S, parser=request.param
+    ) as live:
         yield live
 
 

@@ -98,8 +98,9 @@ def dashboard_work(server: LiveServer) -> str:
         form = web.get("/web/login")
         nonce = re.search(r'name="nonce" value="([^"]+)"', form.text)
         assert nonce is not None
-        done = web.post("/web/login", data={"token": server.tokens["viewer"],
-                                            "nonce": nonce.group(1)})  # fmt: skip
+        done = web.post(
+            "/web/login", data={"token": server.tokens["viewer"], "nonce": nonce.group(1)}
+        )
         assert done.status_code == 303, done.text
         return web.get("/web/fragments/work").text
 

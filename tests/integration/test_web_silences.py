@@ -31,8 +31,11 @@ def logged_in(server: LiveServer, role: str = "admin") -> Iterator[tuple[httpx.C
 
 
 def act(web: httpx.Client, csrf: str, path: str, **fields: str) -> dict[str, object]:
-    response = web.post(path, data={**fields, "csrf": csrf},
-                        headers={"accept": "application/json", "x-csrf-token": csrf})  # fmt: skip
+    response = web.post(
+        path,
+        data={**fields, "csrf": csrf},
+        headers={"accept": "application/json", "x-csrf-token": csrf},
+    )
     assert response.status_code == 200, response.text
     body: dict[str, object] = response.json()
     return body
@@ -66,5 +69,7 @@ def test_the_dashboard_adds_lists_and_expires_silences_and_acknowledges(
     assert ">Expire</button>" not in shown and "expired" in shown
     (made,) = runtime.silences.list()
     assert (made.created_by, made.created_via, made.expired_by) == (
-        "@test admin", "dashboard", "@test admin",
-    )  # fmt: skip
+        "@test admin",
+        "dashboard",
+        "@test admin",
+    )

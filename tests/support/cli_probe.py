@@ -59,8 +59,13 @@ def probe(cwd: Path, env: dict[str, str], *argv: str) -> dict[str, Any]:
     """The entry point's exit status and every module it had loaded, run with ``env``."""
     probed = subprocess.run(
         [sys.executable, "-c", FULL_PROBE, *argv],
-        capture_output=True, text=True, timeout=60, env=bare_env(env), cwd=cwd, check=False,
-    )  # fmt: skip
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env=bare_env(env),
+        cwd=cwd,
+        check=False,
+    )
     assert probed.stdout.strip(), probed.stderr
     result: dict[str, Any] = json.loads(probed.stdout.strip().splitlines()[-1])
     return result

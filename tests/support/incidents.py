@@ -16,8 +16,15 @@ Made = tuple[str, str, str, str, int]
 def open_incidents(store: Store, made: Sequence[Made], start: datetime) -> dict[str, int]:
     """Open one incident per row of ``made``, each at its hour; their ids by run id."""
     for kind, run_id, condition, title, hours in made:
-        opening = Opening(IncidentKey(kind, run_id, condition), title, f"{condition}: {title}",
-                          start, "tok", None, "unknown")  # fmt: skip
+        opening = Opening(
+            IncidentKey(kind, run_id, condition),
+            title,
+            f"{condition}: {title}",
+            start,
+            "tok",
+            None,
+            "unknown",
+        )
         store.incidents.apply(Changes(openings=[opening]), start + timedelta(hours=hours))
     return {i.key.run_id: i.id for i in store.incidents.list(limit=1000)}
 

@@ -402,10 +402,13 @@ class Cluster:
     def cards(self) -> Counter[str]:
         """How many cards (messages that answer none) the fake Telegram holds in each chat."""
         with self.telegram.lock:
-            return Counter({
-                str(chat): count for chat, items in self.telegram.chats.items()
-                if (count := sum(1 for item in items if item.reply_to is None))
-            })  # fmt: skip
+            return Counter(
+                {
+                    str(chat): count
+                    for chat, items in self.telegram.chats.items()
+                    if (count := sum(1 for item in items if item.reply_to is None))
+                }
+            )
 
     def sends(self, *, cards_only: bool = True) -> Counter[str]:
         """How many ``sendMessage`` calls, accepted or not, reached each chat.
@@ -415,10 +418,10 @@ class Cluster:
         """
         with self.telegram.lock:
             return Counter(
-                str(call.body.get("chat_id")) for call in self.telegram.calls
-                if call.method == "sendMessage"
-                and not (cards_only and _replies(call.body))
-            )  # fmt: skip
+                str(call.body.get("chat_id"))
+                for call in self.telegram.calls
+                if call.method == "sendMessage" and not (cards_only and _replies(call.body))
+            )
 
     def sent_to(self, chats: list[str]) -> list[tuple[str, object, str]]:
         """Every ``sendMessage`` to ``chats``: chat, the message it answers, its first words."""

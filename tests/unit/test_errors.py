@@ -70,7 +70,9 @@ def test_the_api_answers_with_what_the_class_declares() -> None:
         answer = client.get("/invalid")
         assert answer.status_code == 422
         assert answer.json()["error"] == {
-            "code": "invalid", "message": "say less", "field": "body.note"
-        }  # fmt: skip
+            "code": "invalid",
+            "message": "say less",
+            "field": "body.note",
+        }
         answer = client.get("/plain")
         assert (answer.status_code, answer.json()["error"]["code"]) == (500, "internal")

@@ -15,9 +15,22 @@ from watchkeeper import Client
 PACKAGE = ["Client", "__version__"]
 
 CLIENT = [
-    "close", "fail", "finish", "get_run", "heartbeat", "progress", "replicas", "request",
-    "request_object", "request_text", "request_when_free", "run", "runs", "start", "waiting",
-]  # fmt: skip
+    "close",
+    "fail",
+    "finish",
+    "get_run",
+    "heartbeat",
+    "progress",
+    "replicas",
+    "request",
+    "request_object",
+    "request_text",
+    "request_when_free",
+    "run",
+    "runs",
+    "start",
+    "waiting",
+]
 CLIENT_ATTRIBUTES = [
     "incidents",
     "jobs",
@@ -35,20 +48,42 @@ PARTS = {
     "incidents": ["ack", "decide", "diagnose", "export", "get", "list", "search"],
     "runbooks": ["list", "switch"],
     "procs": [
-        "abort", "get", "list", "log", "log_from", "park", "parked", "progress", "reclaim",
-        "record_reported", "report", "session_progress", "start", "wait",
+        "abort",
+        "get",
+        "list",
+        "log",
+        "log_from",
+        "park",
+        "parked",
+        "progress",
+        "reclaim",
+        "record_reported",
+        "report",
+        "session_progress",
+        "start",
+        "wait",
     ],
     "jobs": ["cancel", "delete", "get", "list", "output", "resume", "retry", "submit", "task"],
     "runners": [
-        "complete", "fail", "heartbeat", "lease", "lease_answer", "list", "output", "register",
-        "renew", "report",
-        "report_and_lease", "ship_output", "stop",
+        "complete",
+        "fail",
+        "heartbeat",
+        "lease",
+        "lease_answer",
+        "list",
+        "output",
+        "register",
+        "renew",
+        "report",
+        "report_and_lease",
+        "ship_output",
+        "stop",
         "topology",
     ],
     "timeline": ["emit", "emit_batch", "events", "last_progress_at", "record", "spend"],
     "silences": ["add", "expire", "get", "list"],
     "programs": ["follow", "get", "list", "log", "restart", "start", "stop"],
-}  # fmt: skip
+}
 
 RUN_CONTEXT = ["heartbeat", "progress", "waiting"]
 

@@ -92,8 +92,10 @@ def test_filters_are_a_get_form_so_the_view_survives_a_reload_and_a_shared_link(
     page.goto(f"{seeded.url}/web/incidents?condition=stalled&q=TURN")
     expect(page.get_by_label("Condition")).to_have_value("stalled")
     assert _rows(page) == ["t-2"]
-    page.goto(f"{seeded.url}/web/incidents?status=live&since=2026-01-05T13:00:00Z"
-              "&until=2026-01-05T16:00:00Z")  # fmt: skip
+    page.goto(
+        f"{seeded.url}/web/incidents?status=live&since=2026-01-05T13:00:00Z"
+        "&until=2026-01-05T16:00:00Z"
+    )
     expect(page.locator(".count")).to_have_text("3 of 3")
     assert _rows(page) == ["t-2", "t-1", "r-2"]
 

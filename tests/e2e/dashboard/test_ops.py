@@ -152,9 +152,11 @@ def test_topology_draws_live_runners_only_and_the_api_lists_the_rest(
     stopped = queue.register(NewRunner("gpu", 1, "gpu-host-2", 4343, None, "stopped-1"))
     queue.stop_runner(stopped.id)
     an_hour_ago = QueueService(
-        runtime.store, runtime.settings, clock=lambda: runtime.clock() - timedelta(hours=1),
+        runtime.store,
+        runtime.settings,
+        clock=lambda: runtime.clock() - timedelta(hours=1),
         launchers={},
-    )  # fmt: skip
+    )
     silent = an_hour_ago.register(NewRunner("gpu", 1, "gpu-host-3", 4444, None, "silent-1"))
 
     page = dashboard.login(pages(), "ana")

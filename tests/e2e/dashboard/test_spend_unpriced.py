@@ -14,9 +14,12 @@ from .conftest import Dashboard
 
 def _call(model: str, provider: str) -> NewEvent:
     return NewEvent(
-        "implementer", role="implementer", model=model, provider=provider,
+        "implementer",
+        role="implementer",
+        model=model,
+        provider=provider,
         usage=Usage(input_tokens=1_000_000, output_tokens=100_000),
-    )  # fmt: skip
+    )
 
 
 def test_unpriced_spend_says_so_and_spellings_of_one_model_are_one_bar(

@@ -79,9 +79,11 @@ def test_a_running_tasks_output_follows_live_redacted_until_the_page_says_it_end
     first, second = tmp_path / "gate-1", tmp_path / "gate-2"
     with Client(dashboard.url, dashboard.token("ana")) as client:
         job = client.jobs.submit(
-            "gated", org="o", fleet="ship",
+            "gated",
+            org="o",
+            fleet="ship",
             argv=[sys.executable, "-c", GATED, str(first), str(second)],
-        )  # fmt: skip
+        )
         job_id, task_id = str(job["id"]), str(job["tasks"][0]["id"])
 
         def shipped() -> bool:
@@ -93,10 +95,18 @@ def test_a_running_tasks_output_follows_live_redacted_until_the_page_says_it_end
         TimelineService(
             dashboard.runtime.store, dashboard.runtime.settings, clock=dashboard.runtime.clock
         ).ingest(
-            [NewEvent("implementer", job_id=job_id, task_id=task_id, round=1, role="implementer",
-                      rationale="reads the gate")],
+            [
+                NewEvent(
+                    "implementer",
+                    job_id=job_id,
+                    task_id=task_id,
+                    round=1,
+                    role="implementer",
+                    rationale="reads the gate",
+                )
+            ],
             "runner",
-        )  # fmt: skip
+        )
 
         # The job page leads to the task's page.
         desktop = _page(browser, dashboard, DESKTOP)

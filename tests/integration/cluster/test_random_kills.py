@@ -60,12 +60,13 @@ def test_random_kills_lose_no_card_and_send_none_twice(
         timeout=60,
     )
     wait_for(
-        lambda: cluster.scalar(
-            "SELECT count(*) FROM deliveries WHERE status IN ('pending', 'sending')"
-        ) == 0,
+        lambda: (
+            cluster.scalar("SELECT count(*) FROM deliveries WHERE status IN ('pending', 'sending')")
+            == 0
+        ),
         what="the outbox settled",
         timeout=60,
-    )  # fmt: skip
+    )
     leader, _ = cluster.leader()
     name = cluster.name_of(leader)
     assert name is not None

@@ -49,9 +49,11 @@ def _scenario(root: Path, actions: ActionService, replicas: int) -> Counter[str]
             wait_for(lambda: _settled(cluster), what="the first cards settled")
             for n, run in enumerate(runs):  # moves again, then stalls once more
                 moved = cluster.call(
-                    "POST", f"/api/v1/runs/{KIND}/{run}/progress", {"step": "two"},
+                    "POST",
+                    f"/api/v1/runs/{KIND}/{run}/progress",
+                    {"step": "two"},
                     via=started[(n + 1) % replicas],
-                )  # fmt: skip
+                )
                 assert moved.status_code == 200, moved.text
             wait_for(lambda: len(_events(cluster, "reopened")) == RUNS, what="every second stall")
             wait_for(lambda: _settled(cluster), what="every message settled")

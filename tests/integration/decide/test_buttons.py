@@ -58,8 +58,11 @@ def test_cancel_calls_the_kinds_own_cancel_once(
 ) -> None:
     incident = stalled(acting, clock, "t1")
     assert acting.decider.offered(incident) == [
-        Action.CANCEL, Action.RETRY_CHECKED, Action.DISMISS, Action.DIAGNOSE,
-    ]  # fmt: skip
+        Action.CANCEL,
+        Action.RETRY_CHECKED,
+        Action.DISMISS,
+        Action.DIAGNOSE,
+    ]
     result = acting.decider.press(incident.id, "cancel", incident.state_token, ANA)
     assert result.outcome is Outcome.DONE
     assert result.action_record is not None

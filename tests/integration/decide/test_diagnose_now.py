@@ -59,8 +59,9 @@ def acting(
 def diagnosed(runtime: Runtime, clock: ManualClock, fake: FakePlatform, card: Any) -> str:
     """Press "Ask to diagnose" on ``card`` as bob; the words he was answered with."""
     with live_server(runtime) as server:
-        _, asked = fake.press(server.url, card, "Ask to diagnose", user(fake, "bob"), "bob",
-                              now_s(clock))  # fmt: skip
+        _, asked = fake.press(
+            server.url, card, "Ask to diagnose", user(fake, "bob"), "bob", now_s(clock)
+        )
         fake.wait_for(lambda: bool(fake.replies_to(asked)))
     (reply,) = fake.replies_to(asked)
     text: str = reply[fake.TEXT]

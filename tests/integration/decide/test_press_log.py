@@ -46,9 +46,17 @@ def test_presses_queued_together_are_each_recorded_once(runtime: Runtime) -> Non
     def press(actor: str, target: int) -> None:
         try:
             decisions.record_press(
-                Press(target, runtime.clock(), actor, "api", "dismiss", "tok",
-                      "already_decided", f"told {actor}")
-            )  # fmt: skip
+                Press(
+                    target,
+                    runtime.clock(),
+                    actor,
+                    "api",
+                    "dismiss",
+                    "tok",
+                    "already_decided",
+                    f"told {actor}",
+                )
+            )
         except StoreError as exc:
             failures[actor] = exc
 

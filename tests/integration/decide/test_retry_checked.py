@@ -66,8 +66,14 @@ def test_a_card_press_reaches_the_kind_as_a_retry_with_the_checked_flag(
     assert deliver(acting, clock, fake) == 1
     (card,) = fake.in_channel(fake.CHAT)
     with live_server(acting) as server:
-        fake.press(server.url, card, "Retry (I checked its effects)", user(fake, "ana"), "ana",
-                   now_s(clock))  # fmt: skip
+        fake.press(
+            server.url,
+            card,
+            "Retry (I checked its effects)",
+            user(fake, "ana"),
+            "ana",
+            now_s(clock),
+        )
         # The action service's recorder notifies nobody: look again until its call arrives
         # (the fake platform's condition only wakes on the platform's own requests).
         wait_for(lambda: len(service.requests) == 1, what="the kind's retry call")

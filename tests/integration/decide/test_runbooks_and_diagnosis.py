@@ -105,9 +105,12 @@ def test_rule_based_diagnosis_reads_the_evidence_and_redacts(
     runtime = acting_runtime(tmp_path, store, clock, service.url)
     start(runtime, "d1", "swarm_task", effects="unknown")
     reports_for(runtime).fail(
-        "swarm_task", "d1", "upstream said 429 Too Many Requests", None,
+        "swarm_task",
+        "d1",
+        "upstream said 429 Too Many Requests",
+        None,
         "POST /v1/complete\nAuthorization: Bearer sk-abcdefghijklmnopqrstuvwx\nHTTP 429",
-    )  # fmt: skip
+    )
     incident_id = sweep(runtime).applied.opened[0]
     first = runtime.decider.press(incident_id, "diagnose", None, VIEWER).diagnosis or ""
     second = runtime.decider.press(incident_id, "diagnose", None, VIEWER).diagnosis or ""
@@ -132,9 +135,12 @@ def test_model_diagnosis_uses_read_only_tools_and_falls_back_to_rules(
     monkeypatch.setenv("DIAG_KEY", "local-key")
     with fake_model() as model:
         runtime = acting_runtime(
-            tmp_path, store, clock, service.url,
+            tmp_path,
+            store,
+            clock,
+            service.url,
             diagnose={"base_url": model.url, "model": "local-diagnoser", "api_key_env": "DIAG_KEY"},
-        )  # fmt: skip
+        )
         start(runtime, "m1", "swarm_task", budget_s=60, lease_s=3600)
         clock.advance(61)
         incident_id = sweep(runtime).applied.opened[0]

@@ -98,22 +98,34 @@ class Stored:
             "id": self.id,
             "channel_id": self.channel_id,
             "author": {
-                "id": BOT_USER_ID, "username": "watchkeeper", "discriminator": "0",
-                "global_name": None, "avatar": None, "bot": True,
+                "id": BOT_USER_ID,
+                "username": "watchkeeper",
+                "discriminator": "0",
+                "global_name": None,
+                "avatar": None,
+                "bot": True,
             },
             "content": self.content,
             "timestamp": datetime.fromtimestamp(self.created, UTC).isoformat(),
             "edited_timestamp": None,
-            "tts": False, "mention_everyone": False, "mentions": [], "mention_roles": [],
-            "attachments": [], "embeds": [], "pinned": False, "type": 0,
+            "tts": False,
+            "mention_everyone": False,
+            "mentions": [],
+            "mention_roles": [],
+            "attachments": [],
+            "embeds": [],
+            "pinned": False,
+            "type": 0,
             "components": self.components,
-        }  # fmt: skip
+        }
         if self.nonce is not None:
             body["nonce"] = self.nonce
         if self.reference is not None:
             body["type"] = 19  # REPLY
-            body["message_reference"] = {"message_id": self.reference,
-                                         "channel_id": self.channel_id}  # fmt: skip
+            body["message_reference"] = {
+                "message_id": self.reference,
+                "channel_id": self.channel_id,
+            }
         return body
 
 
@@ -207,8 +219,12 @@ class FakeDiscord(FakePlatform):
 
     def credentials(self) -> dict[str, Any]:
         """The bot token, application id and public key our ``[discord]`` table needs."""
-        return {"bot_token": self.token, "application_id": APPLICATION_ID,
-                "public_key": self.signer.public_key, "base_url": self.url}  # fmt: skip
+        return {
+            "bot_token": self.token,
+            "application_id": APPLICATION_ID,
+            "public_key": self.signer.public_key,
+            "base_url": self.url,
+        }
 
     def stored(self) -> list[Stored]:
         """Every message, in every channel."""
@@ -309,11 +325,20 @@ def _create(fake: FakeDiscord, channel_id: str, body: dict[str, Any]) -> dict[st
                 return stored.as_dict()
     wait = fake._take_slot(channel_id)
     if wait is not None:
-        raise _Error(429, {"message": "You are being rate limited.", "retry_after": wait,
-                           "global": False}, {"Retry-After": str(int(wait) + 1)})  # fmt: skip
-    stored = Stored(snowflake(), channel_id, str(body.get("content", "")),
-                    list(body.get("components") or []), None if nonce is None else str(nonce),
-                    now, reference=_reference(fake, channel_id, body))  # fmt: skip
+        raise _Error(
+            429,
+            {"message": "You are being rate limited.", "retry_after": wait, "global": False},
+            {"Retry-After": str(int(wait) + 1)},
+        )
+    stored = Stored(
+        snowflake(),
+        channel_id,
+        str(body.get("content", "")),
+        list(body.get("components") or []),
+        None if nonce is None else str(nonce),
+        now,
+        reference=_reference(fake, channel_id, body),
+    )
     fake.messages[stored.id] = stored
     return _answer(fake, stored)
 
@@ -324,8 +349,7 @@ def _reference(fake: FakeDiscord, channel_id: str, body: dict[str, Any]) -> str 
     reference = body.get("message_reference")
     if reference is None:
         return None
-    fake.invalid += problems(reference, discord_typings.MessageReferenceData,
-                             "$.message_reference")  # fmt: skip
+    fake.invalid += problems(reference, discord_typings.MessageReferenceData, "$.message_reference")
     wanted = str(reference.get("message_id")) if isinstance(reference, dict) else ""
     found = fake.messages.get(wanted)
     if found is not None and found.channel_id == channel_id:
@@ -343,8 +367,9 @@ def _answer(fake: FakeDiscord, stored: Stored) -> dict[str, Any]:
 
 
 def _edit(fake: FakeDiscord, channel_id: str, message_id: str, body: dict[str, Any]) -> Any:
-    fake.invalid += [f"$.{k}: not an edit field we expect" for k in body
-                     if k not in {"content", "components"}]  # fmt: skip
+    fake.invalid += [
+        f"$.{k}: not an edit field we expect" for k in body if k not in {"content", "components"}
+    ]
     _check_content(body, fake.invalid)
     _check_components(body.get("components", []), fake.invalid, "$.components")
     stored = fake.messages.get(message_id)
@@ -374,10 +399,18 @@ def _fault(fake: FakeDiscord) -> bool:
         fake._hang()
     if fault in {"429", "429_global"}:
         is_global = fault == "429_global"
-        raise _Error(429, {"message": "You are being rate limited.",
-                           "retry_after": fake.retry_after_s, "global": is_global},
-                     {"Retry-After": str(int(fake.retry_after_s) + 1),
-                      "X-RateLimit-Global": str(is_global).lower()})  # fmt: skip
+        raise _Error(
+            429,
+            {
+                "message": "You are being rate limited.",
+                "retry_after": fake.retry_after_s,
+                "global": is_global,
+            },
+            {
+                "Retry-After": str(int(fake.retry_after_s) + 1),
+                "X-RateLimit-Global": str(is_global).lower(),
+            },
+        )
     if fault == "403":
         raise _Error(403, {"message": "Missing Access", "code": 50001})
     if fault == "404":
@@ -473,23 +506,46 @@ def fake_discord() -> Iterator[FakeDiscord]:
 
 
 def _user(user_id: str, username: str) -> dict[str, Any]:
-    return {"id": user_id, "username": username, "discriminator": "0", "global_name": username,
-            "avatar": None}  # fmt: skip
+    return {
+        "id": user_id,
+        "username": username,
+        "discriminator": "0",
+        "global_name": username,
+        "avatar": None,
+    }
 
 
 def _guild_context(user_id: str, username: str, channel_id: str) -> dict[str, Any]:
     return {
-        "id": snowflake(), "application_id": APPLICATION_ID, "guild_id": GUILD_ID,
-        "guild": {"id": GUILD_ID, "name": "ops", "icon": None, "owner": False,
-                  "permissions": "0", "features": []},
+        "id": snowflake(),
+        "application_id": APPLICATION_ID,
+        "guild_id": GUILD_ID,
+        "guild": {
+            "id": GUILD_ID,
+            "name": "ops",
+            "icon": None,
+            "owner": False,
+            "permissions": "0",
+            "features": [],
+        },
         "channel": {"id": channel_id, "name": "alerts", "type": 0},
         "channel_id": channel_id,
-        "member": {"user": _user(user_id, username), "roles": [], "joined_at":
-                   "2025-01-01T00:00:00+00:00", "deaf": False, "mute": False, "flags": 0},
-        "token": f"itok_{snowflake()}", "version": 1, "app_permissions": "0",
-        "locale": "en-US", "guild_locale": "en-US",
-        "authorizing_integration_owners": {"0": GUILD_ID}, "context": 0,
-    }  # fmt: skip
+        "member": {
+            "user": _user(user_id, username),
+            "roles": [],
+            "joined_at": "2025-01-01T00:00:00+00:00",
+            "deaf": False,
+            "mute": False,
+            "flags": 0,
+        },
+        "token": f"itok_{snowflake()}",
+        "version": 1,
+        "app_permissions": "0",
+        "locale": "en-US",
+        "guild_locale": "en-US",
+        "authorizing_integration_owners": {"0": GUILD_ID},
+        "context": 0,
+    }
 
 
 def component_interaction(
@@ -522,8 +578,13 @@ def command_interaction(
 
 def ping_interaction() -> dict[str, Any]:
     """The PING Discord sends when the endpoint URL is saved."""
-    return {"id": snowflake(), "application_id": APPLICATION_ID, "type": 1,
-            "user": _user("1", "discord"), "version": 1}  # fmt: skip
+    return {
+        "id": snowflake(),
+        "application_id": APPLICATION_ID,
+        "type": 1,
+        "user": _user("1", "discord"),
+        "version": 1,
+    }
 
 
 def post_interaction(

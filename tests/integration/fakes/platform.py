@@ -65,8 +65,9 @@ class FakePlatform(ABC):
 
     def wait_for(self, check: Callable[[], bool], timeout: float = 15.0) -> None:
         """Block until ``check()`` holds (checked whenever a request arrives)."""
-        wait_for(check, what=f"the fake {self.TITLE} to see it", timeout=timeout,
-                 changed=self.changed)  # fmt: skip
+        wait_for(
+            check, what=f"the fake {self.TITLE} to see it", timeout=timeout, changed=self.changed
+        )
 
     def _take_slot(self, channel: str) -> float | None:
         """Count one post in ``channel``; ``None``, or how long until the window has room."""
@@ -165,8 +166,7 @@ class ActionService:
 
     def wait_for(self, check: Callable[[], bool], timeout: float = 15.0) -> None:
         """Block until ``check()`` holds (checked whenever a call ends)."""
-        wait_for(check, what="the action service to see it", timeout=timeout,
-                 changed=self.changed)  # fmt: skip
+        wait_for(check, what="the action service to see it", timeout=timeout, changed=self.changed)
 
 
 @contextmanager

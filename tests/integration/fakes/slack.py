@@ -104,9 +104,15 @@ class Posted:
     def as_dict(self) -> dict[str, Any]:
         """The message object Slack answers with."""
         body: dict[str, Any] = {
-            "type": "message", "user": BOT_USER, "bot_id": "B0BOT", "app_id": "A0APP",
-            "text": self.text, "ts": self.ts, "team": TEAM_ID, "blocks": self.blocks,
-        }  # fmt: skip
+            "type": "message",
+            "user": BOT_USER,
+            "bot_id": "B0BOT",
+            "app_id": "A0APP",
+            "text": self.text,
+            "ts": self.ts,
+            "team": TEAM_ID,
+            "blocks": self.blocks,
+        }
         if self.thread_ts:
             body["thread_ts"] = self.thread_ts
         return body
@@ -178,8 +184,7 @@ class FakeSlack(FakePlatform):
 
     def repeat(self, server_url: str, payload: dict[str, Any], timestamp: int) -> httpx.Response:
         """The same payload, signed again."""
-        return post_form(server_url, "/webhooks/slack", {"payload": json.dumps(payload)},
-                         timestamp)  # fmt: skip
+        return post_form(server_url, "/webhooks/slack", {"payload": json.dumps(payload)}, timestamp)
 
     def replies_to(self, payload: dict[str, Any]) -> list[dict[str, Any]]:
         """What was posted to the press's ``response_url``."""
@@ -189,8 +194,7 @@ class FakeSlack(FakePlatform):
         self, server_url: str, user_id: str, username: str, everything: bool, timestamp: int
     ) -> Any:
         """``/runs`` as a slash command, answered in the HTTP response."""
-        return command(server_url, "all" if everything else "", user_id, timestamp,
-                       username).json()  # fmt: skip
+        return command(server_url, "all" if everything else "", user_id, timestamp, username).json()
 
     def runs_text(self, answer: dict[str, Any]) -> str:
         """The response's text."""
@@ -228,8 +232,9 @@ def _post(fake: FakeSlack, body: dict[str, Any]) -> dict[str, Any]:
     if fake._take_slot(channel) is not None:
         # Slack's Retry-After is a whole number of seconds of its own choosing.
         raise _Refusal("ratelimited", 429, {"Retry-After": str(fake.retry_after_s)})
-    posted = Posted(channel, next_ts(), body["text"], list(body.get("blocks", [])),
-                    body.get("thread_ts"))  # fmt: skip
+    posted = Posted(
+        channel, next_ts(), body["text"], list(body.get("blocks", [])), body.get("thread_ts")
+    )
     fake.messages.append(posted)
     return {"ok": True, "channel": channel, "ts": posted.ts, "message": posted.as_dict()}
 
@@ -244,8 +249,13 @@ def _update(fake: FakeSlack, body: dict[str, Any]) -> dict[str, Any]:
     posted = found[0]
     posted.text, posted.blocks = body["text"], list(body.get("blocks", []))
     posted.edits += 1
-    return {"ok": True, "channel": posted.channel, "ts": posted.ts, "text": posted.text,
-            "message": posted.as_dict()}  # fmt: skip
+    return {
+        "ok": True,
+        "channel": posted.channel,
+        "ts": posted.ts,
+        "text": posted.text,
+        "message": posted.as_dict(),
+    }
 
 
 def _respond(fake: FakeSlack, path: str, body: dict[str, Any]) -> dict[str, Any]:
@@ -317,11 +327,18 @@ def fake_slack() -> Iterator[FakeSlack]:
                 with fake.changed:
                     return _respond(fake, path, body)
             if self.headers.get("Authorization") != f"Bearer {fake.token}":
-                raise _Refusal("not_authed" if "Authorization" not in self.headers else
-                               "invalid_auth")  # fmt: skip
+                raise _Refusal(
+                    "not_authed" if "Authorization" not in self.headers else "invalid_auth"
+                )
             if path == "/auth.test":
-                return {"ok": True, "url": "https://fake.slack.com/", "team": "Fake",
-                        "user": "watchkeeper", "team_id": "T0FAKE", "user_id": "U0BOT"}  # fmt: skip
+                return {
+                    "ok": True,
+                    "url": "https://fake.slack.com/",
+                    "team": "Fake",
+                    "user": "watchkeeper",
+                    "team_id": "T0FAKE",
+                    "user_id": "U0BOT",
+                }
             if path == "/chat.postMessage":
                 _fault(fake)
                 with fake.changed:
@@ -379,8 +396,12 @@ def block_actions(
         "user": {"id": user_id, "username": username, "name": username, "team_id": TEAM_ID},
         "api_app_id": "A0APP",
         "token": "legacy-verification-token",
-        "container": {"type": "message", "message_ts": posted.ts, "channel_id": posted.channel,
-                      "is_ephemeral": False},
+        "container": {
+            "type": "message",
+            "message_ts": posted.ts,
+            "channel_id": posted.channel,
+            "is_ephemeral": False,
+        },
         "trigger_id": f"{next(_counter)}.1.abc",
         "team": {"id": TEAM_ID, "domain": "ops"},
         "enterprise": None,
@@ -389,15 +410,17 @@ def block_actions(
         "message": posted.as_dict(),
         "state": {"values": {}},
         "response_url": response_url,
-        "actions": [{
-            "action_id": button["action_id"],
-            "block_id": actions_block.get("block_id", "b1"),
-            "text": button["text"],
-            "value": button.get("value", ""),
-            "type": "button",
-            "action_ts": f"{time.time():.6f}",
-        }],
-    }  # fmt: skip
+        "actions": [
+            {
+                "action_id": button["action_id"],
+                "block_id": actions_block.get("block_id", "b1"),
+                "text": button["text"],
+                "value": button.get("value", ""),
+                "type": "button",
+                "action_ts": f"{time.time():.6f}",
+            }
+        ],
+    }
 
 
 def press(
@@ -420,10 +443,17 @@ def command(
 ) -> httpx.Response:
     """The ``/runs`` slash command as Slack sends it."""
     fields = {
-        "token": "legacy-verification-token", "team_id": TEAM_ID, "team_domain": "ops",
-        "channel_id": "C0ALERTS", "channel_name": "alerts", "user_id": user_id,
-        "user_name": username, "command": "/runs", "text": text, "api_app_id": "A0APP",
+        "token": "legacy-verification-token",
+        "team_id": TEAM_ID,
+        "team_domain": "ops",
+        "channel_id": "C0ALERTS",
+        "channel_name": "alerts",
+        "user_id": user_id,
+        "user_name": username,
+        "command": "/runs",
+        "text": text,
+        "api_app_id": "A0APP",
         "response_url": "https://hooks.slack.invalid/commands/1/2/3",
         "trigger_id": "1.2.3",
-    }  # fmt: skip
+    }
     return post_form(server_url, "/webhooks/slack/commands", fields, timestamp)

@@ -328,16 +328,22 @@ class FakeTelegram:
                 )
         if method == "getMe":
             return types.User(
-                id=BOT_ID, is_bot=True, first_name="watchkeeper", username=BOT_USERNAME,
-                can_join_groups=True, can_read_all_group_messages=False,
+                id=BOT_ID,
+                is_bot=True,
+                first_name="watchkeeper",
+                username=BOT_USERNAME,
+                can_join_groups=True,
+                can_read_all_group_messages=False,
                 supports_inline_queries=False,
-            ).model_dump(mode="json", exclude_none=True, by_alias=True)  # fmt: skip
+            ).model_dump(mode="json", exclude_none=True, by_alias=True)
         if method == "getWebhookInfo":
             return types.WebhookInfo(
-                url=self.webhook_url, has_custom_certificate=False, pending_update_count=0,
+                url=self.webhook_url,
+                has_custom_certificate=False,
+                pending_update_count=0,
                 last_error_date=1 if self.webhook_error else None,
                 last_error_message=self.webhook_error or None,
-            ).model_dump(mode="json", exclude_none=True)  # fmt: skip
+            ).model_dump(mode="json", exclude_none=True)
         if method == "answerCallbackQuery":
             query_id = str(body["callback_query_id"])
             if any(a.callback_query_id == query_id for a in self.answers):

@@ -47,8 +47,11 @@ def _typed_dict(value: Any, expected: Any, path: str) -> list[str]:
     if not isinstance(value, dict):
         return [f"{path}: expected an object ({expected.__name__}), got {type(value).__name__}"]
     hints = _hints(expected)
-    found = [f"{path}.{k}: required by {expected.__name__}" for k in
-             sorted(_required(expected)) if k not in value]  # fmt: skip
+    found = [
+        f"{path}.{k}: required by {expected.__name__}"
+        for k in sorted(_required(expected))
+        if k not in value
+    ]
     found += [f"{path}.{k}: not a field of {expected.__name__}" for k in value if k not in hints]
     for key, item in value.items():
         if key in hints:

@@ -36,10 +36,13 @@ CHANNELS: dict[type[ChatConfig], type[ChatChannel[Any]]] = {
 }
 #: The people pressing buttons, by platform: ana and cleo are admins, bob is not.
 USERS = {
-    "discord": {"ana": "2100000000000000001", "bob": "2100000000000000002",
-                "cleo": "2100000000000000003"},
+    "discord": {
+        "ana": "2100000000000000001",
+        "bob": "2100000000000000002",
+        "cleo": "2100000000000000003",
+    },
     "slack": {"ana": "U0ANA", "bob": "U0BOB", "cleo": "U0CLEO"},
-}  # fmt: skip
+}
 CARD = Message(
     "crawl c1 has stalled",
     (

@@ -120,8 +120,16 @@ class LimitedPlatform:
             self.refused += 1
             if slack:
                 return 429, {"ok": False, "error": "ratelimited"}, {"Retry-After": "1"}
-            return 429, {"ok": False, "error_code": 429, "parameters": {"retry_after": 1},
-                         "description": "Too Many Requests: retry after 1"}, {}  # fmt: skip
+            return (
+                429,
+                {
+                    "ok": False,
+                    "error_code": 429,
+                    "parameters": {"retry_after": 1},
+                    "description": "Too Many Requests: retry after 1",
+                },
+                {},
+            )
         self.accepted.append(Arrival(now, chat, text))
         ordinal = next(self._ids)
         if slack:
@@ -142,10 +150,13 @@ async def _serve(platform: LimitedPlatform, ready: threading.Event, stop: asynci
             while True:
                 head = await reader.readuntil(b"\r\n\r\n")
                 length = next(
-                    (int(line.split(b":")[1]) for line in head.split(b"\r\n")
-                     if line.lower().startswith(b"content-length:")),
+                    (
+                        int(line.split(b":")[1])
+                        for line in head.split(b"\r\n")
+                        if line.lower().startswith(b"content-length:")
+                    ),
                     0,
-                )  # fmt: skip
+                )
                 body = json.loads(await reader.readexactly(length) or b"{}")
                 late = platform.first_seen_late_s.pop(platform.chat_of(body), 0.0)
                 if late:

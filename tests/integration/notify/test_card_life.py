@@ -42,8 +42,10 @@ from .chat import USERS, channel_for, now_s, table
 
 TELEGRAM_CHAT = -1001234567890
 #: Admins on each platform: ana (and cleo); Telegram numbers its users.
-ADMINS = {**{name: [ids["ana"], ids["cleo"]] for name, ids in USERS.items()},
-          "telegram": ["42", "43"]}  # fmt: skip
+ADMINS = {
+    **{name: [ids["ana"], ids["cleo"]] for name, ids in USERS.items()},
+    "telegram": ["42", "43"],
+}
 URL = re.compile(r"https?://")
 
 
@@ -75,8 +77,12 @@ class Chat:
 
     def settings(self) -> dict[str, Any]:
         if self.name == "telegram":
-            return {"bot_token": tg.TOKEN, "webhook_secret": tg.WEBHOOK_SECRET,
-                    "base_url": self.fake.url, "timeout_s": 5}  # fmt: skip
+            return {
+                "bot_token": tg.TOKEN,
+                "webhook_secret": tg.WEBHOOK_SECRET,
+                "base_url": self.fake.url,
+                "timeout_s": 5,
+            }
         return table(self.fake)
 
     def channel(self, runtime: Runtime) -> Channel:
@@ -88,10 +94,15 @@ class Chat:
         """The conversation, oldest first."""
         if self.name == "telegram":
             return [
-                Post(str(m.message_id), m.text, [b["text"] for row in m.buttons for b in row],
-                     m.edits, None if m.reply_to is None else str(m.reply_to))
+                Post(
+                    str(m.message_id),
+                    m.text,
+                    [b["text"] for row in m.buttons for b in row],
+                    m.edits,
+                    None if m.reply_to is None else str(m.reply_to),
+                )
                 for m in self.fake.messages(TELEGRAM_CHAT)
-            ]  # fmt: skip
+            ]
         if self.name == "discord":
             return [
                 Post(m.id, m.content, m.labels, m.edits, m.reference)
@@ -105,16 +116,19 @@ class Chat:
     def press(self, server: LiveServer, clock: ManualClock, post: Post, label: str) -> None:
         """Ana presses ``label`` on ``post``, as the platform would deliver it."""
         if self.name == "telegram":
-            stored = next(m for m in self.fake.messages(TELEGRAM_CHAT)
-                          if str(m.message_id) == post.id)  # fmt: skip
-            data = next(b["callback_data"] for row in stored.buttons for b in row
-                        if b["text"] == label)  # fmt: skip
+            stored = next(
+                m for m in self.fake.messages(TELEGRAM_CHAT) if str(m.message_id) == post.id
+            )
+            data = next(
+                b["callback_data"] for row in stored.buttons for b in row if b["text"] == label
+            )
             update = self.fake.callback_update(stored, data, 42, "ana")
             answer = tg.press(server.url, update)
         else:
             card = self.fake.message(post.id)
-            answer, _ = self.fake.press(server.url, card, label, USERS[self.name]["ana"], "ana",
-                                        now_s(clock))  # fmt: skip
+            answer, _ = self.fake.press(
+                server.url, card, label, USERS[self.name]["ana"], "ana", now_s(clock)
+            )
         assert answer.status_code == 200
 
     @property
@@ -146,8 +160,9 @@ def service() -> Iterator[Recorder]:
 def acting(
     tmp_path: Path, store: Store, clock: ManualClock, service: Recorder, chat: Chat
 ) -> Iterator[Runtime]:
-    runtime = acting_runtime(tmp_path, store, clock, service.url, admins=ADMINS,
-                             **{chat.name: chat.settings()})  # fmt: skip
+    runtime = acting_runtime(
+        tmp_path, store, clock, service.url, admins=ADMINS, **{chat.name: chat.settings()}
+    )
     yield runtime
     runtime.sweeper.close()
 
@@ -296,8 +311,10 @@ def test_a_refused_action_is_told_in_words_and_the_buttons_come_back(
     service.status = 200
     with live_server(acting) as server:
         chat.press(server, clock, failed, "Retry")
-        wait_for(lambda: _journal(acting) == [ActionStatus.FAILED, ActionStatus.DONE],
-                 what="the second retry to be done")  # fmt: skip
+        wait_for(
+            lambda: _journal(acting) == [ActionStatus.FAILED, ActionStatus.DONE],
+            what="the second retry to be done",
+        )
     assert [r.path for r in service.requests] == ["/retry/t9", "/retry/t9"]
     assert chat.invalid == []
 
@@ -314,8 +331,18 @@ def test_an_action_interrupted_by_a_restart_says_so_and_offers_the_buttons_again
     incident = the_incident(acting)
     # A replica decided Retry and died inside the kind's function: its journal row stays
     # ``started`` until the next start-up finds the replica gone.
-    claim = Claim(incident.id, "retry", "@ana", chat.name, incident.state_token, dismiss=False,
-                  journal=True, host="elsewhere", pid=os.getpid(), replica="gone")  # fmt: skip
+    claim = Claim(
+        incident.id,
+        "retry",
+        "@ana",
+        chat.name,
+        incident.state_token,
+        dismiss=False,
+        journal=True,
+        host="elsewhere",
+        pid=os.getpid(),
+        replica="gone",
+    )
     assert acting.store.decisions.claim(claim, "swarm_task", "t9", clock()).won
     clock.advance(60)
     assert len(recover_interrupted(acting.store, clock(), live=set())) == 1

@@ -48,12 +48,14 @@ from .test_card_life import ADMINS, FAKES, Chat, deliver, origin
 
 TELEGRAM_CHAT = -1001234567890
 #: A kind's answer to a retry: an internal address, an id and a key, none of them for a chat.
-BODY = json.dumps({
-    "ok": True,
-    "retry_id": "rt-5521",
-    "worker": "http://10.20.30.40:8080/jobs/rt-5521",
-    "note": "requeued with key sk-proj0123456789abcdefghij",
-})  # fmt: skip
+BODY = json.dumps(
+    {
+        "ok": True,
+        "retry_id": "rt-5521",
+        "worker": "http://10.20.30.40:8080/jobs/rt-5521",
+        "note": "requeued with key sk-proj0123456789abcdefghij",
+    }
+)
 SECRET = "sk-proj0123456789abcdefghij"
 INTERNALS = ("rt-5521", "10.20.30.40", SECRET)
 
@@ -104,10 +106,22 @@ def chats() -> Iterator[Chats]:
 
 def everywhere(tmp_path: Path, store: Store, clock: ManualClock, url: str, chats: Chats) -> Runtime:
     """A runtime talking to all three fakes; ana is an admin on each."""
-    telegram = {"bot_token": tg.TOKEN, "webhook_secret": tg.WEBHOOK_SECRET,
-                "base_url": chats.telegram.url, "timeout_s": 5}  # fmt: skip
-    return acting_runtime(tmp_path, store, clock, url, admins=ADMINS, telegram=telegram,
-                          discord=table(chats.discord), slack=table(chats.slack))  # fmt: skip
+    telegram = {
+        "bot_token": tg.TOKEN,
+        "webhook_secret": tg.WEBHOOK_SECRET,
+        "base_url": chats.telegram.url,
+        "timeout_s": 5,
+    }
+    return acting_runtime(
+        tmp_path,
+        store,
+        clock,
+        url,
+        admins=ADMINS,
+        telegram=telegram,
+        discord=table(chats.discord),
+        slack=table(chats.slack),
+    )
 
 
 def stalled(runtime: Runtime, clock: ManualClock) -> Incident:
@@ -132,8 +146,9 @@ def telegram_card(runtime: Runtime, chats: Chats, incident: Incident) -> tg.Stor
         return str(sent.message_id)
 
     message_id = asyncio.run(go())
-    return next(m for m in chats.telegram.messages(TELEGRAM_CHAT)
-                if str(m.message_id) == message_id)  # fmt: skip
+    return next(
+        m for m in chats.telegram.messages(TELEGRAM_CHAT) if str(m.message_id) == message_id
+    )
 
 
 def platform_card(runtime: Runtime, fake: FakeDiscord | FakeSlack, incident: Incident) -> Any:
@@ -170,30 +185,41 @@ def test_with_the_database_cut_off_chats_hear_a_sentence_and_the_log_the_driver(
                     cards["telegram"], cards["telegram"].callback_data[0], 42, "ana"
                 )
                 assert tg.press(server.url, pressed).status_code == 200
-                asked = tg.press(server.url, chats.telegram.command_update(TELEGRAM_CHAT, "/runs",
-                                                                           43))  # fmt: skip
+                asked = tg.press(
+                    server.url, chats.telegram.command_update(TELEGRAM_CHAT, "/runs", 43)
+                )
                 assert asked.status_code == 200
                 replies: dict[str, dict[str, Any]] = {}
                 runs: dict[str, str] = {}
                 for fake in (chats.discord, chats.slack):
                     ana, bob = user(fake, "ana"), user(fake, "bob")
-                    _, replies[fake.NAME] = fake.press(server.url, cards[fake.NAME], "Cancel", ana,
-                                                       "ana", now_s(clock))  # fmt: skip
+                    _, replies[fake.NAME] = fake.press(
+                        server.url, cards[fake.NAME], "Cancel", ana, "ana", now_s(clock)
+                    )
                     runs[fake.NAME] = fake.runs_text(
                         fake.runs(server.url, bob, "bob", False, now_s(clock))
                     )
-                wait_for(lambda: all(f.replies_to(replies[f.NAME])
-                                     for f in (chats.discord, chats.slack)),
-                         what="the presses on Discord and Slack to be answered")  # fmt: skip
+                wait_for(
+                    lambda: all(
+                        f.replies_to(replies[f.NAME]) for f in (chats.discord, chats.slack)
+                    ),
+                    what="the presses on Discord and Slack to be answered",
+                )
             # The server has stopped, and so finished what it was telling Telegram.
         finally:
             proxy.restore()
             runtime.sweeper.close()
     card_id = cards["telegram"].message_id
-    (runs["telegram"],) = [m.text for m in chats.telegram.messages(TELEGRAM_CHAT)
-                           if m.message_id != card_id and m.reply_to is None]  # fmt: skip
-    for name, fake in {"telegram": chats.telegram, "discord": chats.discord,
-                       "slack": chats.slack}.items():  # fmt: skip
+    (runs["telegram"],) = [
+        m.text
+        for m in chats.telegram.messages(TELEGRAM_CHAT)
+        if m.message_id != card_id and m.reply_to is None
+    ]
+    for name, fake in {
+        "telegram": chats.telegram,
+        "discord": chats.discord,
+        "slack": chats.slack,
+    }.items():
         everything = sent_to(fake) + json.dumps(runs)
         leaked = [piece for piece in (driver, "127.0.0.1") if piece in everything]
         assert not leaked, (name, everything)
@@ -201,8 +227,9 @@ def test_with_the_database_cut_off_chats_hear_a_sentence_and_the_log_the_driver(
         fake.NAME: fake.replies_to(replies[fake.NAME])[0][fake.TEXT]
         for fake in (chats.discord, chats.slack)
     }
-    (told["telegram"],) = [m.text for m in chats.telegram.messages(TELEGRAM_CHAT)
-                           if m.reply_to == card_id]  # fmt: skip
+    (told["telegram"],) = [
+        m.text for m in chats.telegram.messages(TELEGRAM_CHAT) if m.reply_to == card_id
+    ]
     for platform in ("telegram", "discord", "slack"):
         press_answer, runs_answer = told[platform], runs[platform]
         assert press_answer.endswith(
@@ -218,10 +245,16 @@ def test_with_the_database_cut_off_chats_hear_a_sentence_and_the_log_the_driver(
     assert (working.text, working.show_alert) == (WORKING, False)
     # The details are the server's: its log has the driver's words for each answer.
     lines = logged(caplog)
-    assert sum(driver in line and "press" in line and "not decided" in line
-               for line in lines) == 3, lines  # fmt: skip
-    assert sum(driver in line and line.startswith("/runs was answered without the store")
-               for line in lines) == 3, lines  # fmt: skip
+    assert (
+        sum(driver in line and "press" in line and "not decided" in line for line in lines) == 3
+    ), lines
+    assert (
+        sum(
+            driver in line and line.startswith("/runs was answered without the store")
+            for line in lines
+        )
+        == 3
+    ), lines
     assert actions.requests == []
 
 
@@ -255,8 +288,15 @@ def acting_with(
     made: list[Runtime] = []
 
     def build(**runbooks: bool) -> Runtime:
-        runtime = acting_runtime(tmp_path, store, clock, service.url, admins=ADMINS,
-                                 runbooks=runbooks, **{chat.name: chat.settings()})  # fmt: skip
+        runtime = acting_runtime(
+            tmp_path,
+            store,
+            clock,
+            service.url,
+            admins=ADMINS,
+            runbooks=runbooks,
+            **{chat.name: chat.settings()},
+        )
         made.append(runtime)
         return runtime
 
@@ -295,8 +335,10 @@ def test_a_kind_s_answer_stays_out_of_the_chat_and_is_journalled_redacted(
             (posted,) = chat.posts()
             with live_server(runtime) as server:
                 chat.press(server, clock, posted, "Retry")
-                wait_for(lambda: [a.status for a in journal(runtime)] == [ActionStatus.DONE],
-                         what="the retry to be done")  # fmt: skip
+                wait_for(
+                    lambda: [a.status for a in journal(runtime)] == [ActionStatus.DONE],
+                    what="the retry to be done",
+                )
                 if chat.name == "telegram":
                     chat.fake.wait_for(lambda f: bool(f.answers))
             deliver(runtime, clock, chat)
@@ -329,8 +371,10 @@ def test_a_refusal_is_told_in_one_short_sentence_with_no_secret(
     chat: Chat,
 ) -> None:
     service.status = 500
-    service.body = (f"upstream said no; retry with api_key={SECRET} ".encode()
-                    + b"and a long page of filler " * 100)  # fmt: skip
+    service.body = (
+        f"upstream said no; retry with api_key={SECRET} ".encode()
+        + b"and a long page of filler " * 100
+    )
     runtime: Runtime = acting_with(retry_failed_without_effects=True)
     failed_task(runtime, chat)
     deliver(runtime, clock, chat)

@@ -121,8 +121,9 @@ def test_a_press_is_answered_before_its_action_finishes(
     actions.hold = True
     with live_server(acting) as server:
         try:
-            answer, payload = fake.press(server.url, card, "Cancel", user(fake, "ana"), "ana",
-                                         now_s(clock))  # fmt: skip
+            answer, payload = fake.press(
+                server.url, card, "Cancel", user(fake, "ana"), "ana", now_s(clock)
+            )
             assert fake.answer(answer) == fake.ACK
             assert actions.entered.wait(15), "the action never started"
             assert not actions.release.is_set() and actions.paths == []
@@ -141,8 +142,7 @@ def test_a_non_admin_is_refused_and_told_why_privately(
     incident = stalled(acting, clock)
     card = post_card(acting, fake, incident)
     with live_server(acting) as server:
-        _, payload = fake.press(server.url, card, "Cancel", user(fake, "bob"), "bob",
-                                now_s(clock))  # fmt: skip
+        _, payload = fake.press(server.url, card, "Cancel", user(fake, "bob"), "bob", now_s(clock))
         fake.wait_for(lambda: bool(fake.replies_to(payload)))
     (reply,) = fake.replies_to(payload)
     assert reply.items() >= fake.PRIVATE.items()
@@ -160,8 +160,9 @@ def test_a_later_press_is_told_who_decided_where_and_diagnosis_answers_the_press
     assert acting.decider.press(incident.id, "dismiss", incident.state_token, ana_on_slack).won
     with live_server(acting) as server:
         _, late = fake.press(server.url, card, "Cancel", user(fake, "cleo"), "cleo", now_s(clock))
-        _, asked = fake.press(server.url, card, "Ask to diagnose", user(fake, "bob"), "bob",
-                              now_s(clock))  # fmt: skip
+        _, asked = fake.press(
+            server.url, card, "Ask to diagnose", user(fake, "bob"), "bob", now_s(clock)
+        )
         fake.wait_for(lambda: bool(fake.replies_to(late)) and bool(fake.replies_to(asked)))
     (told,) = fake.replies_to(late)
     assert told[fake.TEXT] == "already decided: Dismiss by @ana on Slack at 12:01 UTC"
@@ -176,8 +177,9 @@ def test_a_repeated_press_is_acknowledged_and_ignored(
     incident = stalled(acting, clock)
     card = post_card(acting, fake, incident)
     with live_server(acting) as server:
-        first, payload = fake.press(server.url, card, "Cancel", user(fake, "bob"), "bob",
-                                    now_s(clock))  # fmt: skip
+        first, payload = fake.press(
+            server.url, card, "Cancel", user(fake, "bob"), "bob", now_s(clock)
+        )
         again = fake.repeat(server.url, payload, now_s(clock))
         fake.wait_for(lambda: bool(fake.replies_to(payload)))
     assert fake.answer(first) == fake.answer(again) == fake.ACK

@@ -38,10 +38,18 @@ class Platform(Channel):
 
 def _enqueue(store: Store, clock: ManualClock, key: str) -> int:
     (delivery_id,) = store.outbox.enqueue(
-        [NewDelivery(key, None, "note", "webhook", Target("webhook", "ops").as_dict(),
-                     Message(f"hello {key}").as_dict())],
+        [
+            NewDelivery(
+                key,
+                None,
+                "note",
+                "webhook",
+                Target("webhook", "ops").as_dict(),
+                Message(f"hello {key}").as_dict(),
+            )
+        ],
         clock(),
-    )  # fmt: skip
+    )
     return delivery_id
 
 
@@ -57,8 +65,7 @@ def _deliverer(
     # Deliverers of one test share its pace clock, as they share the pacing rows in the store.
     pace = pace or _pace()
     deliverer = Deliverer(store, {"webhook": platform}, clock, pace, claimer="replica-a")
-    breaker = CircuitBreaker("notify:webhook", fail_max=2, reset_timeout_s=30,
-                             clock=BreakerClock())  # fmt: skip
+    breaker = CircuitBreaker("notify:webhook", fail_max=2, reset_timeout_s=30, clock=BreakerClock())
     deliverer.breakers["webhook"] = breaker
     return deliverer
 

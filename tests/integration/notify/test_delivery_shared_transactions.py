@@ -41,11 +41,19 @@ class Recording(Channel):
 def enqueue(store: Store, clock: ManualClock, chats: int) -> list[int]:
     """One card to each of ``chats`` conversations."""
     return store.outbox.enqueue(
-        [NewDelivery(f"k{chat}", None, "card", "log", Target("log", f"c{chat}").as_dict(),
-                     Message(f"card {chat}").as_dict())
-         for chat in range(chats)],
+        [
+            NewDelivery(
+                f"k{chat}",
+                None,
+                "card",
+                "log",
+                Target("log", f"c{chat}").as_dict(),
+                Message(f"card {chat}").as_dict(),
+            )
+            for chat in range(chats)
+        ],
         clock(),
-    )  # fmt: skip
+    )
 
 
 def test_conversations_due_together_share_their_transactions(

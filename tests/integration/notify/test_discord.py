@@ -44,8 +44,10 @@ def fake() -> Iterator[FakeDiscord]:
 
 
 def test_a_card_is_a_message_with_action_rows_and_an_enforced_nonce(fake: FakeDiscord) -> None:
-    many = Message("six buttons", tuple(Button(f"B{i}", "dismiss", f"wk1:{i}:d:0123456789ab")
-                                        for i in range(6)))  # fmt: skip
+    many = Message(
+        "six buttons",
+        tuple(Button(f"B{i}", "dismiss", f"wk1:{i}:d:0123456789ab") for i in range(6)),
+    )
     first = send(fake, CARD, "wk1")
     second = send(fake, many, "wk2-" + "x" * 40)
     assert first.outcome is SendOutcome.SENT and second.outcome is SendOutcome.SENT
@@ -101,8 +103,13 @@ def test_ping_is_answered_and_unsigned_forged_stale_or_replayed_requests_are_ref
     with live_server(acting) as server:
         pong = post_interaction(server.url, signer, ping_interaction(), now_s(clock))
         assert (pong.status_code, pong.json()) == (200, {"type": 1})
-        unsigned = post_interaction(server.url, signer, ping_interaction(), now_s(clock),
-                                    headers={"Content-Type": "application/json"})  # fmt: skip
+        unsigned = post_interaction(
+            server.url,
+            signer,
+            ping_interaction(),
+            now_s(clock),
+            headers={"Content-Type": "application/json"},
+        )
         forged = press(server.url, Signer(), card, "Cancel", ANA, "ana", now_s(clock))[0]
         stale = press(server.url, signer, card, "Cancel", ANA, "ana", now_s(clock) - 301)[0]
         signed, interaction = press(server.url, signer, card, "Dismiss", BOB, "bob", now_s(clock))
@@ -131,8 +138,9 @@ def test_without_a_bot_token_the_endpoint_still_follows_up_as_the_application(
         incident = stalled(runtime, clock)
         card = post_card(acting, fake, incident)
         with live_server(runtime) as server:
-            _, interaction = press(server.url, fake.signer, card, "Cancel", BOB, "bob",
-                                   now_s(clock))  # fmt: skip
+            _, interaction = press(
+                server.url, fake.signer, card, "Cancel", BOB, "bob", now_s(clock)
+            )
             fake.wait_for(lambda: bool(fake.followups_for(interaction["token"])))
     finally:
         runtime.sweeper.close()

@@ -26,10 +26,11 @@ def test_replicas_enqueueing_the_same_keys_together_add_each_once(
     try:
         for round_ in range(ROUNDS):
             items = [
-                NewDelivery(f"r{round_}-k{i}", None, "note", "log", target,
-                            Message(f"note {i}").as_dict())
+                NewDelivery(
+                    f"r{round_}-k{i}", None, "note", "log", target, Message(f"note {i}").as_dict()
+                )
                 for i in range(KEYS)
-            ]  # fmt: skip
+            ]
             barrier = threading.Barrier(len(replicas))
 
             def enqueue(

@@ -27,10 +27,16 @@ def test_a_backlog_goes_out_pass_after_pass_without_waiting(
     notifier.pass_limit = PASS_LIMIT
     notifier.pass_interval_s = 10 * DEADLINE_S  # nothing pokes: only a pass's own end goes on
     items = [
-        NewDelivery(f"backlog-{n}", None, "note", "log", Target("log", f"chat{n}").as_dict(),
-                    Message(f"note {n}").as_dict())
+        NewDelivery(
+            f"backlog-{n}",
+            None,
+            "note",
+            "log",
+            Target("log", f"chat{n}").as_dict(),
+            Message(f"note {n}").as_dict(),
+        )
         for n in range(CARDS)
-    ]  # fmt: skip
+    ]
     store.outbox.enqueue(items, clock())
 
     async def drain() -> dict[str, int]:

@@ -12,8 +12,14 @@ from watchkeeper.store.outbox import DeliveryStatus
 from watchkeeper.store.queueing import NewDelivery
 
 
-def _message(store: Store, key: str, channel: str, status: DeliveryStatus, clock: ManualClock,
-             error: str | None = None) -> None:  # fmt: skip
+def _message(
+    store: Store,
+    key: str,
+    channel: str,
+    status: DeliveryStatus,
+    clock: ManualClock,
+    error: str | None = None,
+) -> None:
     (made,) = store.outbox.enqueue(
         [NewDelivery(key, None, "card", channel, {"chat": "C1"}, {"text": key})], clock()
     )
@@ -26,12 +32,13 @@ def test_each_channel_counts_its_fates_and_says_its_latest(
     tmp_path: Path, store: Store, clock: ManualClock
 ) -> None:
     settings = make_settings(
-        tmp_path, store.url,
+        tmp_path,
+        store.url,
         slack={"bot_token_env": "SLACK_BOT_TOKEN"},
         ops={"webhook_url": "https://hooks.example.org/T0KEN", "webhook_secret": "s3cret"},
         forge={"linear_secret_env": "LINEAR_SECRET"},
         admins={"slack": ["U1", "U2"]},
-    )  # fmt: skip
+    )
     view = InstallView(store, settings)
     assert view.counts().cards_sent == 0
     _message(store, "a", "slack", DeliveryStatus.SENT, clock)

@@ -87,8 +87,11 @@ def test_one_card_notes_under_it_and_edits_when_moved_again_and_decided(
     card = log_channel.recent[-1][1]
     assert "has stalled" in card.text
     assert [b.label for b in card.buttons] == [
-        "Dismiss", "Ask to diagnose", "Silence 1 h", "I am on it"
-    ]  # fmt: skip
+        "Dismiss",
+        "Ask to diagnose",
+        "Silence 1 h",
+        "I am on it",
+    ]
     reports_for(runtime).progress("crawl", "s1", "page 9", None)
     sweep(runtime)
     notifier.route(clock())
@@ -104,8 +107,13 @@ def test_one_card_notes_under_it_and_edits_when_moved_again_and_decided(
     notifier.route(clock())
     asyncio.run(notifier.deliver_due())
     assert [p for p, _, _ in statuses(store)] == [
-        "card", "note", "update", "note", "update", "update"
-    ]  # fmt: skip
+        "card",
+        "note",
+        "update",
+        "note",
+        "update",
+        "update",
+    ]
     assert all(s == "sent" for _, _, s in statuses(store))
     edited = log_channel.recent[-1][1]
     assert "Decided: Dismiss by @ana" in edited.text

@@ -38,10 +38,16 @@ def incident(store: Store, clock: ManualClock) -> int:
 
 def enqueue(store: Store, clock: ManualClock, incident_id: int | None, *keys: str) -> list[int]:
     items = [
-        NewDelivery(key, incident_id, "card", "log", Target("log", "ops").as_dict(),
-                    Message(f"about {key}").as_dict())
+        NewDelivery(
+            key,
+            incident_id,
+            "card",
+            "log",
+            Target("log", "ops").as_dict(),
+            Message(f"about {key}").as_dict(),
+        )
         for key in keys
-    ]  # fmt: skip
+    ]
     return store.outbox.enqueue(items, clock())
 
 

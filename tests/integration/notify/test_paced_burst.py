@@ -30,12 +30,17 @@ DEADLINE_S = 60.0
 def cards(chats: int, per_chat: int, platform: str = "telegram") -> list[NewDelivery]:
     """``per_chat`` cards to each of ``chats`` private chats (Slack channels), chat by chat."""
     return [
-        NewDelivery(f"burst-{chat}-{i}", None, "card", platform,
-                    Target(platform, chat_name(chat, platform)).as_dict(),
-                    Message(f"card {chat}.{i}").as_dict())
+        NewDelivery(
+            f"burst-{chat}-{i}",
+            None,
+            "card",
+            platform,
+            Target(platform, chat_name(chat, platform)).as_dict(),
+            Message(f"card {chat}.{i}").as_dict(),
+        )
         for i in range(per_chat)
         for chat in range(chats)
-    ]  # fmt: skip
+    ]
 
 
 def chat_name(chat: int, platform: str = "telegram") -> str:
@@ -56,8 +61,9 @@ def deliver_all(
     machine does, so every send due meanwhile wakes at once, past its slot."""
     channel: ChatChannel[Any]
     if platform.wire == "slack":
-        channel = SlackChannel(SlackConfig(bot_token=TOKEN, base_url=platform.base_url,
-                                           timeout_s=10))  # fmt: skip
+        channel = SlackChannel(
+            SlackConfig(bot_token=TOKEN, base_url=platform.base_url, timeout_s=10)
+        )
     else:
         channel = TelegramChannel(
             TelegramConfig(bot_token=TOKEN, base_url=platform.base_url, timeout_s=10)
@@ -134,10 +140,19 @@ def test_a_group_takes_twenty_at_once_then_one_every_three_seconds(
 ) -> None:
     group = "-100123"  # negative ids are groups: 20 messages a minute
     ids = store.outbox.enqueue(
-        [NewDelivery(f"group-{i}", None, "card", "telegram", Target("telegram", group).as_dict(),
-                     Message(f"card {i}").as_dict()) for i in range(23)],
+        [
+            NewDelivery(
+                f"group-{i}",
+                None,
+                "card",
+                "telegram",
+                Target("telegram", group).as_dict(),
+                Message(f"card {i}").as_dict(),
+            )
+            for i in range(23)
+        ],
         clock(),
-    )  # fmt: skip
+    )
     # The chat limit is raised so the group's minute is what holds the cards back.
     with limited_platform(per_chat_rate=10.0, global_rate=None, group_per_minute=20) as platform:
         deliver_all(store, clock, platform, per_chat_rate=10.0)
@@ -181,8 +196,9 @@ def test_a_first_card_the_platform_saw_late_holds_its_chats_next_one_back(
     quickest may have been seen that much later, so the chat's next card waits for it."""
     ids = store.outbox.enqueue(cards(4, 2, "slack"), clock())
     late = {chat_name(0, "slack"): 0.3, chat_name(2, "slack"): 0.3}
-    with limited_platform(per_chat_rate=1.0, global_rate=None, wire="slack",
-                          first_seen_late_s=late) as platform:  # fmt: skip
+    with limited_platform(
+        per_chat_rate=1.0, global_rate=None, wire="slack", first_seen_late_s=late
+    ) as platform:
         deliver_all(store, clock, platform)
 
     assert platform.refused == 0, f"refused with 429: {platform.refused_by}"

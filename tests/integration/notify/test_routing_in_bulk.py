@@ -76,10 +76,16 @@ def test_queueing_the_same_events_again_adds_nothing_and_marks_them_routed(
     ids = [event_id for event_id, _, _ in events]
     target = Target("log", "ops").as_dict()
     items = [
-        NewDelivery(f"e{event_id}:log:card", incident_id, "card", "log", target,
-                    Message(f"card {event_id}").as_dict())
+        NewDelivery(
+            f"e{event_id}:log:card",
+            incident_id,
+            "card",
+            "log",
+            target,
+            Message(f"card {event_id}").as_dict(),
+        )
         for event_id, incident_id, _ in events
-    ]  # fmt: skip
+    ]
     # Another replica routed the same events first: its rows stand, nothing is added twice.
     assert store.outbox.route(ids, items, clock()) == len(events)
     assert store.outbox.route(ids, [*items, items[0]], clock()) == 0

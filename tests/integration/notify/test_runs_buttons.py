@@ -58,9 +58,14 @@ def acting(
 ) -> Iterator[Runtime]:
     admins = {name: [ids["ana"], ids["cleo"]] for name, ids in USERS.items()}
     runtime = acting_runtime(
-        tmp_path, store, clock, actions.url, admins=admins, forge={"public_url": PUBLIC},
+        tmp_path,
+        store,
+        clock,
+        actions.url,
+        admins=admins,
+        forge={"public_url": PUBLIC},
         **{fake.NAME: table(fake)},
-    )  # fmt: skip
+    )
     yield runtime
     runtime.sweeper.close()
 
@@ -91,9 +96,11 @@ def checked_runs(fake: FakePlatform, server: LiveServer, clock: ManualClock) -> 
 def labels(fake: FakePlatform, answer: dict[str, Any]) -> list[str]:
     if fake.NAME == "slack":
         return [
-            e["text"]["text"] for b in answer["blocks"] if b["type"] == "actions"
+            e["text"]["text"]
+            for b in answer["blocks"]
+            if b["type"] == "actions"
             for e in b["elements"]
-        ]  # fmt: skip
+        ]
     return [c["label"] for row in answer["data"].get("components", []) for c in row["components"]]
 
 
@@ -126,9 +133,12 @@ def _press_slack(
     clock: ManualClock,
 ) -> dict[str, Any]:
     block, element = next(
-        (b, e) for b in answer["blocks"] if b["type"] == "actions"
-        for e in b["elements"] if e["text"]["text"] == button
-    )  # fmt: skip
+        (b, e)
+        for b in answer["blocks"]
+        if b["type"] == "actions"
+        for e in b["elements"]
+        if e["text"]["text"] == button
+    )
     user_id = user(fake, name)
     # Slack's payload for a press on an ephemeral message: its container says so, and it
     # carries no copy of the message (ephemeral messages cannot be read back).
@@ -137,21 +147,31 @@ def _press_slack(
         "user": {"id": user_id, "username": name, "name": name, "team_id": slack.TEAM_ID},
         "api_app_id": "A0APP",
         "token": "legacy-verification-token",
-        "container": {"type": "message", "message_ts": slack.next_ts(),
-                      "channel_id": fake.CHAT, "is_ephemeral": True},
+        "container": {
+            "type": "message",
+            "message_ts": slack.next_ts(),
+            "channel_id": fake.CHAT,
+            "is_ephemeral": True,
+        },
         "trigger_id": "9.1.abc",
         "team": {"id": slack.TEAM_ID, "domain": "ops"},
         "channel": {"id": fake.CHAT, "name": "alerts"},
         "state": {"values": {}},
         "response_url": fake.response_url(),
-        "actions": [{
-            "action_id": element["action_id"], "block_id": block.get("block_id", "b1"),
-            "text": element["text"], "value": element["value"], "type": "button",
-            "action_ts": f"{time.time():.6f}",
-        }],
-    }  # fmt: skip
-    sent = slack.post_form(server.url, "/webhooks/slack", {"payload": json.dumps(payload)},
-                           now_s(clock))  # fmt: skip
+        "actions": [
+            {
+                "action_id": element["action_id"],
+                "block_id": block.get("block_id", "b1"),
+                "text": element["text"],
+                "value": element["value"],
+                "type": "button",
+                "action_ts": f"{time.time():.6f}",
+            }
+        ],
+    }
+    sent = slack.post_form(
+        server.url, "/webhooks/slack", {"payload": json.dumps(payload)}, now_s(clock)
+    )
     assert sent.status_code == 200, sent.text
     return payload
 
@@ -166,14 +186,16 @@ def _press_discord(
 ) -> dict[str, Any]:
     data = answer["data"]
     custom_id = next(
-        c["custom_id"] for row in data["components"] for c in row["components"]
+        c["custom_id"]
+        for row in data["components"]
+        for c in row["components"]
         if c["label"] == button
-    )  # fmt: skip
-    shown = discord.Stored(discord.snowflake(), fake.CHAT, data["content"], data["components"],
-                           None, time.monotonic()).as_dict()  # fmt: skip
+    )
+    shown = discord.Stored(
+        discord.snowflake(), fake.CHAT, data["content"], data["components"], None, time.monotonic()
+    ).as_dict()
     shown["flags"] = data["flags"]  # the ephemeral answer, as Discord hands it back
-    interaction = discord.component_interaction(custom_id, user(fake, name), name, fake.CHAT,
-                                                shown)  # fmt: skip
+    interaction = discord.component_interaction(custom_id, user(fake, name), name, fake.CHAT, shown)
     sent = discord.post_interaction(server.url, fake.signer, interaction, now_s(clock))
     assert sent.json() == {"type": 6}, sent.text
     return interaction

@@ -41,13 +41,22 @@ def fake() -> Iterator[FakeTelegram]:
 def acting(
     tmp_path: Path, store: Store, clock: ManualClock, fake: FakeTelegram
 ) -> Iterator[Runtime]:
-    telegram = {"bot_token": TOKEN, "webhook_secret": WEBHOOK_SECRET, "base_url": fake.url,
-                "timeout_s": 5}  # fmt: skip
+    telegram = {
+        "bot_token": TOKEN,
+        "webhook_secret": WEBHOOK_SECRET,
+        "base_url": fake.url,
+        "timeout_s": 5,
+    }
     with recording_server() as service:
         runtime = acting_runtime(
-            tmp_path, store, clock, service.url, admins={"telegram": [str(ANA)]},
-            telegram=telegram, forge={"public_url": PUBLIC},
-        )  # fmt: skip
+            tmp_path,
+            store,
+            clock,
+            service.url,
+            admins={"telegram": [str(ANA)]},
+            telegram=telegram,
+            forge={"public_url": PUBLIC},
+        )
         yield runtime
         runtime.sweeper.close()
 

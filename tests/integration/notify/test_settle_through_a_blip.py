@@ -65,10 +65,18 @@ def test_a_settle_that_meets_a_blip_is_tried_again(
 ) -> None:
     store, proxy = proxied_store
     (delivery_id,) = store.outbox.enqueue(
-        [NewDelivery("k1", None, "note", "log", Target("log", "ops").as_dict(),
-                     Message("hello").as_dict())],
+        [
+            NewDelivery(
+                "k1",
+                None,
+                "note",
+                "log",
+                Target("log", "ops").as_dict(),
+                Message("hello").as_dict(),
+            )
+        ],
         clock(),
-    )  # fmt: skip
+    )
     channel = CuttingChannel(proxy)
     deliverer = Deliverer(store, {"log": channel}, clock, claimer="replica-a")
 

@@ -83,10 +83,16 @@ class Recording(Channel):
 
 def notes(place: Target, count: int, prefix: str) -> list[NewDelivery]:
     return [
-        NewDelivery(f"{prefix}-{i}", None, "note", "log", place.as_dict(),
-                    Message(f"{prefix} {i}").as_dict())
+        NewDelivery(
+            f"{prefix}-{i}",
+            None,
+            "note",
+            "log",
+            place.as_dict(),
+            Message(f"{prefix} {i}").as_dict(),
+        )
         for i in range(count)
-    ]  # fmt: skip
+    ]
 
 
 def replicas(
@@ -145,8 +151,10 @@ def test_a_busy_chat_does_not_hold_up_another(store: Store, clock: ManualClock) 
 
     asyncio.run(go())
     assert [(at, place) for at, place, _ in calls] == [
-        (1000.0, QUIET.place), (1001.0, BUSY.place), (1001.0 + 1 / RATE, BUSY.place)
-    ]  # fmt: skip
+        (1000.0, QUIET.place),
+        (1001.0, BUSY.place),
+        (1001.0 + 1 / RATE, BUSY.place),
+    ]
 
 
 def test_replicas_delivering_together_send_each_message_once(

@@ -90,8 +90,9 @@ def test_a_silenced_failure_sends_nothing_and_is_listed_as_silenced(
 def test_work_the_silence_does_not_match_is_still_messaged(
     acting: Runtime, clock: ManualClock, fake: FakePlatform
 ) -> None:
-    acting.silences.add(Matchers(kind="swarm_task", title_pattern="nightly *"), "1h", "",
-                        "@ana", "api")  # fmt: skip
+    acting.silences.add(
+        Matchers(kind="swarm_task", title_pattern="nightly *"), "1h", "", "@ana", "api"
+    )
     failed(acting, fake)  # titled "swarm_task t9"
     assert deliver(acting, clock, fake) == 1
     (card,) = fake.in_channel(fake.CHAT)
@@ -151,23 +152,29 @@ def test_the_card_button_silences_that_piece_of_work(
     (card,) = fake.in_channel(fake.CHAT)
     assert card.labels[-2:] == ["Silence 1 h", "I am on it"]
     with live_server(acting) as server:
-        _, stranger = fake.press(server.url, card, "Silence 1 h", user(fake, "bob"), "bob",
-                                 now_s(clock))  # fmt: skip
+        _, stranger = fake.press(
+            server.url, card, "Silence 1 h", user(fake, "bob"), "bob", now_s(clock)
+        )
         assert replies(fake, stranger) == [f"only admins act: @bob is not an admin on {fake.TITLE}"]
         assert acting.silences.list(active=True) == []
-        _, pressed = fake.press(server.url, card, "Silence 1 h", user(fake, "ana"), "ana",
-                                now_s(clock))  # fmt: skip
+        _, pressed = fake.press(
+            server.url, card, "Silence 1 h", user(fake, "ana"), "ana", now_s(clock)
+        )
         (said,) = replies(fake, pressed)
     assert said.startswith("silenced swarm_task t9 for 1 h (silence ")
     (made,) = acting.silences.list(active=True)
     assert (made.kind, made.run_id, made.created_by, made.created_via) == (
-        "swarm_task", "t9", "@ana", fake.NAME,
-    )  # fmt: skip
+        "swarm_task",
+        "t9",
+        "@ana",
+        fake.NAME,
+    )
     assert (made.ends_at - made.starts_at).total_seconds() == 3600
     presses = acting.store.decisions.presses_for(card_incident(acting))
     assert [(p.actor, p.action, p.outcome) for p in presses] == [
-        ("@bob", "silence_1h", "refused"), ("@ana", "silence_1h", "silenced"),
-    ]  # fmt: skip
+        ("@bob", "silence_1h", "refused"),
+        ("@ana", "silence_1h", "silenced"),
+    ]
     assert acting.store.incidents.get(card_incident(acting)).decision is None
 
 
@@ -184,8 +191,9 @@ def test_i_am_on_it_shows_who_is_looking_and_decides_nothing(
     (card,) = fake.in_channel(fake.CHAT)
     labels = list(card.labels)
     with live_server(acting) as server:
-        _, pressed = fake.press(server.url, card, "I am on it", user(fake, "ana"), "ana",
-                                now_s(clock))  # fmt: skip
+        _, pressed = fake.press(
+            server.url, card, "I am on it", user(fake, "ana"), "ana", now_s(clock)
+        )
         assert replies(fake, pressed) == ["noted: you are on swarm_task t9; nothing was decided"]
         listed = live_incident(server)
     assert listed["acknowledged"]["by"] == "@ana" and listed["acknowledged"]["via"] == fake.NAME
@@ -206,8 +214,9 @@ def test_a_press_on_a_card_whose_work_moved_on_is_stale(
     incident_id = card_incident(acting)
     acting.store.incidents.apply(Changes(token_updates=[(incident_id, "moved")]), clock())
     with live_server(acting) as server:
-        _, pressed = fake.press(server.url, card, "I am on it", user(fake, "ana"), "ana",
-                                now_s(clock))  # fmt: skip
+        _, pressed = fake.press(
+            server.url, card, "I am on it", user(fake, "ana"), "ana", now_s(clock)
+        )
         assert replies(fake, pressed) == [
             "the work has moved on since this was shown; look again before acting"
         ]
@@ -236,13 +245,15 @@ def stalled_crawl(runtime: Runtime, clock: ManualClock) -> int:
         ({"kind": "crawl", "duration": "soon"}, "is not a duration"),
         ({"kind": "crawl", "duration": "90d"}, "longer than 30 days"),
         ({"kind": "crawl"}, "duration is required"),
-        ({"title": "nightly (", "title_syntax": "regex", "duration": "1h"},
-         "is not a valid regular expression"),
+        (
+            {"title": "nightly (", "title_syntax": "regex", "duration": "1h"},
+            "is not a valid regular expression",
+        ),
         ({"title": "x", "title_syntax": "sql", "duration": "1h"}, "title_syntax"),
         ({"origin": "irc:#ops", "duration": "1h"}, "is not a chat"),
         ({"kind": "crawl", "duration": "1h", "colour": "red"}, "unknown field"),
     ],
-)  # fmt: skip
+)
 def test_bad_silences_are_refused_with_why(
     runtime: Runtime, body: dict[str, Any], words: str
 ) -> None:
@@ -277,8 +288,20 @@ def test_the_command_line_adds_lists_expires_and_acknowledges(
     incident_id = stalled_crawl(runtime, clock)
     with live_server(runtime) as server:
         env = {"WATCHKEEPER_URL": server.url, "WATCHKEEPER_TOKEN": server.tokens["admin"]}
-        added = wk("silence", "add", "--kind", "crawl", "--title", "crawl c*", "--for", "2h",
-                   "-m", "reindexing", "--json", env=env)  # fmt: skip
+        added = wk(
+            "silence",
+            "add",
+            "--kind",
+            "crawl",
+            "--title",
+            "crawl c*",
+            "--for",
+            "2h",
+            "-m",
+            "reindexing",
+            "--json",
+            env=env,
+        )
         assert added.returncode == 0, added.stderr
         made = json.loads(added.stdout)
         listed = wk("silence", "list", env=env)

@@ -47,10 +47,15 @@ def acting(
 def telegram_runtime(
     tmp_path: Path, store: Store, clock: ManualClock, actions: ActionService, fake: FakeTelegram
 ) -> Runtime:
-    telegram = {"bot_token": TOKEN, "webhook_secret": WEBHOOK_SECRET, "base_url": fake.url,
-                "timeout_s": 5}  # fmt: skip
-    return acting_runtime(tmp_path, store, clock, actions.url, admins={"telegram": ["42", "43"]},
-                          telegram=telegram)  # fmt: skip
+    telegram = {
+        "bot_token": TOKEN,
+        "webhook_secret": WEBHOOK_SECRET,
+        "base_url": fake.url,
+        "timeout_s": 5,
+    }
+    return acting_runtime(
+        tmp_path, store, clock, actions.url, admins={"telegram": ["42", "43"]}, telegram=telegram
+    )
 
 
 def route_and_deliver(runtime: Runtime, clock: ManualClock) -> int:
@@ -85,8 +90,11 @@ def told(fake: FakeTelegram, card: Stored, update: dict[str, Any]) -> str:
     assert (answer.text, answer.show_alert) == (WORKING, False)
     query = update["callback_query"]["from"]
     presser = f"@{query['username']}" if query.get("username") else query["first_name"]
-    (reply,) = [m.text for m in fake.messages(CHAT)
-                if m.reply_to == card.message_id and m.text.startswith(f"{presser}: ")]  # fmt: skip
+    (reply,) = [
+        m.text
+        for m in fake.messages(CHAT)
+        if m.reply_to == card.message_id and m.text.startswith(f"{presser}: ")
+    ]
     return reply.removeprefix(f"{presser}: ")
 
 
@@ -113,8 +121,9 @@ def test_silence_1_h_is_for_admins_and_silences_that_piece_of_work(
 ) -> None:
     card = card_of_a_failed_task(acting, clock, fake)
     with live_server(acting) as server:
-        stranger = fake.callback_update(card, data_of(card, "Silence 1 h"), 99, None,
-                                        first_name="bob")  # fmt: skip
+        stranger = fake.callback_update(
+            card, data_of(card, "Silence 1 h"), 99, None, first_name="bob"
+        )
         admin = fake.callback_update(card, data_of(card, "Silence 1 h"), 43, "carla")
         assert press(server.url, stranger).status_code == 200
         assert press(server.url, admin).status_code == 200

@@ -103,8 +103,13 @@ def test_forged_stale_and_replayed_requests_are_refused_and_change_nothing(
         signed_earlier = signature_headers(SIGNING_SECRET, body, now_s(clock))
         clock.advance(301)
         replayed = post_form(server.url, path, fields, 0, headers=signed_earlier)
-        slash = post_form(server.url, "/webhooks/slack/commands", {"command": "/runs"},
-                          now_s(clock), secret="not-the-secret")  # fmt: skip
+        slash = post_form(
+            server.url,
+            "/webhooks/slack/commands",
+            {"command": "/runs"},
+            now_s(clock),
+            secret="not-the-secret",
+        )
     statuses = [r.status_code for r in (forged, unsigned, stale, replayed, slash)]
     assert statuses == [401] * 5
     assert acting.store.decisions.presses_for(incident.id) == []

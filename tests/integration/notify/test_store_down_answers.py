@@ -86,8 +86,10 @@ def stalled_then_down(
 
 def assert_down_answer(text: str, again: str) -> None:
     lead = "Nothing was done: run" if again == "press" else "Run"
-    said = (f"{lead} supervision is not working since {DOWN_SINCE}; "
-            f"{again} again when it is back (the server's log says why)")  # fmt: skip
+    said = (
+        f"{lead} supervision is not working since {DOWN_SINCE}; "
+        f"{again} again when it is back (the server's log says why)"
+    )
     assert text.startswith(said), text
 
 
@@ -106,16 +108,18 @@ def test_a_press_and_runs_on_discord_and_slack_are_answered(
             incident = stalled_then_down(runtime, clock, store, outage)
             card_ = _card_on(runtime, fake, incident)
             with caplog.at_level(logging.WARNING):
-                answer, payload = fake.press(server.url, card_, "Cancel", user(fake, "ana"),
-                                             "ana", now_s(clock))  # fmt: skip
+                answer, payload = fake.press(
+                    server.url, card_, "Cancel", user(fake, "ana"), "ana", now_s(clock)
+                )
                 fake.wait_for(lambda: bool(fake.replies_to(payload)))
             runs = fake.runs(server.url, user(fake, "bob"), "bob", False, now_s(clock))
         assert fake.answer(answer) == fake.ACK
         (reply,) = fake.replies_to(payload)
         assert reply.items() >= fake.PRIVATE.items()
         assert_down_answer(reply[fake.TEXT], "press")
-        assert any("press" in r.getMessage() and "not decided" in r.getMessage()
-                   for r in caplog.records)  # fmt: skip
+        assert any(
+            "press" in r.getMessage() and "not decided" in r.getMessage() for r in caplog.records
+        )
         assert actions.paths == []
         text = fake.runs_text(runs)
         assert_down_answer(text, "ask")
@@ -151,10 +155,15 @@ def test_a_telegram_press_and_runs_are_answered(
     telegram: FakeTelegram,
 ) -> None:
     store, outage = away
-    config = {"bot_token": TOKEN, "webhook_secret": WEBHOOK_SECRET, "base_url": telegram.url,
-              "timeout_s": 5}  # fmt: skip
-    runtime = acting_runtime(tmp_path, store, clock, actions.url,
-                             admins={"telegram": ["42"]}, telegram=config)  # fmt: skip
+    config = {
+        "bot_token": TOKEN,
+        "webhook_secret": WEBHOOK_SECRET,
+        "base_url": telegram.url,
+        "timeout_s": 5,
+    }
+    runtime = acting_runtime(
+        tmp_path, store, clock, actions.url, admins={"telegram": ["42"]}, telegram=config
+    )
     try:
         with live_server(runtime) as server:
             incident = stalled_then_down(runtime, clock, store, outage)
@@ -171,8 +180,11 @@ def test_a_telegram_press_and_runs_are_answered(
         (reply,) = [m.text for m in telegram.messages(CHAT) if m.reply_to == sent.message_id]
         assert reply.startswith("@ana: ")
         assert_down_answer(reply.removeprefix("@ana: "), "press")
-        told = [m.text for m in telegram.messages(CHAT)
-                if m.message_id != sent.message_id and m.reply_to is None]  # fmt: skip
+        told = [
+            m.text
+            for m in telegram.messages(CHAT)
+            if m.message_id != sent.message_id and m.reply_to is None
+        ]
         (runs_text,) = told
         assert_down_answer(runs_text, "ask")
         assert "swarm_task t1" in runs_text

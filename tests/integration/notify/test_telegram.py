@@ -302,9 +302,13 @@ def service(_service_server: Recorder) -> Recorder:
 
 
 def telegram_runtime(
-    tmp_path: Path, store: Store, clock: ManualClock, service: Recorder, fake: FakeTelegram,
+    tmp_path: Path,
+    store: Store,
+    clock: ManualClock,
+    service: Recorder,
+    fake: FakeTelegram,
     **telegram: Any,
-) -> Runtime:  # fmt: skip
+) -> Runtime:
     """Push kinds acting through ``service``; Telegram admins 42 and 43; the bot at ``fake``."""
     return acting_runtime(
         tmp_path,

@@ -66,10 +66,15 @@ def acting(
     for table in kinds.values():
         for action in table["actions"].values():
             action["timeout_s"] = 300
-    telegram = {"bot_token": TOKEN, "webhook_secret": WEBHOOK_SECRET, "base_url": fake.url,
-                "timeout_s": 5}  # fmt: skip
-    settings = make_settings(tmp_path, store.url, kinds=kinds, admins={"telegram": ["42"]},
-                             telegram=telegram)  # fmt: skip
+    telegram = {
+        "bot_token": TOKEN,
+        "webhook_secret": WEBHOOK_SECRET,
+        "base_url": fake.url,
+        "timeout_s": 5,
+    }
+    settings = make_settings(
+        tmp_path, store.url, kinds=kinds, admins={"telegram": ["42"]}, telegram=telegram
+    )
     runtime = Runtime.open(settings, clock=clock, store=store, notifier=OpsNotifier(settings.ops))
     yield runtime
     runtime.sweeper.close()
@@ -132,8 +137,11 @@ def test_the_webhook_answers_while_the_kind_hangs_and_a_resend_acts_on_nothing(
             assert actions.entered.wait(30), "the kind's action never started"
             events.append("action hangs")
             # Well inside the 30 s after which the action service answers by itself.
-            wait_for(lambda: answers, what="the webhook's answer while the kind's action hangs",
-                     timeout=15)  # fmt: skip
+            wait_for(
+                lambda: answers,
+                what="the webhook's answer while the kind's action hangs",
+                timeout=15,
+            )
             events.append("webhook answered")
             fake.wait_for(lambda f: any(a.callback_query_id == query_id(update) for a in f.answers))
             events.append("callback answered")
@@ -144,8 +152,13 @@ def test_the_webhook_answers_while_the_kind_hangs_and_a_resend_acts_on_nothing(
             actions.release.set()
         actions.wait_for(lambda: actions.paths == ["/retry/t1"])
         wait_for(lambda: journal(acting) == [ActionStatus.DONE], what="the retry to be done")
-    assert events == ["action hangs", "webhook answered", "callback answered", "resend answered",
-                      "action released"]  # fmt: skip
+    assert events == [
+        "action hangs",
+        "webhook answered",
+        "callback answered",
+        "resend answered",
+        "action released",
+    ]
     (answered,) = answers
     assert (answered.status_code, answered.json()) == (200, {"ok": True})
     assert (resent.status_code, resent.json()) == (200, {"ok": True, "duplicate": True})

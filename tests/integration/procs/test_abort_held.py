@@ -197,9 +197,15 @@ def test_async_abort_of_a_recycled_pid_signals_nothing(engine: ProcEngine) -> No
     try:
         now = utcnow()
         new = NewProc(
-            "p-recycled0002", "old", ("sleep", "1"), "/", identity.host(), "me",
-            identity.boot_id(), detach=True,
-        )  # fmt: skip
+            "p-recycled0002",
+            "old",
+            ("sleep", "1"),
+            "/",
+            identity.host(),
+            "me",
+            identity.boot_id(),
+            detach=True,
+        )
         engine.procs.register(new, now)
         engine.procs.mark_started(
             new.run_id, Started(unrelated.pid, "t1", unrelated.pid, "t1", unrelated.pid), now

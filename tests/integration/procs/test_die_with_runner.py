@@ -130,12 +130,26 @@ def test_a_detached_run_outlives_the_session_that_started_it(
     config.write_text(f'data_dir = "{engine.data_dir}"\ndatabase_url = "{engine.store.url}"\n')
     # A session that starts the run, then lingers until it is killed whole.
     session = subprocess.Popen(
-        ["sh", "-c", '"$@" && exec sleep 600', "sh", *WK, "--config", str(config), "run",
-         "--detach", "--", sys.executable, "-c", TASK, str(folder)],
+        [
+            "sh",
+            "-c",
+            '"$@" && exec sleep 600',
+            "sh",
+            *WK,
+            "--config",
+            str(config),
+            "run",
+            "--detach",
+            "--",
+            sys.executable,
+            "-c",
+            TASK,
+            str(folder),
+        ],
         env=cli_env(),
         start_new_session=True,
         stdout=subprocess.DEVNULL,
-    )  # fmt: skip
+    )
     try:
         command, child = started_pids(folder)
         os.killpg(session.pid, signal.SIGKILL)
@@ -161,11 +175,23 @@ def test_a_shim_whose_parent_is_already_gone_starts_nothing(tmp_path: Path) -> N
     marker = tmp_path / "ran"
     read_fd, write_fd = os.pipe()
     shim = subprocess.run(
-        [sys.executable, "-m", "watchkeeper.procs.shim", "p-orphan", str(run_dir), str(write_fd),
-         "0", "0", str(gone_parent.pid), "--", "touch", str(marker)],
+        [
+            sys.executable,
+            "-m",
+            "watchkeeper.procs.shim",
+            "p-orphan",
+            str(run_dir),
+            str(write_fd),
+            "0",
+            "0",
+            str(gone_parent.pid),
+            "--",
+            "touch",
+            str(marker),
+        ],
         pass_fds=(write_fd,),
         check=False,
-    )  # fmt: skip
+    )
     os.close(write_fd)
     with os.fdopen(read_fd, "rb") as handshake:
         report = json.loads(handshake.readline())

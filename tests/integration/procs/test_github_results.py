@@ -193,9 +193,16 @@ def test_a_post_caught_between_claim_and_call_is_maybe_posted_never_posted_again
 ) -> None:
     now = utcnow()
     new = NewProc(
-        "p-crashedgh001", "crashed", ("true",), str(tmp_path), identity.host(), "me",
-        identity.boot_id(), detach=True, origin=ORIGIN,
-    )  # fmt: skip
+        "p-crashedgh001",
+        "crashed",
+        ("true",),
+        str(tmp_path),
+        identity.host(),
+        "me",
+        identity.boot_id(),
+        detach=True,
+        origin=ORIGIN,
+    )
     engine.procs.register(new, now)
     engine.procs.finish(new.run_id, ProcStatus.SUCCEEDED, now, exit_code=0)
     assert engine.procs.claim_hook(new.run_id, now)  # then the engine stopped

@@ -92,8 +92,20 @@ def test_a_push_run_from_github_keeps_its_origin_and_its_cards_go_to_the_ops_cha
     now = utcnow()
     key = IncidentKey("crawl", str(run["run_id"]), "stalled")
     incident = Incident(
-        1, key, IncidentStatus.OPEN, "from a pull request", "stalled", now, now, now, None, None,
-        "s1", run["origin"], "unknown", 1,
-    )  # fmt: skip
+        1,
+        key,
+        IncidentStatus.OPEN,
+        "from a pull request",
+        "stalled",
+        now,
+        now,
+        now,
+        None,
+        None,
+        "s1",
+        run["origin"],
+        "unknown",
+        1,
+    )
     [target] = router.targets(incident)
     assert (target.channel, target.chat_id) == ("slack", "C-ops")

@@ -86,9 +86,16 @@ def test_a_hook_caught_firing_becomes_maybe_fired_and_is_never_refired(
     fired_file = tmp_path / "fired.txt"
     now = utcnow()
     new = NewProc(
-        "p-crashed00001", "crashed", ("true",), str(tmp_path), identity.host(), "me",
-        identity.boot_id(), detach=True, on_done_cmd=f"echo fired >> {fired_file}",
-    )  # fmt: skip
+        "p-crashed00001",
+        "crashed",
+        ("true",),
+        str(tmp_path),
+        identity.host(),
+        "me",
+        identity.boot_id(),
+        detach=True,
+        on_done_cmd=f"echo fired >> {fired_file}",
+    )
     engine.procs.register(new, now)
     engine.procs.finish(new.run_id, ProcStatus.SUCCEEDED, now, exit_code=0)
     # The engine committed firing, then stopped before it could say fired.

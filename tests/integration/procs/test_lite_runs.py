@@ -32,9 +32,15 @@ ENGINE = "host-a:/data"
 
 def _new(run_id: str, **given: Any) -> NewProc:
     fields: dict[str, Any] = {
-        "run_id": run_id, "name": "sleep", "argv": ("sleep", "1 2", "ü"), "cwd": "/tmp",
-        "host": "host-a", "user": "me", "boot_id": "boot-1", "detach": False,
-    }  # fmt: skip
+        "run_id": run_id,
+        "name": "sleep",
+        "argv": ("sleep", "1 2", "ü"),
+        "cwd": "/tmp",
+        "host": "host-a",
+        "user": "me",
+        "boot_id": "boot-1",
+        "detach": False,
+    }
     return NewProc(**{**fields, **given})
 
 
@@ -43,10 +49,21 @@ def _moves(procs: RunMoves) -> list[Any]:
     at = [T0 + timedelta(seconds=n) for n in range(12)]
     said: list[Any] = []
     said.append(procs.register(_new("p-plain"), at[0], engine_key=ENGINE, witness_key="k1"))
-    said.append(procs.register(_new("p-hooks", detach=True, budget_s=30.0, timeout_s=60.5,
-                                    origin={"platform": "slack", "chat": "C1"}, session="s-1",
-                                    on_done_cmd="echo done", on_done_url="http://x/y"),
-                               at[0]))  # fmt: skip
+    said.append(
+        procs.register(
+            _new(
+                "p-hooks",
+                detach=True,
+                budget_s=30.0,
+                timeout_s=60.5,
+                origin={"platform": "slack", "chat": "C1"},
+                session="s-1",
+                on_done_cmd="echo done",
+                on_done_url="http://x/y",
+            ),
+            at[0],
+        )
+    )
     said.append(procs.register(_new("p-old"), at[0], engine_key="host-a"))
     procs.mark_started("p-plain", Started(10, "s10", 11, "s11", 11), at[1])
     procs.mark_started("p-hooks", Started(20, "s20", 21, "s21", 21), at[1])
@@ -59,8 +76,7 @@ def _moves(procs: RunMoves) -> list[Any]:
     said.append([run.run_id for run in procs.active_on(ENGINE)])
     said.append(procs.finish("p-plain", ProcStatus.SUCCEEDED, at[6], exit_code=0))
     said.append(procs.finish("p-plain", ProcStatus.FAILED, at[7], reason="late"))  # ended: no
-    said.append(procs.finish("p-hooks", ProcStatus.CANCELLED, at[7], signal=15,
-                             finished_at=at[6]))  # fmt: skip
+    said.append(procs.finish("p-hooks", ProcStatus.CANCELLED, at[7], signal=15, finished_at=at[6]))
     said.append(procs.finish("p-old", ProcStatus.FAILED, at[8], exit_code=127, reason="gone"))
     procs.set_started_at("p-old", at[0])
     procs.set_started_at("p-plain", at[9])  # already set: no

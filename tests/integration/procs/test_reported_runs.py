@@ -46,8 +46,9 @@ def server(store: Store, tmp_path: Path, clock: ManualClock) -> ProcEngine:
 
 
 def recorded(server: ProcEngine, run_id: str = "p-0123456789ab", budget_s: float = 60) -> str:
-    new = NewProc(run_id, "build", ("make",), "/src", "build-host-7", "ci", None, True,
-                  budget_s=budget_s)  # fmt: skip
+    new = NewProc(
+        run_id, "build", ("make",), "/src", "build-host-7", "ci", None, True, budget_s=budget_s
+    )
     server.record_reported(new, ELSEWHERE)
     return run_id
 

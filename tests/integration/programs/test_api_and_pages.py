@@ -78,8 +78,10 @@ def test_the_api_lists_programs_acts_on_them_as_admin_and_reads_their_log(
     assert listed["host"] and [p["name"] for p in listed["programs"]] == ["web", "worker"]
     site = listed["groups"][0]
     assert (site["name"], site["strategy"], site["programs"]) == (
-        "site", "one_for_all", ["web", "worker"],
-    )  # fmt: skip
+        "site",
+        "one_for_all",
+        ["web", "worker"],
+    )
     assert refused.status_code == 403
     assert restarted["ok"] is True and restarted["message"] == "web restarted"
     assert restarted["program"]["restarts"] == 1
@@ -93,8 +95,11 @@ def test_the_api_lists_programs_acts_on_them_as_admin_and_reads_their_log(
     assert group.status_code == 404
     tree = next(t for t in picture["trees"] if t["id"] == "programs")
     (node,) = tree["children"]
-    assert (node["id"], node["kind"], node["strategy"]) == ("programs/site", "supervisor",
-                                                           "one_for_all")  # fmt: skip
+    assert (node["id"], node["kind"], node["strategy"]) == (
+        "programs/site",
+        "supervisor",
+        "one_for_all",
+    )
     assert [c["id"] for c in node["children"]] == ["programs/site/web", "programs/site/worker"]
     assert node["children"][0]["href"] == "/web/programs/web"
 

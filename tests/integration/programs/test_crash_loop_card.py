@@ -68,8 +68,9 @@ backoff = {{ initial_s = 0, jitter = 0 }}
 
 
 def crawler(url: str, token: str) -> dict[str, object]:
-    answer = patient_http.get(f"{url}/api/v1/programs/crawler",
-                       headers={"Authorization": f"Bearer {token}"}, timeout=10)  # fmt: skip
+    answer = patient_http.get(
+        f"{url}/api/v1/programs/crawler", headers={"Authorization": f"Bearer {token}"}, timeout=10
+    )
     answer.raise_for_status()
     found: dict[str, object] = answer.json()
     return found

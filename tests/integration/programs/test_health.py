@@ -60,12 +60,15 @@ async def test_a_failing_http_probe_restarts_the_program_as_unhealthy(
 ) -> None:
     clock = ManualClock(T0)
     port, broken = free_port(), tmp_path / "broken"
-    programs = {"web": {
-        "command": [*script(tmp_path, "web", WEB), str(port), str(broken)], "start_s": 0,
-        "environment": {"MARKS": str(tmp_path / "marks")},
-        "backoff": {"initial_s": 0, "jitter": 0},
-        "health": {"http": f"http://127.0.0.1:{port}/", "interval_s": 1, "failures": 2},
-    }}  # fmt: skip
+    programs = {
+        "web": {
+            "command": [*script(tmp_path, "web", WEB), str(port), str(broken)],
+            "start_s": 0,
+            "environment": {"MARKS": str(tmp_path / "marks")},
+            "backoff": {"initial_s": 0, "jitter": 0},
+            "health": {"http": f"http://127.0.0.1:{port}/", "interval_s": 1, "failures": 2},
+        }
+    }
     async with running(tmp_path, sqlite_store, clock, programs=programs) as host:
         await wait_marks(tmp_path / "marks", 1)
         await wait_for_async(lambda: _answers(port), what="the web program listening")
@@ -90,13 +93,20 @@ async def test_a_stale_heartbeat_file_restarts_the_program(
     beat = tmp_path / "beat"
     beat.touch()
     os.utime(beat, (0, 0))  # touched in 1970
-    programs = {"loop": {
-        "command": script(tmp_path, "sleeper", SLEEPER), "start_s": 0,
-        "environment": {"MARKS": str(tmp_path / "marks")},
-        "backoff": {"initial_s": 0, "jitter": 0},
-        "health": {"heartbeat_file": str(beat), "heartbeat_max_age_s": 60, "interval_s": 1,
-                   "failures": 1},
-    }}  # fmt: skip
+    programs = {
+        "loop": {
+            "command": script(tmp_path, "sleeper", SLEEPER),
+            "start_s": 0,
+            "environment": {"MARKS": str(tmp_path / "marks")},
+            "backoff": {"initial_s": 0, "jitter": 0},
+            "health": {
+                "heartbeat_file": str(beat),
+                "heartbeat_max_age_s": 60,
+                "interval_s": 1,
+                "failures": 1,
+            },
+        }
+    }
     async with running(tmp_path, sqlite_store, clock, programs=programs) as host:
         await wait_marks(tmp_path / "marks", 1)
         await wait_for_async(lambda: clock.pending() > 0, what="the first check waiting")
@@ -111,13 +121,16 @@ async def test_a_program_over_its_memory_limit_is_restarted(
     tmp_path: Path, sqlite_store: Store
 ) -> None:
     clock = ManualClock(T0)
-    programs = {"hog": {
-        "command": script(tmp_path, "sleeper", SLEEPER), "start_s": 0,
-        "environment": {"MARKS": str(tmp_path / "marks")},
-        "backoff": {"initial_s": 0, "jitter": 0},
-        # A Python process alone holds more than 1 MiB.
-        "health": {"max_memory_mb": 1, "interval_s": 1, "failures": 1},
-    }}  # fmt: skip
+    programs = {
+        "hog": {
+            "command": script(tmp_path, "sleeper", SLEEPER),
+            "start_s": 0,
+            "environment": {"MARKS": str(tmp_path / "marks")},
+            "backoff": {"initial_s": 0, "jitter": 0},
+            # A Python process alone holds more than 1 MiB.
+            "health": {"max_memory_mb": 1, "interval_s": 1, "failures": 1},
+        }
+    }
     async with running(tmp_path, sqlite_store, clock, programs=programs) as host:
         await wait_marks(tmp_path / "marks", 1)
         await wait_for_async(lambda: clock.pending() > 0, what="the first check waiting")

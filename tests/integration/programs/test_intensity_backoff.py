@@ -43,8 +43,9 @@ async def test_restarts_wait_out_a_growing_backoff_on_the_clock(
 ) -> None:
     clock = ManualClock(T0)
     backoff = {"initial_s": 1, "factor": 2, "max_s": 30, "jitter": 0}
-    programs = {"crasher": crashing(tmp_path, backoff=backoff,
-                                    intensity={"restarts": 10, "within_s": 60})}  # fmt: skip
+    programs = {
+        "crasher": crashing(tmp_path, backoff=backoff, intensity={"restarts": 10, "within_s": 60})
+    }
     async with running(tmp_path, sqlite_store, clock, programs=programs) as host:
         for expected in (1.0, 2.0, 4.0):
             shown = await wait_state(host, "crasher", "restarting")
@@ -63,9 +64,13 @@ async def test_a_crash_loop_past_the_intensity_gives_up_and_fails_the_run(
 ) -> None:
     programs = {
         "crasher": crashing(tmp_path, group="crawl"),
-        "steady": {"command": [*script(tmp_path, "up", UP), "steady"], "group": "crawl",
-                   "start_s": 0, "environment": {"MARKS": str(tmp_path / "marks")}},
-    }  # fmt: skip
+        "steady": {
+            "command": [*script(tmp_path, "up", UP), "steady"],
+            "group": "crawl",
+            "start_s": 0,
+            "environment": {"MARKS": str(tmp_path / "marks")},
+        },
+    }
     groups = {"crawl": {"intensity": {"restarts": 2, "within_s": 60}, "backoff": {"initial_s": 0}}}
     async with running(tmp_path, sqlite_store, programs=programs, groups=groups) as host:
         shown = await wait_state(host, "crasher", "gave_up")
@@ -97,11 +102,19 @@ async def test_a_run_shorter_than_start_s_is_a_failed_start_and_the_next_waits_f
     clock = ManualClock(T0)
     env = {"MARKS": str(tmp_path / "marks")}
     programs = {
-        "quick": {"command": script(tmp_path, "quick", "mark('start quick')\n"), "group": "g",
-                  "start_s": 3, "environment": env},
-        "after": {"command": [*script(tmp_path, "up", UP), "after"], "group": "g",
-                  "start_s": 3, "environment": env},
-    }  # fmt: skip
+        "quick": {
+            "command": script(tmp_path, "quick", "mark('start quick')\n"),
+            "group": "g",
+            "start_s": 3,
+            "environment": env,
+        },
+        "after": {
+            "command": [*script(tmp_path, "up", UP), "after"],
+            "group": "g",
+            "start_s": 3,
+            "environment": env,
+        },
+    }
     groups = {"g": {"strategy": "rest_for_one", "backoff": {"initial_s": 5, "jitter": 0}}}
     async with running(tmp_path, sqlite_store, clock, programs=programs, groups=groups) as host:
         shown = await wait_state(host, "quick", "restarting")
@@ -122,8 +135,7 @@ async def test_a_program_is_starting_until_it_has_run_start_s_then_the_next_star
         name: {"command": [*command, name], "group": "g", "start_s": 3, "environment": env}
         for name in ("first", "second")
     }
-    async with running(tmp_path, sqlite_store, clock, programs=programs,
-                       groups={"g": {}}) as host:  # fmt: skip
+    async with running(tmp_path, sqlite_store, clock, programs=programs, groups={"g": {}}) as host:
         await wait_marks(tmp_path / "marks", 1)
         assert (await wait_state(host, "first", "starting"))["state"] == "starting"
         clock.advance(2.9)

@@ -35,8 +35,13 @@ def log_path(tmp_path: Path, name: str) -> Path:
 async def test_output_is_captured_and_a_secret_is_redacted_even_when_split_across_writes(
     tmp_path: Path, sqlite_store: Store
 ) -> None:
-    programs = {"talker": {"command": [*script(tmp_path, "talker", TALKER), "3"], "start_s": 0,
-                           "environment": {"MARKS": str(tmp_path / "marks")}}}  # fmt: skip
+    programs = {
+        "talker": {
+            "command": [*script(tmp_path, "talker", TALKER), "3"],
+            "start_s": 0,
+            "environment": {"MARKS": str(tmp_path / "marks")},
+        }
+    }
     async with running(tmp_path, sqlite_store, programs=programs) as host:
         await wait_state(host, "talker", "running")
         path = log_path(tmp_path, "talker")
@@ -51,9 +56,15 @@ async def test_output_is_captured_and_a_secret_is_redacted_even_when_split_acros
 async def test_the_log_is_rotated_by_size_and_read_from_an_offset(
     tmp_path: Path, sqlite_store: Store
 ) -> None:
-    programs = {"talker": {"command": [*script(tmp_path, "talker", TALKER), "100"],
-                           "start_s": 0, "log_max_mb": 0.004, "log_backups": 2,
-                           "environment": {"MARKS": str(tmp_path / "marks")}}}  # fmt: skip
+    programs = {
+        "talker": {
+            "command": [*script(tmp_path, "talker", TALKER), "100"],
+            "start_s": 0,
+            "log_max_mb": 0.004,
+            "log_backups": 2,
+            "environment": {"MARKS": str(tmp_path / "marks")},
+        }
+    }
     async with running(tmp_path, sqlite_store, programs=programs):
         path = log_path(tmp_path, "talker")
         await wait_for_async(lambda: (tmp_path / "marks").exists())

@@ -54,14 +54,26 @@ async def test_a_low_disk_pauses_the_starts_it_names_until_it_clears(
     command = script(tmp_path, "up", UP)
     env = {"MARKS": str(tmp_path / "marks")}
     programs = {
-        name: {"command": [*command, name], "start_s": 0, "environment": env,
-               "backoff": {"initial_s": 0, "jitter": 0}}
+        name: {
+            "command": [*command, name],
+            "start_s": 0,
+            "environment": env,
+            "backoff": {"initial_s": 0, "jitter": 0},
+        }
         for name in ("crawler", "api")
-    }  # fmt: skip
-    checks = {"shm": {"kind": "disk", "path": str(SHM), "min_free_mb": limit, "interval_s": 5,
-                      "pauses": ["crawler"]}}  # fmt: skip
-    async with running(tmp_path, sqlite_store, clock, programs=programs,
-                       host_checks=checks) as host:  # fmt: skip
+    }
+    checks = {
+        "shm": {
+            "kind": "disk",
+            "path": str(SHM),
+            "min_free_mb": limit,
+            "interval_s": 5,
+            "pauses": ["crawler"],
+        }
+    }
+    async with running(
+        tmp_path, sqlite_store, clock, programs=programs, host_checks=checks
+    ) as host:
         await wait_state(host, "crawler", "running")
         fill(filler)
         clock.advance(5)

@@ -55,9 +55,15 @@ def env(tmp_path: Path) -> dict[str, str]:
 async def test_stop_sends_the_stop_signal_configured(
     tmp_path: Path, sqlite_store: Store, contain: str
 ) -> None:
-    programs = {"worker": {"command": [*script(tmp_path, "polite", POLITE), "worker"],
-                           "stop_signal": "INT", "start_s": 0, "contain": contain,
-                           "environment": env(tmp_path)}}  # fmt: skip
+    programs = {
+        "worker": {
+            "command": [*script(tmp_path, "polite", POLITE), "worker"],
+            "stop_signal": "INT",
+            "start_s": 0,
+            "contain": contain,
+            "environment": env(tmp_path),
+        }
+    }
     async with running(tmp_path, sqlite_store, programs=programs) as host:
         await wait_marks(tmp_path / "marks", 1)
         answer = await host.stop_program("worker")
@@ -72,8 +78,14 @@ async def test_stop_sends_the_stop_signal_configured(
 async def test_a_program_that_ignores_its_stop_signal_is_killed_after_the_stop_timeout(
     tmp_path: Path, sqlite_store: Store
 ) -> None:
-    programs = {"stubborn": {"command": script(tmp_path, "stubborn", STUBBORN), "start_s": 0,
-                             "stop_timeout_s": 0.5, "environment": env(tmp_path)}}  # fmt: skip
+    programs = {
+        "stubborn": {
+            "command": script(tmp_path, "stubborn", STUBBORN),
+            "start_s": 0,
+            "stop_timeout_s": 0.5,
+            "environment": env(tmp_path),
+        }
+    }
     async with running(tmp_path, sqlite_store, programs=programs) as host:
         (_, pid), *_ = await wait_marks(tmp_path / "marks", 1)
         await host.stop_program("stubborn")
@@ -90,12 +102,17 @@ async def test_a_group_stops_as_a_whole_in_reverse_start_order(
     clock = ManualClock(T0)
     command = script(tmp_path, "polite", POLITE)
     programs = {
-        name: {"command": [*command, name], "group": "crawl", "start_s": 1,
-               "environment": env(tmp_path)}
+        name: {
+            "command": [*command, name],
+            "group": "crawl",
+            "start_s": 1,
+            "environment": env(tmp_path),
+        }
         for name in ("db", "crawler", "indexer")
-    }  # fmt: skip
-    async with running(tmp_path, sqlite_store, clock, programs=programs,
-                       groups={"crawl": {}}) as host:  # fmt: skip
+    }
+    async with running(
+        tmp_path, sqlite_store, clock, programs=programs, groups={"crawl": {}}
+    ) as host:
         for count in (1, 2, 3):
             await wait_marks(tmp_path / "marks", count)
             clock.advance(1)
@@ -111,8 +128,13 @@ async def test_a_group_stops_as_a_whole_in_reverse_start_order(
 async def test_a_grandchild_in_a_session_of_its_own_is_ended_with_its_program(
     tmp_path: Path, sqlite_store: Store
 ) -> None:
-    programs = {"daemon": {"command": [*script(tmp_path, "escaper", ESCAPER), "stay"],
-                           "start_s": 0, "environment": env(tmp_path)}}  # fmt: skip
+    programs = {
+        "daemon": {
+            "command": [*script(tmp_path, "escaper", ESCAPER), "stay"],
+            "start_s": 0,
+            "environment": env(tmp_path),
+        }
+    }
     async with running(tmp_path, sqlite_store, programs=programs) as host:
         found = dict(await wait_marks(tmp_path / "marks", 2))
         await host.stop_program("daemon")
@@ -124,9 +146,14 @@ async def test_a_grandchild_in_a_session_of_its_own_is_ended_with_its_program(
 async def test_what_a_program_left_behind_when_it_exited_is_ended_before_it_restarts(
     tmp_path: Path, sqlite_store: Store
 ) -> None:
-    programs = {"daemon": {"command": [*script(tmp_path, "escaper", ESCAPER), "exit"],
-                           "start_s": 0, "restart": "transient",
-                           "environment": env(tmp_path)}}  # fmt: skip
+    programs = {
+        "daemon": {
+            "command": [*script(tmp_path, "escaper", ESCAPER), "exit"],
+            "start_s": 0,
+            "restart": "transient",
+            "environment": env(tmp_path),
+        }
+    }
     async with running(tmp_path, sqlite_store, programs=programs) as host:
         found = dict(await wait_marks(tmp_path / "marks", 2))
         await wait_state(host, "daemon", "exited")

@@ -39,8 +39,14 @@ BACKLOG = 70
 
 def _clear(store: Store) -> None:
     with store.engine.begin() as conn:
-        for table in (queue_events, queue_tasks, queue_jobs, queue_runners, queue_spend,
-                      queue_provisions):  # fmt: skip
+        for table in (
+            queue_events,
+            queue_tasks,
+            queue_jobs,
+            queue_runners,
+            queue_spend,
+            queue_provisions,
+        ):
             conn.execute(delete(table))
 
 

@@ -25,9 +25,9 @@ def why(queue: QueueService, job: Job) -> Blocked:
 def test_no_runner_then_awaiting_then_offline(queue: QueueService, clock: ManualClock) -> None:
     job = submit(queue, fleet="gpu")
     assert why(queue, job) == Blocked(
-        Reason.NO_RUNNER, "0/0 runners serve fleet gpu; start one with `watchkeeper runner "
-        "--fleet gpu`"
-    )  # fmt: skip
+        Reason.NO_RUNNER,
+        "0/0 runners serve fleet gpu; start one with `watchkeeper runner --fleet gpu`",
+    )
     runner(queue, fleet="cpu")
     assert why(queue, job).message.startswith("0/1 runners serve fleet gpu;")
     runner(queue, fleet="gpu", org="acme")  # tied to another org: cannot ever lease it

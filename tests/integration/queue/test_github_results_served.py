@@ -67,13 +67,25 @@ def test_the_command_line_submits_with_an_origin_and_refuses_a_malformed_one(
     server: LiveServer, github: FakeGitHub
 ) -> None:
     env = {"WATCHKEEPER_URL": server.url, "WATCHKEEPER_TOKEN": server.tokens["admin"]}
-    ran = wk("submit", "--fleet", "cpu", "--org", "o", "--origin", ORIGIN, "--json", "--",
-             "make", env=env)  # fmt: skip
+    ran = wk(
+        "submit",
+        "--fleet",
+        "cpu",
+        "--org",
+        "o",
+        "--origin",
+        ORIGIN,
+        "--json",
+        "--",
+        "make",
+        env=env,
+    )
     assert ran.returncode == 0, ran.stderr
     assert f'"origin": "{ORIGIN}"' in ran.stdout
     assert github.labels_on(ISSUE) == {"watchkeeper:waiting"}
-    refused = wk("submit", "--fleet", "cpu", "--org", "o", "--origin", "github:acme#4", "--",
-                 "make", env=env)  # fmt: skip
+    refused = wk(
+        "submit", "--fleet", "cpu", "--org", "o", "--origin", "github:acme#4", "--", "make", env=env
+    )
     assert refused.returncode != 0
     assert "github:OWNER/REPO#N" in refused.stderr and "Traceback" not in refused.stderr
 

@@ -95,10 +95,14 @@ def test_a_batch_of_outcomes_in_one_request_is_recorded_each_under_its_lease(
     done, failed, stale = tasks
     outcomes = [
         {"task_id": done["id"], "lease_token": done["lease_token"], "exit_code": 0},
-        {"task_id": failed["id"], "lease_token": failed["lease_token"], "exit_code": 2,
-         "reason": "exit 2"},
+        {
+            "task_id": failed["id"],
+            "lease_token": failed["lease_token"],
+            "exit_code": 2,
+            "reason": "exit 2",
+        },
         {"task_id": stale["id"], "lease_token": "stale-token", "exit_code": 0},
-    ]  # fmt: skip
+    ]
     with Client(server.url, server.tokens["reporter"]) as reporter:
         answer = reporter.runners.report(outcomes)
         again = reporter.runners.report(outcomes[:1])

@@ -36,10 +36,11 @@ def filled(pg_schema_url: str, tmp_path: Path) -> Iterator[Store]:
     store = Store(pg_schema_url)
     queue = QueueService(store, make_settings(tmp_path, pg_schema_url))
     news = [
-        NewJob("noop", ("acme", "beta")[i % 2], ("cpu", "gpu")[i % 5 == 0], {"argv": ["true"]},
-               "test")
+        NewJob(
+            "noop", ("acme", "beta")[i % 2], ("cpu", "gpu")[i % 5 == 0], {"argv": ["true"]}, "test"
+        )
         for i in range(QUEUED)
-    ]  # fmt: skip
+    ]
     # Several submissions, so queued_at takes a few values and id decides within each.
     for start in range(0, QUEUED, 1000):
         queue.store.submit_many(news[start : start + 1000], T0 + timedelta(seconds=start))

@@ -38,8 +38,13 @@ def free(tmp_path: Path, store: Store, clock: ManualClock) -> QueueService:
 
 
 def _done(lease: Any, status: TaskStatus = TaskStatus.SUCCEEDED) -> End:
-    return End(lease.task.id, lease.token, status, 0 if status is TaskStatus.SUCCEEDED else 3,
-               None if status is TaskStatus.SUCCEEDED else "it broke")  # fmt: skip
+    return End(
+        lease.task.id,
+        lease.token,
+        status,
+        0 if status is TaskStatus.SUCCEEDED else 3,
+        None if status is TaskStatus.SUCCEEDED else "it broke",
+    )
 
 
 def _types(store: Store, task_id: str) -> list[str]:
@@ -79,8 +84,7 @@ def test_a_pass_records_outcomes_fenced_and_fills_only_the_freed_slots(
     assert outcomes[1].failure_fingerprint  # one is given from the reason
     # Two slots freed (the third task still runs): the two oldest queued tasks, in order.
     assert [x.task.job_id for x in leases] == jobs[3:5]
-    assert all(x.task.status is TaskStatus.RUNNING and x.task.runner_id == held.id
-               for x in leases)  # fmt: skip
+    assert all(x.task.status is TaskStatus.RUNNING and x.task.runner_id == held.id for x in leases)
     assert free.task(third.task.id).status is TaskStatus.RUNNING
     assert _types(store, first.task.id) == ["queued", "leased", "succeeded"]
     assert _types(store, second.task.id) == ["queued", "leased", "failed"]

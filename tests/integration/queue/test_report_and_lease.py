@@ -89,8 +89,9 @@ def test_the_lease_route_records_outcomes_sent_with_it_first(server: LiveServer)
         Client(server.url, server.tokens["admin"]) as admin,
         Client(server.url, server.tokens["reporter"]) as reporter,
     ):
-        jobs = [admin.jobs.submit(f"job {n}", org="free", fleet="cpu", argv=["true"])
-                for n in range(3)]  # fmt: skip
+        jobs = [
+            admin.jobs.submit(f"job {n}", org="free", fleet="cpu", argv=["true"]) for n in range(3)
+        ]
         held = reporter.runners.register("cpu", capacity=2, host="h", pid=7)
         first, second = reporter.runners.lease(held["id"], max=2)
         outcomes = [

@@ -39,9 +39,16 @@ def server(tmp_path: Path, store: Store) -> Iterator[LiveServer]:
 
 def start_runner(server: LiveServer, tmp_path: Path) -> subprocess.Popen[bytes]:
     return daemons.start_runner(
-        "e2e", tmp_path / "runner", tmp_path / "runner.log", "--capacity", "3", *QUICK,
-        "--grace", "2", env=server_env(server),
-    )  # fmt: skip
+        "e2e",
+        tmp_path / "runner",
+        tmp_path / "runner.log",
+        "--capacity",
+        "3",
+        *QUICK,
+        "--grace",
+        "2",
+        env=server_env(server),
+    )
 
 
 def test_runner_runs_reports_and_a_cancel_aborts_the_subprocess(

@@ -64,12 +64,24 @@ def replicas(fresh_pg: tuple[str, str], tmp_path: Path) -> Iterator[tuple[Replic
 def _start_runner(urls: list[str], token: str, tmp_path: Path) -> subprocess.Popen[bytes]:
     with (tmp_path / "runner.log").open("wb") as log:
         return subprocess.Popen(
-            [*WK, "runner", "--fleet", "e2e", "--data-dir", str(tmp_path / "runner"),
-             "--poll-interval", "0.1", "--heartbeat-interval", "0.5", "--grace", "2"],
+            [
+                *WK,
+                "runner",
+                "--fleet",
+                "e2e",
+                "--data-dir",
+                str(tmp_path / "runner"),
+                "--poll-interval",
+                "0.1",
+                "--heartbeat-interval",
+                "0.5",
+                "--grace",
+                "2",
+            ],
             env=cli_env({"WATCHKEEPER_URL": ",".join(urls), "WATCHKEEPER_TOKEN": token}),
             stdout=log,
             stderr=subprocess.STDOUT,
-        )  # fmt: skip
+        )
 
 
 def _when(stamp: Any) -> datetime:

@@ -57,10 +57,21 @@ def proxy(server: LiveServer) -> Iterator[TcpProxy]:
 
 def start_runner(url: str, token: str, tmp_path: Path) -> subprocess.Popen[bytes]:
     return daemons.start_runner(
-        "cut", tmp_path / "runner", tmp_path / "runner.log", "--capacity", "1", "--server", url,
-        "--poll-interval", "0.1", "--heartbeat-interval", "0.5", "--grace", "5",
+        "cut",
+        tmp_path / "runner",
+        tmp_path / "runner.log",
+        "--capacity",
+        "1",
+        "--server",
+        url,
+        "--poll-interval",
+        "0.1",
+        "--heartbeat-interval",
+        "0.5",
+        "--grace",
+        "5",
         env={"WATCHKEEPER_TOKEN": token},
-    )  # fmt: skip
+    )
 
 
 def stopped_before_the_lease_lapses(
@@ -72,9 +83,11 @@ def stopped_before_the_lease_lapses(
     """
     pid_file, stopped_file = tmp_path / "sleeper.pid", tmp_path / "sleeper.stopped"
     job = client.jobs.submit(
-        "long", org="o", fleet="cut",
+        "long",
+        org="o",
+        fleet="cut",
         argv=[sys.executable, "-c", SLEEPER, str(pid_file), str(stopped_file)],
-    )  # fmt: skip
+    )
 
     def task() -> dict[str, object]:
         found: dict[str, object] = client.jobs.get(str(job["id"]))["tasks"][0]

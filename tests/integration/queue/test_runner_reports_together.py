@@ -40,16 +40,25 @@ def test_tasks_ending_together_are_reported_in_one_request_and_recorded_once(
 ) -> None:
     gate = tmp_path / "gate"
     daemon = daemons.start_runner(
-        "e2e", tmp_path / "runner", tmp_path / "runner.log", "--capacity", str(TASKS), *QUICK,
+        "e2e",
+        tmp_path / "runner",
+        tmp_path / "runner.log",
+        "--capacity",
+        str(TASKS),
+        *QUICK,
         env=server_env(server),
-    )  # fmt: skip
+    )
     try:
         with Client(server.url, server.tokens["admin"]) as client:
             jobs = [
-                client.jobs.submit(f"gated {n}", org="o", fleet="e2e",
-                                   argv=[sys.executable, "-c", GATED, str(gate)])
+                client.jobs.submit(
+                    f"gated {n}",
+                    org="o",
+                    fleet="e2e",
+                    argv=[sys.executable, "-c", GATED, str(gate)],
+                )
                 for n in range(TASKS)
-            ]  # fmt: skip
+            ]
 
             def running() -> int:
                 runners = client.runners.topology()["runners"]

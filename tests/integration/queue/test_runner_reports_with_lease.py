@@ -40,16 +40,25 @@ def test_outcomes_and_the_lease_into_their_slots_are_one_transaction(
 ) -> None:
     gate = tmp_path / "gate"
     daemon = daemons.start_runner(
-        "e2e", tmp_path / "runner", tmp_path / "runner.log", "--capacity", "2", *QUICK,
+        "e2e",
+        tmp_path / "runner",
+        tmp_path / "runner.log",
+        "--capacity",
+        "2",
+        *QUICK,
         env=server_env(server),
-    )  # fmt: skip
+    )
     try:
         with Client(server.url, server.tokens["admin"]) as client:
             jobs = [
-                client.jobs.submit(f"gated {n}", org="o", fleet="e2e",
-                                   argv=[sys.executable, "-c", GATED, str(gate)])
+                client.jobs.submit(
+                    f"gated {n}",
+                    org="o",
+                    fleet="e2e",
+                    argv=[sys.executable, "-c", GATED, str(gate)],
+                )
                 for n in range(4)
-            ]  # fmt: skip
+            ]
 
             def running() -> int:
                 runners = client.runners.topology()["runners"]

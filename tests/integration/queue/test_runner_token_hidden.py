@@ -38,8 +38,14 @@ TIMEOUT_S = 60.0
 _CAP_SYS_PTRACE = 19
 # Another user: ``nobody``, keeping only what it needs to reach the test's files.
 _CAPS = "+dac_override,+dac_read_search"
-AS_NOBODY = ("setpriv", "--reuid=65534", "--regid=65534", "--clear-groups",
-             f"--inh-caps={_CAPS}", f"--ambient-caps={_CAPS}")  # fmt: skip
+AS_NOBODY = (
+    "setpriv",
+    "--reuid=65534",
+    "--regid=65534",
+    "--clear-groups",
+    f"--inh-caps={_CAPS}",
+    f"--ambient-caps={_CAPS}",
+)
 
 # Finds its runner (its shim's parent) and reads the runner's /proc environ and, to show that
 # such a file is open to it at all, that of a plain process of its own. A shell script: the
@@ -78,9 +84,13 @@ def _probe_under_a_runner(
     out.mkdir()
     env = {**server_env(server), "RUNNER_MARK": "in-the-runners-environment"}
     daemon = daemons.start_runner(
-        "e2e", tmp_path / "runner", tmp_path / "runner.log", *QUICK, env=env,
+        "e2e",
+        tmp_path / "runner",
+        tmp_path / "runner.log",
+        *QUICK,
+        env=env,
         command=(*prefix, sys.executable, "-m", "watchkeeper"),
-    )  # fmt: skip
+    )
     try:
         with Client(server.url, server.tokens["admin"]) as admin:
             job = admin.jobs.submit(

@@ -66,8 +66,12 @@ def server(tmp_path: Path, store: Store) -> Iterator[LiveServer]:
 
 
 def start_runner(server: LiveServer, tmp_path: Path, *more: str) -> subprocess.Popen[bytes]:
-    env = {**server_env(server),
-           "RUNNER_SECRET": "not-for-tasks", "KEPT_FOR_TASKS": "yes", "LC_TIME": "C"}  # fmt: skip
+    env = {
+        **server_env(server),
+        "RUNNER_SECRET": "not-for-tasks",
+        "KEPT_FOR_TASKS": "yes",
+        "LC_TIME": "C",
+    }
     return daemons.start_runner(
         "e2e", tmp_path / "runner", tmp_path / "runner.log", *QUICK, "--grace", "2", *more, env=env
     )
@@ -92,9 +96,15 @@ def run_probe(server: LiveServer, tmp_path: Path, *runner_args: str) -> dict[str
                 "probe",
                 org="o",
                 fleet="e2e",
-                argv=[sys.executable, "-c", PROBE, str(out), other_runner["id"],
-                      elsewhere["tasks"][0]["id"]],
-            )  # fmt: skip
+                argv=[
+                    sys.executable,
+                    "-c",
+                    PROBE,
+                    str(out),
+                    other_runner["id"],
+                    elsewhere["tasks"][0]["id"],
+                ],
+            )
             wait_for(
                 lambda: admin.jobs.get(job["id"])["status"] == "succeeded", timeout=EVENT_TIMEOUT_S
             )

@@ -43,9 +43,16 @@ def server(tmp_path: Path, store: Store) -> Iterator[LiveServer]:
 @pytest.fixture
 def runner(server: LiveServer, tmp_path: Path) -> Iterator[subprocess.Popen[bytes]]:
     daemon = daemons.start_runner(
-        "out", tmp_path / "runner", tmp_path / "runner.log", "--capacity", "2", *QUICK,
-        "--grace", "2", env=server_env(server),
-    )  # fmt: skip
+        "out",
+        tmp_path / "runner",
+        tmp_path / "runner.log",
+        "--capacity",
+        "2",
+        *QUICK,
+        "--grace",
+        "2",
+        env=server_env(server),
+    )
     try:
         yield daemon
     finally:
@@ -73,13 +80,16 @@ def _finished_task(server: LiveServer, exit_code: int) -> str:
 def _cli(server: LiveServer, *args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
         [sys.executable, "-m", "watchkeeper", *args],
-        env={**os.environ, "WATCHKEEPER_URL": server.url,
-             "WATCHKEEPER_TOKEN": server.tokens["viewer"]},
+        env={
+            **os.environ,
+            "WATCHKEEPER_URL": server.url,
+            "WATCHKEEPER_TOKEN": server.tokens["viewer"],
+        },
         capture_output=True,
         text=True,
         timeout=EVENT_TIMEOUT_S,
         check=False,
-    )  # fmt: skip
+    )
 
 
 @pytest.mark.usefixtures("runner")

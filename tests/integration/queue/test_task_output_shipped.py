@@ -51,9 +51,14 @@ def server(tmp_path: Path, store: Store) -> Iterator[LiveServer]:
 @pytest.fixture
 def runner(server: LiveServer, tmp_path: Path) -> Iterator[subprocess.Popen[bytes]]:
     daemon = daemons.start_runner(
-        "ship", tmp_path / "runner", tmp_path / "runner.log", *QUICK, "--grace", "2",
+        "ship",
+        tmp_path / "runner",
+        tmp_path / "runner.log",
+        *QUICK,
+        "--grace",
+        "2",
         env=server_env(server),
-    )  # fmt: skip
+    )
     try:
         yield daemon
     finally:
@@ -73,13 +78,16 @@ def _all(server: LiveServer, task_id: str) -> dict[str, Any]:
 def _cli(server: LiveServer, *args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
         [sys.executable, "-m", "watchkeeper", *args],
-        env={**os.environ, "WATCHKEEPER_URL": server.url,
-             "WATCHKEEPER_TOKEN": server.tokens["viewer"]},
+        env={
+            **os.environ,
+            "WATCHKEEPER_URL": server.url,
+            "WATCHKEEPER_TOKEN": server.tokens["viewer"],
+        },
         capture_output=True,
         text=True,
         timeout=TIMEOUT_S,
         check=False,
-    )  # fmt: skip
+    )
 
 
 @contextmanager
@@ -124,14 +132,27 @@ def test_a_running_tasks_output_arrives_live_whole_in_order_and_redacted(
             assert http.get(f"/api/v1/tasks/{task_id}/output").json()["output"] is None
 
         follower = subprocess.Popen(
-            [sys.executable, "-m", "watchkeeper", "task", "output", task_id, "--all",
-             "--follow", "--interval", "0.1"],
-            env={**os.environ, "WATCHKEEPER_URL": server.url,
-                 "WATCHKEEPER_TOKEN": server.tokens["viewer"]},
+            [
+                sys.executable,
+                "-m",
+                "watchkeeper",
+                "task",
+                "output",
+                task_id,
+                "--all",
+                "--follow",
+                "--interval",
+                "0.1",
+            ],
+            env={
+                **os.environ,
+                "WATCHKEEPER_URL": server.url,
+                "WATCHKEEPER_TOKEN": server.tokens["viewer"],
+            },
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
             text=True,
-        )  # fmt: skip
+        )
         gate.touch()
         wait_for(
             lambda: client.jobs.get(job_id)["status"] == "succeeded",

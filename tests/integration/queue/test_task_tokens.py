@@ -122,10 +122,14 @@ def test_a_token_stored_before_tokens_were_derived_lives_while_its_lease_lasts(
     with store.engine.begin() as conn:
         conn.execute(
             insert(api_tokens).values(
-                name=f"task {lease.task.id}", role="task", token_hash=hash_token(stored),
-                created_at=to_epoch(leased_at), task_id=lease.task.id, job_id=lease.task.job_id,
+                name=f"task {lease.task.id}",
+                role="task",
+                token_hash=hash_token(stored),
+                created_at=to_epoch(leased_at),
+                task_id=lease.task.id,
+                job_id=lease.task.job_id,
             )
-        )  # fmt: skip
+        )
     found = store.tokens.lookup(stored)
     assert isinstance(found, TaskToken) and found.task_id == lease.task.id
     clock.advance(61)  # the lease lapses and the task is leased again: a new lease
@@ -146,12 +150,14 @@ def test_migration_0023_keeps_the_timeline_and_the_stored_tokens_of_running_task
         for lease in (running, ended):
             conn.execute(
                 insert(api_tokens).values(
-                    name=f"task {lease.task.id}", role="task",
+                    name=f"task {lease.task.id}",
+                    role="task",
                     token_hash=hash_token(stored[lease.task.id]),
                     created_at=to_epoch(lease.task.leased_at or queue.clock()),
-                    task_id=lease.task.id, job_id=lease.task.job_id,
+                    task_id=lease.task.id,
+                    job_id=lease.task.job_id,
                 )
-            )  # fmt: skip
+            )
     timeline = _rows(store, queue_events)
     upgrade(store.engine)
     assert current_revision(store.engine) == head_revision()

@@ -196,10 +196,13 @@ def test_a_lease_of_nothing_but_the_unreadable_task_comes_back_empty_and_says_wh
 
 @pytest.mark.parametrize(
     ("db_url", "name"),
-    [("sqlite", "time before any calendar"), ("postgresql", "time before any calendar"),
-     ("postgresql", "payload that is no object")],
+    [
+        ("sqlite", "time before any calendar"),
+        ("postgresql", "time before any calendar"),
+        ("postgresql", "payload that is no object"),
+    ],
     indirect=["db_url"],
-)  # fmt: skip
+)
 def test_over_http_the_fleet_leases_past_an_unreadable_oldest_task(
     runtime: Runtime,
     clock: ManualClock,
@@ -217,9 +220,13 @@ def test_over_http_the_fleet_leases_past_an_unreadable_oldest_task(
         for number in range(4):
             made = admin.post(
                 "/api/v1/jobs",
-                json={"title": f"job-{number}", "org": "o", "fleet": "cpu",
-                      "payload": {"argv": ["true"]}},
-            )  # fmt: skip
+                json={
+                    "title": f"job-{number}",
+                    "org": "o",
+                    "fleet": "cpu",
+                    "payload": {"argv": ["true"]},
+                },
+            )
             assert made.status_code == 201, made.text
             jobs.append(made.json())
             clock.advance(1)

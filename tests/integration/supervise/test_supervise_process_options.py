@@ -74,8 +74,9 @@ async def test_a_child_is_running_once_it_has_run_ready_after_s_on_the_clock(
     tmp_path: Path,
 ) -> None:
     clock = ManualClock()
-    spec = process_child("slow", python("import time; time.sleep(60)"), ready_after_s=2.0,
-                         wait_ready=True)  # fmt: skip
+    spec = process_child(
+        "slow", python("import time; time.sleep(60)"), ready_after_s=2.0, wait_ready=True
+    )
     sup = tree().start_in_background().child(spec).build(clock)
     events = sup.subscribe()
     handle = await sup.start()

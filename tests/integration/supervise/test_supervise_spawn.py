@@ -203,9 +203,10 @@ async def test_a_program_that_cannot_be_executed_fails_the_start(
 async def test_an_exit_is_reaped_with_its_status(monkeypatch: pytest.MonkeyPatch) -> None:
     starts = Starts(monkeypatch)
     spec = process_child(
-        "die", [sys.executable, "-c", "import os; os.kill(os.getpid(), 15)"],
+        "die",
+        [sys.executable, "-c", "import os; os.kill(os.getpid(), 15)"],
         restart=Restart.TEMPORARY,
-    )  # fmt: skip
+    )
     sup = tree().child(spec).build(ManualClock())
     sub = sup.subscribe()
     handle = await sup.start()

@@ -128,10 +128,19 @@ def test_five_thousand_events_in_one_gzip_request(reporter: Client, viewer: Clie
 
 def test_spend_by_provider_and_an_unknown_grouping(reporter: Client, viewer: Client) -> None:
     reporter.timeline.emit_batch(
-        [_call("t-3", 1, input_tokens=1_000_000, cache_read_tokens=0, output_tokens=1_000_000),
-         _call("t-3", 1, input_tokens=1_000_000, cache_read_tokens=0, output_tokens=1_000_000,
-               provider="quicksilverpro", role="architect")]
-    )  # fmt: skip
+        [
+            _call("t-3", 1, input_tokens=1_000_000, cache_read_tokens=0, output_tokens=1_000_000),
+            _call(
+                "t-3",
+                1,
+                input_tokens=1_000_000,
+                cache_read_tokens=0,
+                output_tokens=1_000_000,
+                provider="quicksilverpro",
+                role="architect",
+            ),
+        ]
+    )
     body = viewer.timeline.spend("provider")
     costs = {group["key"]: group["cost"] for group in body["groups"]}
     assert costs == pytest.approx({"anthropic": 6.0, "quicksilverpro": 4.8})
@@ -144,8 +153,11 @@ def test_spend_by_provider_and_an_unknown_grouping(reporter: Client, viewer: Cli
 
 
 def wk_as_viewer(server: LiveServer, config: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    env = {"WATCHKEEPER_URL": server.url, "WATCHKEEPER_TOKEN": server.tokens["viewer"],
-           "WATCHKEEPER_CONFIG": str(config)}  # fmt: skip
+    env = {
+        "WATCHKEEPER_URL": server.url,
+        "WATCHKEEPER_TOKEN": server.tokens["viewer"],
+        "WATCHKEEPER_CONFIG": str(config),
+    }
     return wk(*args, env=env, columns=250)
 
 
@@ -156,10 +168,19 @@ def test_record_then_verify_it_and_a_flipped_byte_fails(
     job = submit(queue, org="acme")
     task = job.tasks[0]
     reporter.timeline.emit_batch(
-        [_call(task.id, 1, job_id=job.id),
-         {"phase": "review", "job_id": job.id, "task_id": task.id, "round": 1,
-          "outcome": "approved", "rationale": "covers the edge case", "role": "architect"}]
-    )  # fmt: skip
+        [
+            _call(task.id, 1, job_id=job.id),
+            {
+                "phase": "review",
+                "job_id": job.id,
+                "task_id": task.id,
+                "round": 1,
+                "outcome": "approved",
+                "rationale": "covers the edge case",
+                "role": "architect",
+            },
+        ]
+    )
     with pytest.raises(ClientError) as running:
         viewer.timeline.record(job.id)
     assert running.value.status == 409
@@ -189,7 +210,10 @@ def test_record_then_verify_it_and_a_flipped_byte_fails(
 
 def test_gzip_body_is_what_the_sdk_sends(server: LiveServer) -> None:
     body = gzip.compress(json.dumps({"events": [{"phase": "tool", "name": "ruff"}]}).encode())
-    headers = {"Authorization": f"Bearer {server.tokens['reporter']}",
-               "Content-Encoding": "gzip", "Content-Type": "application/json"}  # fmt: skip
+    headers = {
+        "Authorization": f"Bearer {server.tokens['reporter']}",
+        "Content-Encoding": "gzip",
+        "Content-Type": "application/json",
+    }
     answer = patient_http.post(f"{server.url}/api/v1/events/batch", content=body, headers=headers)
     assert answer.status_code == 201 and answer.json()["accepted"] == 1

@@ -34,9 +34,14 @@ def queue(tmp_path: Path, runtime: Runtime, clock: ManualClock) -> QueueService:
 
 def _call(job_id: str, model: str, round_: int) -> NewEvent:
     return NewEvent(
-        "implementer", job_id=job_id, round=round_, role="implementer", model=model,
-        provider="anthropic", usage=MILLION,
-    )  # fmt: skip
+        "implementer",
+        job_id=job_id,
+        round=round_,
+        role="implementer",
+        model=model,
+        provider="anthropic",
+        usage=MILLION,
+    )
 
 
 def _timeline_reads(runtime: Runtime) -> list[str]:
@@ -100,8 +105,11 @@ def test_the_cli_prints_a_group_without_a_priced_call_as_unpriced(
     runtime.timeline.ingest([_call(job, "claude-private-9", 1)], "runner")
     config = tmp_path / "watchkeeper.toml"
     config.write_text(f"data_dir = {json.dumps(str(tmp_path / 'data'))}\n", encoding="utf-8")
-    env = {"WATCHKEEPER_URL": server.url, "WATCHKEEPER_TOKEN": server.tokens["viewer"],
-           "WATCHKEEPER_CONFIG": str(config)}  # fmt: skip
+    env = {
+        "WATCHKEEPER_URL": server.url,
+        "WATCHKEEPER_TOKEN": server.tokens["viewer"],
+        "WATCHKEEPER_CONFIG": str(config),
+    }
     printed = wk("spend", "--by", "model", env=env, columns=250)
     assert printed.returncode == 0, printed.stderr
     row = next(line for line in printed.stdout.splitlines() if "claude-private-9" in line)

@@ -93,9 +93,13 @@ def queue(tmp_path: Path, store: Store, clock: ManualClock) -> QueueService:
 
 
 def test_the_merge_link_names_each_reviewer_whose_last_word_approved(
-    tmp_path: Path, store: Store, clock: ManualClock, queue: QueueService,
-    github: FakeGitHub, monkeypatch: pytest.MonkeyPatch,
-) -> None:  # fmt: skip
+    tmp_path: Path,
+    store: Store,
+    clock: ManualClock,
+    queue: QueueService,
+    github: FakeGitHub,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
     monkeypatch.setenv("WK_TEST_GITHUB_TOKEN", TOKEN)
     forge = {"github_token_env": "WK_TEST_GITHUB_TOKEN", "github_api_url": github.url}
     with serving(tmp_path, store, clock, {**SIGNED, **forge}) as server:
@@ -116,9 +120,13 @@ def test_without_a_token_the_link_says_approvals_were_not_read(
 
 
 def test_a_refused_or_unreachable_api_is_said_on_the_link_and_the_merge_still_links(
-    tmp_path: Path, store: Store, clock: ManualClock, queue: QueueService,
-    github: FakeGitHub, monkeypatch: pytest.MonkeyPatch,
-) -> None:  # fmt: skip
+    tmp_path: Path,
+    store: Store,
+    clock: ManualClock,
+    queue: QueueService,
+    github: FakeGitHub,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
     monkeypatch.setenv("WK_TEST_GITHUB_TOKEN", "ghp_wrong")
     forge = {"github_token_env": "WK_TEST_GITHUB_TOKEN", "github_api_url": github.url}
     with serving(tmp_path, store, clock, {**SIGNED, **forge}) as server:

@@ -48,12 +48,16 @@ def test_an_override_prices_new_calls_of_an_unpriced_model(server: LiveServer) -
     before = _call(server, "inhouse", "Tuned-7b")
     assert before["cost"] == 0 and before["unpriced"] == 1
     assert _listed(server)["inhouse/tuned-7b"]["price"] == {
-        "source": None, "input_per_mtok": None, "output_per_mtok": None, "note": "no known price",
-    }  # fmt: skip
+        "source": None,
+        "input_per_mtok": None,
+        "output_per_mtok": None,
+        "note": "no known price",
+    }
 
     with server.client("admin") as http:
-        set_ = http.put("/api/v1/models/inhouse/tuned-7b", json={"input_per_mtok": 2,
-                                                                "output_per_mtok": 6})  # fmt: skip
+        set_ = http.put(
+            "/api/v1/models/inhouse/tuned-7b", json={"input_per_mtok": 2, "output_per_mtok": 6}
+        )
     assert set_.status_code == 200, set_.text
     assert set_.json()["price"]["source"] == "override"
     assert set_.json()["override"]["set_by"] == "@test admin"
@@ -71,15 +75,19 @@ def test_an_override_prices_new_calls_of_an_unpriced_model(server: LiveServer) -
 
 def test_the_file_wins_and_bad_prices_are_explained(server: LiveServer) -> None:
     with server.client("admin") as http:
-        filed = http.put("/api/v1/models/acme/coder-1", json={"input_per_mtok": 9,
-                                                              "output_per_mtok": 9})  # fmt: skip
-        negative = http.put("/api/v1/models/inhouse/x", json={"input_per_mtok": -1,
-                                                              "output_per_mtok": 1})  # fmt: skip
-        words = http.put("/api/v1/models/inhouse/x", json={"input_per_mtok": "cheap",
-                                                           "output_per_mtok": 1})  # fmt: skip
+        filed = http.put(
+            "/api/v1/models/acme/coder-1", json={"input_per_mtok": 9, "output_per_mtok": 9}
+        )
+        negative = http.put(
+            "/api/v1/models/inhouse/x", json={"input_per_mtok": -1, "output_per_mtok": 1}
+        )
+        words = http.put(
+            "/api/v1/models/inhouse/x", json={"input_per_mtok": "cheap", "output_per_mtok": 1}
+        )
     with server.client("viewer") as http:
-        refused = http.put("/api/v1/models/inhouse/x", json={"input_per_mtok": 1,
-                                                             "output_per_mtok": 1})  # fmt: skip
+        refused = http.put(
+            "/api/v1/models/inhouse/x", json={"input_per_mtok": 1, "output_per_mtok": 1}
+        )
     assert filed.status_code == 409
     assert "configuration file" in filed.json()["error"]["message"]
     assert negative.status_code == 422

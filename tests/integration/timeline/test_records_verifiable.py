@@ -47,12 +47,21 @@ def server(tmp_path: Path, store: Store, clock: ManualClock) -> Iterator[LiveSer
 def _finished_job(server: LiveServer, queue: QueueService) -> str:
     job = submit(queue)
     with Client(server.url, server.tokens["reporter"]) as reporter:
-        reporter.timeline.emit_batch([
-            {"phase": "implementer", "job_id": job.id, "round": 1, "outcome": "done",
-             "model": "claude-haiku-4-5", "provider": "anthropic", "input_tokens": 1000,
-             "output_tokens": 100},
-            {"phase": "verify", "job_id": job.id, "round": 1, "outcome": "passed"},
-        ])  # fmt: skip
+        reporter.timeline.emit_batch(
+            [
+                {
+                    "phase": "implementer",
+                    "job_id": job.id,
+                    "round": 1,
+                    "outcome": "done",
+                    "model": "claude-haiku-4-5",
+                    "provider": "anthropic",
+                    "input_tokens": 1000,
+                    "output_tokens": 100,
+                },
+                {"phase": "verify", "job_id": job.id, "round": 1, "outcome": "passed"},
+            ]
+        )
     queue.cancel(job.id)
     return job.id
 
@@ -65,9 +74,12 @@ def _edit_an_event(store: Store, job_id: str) -> None:
         else:
             conn.execute(text("DROP TRIGGER timeline_events_append_only ON timeline_events"))
         conn.execute(
-            text("UPDATE timeline_events SET outcome = 'failed' WHERE job_id = :job AND "
-                 "phase = 'verify'"), {"job": job_id},
-        )  # fmt: skip
+            text(
+                "UPDATE timeline_events SET outcome = 'failed' WHERE job_id = :job AND "
+                "phase = 'verify'"
+            ),
+            {"job": job_id},
+        )
 
 
 def test_a_record_is_signed_once_and_checked_offline_with_the_public_key(
@@ -86,8 +98,13 @@ def test_a_record_is_signed_once_and_checked_offline_with_the_public_key(
     assert key["algorithm"] == "Ed25519" and key["key_id"] == first["signature"]["key_id"]
     file = tmp_path / "record.json"
     file.write_text(json.dumps(first))
-    offline = wk("verify-record", str(file), "--public-key", key["public_key"],
-                 env={"WATCHKEEPER_URL": "http://127.0.0.1:9"})  # fmt: skip
+    offline = wk(
+        "verify-record",
+        str(file),
+        "--public-key",
+        key["public_key"],
+        env={"WATCHKEEPER_URL": "http://127.0.0.1:9"},
+    )
     assert offline.returncode == 0, offline.stderr
     assert f"valid: job {job_id}" in offline.stdout
     tampered = {**first, "spend": {**first["spend"], "cost": 0.0}}

@@ -48,9 +48,14 @@ def queue(tmp_path: Path, store: Store, clock: ManualClock) -> QueueService:
 
 
 def _send(
-    server: LiveServer, resource: str, payload: dict[str, Any], clock: ManualClock, *,
-    secret: str | None = SECRET, age_s: float = 2.0,
-) -> httpx.Response:  # fmt: skip
+    server: LiveServer,
+    resource: str,
+    payload: dict[str, Any],
+    clock: ManualClock,
+    *,
+    secret: str | None = SECRET,
+    age_s: float = 2.0,
+) -> httpx.Response:
     body = json.dumps(payload).encode()
     headers = {
         "Content-Type": "application/json",
@@ -69,9 +74,15 @@ def _alert(culprit: str = "app.billing in charge") -> dict[str, Any]:
     """An issue alert (``event_alert``, ``triggered``) with a stack trace."""
     frames = [
         {"filename": "app/web.py", "lineno": 10, "function": "handle", "context_line": "charge()"},
-        {"filename": "app/billing.py", "lineno": 42, "function": "charge",
-         "context_line": "post(url, headers={'Authorization': 'Bearer sk_live_abcdef123456789'})"},
-    ]  # fmt: skip
+        {
+            "filename": "app/billing.py",
+            "lineno": 42,
+            "function": "charge",
+            "context_line": (
+                "post(url, headers={'Authorization': 'Bearer sk_live_abcdef123456789'})"
+            ),
+        },
+    ]
     return {
         "action": "triggered",
         "installation": {"uuid": "inst-1"},
@@ -83,13 +94,16 @@ def _alert(culprit: str = "app.billing in charge") -> dict[str, Any]:
                 "web_url": f"https://sentry.example/organizations/acme/issues/{ISSUE_ID}/events/e1/",
                 "issue_url": f"https://sentry.example/api/0/issues/{ISSUE_ID}/",
                 "level": "error",
-                "exception": {"values": [{"type": "KeyError", "value": "'amount'",
-                                          "stacktrace": {"frames": frames}}]},
+                "exception": {
+                    "values": [
+                        {"type": "KeyError", "value": "'amount'", "stacktrace": {"frames": frames}}
+                    ]
+                },
             },
             "triggered_rule": "New issues",
         },
         "actor": {"type": "application", "id": "sentry", "name": "Sentry"},
-    }  # fmt: skip
+    }
 
 
 def _issue(action: str, substatus: str | None = None, last_seen: str = "12:00") -> dict[str, Any]:

@@ -112,8 +112,9 @@ def test_the_command_line_reads_the_same_range(server: LiveServer) -> None:
     from tests.support.cli import wk
 
     where = ("--server", server.url, "--token", server.tokens["viewer"])
-    done = wk("spend", "--by", "day", "--since", "2026-01-05", "--until", "2026-01-06",
-              "--json", *where)  # fmt: skip
+    done = wk(
+        "spend", "--by", "day", "--since", "2026-01-05", "--until", "2026-01-06", "--json", *where
+    )
     assert done.returncode == 0, done.stderr
     body = json.loads(done.stdout)
     assert body["totals"]["calls"] == 2

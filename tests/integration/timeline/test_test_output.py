@@ -32,13 +32,19 @@ def test_a_verify_event_stores_only_the_summary(timeline: TimelineService) -> No
     output = _five_kb_of_pytest_output()
     timeline.ingest(
         [
-            NewEvent("verify", org="acme", task_id="t-out", outcome="failed", detail=output,
-                     rationale="tests ran"),
+            NewEvent(
+                "verify",
+                org="acme",
+                task_id="t-out",
+                outcome="failed",
+                detail=output,
+                rationale="tests ran",
+            ),
             NewEvent("tool", org="acme", task_id="t-out", name="pytest", detail=output),
             NewEvent("review", org="acme", task_id="t-out", rationale=f"ask {EMAIL} first"),
         ],
         "runner",
-    )  # fmt: skip
+    )
     verify, tool, review = timeline.events(task_id="t-out")
     assert verify.detail == SUMMARY and tool.detail == SUMMARY
     assert verify.rationale == "tests ran"  # one short line is not test output

@@ -71,12 +71,19 @@ def queue(tmp_path: Path, store: Store, clock: ManualClock) -> QueueService:
 
 
 def _github(
-    server: LiveServer, payload: dict[str, Any], *, delivery: str = "d-1",
-    secret: str | None = GITHUB_SECRET, event: str = "pull_request",
-) -> httpx.Response:  # fmt: skip
+    server: LiveServer,
+    payload: dict[str, Any],
+    *,
+    delivery: str = "d-1",
+    secret: str | None = GITHUB_SECRET,
+    event: str = "pull_request",
+) -> httpx.Response:
     body = json.dumps(payload).encode()
-    headers = {"X-GitHub-Event": event, "X-GitHub-Delivery": delivery,
-               "Content-Type": "application/json"}  # fmt: skip
+    headers = {
+        "X-GitHub-Event": event,
+        "X-GitHub-Delivery": delivery,
+        "Content-Type": "application/json",
+    }
     if secret is not None:
         digest = hmac.new(secret.encode(), body, hashlib.sha256).hexdigest()
         headers["X-Hub-Signature-256"] = f"sha256={digest}"
@@ -119,8 +126,10 @@ def test_a_merged_pull_request_links_to_the_job_s_signed_record(
         signed = viewer.timeline.record(job.id)
     (link,) = signed["links"]
     assert (link["kind"], link["actor"], link["url"]) == (
-        "merge", "octocat", "https://github.example/acme/app/pull/42",
-    )  # fmt: skip
+        "merge",
+        "octocat",
+        "https://github.example/acme/app/pull/42",
+    )
     assert link["detail"]["repository"] == "acme/app"
     keys = record.load_keys(server.runtime.settings)
     assert record.verify(json.dumps(signed).encode(), keys.public_key).valid
@@ -150,9 +159,15 @@ def test_github_deliveries_that_do_not_link(server: LiveServer, queue: QueueServ
 
 
 def _linear(
-    server: LiveServer, data: dict[str, Any], clock: ManualClock, *, webhook_id: str = "w-1",
-    secret: str = LINEAR_SECRET, age_s: float = 5.0, action: str = "create",
-) -> httpx.Response:  # fmt: skip
+    server: LiveServer,
+    data: dict[str, Any],
+    clock: ManualClock,
+    *,
+    webhook_id: str = "w-1",
+    secret: str = LINEAR_SECRET,
+    age_s: float = 5.0,
+    action: str = "create",
+) -> httpx.Response:
     payload = {
         "action": action,
         "type": "Issue",
@@ -191,8 +206,11 @@ def test_a_labelled_linear_issue_becomes_one_job(
     assert job.title == "ENG-12: Make the importer resumable"
     assert (job.org, job.fleet, job.submitted_by) == ("acme", "cpu", "linear")
     assert job.payload["argv"] == [
-        "agent", "--issue", "ENG-12", "https://linear.example/acme/issue/ENG-12",
-    ]  # fmt: skip
+        "agent",
+        "--issue",
+        "ENG-12",
+        "https://linear.example/acme/issue/ENG-12",
+    ]
     assert _linear(server, _issue(), clock).json()["outcome"] == "duplicate"
     moved = _linear(server, _issue((), "In Progress"), clock, webhook_id="w-2", action="update")
     assert moved.json() == {"outcome": "known", "issue": "ENG-12"}
@@ -233,7 +251,9 @@ def test_without_a_command_the_request_is_kept_pending(
     assert answer.json()["outcome"] == "pending" and "linear_argv" in answer.json()["reason"]
     (pending,) = TimelineStore(store.engine).requests("linear")
     assert (pending["status"], pending["job_id"], pending["external_id"]) == (
-        "pending", None, "issue-uuid-1",
-    )  # fmt: skip
+        "pending",
+        None,
+        "issue-uuid-1",
+    )
     assert queue.jobs() == []
     assert github.status_code == 404 and github.json()["error"]["code"] == "not_configured"

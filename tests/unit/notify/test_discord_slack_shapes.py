@@ -64,17 +64,37 @@ def test_discord_create_body_carries_an_enforced_nonce_of_at_most_25_characters(
 @pytest.mark.parametrize(
     ("status", "body", "outcome", "retry_after", "words"),
     [
-        (429, {"message": "You are being rate limited.", "retry_after": 0.75, "global": True},
-         SendOutcome.RETRY, 0.75, "(global)"),
-        (403, {"message": "Missing Access", "code": 50001}, SendOutcome.FAILED, None,
-         "Missing Access (code 50001)"),
-        (404, {"message": "Unknown Channel", "code": 10003}, SendOutcome.FAILED, None,
-         "Unknown Channel"),
-        (400, {"message": "Invalid Form Body", "code": 50035}, SendOutcome.FAILED, None,
-         "Invalid Form Body"),
+        (
+            429,
+            {"message": "You are being rate limited.", "retry_after": 0.75, "global": True},
+            SendOutcome.RETRY,
+            0.75,
+            "(global)",
+        ),
+        (
+            403,
+            {"message": "Missing Access", "code": 50001},
+            SendOutcome.FAILED,
+            None,
+            "Missing Access (code 50001)",
+        ),
+        (
+            404,
+            {"message": "Unknown Channel", "code": 10003},
+            SendOutcome.FAILED,
+            None,
+            "Unknown Channel",
+        ),
+        (
+            400,
+            {"message": "Invalid Form Body", "code": 50035},
+            SendOutcome.FAILED,
+            None,
+            "Invalid Form Body",
+        ),
         (503, {"message": "upstream", "code": 0}, SendOutcome.MAYBE_SENT, None, "HTTP 503"),
     ],
-)  # fmt: skip
+)
 def test_discord_error_answers(
     status: int,
     body: dict[str, object],
@@ -123,13 +143,24 @@ def test_slack_blocks_are_a_mrkdwn_section_and_an_actions_block() -> None:
     built = slack.blocks_json(Message("a <b> & c", BUTTONS[:2]))
     assert built == [
         {"type": "section", "text": {"type": "mrkdwn", "text": "a &lt;b&gt; &amp; c"}},
-        {"type": "actions", "elements": [
-            {"type": "button", "text": {"type": "plain_text", "text": "Cancel"},
-             "action_id": "wk_cancel", "value": "wk1:7:c:0123456789ab"},
-            {"type": "button", "text": {"type": "plain_text", "text": "Retry"},
-             "action_id": "wk_retry", "value": "wk1:7:r:0123456789ab"},
-        ]},
-    ]  # fmt: skip
+        {
+            "type": "actions",
+            "elements": [
+                {
+                    "type": "button",
+                    "text": {"type": "plain_text", "text": "Cancel"},
+                    "action_id": "wk_cancel",
+                    "value": "wk1:7:c:0123456789ab",
+                },
+                {
+                    "type": "button",
+                    "text": {"type": "plain_text", "text": "Retry"},
+                    "action_id": "wk_retry",
+                    "value": "wk1:7:r:0123456789ab",
+                },
+            ],
+        },
+    ]
     for raw in built:
         parsed = Block.parse(raw)
         assert parsed is not None and parsed.to_dict() == raw
@@ -151,8 +182,10 @@ def test_slack_post_and_update_bodies() -> None:
     update = slack.update_body("C1", "1767614400.000200", message)
     assert (update["channel"], update["ts"]) == ("C1", "1767614400.000200")
     assert slack.ephemeral_reply("no") == {
-        "response_type": "ephemeral", "replace_original": False, "text": "no",
-    }  # fmt: skip
+        "response_type": "ephemeral",
+        "replace_original": False,
+        "text": "no",
+    }
 
 
 @pytest.mark.parametrize(

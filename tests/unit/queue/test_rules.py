@@ -34,9 +34,18 @@ def make_runner(
 ) -> Runner:
     beat = NOW - timedelta(seconds=age_s)
     return Runner(
-        f"r-{fleet}", fleet, capacity, "host", 1, org, None, beat, beat,
-        beat if stopped else None, running,
-    )  # fmt: skip
+        f"r-{fleet}",
+        fleet,
+        capacity,
+        "host",
+        1,
+        org,
+        None,
+        beat,
+        beat,
+        beat if stopped else None,
+        running,
+    )
 
 
 TASK = QueuedTask("t-1", "j-1", "acme", "cpu", job_running=False)
@@ -76,8 +85,11 @@ def test_provisioning_explains_a_missing_runner_only() -> None:
 
 def test_ago_is_short() -> None:
     assert [ago(timedelta(seconds=s)) for s in (5, 420, 7300, 200_000)] == [
-        "5 s", "7 min", "2 h", "2 d"
-    ]  # fmt: skip
+        "5 s",
+        "7 min",
+        "2 h",
+        "2 d",
+    ]
 
 
 runners = st.builds(

@@ -203,8 +203,11 @@ def test_a_record_signed_with_the_old_shared_key_is_checked_with_it() -> None:
     secret = b"s" * 32
     body = record.assemble("j-1", _job(), EVENTS, [], T0)
     unsigned = {k: v for k, v in body.items() if k != "signature"}
-    signature = {"algorithm": record.LEGACY_ALGORITHM, "key_id": record.key_id(secret),
-                 "value": record.mac(secret, unsigned)}  # fmt: skip
+    signature = {
+        "algorithm": record.LEGACY_ALGORITHM,
+        "key_id": record.key_id(secret),
+        "value": record.mac(secret, unsigned),
+    }
     data = json.dumps({**unsigned, "signature": signature}).encode()
     assert record.verify(data, KEYS.public_key, secret).valid
     assert not record.verify(data, KEYS.public_key, b"x" * 32).valid
