@@ -115,3 +115,20 @@ def test_a_bad_budget_or_count_is_told_not_sent(runtime: Runtime, server: LiveSe
         assert words in " ".join(refused.stderr.split()), refused.stderr
         assert "Traceback" not in refused.stderr
     assert runtime.store.runs.get(KIND, "c-3").reported_at is None  # nothing was sent
+
+
+@pytest.mark.parametrize("full", [False, True], ids=["fast", "full"])
+def test_a_new_step_clears_a_loop(
+    runtime: Runtime, clock: ManualClock, server: LiveServer, full: bool
+) -> None:
+    start(runtime, "c-4", KIND, budget_s=600, lease_s=3600)
+    for _ in range(5):
+        clock.advance(5)
+        reported(server, "c-4", "--step", "calling web.search", full=full)
+    (opened,) = sweep(runtime).applied.opened
+    assert runtime.store.incidents.get(opened).key.condition == "looping"
+    clock.advance(5)
+    reported(server, "c-4", "--step", "reading the results", full=full)
+    assert sweep(runtime).applied.recovered == (opened,)
+    said = shown(server, "c-4")
+    assert "step:      reading the results" in said.stdout

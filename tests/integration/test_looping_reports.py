@@ -10,6 +10,7 @@ from typing import Any
 import httpx
 import pytest
 
+from watchkeeper import Client
 from watchkeeper.clock import ManualClock
 from watchkeeper.contract import Action
 from watchkeeper.notify import cards
@@ -212,3 +213,41 @@ def test_bad_report_values_are_refused_saying_which(
     # A process run is judged by its log: counters and step times are refused, not dropped.
     answer = reporter.post("/api/v1/runs/process/p-1/progress", json={"step": "x", "done": 3})
     assert answer.status_code == 422 and answer.json()["error"]["field"] == "done", answer.text
+
+
+def test_identical_reports_for_longer_than_the_budget_loop_however_few(
+    runtime: Runtime, clock: ManualClock, reporter: httpx.Client
+) -> None:
+    start(runtime, "t-7", KIND, budget_s=60, lease_s=3600)
+    report(reporter, "t-7", step="waiting for the build")
+    clock.advance(40)
+    report(reporter, "t-7", step="waiting for the build")
+    assert sweep(runtime).applied.opened == ()
+    clock.advance(25)  # the same words for 65 s, past the 60 s budget: twice is enough
+    shown = report(reporter, "t-7", step="waiting for the build")
+    assert shown["repeats"] == 3
+    (opened,) = sweep(runtime).applied.opened
+    incident = runtime.store.incidents.get(opened)
+    assert incident.key.condition == "looping"
+    assert incident.reason.endswith("longer than its 60 s budget")
+
+
+def test_the_python_sdk_reports_a_steps_budget_and_a_loop(
+    runtime: Runtime, clock: ManualClock, server: LiveServer
+) -> None:
+    with (
+        Client(server.url, server.tokens["reporter"]) as client,
+        client.run(KIND, "sdk turn", run_id="t-8", budget_s=600) as turn,
+    ):
+        turn.progress("running the test suite", budget=2, expected=1)
+        shown = client.get_run(KIND, "t-8")
+        assert (shown["step_budget_s"], shown["step_expected_s"]) == (2, 1)
+        clock.advance(2.5)
+        (stalled,) = sweep(runtime).applied.opened
+        assert runtime.store.incidents.get(stalled).key.condition == "stalled"
+        for _ in range(5):
+            clock.advance(1)
+            turn.progress("retrying the upload", done=3)
+        (looping,) = sweep(runtime).applied.opened
+        assert runtime.store.incidents.get(looping).key.condition == "looping"
+        assert client.get_run(KIND, "t-8")["step_budget_s"] is None
