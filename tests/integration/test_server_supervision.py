@@ -11,6 +11,7 @@ import pytest
 
 from watchkeeper.errors import Conflict
 from watchkeeper.runtime import Runtime
+from watchkeeper.server.health import Level, assess
 from watchkeeper.server.supervision import ServerSupervision
 from watchkeeper.supervise import ManualClock
 
@@ -102,6 +103,12 @@ def test_more_restarts_than_the_intensity_allows_make_the_tree_give_up(
             async with asyncio.timeout(30):
                 while _check(sup, "broken running")["status"] != "unhealthy":
                     await sup.monitor.run_once()
+            # /healthz is failing, so an orchestrator restarts the process: the cure here.
+            health = assess(runtime, runtime.cluster.health(), sup)
+            assert health.code == 503
+            (cause,) = [c for c in health.causes if c.check == "loops"]
+            assert cause.status is Level.FAILING
+            assert cause.detail.startswith("server/broken is not running: the supervision tree")
             # Nothing can be restarted in a tree that gave up: the answer says what to do.
             with pytest.raises(Conflict, match=r"gave up.*restart the server"):
                 await sup.restart_child("server/broken")
