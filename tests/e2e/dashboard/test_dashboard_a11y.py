@@ -82,10 +82,12 @@ def test_a_scrolling_log_or_output_is_reached_by_keyboard_and_named(
 
 
 @pytest.mark.parametrize("scheme", ["light", "dark"])
+@pytest.mark.parametrize("size", ["desktop", "phone"])
 def test_the_api_docs_say_their_language_and_axe_finds_nothing_serious(
-    browser: Any, world: World, scheme: str
+    browser: Any, world: World, size: str, scheme: str
 ) -> None:
-    context = browser.new_context(viewport=DESKTOP, color_scheme=scheme)
+    viewport = DESKTOP if size == "desktop" else PHONE
+    context = browser.new_context(viewport=viewport, color_scheme=scheme)
     page = context.new_page()
     page.goto(f"{world.dashboard.url}/docs")
     expect(page.locator(".swagger-ui .info .title")).to_contain_text("watchkeeper")

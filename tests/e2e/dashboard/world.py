@@ -27,6 +27,8 @@ from ...support.waiting import wait_for
 from .conftest import WAIT_MS, Dashboard, open_runtime, serve
 
 PHONE = {"width": 390, "height": 844}
+#: A program the server keeps running, so its pages have one to show.
+PROGRAMS = {"crawler": {"command": ["sleep", "300"], "start_s": 0}}
 DESKTOP = {"width": 1280, "height": 800}
 
 
@@ -109,6 +111,8 @@ def _seed(dashboard: Dashboard, folder: Path) -> tuple[dict[str, str], list[str]
         "settings": "/web/settings",
         "onboarding": "/web/onboarding",
         "supervision": "/web/supervision",
+        "programs": "/web/programs",
+        "program": "/web/programs/crawler",
         "not found": "/web/jobs/no-such-job",
     }
     return paths, [run_id, log_id]
@@ -121,7 +125,7 @@ def world(tmp_path_factory: pytest.TempPathFactory, sqlite_template: Path) -> It
     data = folder / "data"
     data.mkdir()
     shutil.copy(sqlite_template, data / "watchkeeper.db")
-    runtime = open_runtime(data)
+    runtime = open_runtime(data, programs=PROGRAMS)
     app = create_app(runtime, run_sweeper=True)
     run_ids: list[str] = []
     try:

@@ -127,3 +127,15 @@ def test_the_dashboard_shows_the_programs_and_a_page_per_program_with_its_button
     assert missing.status_code == 404
     assert refused["ok"] is False and "only admins act on programs" in str(refused["message"])
     assert ">Restart</button>" not in seen
+
+
+def test_the_topology_page_draws_the_programs_tree_beside_the_servers(
+    served: LiveServer,
+) -> None:
+    wait_for(lambda: running(served), what="both programs running")
+    with logged_in(served, "viewer") as (web, _csrf):
+        page = web.get("/web/topology")
+    # The programs' root has no intensity of its own: each group gives up by its own.
+    assert page.status_code == 200, page.text[-2000:]
+    assert 'data-tree="programs"' in page.text and 'data-tree="server"' in page.text
+    assert "each group gives up by its own intensity" in page.text
