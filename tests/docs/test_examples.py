@@ -85,7 +85,12 @@ def _run(
         "WATCHKEEPER_TOKEN": token,
         "TOKEN": token,
     }
-    argv = [sys.executable, str(script)] if example.language == "python" else ["bash", str(script)]
+    # A shell example stops at its first failing command, as a reader would notice it.
+    argv = (
+        [sys.executable, str(script)]
+        if example.language == "python"
+        else ["bash", "-e", str(script)]
+    )
     # Its own session, so whatever the example leaves running is ended with it.
     process = subprocess.Popen(
         argv,

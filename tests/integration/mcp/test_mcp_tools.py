@@ -198,7 +198,7 @@ def test_a_client_of_the_newest_protocol_revision_gets_the_same_answers(
     async def ask() -> tuple[str, dict[str, Any] | None, str]:
         if transport == "http":
             headers = {"Authorization": f"Bearer {token}"}
-            async with httpx2.AsyncClient(headers=headers) as http:
+            async with httpx2.AsyncClient(headers=headers, timeout=120) as http:
                 target = streamable_http_client(served.url + "/mcp", http_client=http)
                 return await _status_and_refusal(McpClient(target), run_id)
         env = {"WATCHKEEPER_URL": served.url, "WATCHKEEPER_TOKEN": token}
