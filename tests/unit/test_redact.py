@@ -17,6 +17,7 @@ import re
 import pytest
 
 from watchkeeper.redact import MASK, SHAPES, redact, redact_lines, tail
+from watchkeeper.server.http.auth import NO_BEARER_ADVICE
 
 _B64 = "AbCdEfGhIjKlMnOpQrStUvWxYz0123456789aBcDeFgHiJkLmNoPqRsTuVwXyZ9876543210"
 _MIX = "Zq3xW9vT8sR7pQ6oN5mL4kJ3iH2gF1eDcBa9Yt7Uw2Vx4Rs6Pn8Mk0Lj1Hg3Fd5Sa"
@@ -361,3 +362,9 @@ def test_running_only_the_triggered_shapes_masks_exactly_what_the_plain_rule_doe
         cut = rng.randint(0, len(text))
         for sample in (text, text[:cut], text[cut:], text.upper(), text.replace(" ", "\n")):
             assert redact(sample) == _plain_rule(sample), sample
+
+
+def test_the_advice_to_a_request_without_a_token_survives_redaction_whole() -> None:
+    # Every answer is redacted on its way out; a flag's advice must not read as a secret.
+    assert redact(NO_BEARER_ADVICE) == NO_BEARER_ADVICE
+    assert "WATCHKEEPER_TOKEN or the command line's --token," in NO_BEARER_ADVICE

@@ -19,6 +19,13 @@ from watchkeeper.server.deps import services
 _bearer = HTTPBearer(auto_error=False, description="An API token: `Authorization: Bearer wk_...`")
 _CHALLENGE = {"WWW-Authenticate": "Bearer"}
 
+#: What a request without a token is told.
+NO_BEARER_ADVICE = (
+    "missing bearer token (no Authorization header was sent): set WATCHKEEPER_TOKEN or the "
+    "command line's --token, or send the header yourself as the word Bearer, a space and the "
+    "token; create one with `watchkeeper token create`"
+)
+
 
 async def _token(
     request: Request, credentials: HTTPAuthorizationCredentials | None
@@ -26,11 +33,9 @@ async def _token(
     if credentials is None or credentials.scheme.lower() != "bearer":
         raise HTTPException(
             401,
-            # Worded so the command line's redaction, which hides what looks like a
-            # credential, leaves the advice whole.
-            "missing bearer token (no Authorization header was sent): give the command line "
-            "--token or WATCHKEEPER_TOKEN, or send the header yourself as the word Bearer, a "
-            "space and the token; create one with `watchkeeper token create`",
+            # Worded so redaction, which hides the word after a flag like --token, leaves
+            # the advice whole: the flag is followed by a comma, never by a word.
+            NO_BEARER_ADVICE,
             headers=_CHALLENGE,
         )
     tokens = services(request).tokens
