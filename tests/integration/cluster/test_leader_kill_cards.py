@@ -62,6 +62,10 @@ def test_a_leader_killed_while_cards_wait_their_pace_loses_none(
             settled_within(board, timeout=90)
         except AssertionError as exc:
             raise AssertionError(f"{exc}\n{cluster.logs()}") from None
-        check(board, cut_on_the_wire=False)
+        figures = check(board, cut_on_the_wire=False)
+        # The leader was killed with cards waiting, and every one of them arrived once.
+        assert figures["kills"] >= 1
+        assert figures["arrived"] == figures["cards"] > 0
+        assert figures["duplicates"] == 0
     finally:
         store.close()
