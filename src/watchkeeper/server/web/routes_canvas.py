@@ -13,8 +13,8 @@ from fastapi.responses import HTMLResponse
 
 from watchkeeper.server.web.canvas_actions import router as actions_router
 from watchkeeper.server.web.common import page
-from watchkeeper.server.web.routes_home import chrome
-from watchkeeper.server.web.session import Session, session
+from watchkeeper.server.web.routes_home import chrome, page_session
+from watchkeeper.server.web.session import Session
 
 router = APIRouter(include_in_schema=False)
 # The canvas's actions travel with its page: whoever serves one serves the other.
@@ -22,6 +22,8 @@ router.include_router(actions_router)
 
 
 @router.get("/web/supervision", response_class=HTMLResponse)
-async def supervision_page(request: Request, current: Session = Depends(session)) -> HTMLResponse:
+async def supervision_page(
+    request: Request, current: Session = Depends(page_session)
+) -> HTMLResponse:
     """The supervision tree as a picture to tap, pinch and pan."""
     return page(request, "supervision.html", current, **await chrome(request), title="Supervision")

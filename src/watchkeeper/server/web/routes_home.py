@@ -161,17 +161,31 @@ def bell_context(found: Services) -> dict[str, Any]:
     }
 
 
+async def page_session(request: Request, current: Session = Depends(session)) -> Session:
+    """A dependency of every full page: the session, and where the page's live updates
+    start, taken before the page reads anything.
+
+    A page tells its stream the signatures it was drawn with. Taken after the page's own
+    reads, a change landing in between would be in the signatures and not on the page: the
+    stream would match and never fetch the list again.
+    """
+    request.state.stream_seed = await watcher_of(request).seed()
+    return current
+
+
 async def chrome(request: Request) -> dict[str, Any]:
     """What every page's frame needs: the bell (read in a thread), and where its live
-    updates start (the stream's signatures and latest event id as the page is drawn)."""
-    sigs, at = await watcher_of(request).seed()
+    updates start (the stream's signatures and latest event id from :func:`page_session`,
+    or from now when the caller read nothing before)."""
+    seed = getattr(request.state, "stream_seed", None)
+    sigs, at = seed if seed is not None else await watcher_of(request).seed()
     bell = await asyncio.to_thread(bell_context, services(request))
     return {"bell": bell, "stream_sigs": sigs, "stream_at": at}
 
 
 @router.get("/web/", response_class=HTMLResponse)
 async def home(
-    request: Request, all: bool = Query(False), current: Session = Depends(session)
+    request: Request, all: bool = Query(False), current: Session = Depends(page_session)
 ) -> HTMLResponse:
     """Running work at the top, then the automatic first steps."""
     work = await work_context(request, all)
@@ -245,7 +259,7 @@ async def missing_page(request: Request, current: Session, message: str) -> HTML
 
 @router.get("/web/incidents/{incident_id}", response_class=HTMLResponse)
 async def incident_page(
-    request: Request, incident_id: str, current: Session = Depends(session)
+    request: Request, incident_id: str, current: Session = Depends(page_session)
 ) -> HTMLResponse:
     """One incident: its history, its buttons, who pressed what (the not-found page for
     an id that names none, well-formed or not)."""

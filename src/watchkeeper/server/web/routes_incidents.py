@@ -19,8 +19,8 @@ from watchkeeper.server.api.incidents import export_file, incident_json, time_fi
 from watchkeeper.server.api.incidents_csv import EXPORT_MAX
 from watchkeeper.server.deps import services
 from watchkeeper.server.web.common import page
-from watchkeeper.server.web.routes_home import chrome
-from watchkeeper.server.web.session import Session, session
+from watchkeeper.server.web.routes_home import chrome, page_session
+from watchkeeper.server.web.session import Session
 from watchkeeper.watch.incidents import NOBODY, STATUSES, IncidentQuery
 
 router = APIRouter(include_in_schema=False)
@@ -135,7 +135,9 @@ async def _draw(
 
 
 @router.get(INCIDENTS, response_class=HTMLResponse)
-async def incidents_page(request: Request, current: Session = Depends(session)) -> HTMLResponse:
+async def incidents_page(
+    request: Request, current: Session = Depends(page_session)
+) -> HTMLResponse:
     """Every incident, newest first, one page at a time, as the filters in the URL ask."""
     filters = _Filters(request)
     context = await asyncio.to_thread(_page_context, request, filters)
@@ -143,7 +145,7 @@ async def incidents_page(request: Request, current: Session = Depends(session)) 
 
 
 @router.get(INCIDENTS + "/export", response_model=None)
-async def export_incidents(request: Request, current: Session = Depends(session)) -> Response:
+async def export_incidents(request: Request, current: Session = Depends(page_session)) -> Response:
     """What the view's filters find (at most 10,000, newest first) as a CSV or JSON file,
     the same file as the API's export, for the dashboard's session."""
     filters = _Filters(request)

@@ -12,8 +12,8 @@ from watchkeeper.notify.install import Integration
 from watchkeeper.server.deps import services
 from watchkeeper.server.web.common import page
 from watchkeeper.server.web.pane import config_path
-from watchkeeper.server.web.routes_home import chrome
-from watchkeeper.server.web.session import Session, session
+from watchkeeper.server.web.routes_home import chrome, page_session
+from watchkeeper.server.web.session import Session
 
 router = APIRouter(include_in_schema=False)
 
@@ -58,7 +58,9 @@ def _card(item: Integration) -> dict[str, Any]:
 
 
 @router.get("/web/integrations", response_class=HTMLResponse)
-async def integrations_page(request: Request, current: Session = Depends(session)) -> HTMLResponse:
+async def integrations_page(
+    request: Request, current: Session = Depends(page_session)
+) -> HTMLResponse:
     """The chat platforms, the webhook, GitHub (with its result posts), Linear and Sentry:
     configured, last delivery, failures."""
     items = await asyncio.to_thread(services(request).install.integrations)

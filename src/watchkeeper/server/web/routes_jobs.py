@@ -25,7 +25,7 @@ from watchkeeper.server.http.longpoll import held_stream, sse_event, unless_set
 from watchkeeper.server.web import charts, jobsview, tasks
 from watchkeeper.server.web import task_output as outputs
 from watchkeeper.server.web.common import acting_form, answer, local_path, page
-from watchkeeper.server.web.routes_home import chrome, detail_page
+from watchkeeper.server.web.routes_home import chrome, detail_page, page_session
 from watchkeeper.server.web.session import Session, session
 from watchkeeper.server.web.shared import shared_overview
 from watchkeeper.server.web.stream import STREAM_S
@@ -79,7 +79,7 @@ def _add_spend(request: Request, bodies: list[dict[str, Any]]) -> None:
 
 
 @router.get("/web/jobs", response_class=HTMLResponse)
-async def jobs_page(request: Request, current: Session = Depends(session)) -> Response:
+async def jobs_page(request: Request, current: Session = Depends(page_session)) -> Response:
     """Jobs, filtered by status, fleet, org and text; the whole view is in the URL."""
     view = jobsview.JobsView.parse(request.query_params)
     asked = request.url.path + (f"?{request.url.query}" if request.url.query else "")
@@ -157,7 +157,7 @@ def _job_context(request: Request, job_id: str) -> dict[str, Any]:
 
 @router.get("/web/jobs/{job_id}", response_class=HTMLResponse)
 async def job_page(
-    request: Request, job_id: str, current: Session = Depends(session)
+    request: Request, job_id: str, current: Session = Depends(page_session)
 ) -> HTMLResponse:
     """One job: its tasks, rounds and timeline, spend per phase and role, its record.
 
@@ -201,7 +201,7 @@ def _task_context(request: Request, task_id: str) -> dict[str, Any]:
 
 @router.get("/web/tasks/{task_id}", response_class=HTMLResponse)
 async def task_page(
-    request: Request, task_id: str, current: Session = Depends(session)
+    request: Request, task_id: str, current: Session = Depends(page_session)
 ) -> HTMLResponse:
     """One task: its facts, its timeline, and its output, following live while it runs.
 

@@ -10,8 +10,8 @@ from __future__ import annotations
 from fastapi import APIRouter, Depends, Request
 from fastapi.responses import HTMLResponse, RedirectResponse
 
-from watchkeeper.server.web.routes_home import missing_page
-from watchkeeper.server.web.session import Session, session
+from watchkeeper.server.web.routes_home import missing_page, page_session
+from watchkeeper.server.web.session import Session
 
 router = APIRouter(include_in_schema=False)
 
@@ -24,7 +24,7 @@ def web_root() -> RedirectResponse:
 
 @router.api_route("/web/{rest:path}", methods=["GET", "HEAD"], response_class=HTMLResponse)
 async def unknown_page(
-    request: Request, rest: str, current: Session = Depends(session)
+    request: Request, rest: str, current: Session = Depends(page_session)
 ) -> HTMLResponse:
     """Any other ``/web/...`` path: says which was not found and links home."""
     return await missing_page(request, current, f"There is no page at /web/{rest}.")

@@ -13,7 +13,7 @@ from watchkeeper.errors import WatchkeeperError
 from watchkeeper.server.deps import services
 from watchkeeper.server.web.common import acting_form, answer, page
 from watchkeeper.server.web.pane import config_path, per_mtok
-from watchkeeper.server.web.routes_home import chrome
+from watchkeeper.server.web.routes_home import chrome, page_session
 from watchkeeper.server.web.session import Session, session
 from watchkeeper.timeline.models import ModelPrice, parse_prices
 
@@ -67,7 +67,7 @@ def grouped(items: Sequence[ModelPrice], where: str) -> list[dict[str, Any]]:
 
 
 @router.get(MODELS, response_class=HTMLResponse)
-async def models_page(request: Request, current: Session = Depends(session)) -> HTMLResponse:
+async def models_page(request: Request, current: Session = Depends(page_session)) -> HTMLResponse:
     """The priced models in use, per provider, with a form to set an override (admins)."""
     items = await asyncio.to_thread(services(request).timeline.model_prices)
     return page(

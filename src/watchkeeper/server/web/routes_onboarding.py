@@ -16,8 +16,8 @@ from watchkeeper.access.tokens import Role
 from watchkeeper.server.deps import services
 from watchkeeper.server.web.common import page
 from watchkeeper.server.web.pane import config_path
-from watchkeeper.server.web.routes_home import chrome
-from watchkeeper.server.web.session import Session, session
+from watchkeeper.server.web.routes_home import chrome, page_session
+from watchkeeper.server.web.session import Session
 
 router = APIRouter(include_in_schema=False)
 
@@ -87,7 +87,9 @@ def _steps(request: Request) -> list[dict[str, Any]]:
 
 
 @router.get("/web/onboarding", response_class=HTMLResponse)
-async def onboarding_page(request: Request, current: Session = Depends(session)) -> HTMLResponse:
+async def onboarding_page(
+    request: Request, current: Session = Depends(page_session)
+) -> HTMLResponse:
     """A checklist from a new install to its first card, each step read from the install."""
     steps = await asyncio.to_thread(_steps, request)
     upcoming = next((step for step in steps if not step["done"]), None)

@@ -22,7 +22,7 @@ from watchkeeper.server.deps import services
 from watchkeeper.server.http.longpoll import held_stream, sse_event, unless_set
 from watchkeeper.server.web import charts
 from watchkeeper.server.web.common import acting_form, answer, local_path, page
-from watchkeeper.server.web.routes_home import chrome, detail_page
+from watchkeeper.server.web.routes_home import chrome, detail_page, page_session
 from watchkeeper.server.web.session import Session, session
 from watchkeeper.server.web.stream import STREAM_S
 from watchkeeper.watch.sweeper import Sweeper
@@ -167,7 +167,7 @@ async def topology_context(request: Request) -> dict[str, Any]:
 
 
 @router.get("/web/topology", response_class=HTMLResponse)
-async def topology_page(request: Request, current: Session = Depends(session)) -> HTMLResponse:
+async def topology_page(request: Request, current: Session = Depends(page_session)) -> HTMLResponse:
     """Fleets and their runners, each running task on its runner, processes beside."""
     return page(
         request,
@@ -201,7 +201,7 @@ def _procs_context(request: Request) -> dict[str, Any]:
 
 
 @router.get("/web/procs", response_class=HTMLResponse)
-async def procs_page(request: Request, current: Session = Depends(session)) -> HTMLResponse:
+async def procs_page(request: Request, current: Session = Depends(page_session)) -> HTMLResponse:
     """Process runs (active and of the last day) and parked sessions."""
     context = await asyncio.to_thread(_procs_context, request)
     return page(
@@ -247,7 +247,7 @@ def _proc_context_of(request: Request, run_id: str) -> dict[str, Any]:
 
 @router.get("/web/procs/{run_id}", response_class=HTMLResponse)
 async def proc_page(
-    request: Request, run_id: str, current: Session = Depends(session)
+    request: Request, run_id: str, current: Session = Depends(page_session)
 ) -> HTMLResponse:
     """One process run: its status, its log (following live), and Abort for admins.
 

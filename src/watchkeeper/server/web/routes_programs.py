@@ -26,7 +26,7 @@ from watchkeeper.server.deps import services
 from watchkeeper.server.http.longpoll import held_stream, sse_event, unless_set
 from watchkeeper.server.web import charts
 from watchkeeper.server.web.common import acting_form, answer, local_path, page
-from watchkeeper.server.web.routes_home import chrome, missing_page
+from watchkeeper.server.web.routes_home import chrome, missing_page, page_session
 from watchkeeper.server.web.session import Session, session
 from watchkeeper.server.web.stream import STREAM_S
 
@@ -61,7 +61,7 @@ def _program_context(request: Request, name: str) -> dict[str, Any]:
 
 
 @router.get("/web/programs", response_class=HTMLResponse)
-async def programs_page(request: Request, current: Session = Depends(session)) -> HTMLResponse:
+async def programs_page(request: Request, current: Session = Depends(page_session)) -> HTMLResponse:
     """Every program of this host, its groups, and the host checks that pause starts."""
     return page(
         request,
@@ -81,7 +81,7 @@ async def programs_fragment(request: Request, current: Session = Depends(session
 
 @router.get("/web/programs/{name}", response_class=HTMLResponse)
 async def program_page(
-    request: Request, name: str, current: Session = Depends(session)
+    request: Request, name: str, current: Session = Depends(page_session)
 ) -> HTMLResponse:
     """One program: its state, restarts and history, health checks, and its log (live)."""
     try:

@@ -20,7 +20,7 @@ from watchkeeper.server.api.fields import INT32_MAX
 from watchkeeper.server.deps import Services, services
 from watchkeeper.server.web.common import acting_form, answer, page
 from watchkeeper.server.web.pane import config_path, duration
-from watchkeeper.server.web.routes_home import chrome, switches_context
+from watchkeeper.server.web.routes_home import chrome, page_session, switches_context
 from watchkeeper.server.web.session import Session, session
 
 router = APIRouter(include_in_schema=False)
@@ -94,13 +94,13 @@ async def _render(request: Request, current: Session, **extra: Any) -> HTMLRespo
 
 
 @router.get(SETTINGS, response_class=HTMLResponse)
-async def settings_page(request: Request, current: Session = Depends(session)) -> HTMLResponse:
+async def settings_page(request: Request, current: Session = Depends(page_session)) -> HTMLResponse:
     """Runbooks, silences, admins, tokens and budgets per kind."""
     return await _render(request, current)
 
 
 @router.post(SETTINGS + "/tokens")
-async def make_token(request: Request, current: Session = Depends(session)) -> Response:
+async def make_token(request: Request, current: Session = Depends(page_session)) -> Response:
     """Make an API token (admins only); its secret is shown once, on the page that answers."""
     form = await acting_form(request, current)
     if not current.is_admin:

@@ -13,7 +13,7 @@ from watchkeeper.server.api.fields import INT32_MAX
 from watchkeeper.server.api.silences import silence_json
 from watchkeeper.server.deps import services
 from watchkeeper.server.web.common import acting_form, answer, local_path, page
-from watchkeeper.server.web.routes_home import chrome
+from watchkeeper.server.web.routes_home import chrome, page_session
 from watchkeeper.server.web.session import Session, session
 from watchkeeper.server.web.shared import shared_overview
 from watchkeeper.watch.silences import Matchers
@@ -29,7 +29,7 @@ def _silences_context(request: Request) -> dict[str, Any]:
 
 
 @router.get(SILENCES, response_class=HTMLResponse)
-async def silences_page(request: Request, current: Session = Depends(session)) -> HTMLResponse:
+async def silences_page(request: Request, current: Session = Depends(page_session)) -> HTMLResponse:
     """Silences, newest first, the form to add one, and a button to expire each active one."""
     context = await asyncio.to_thread(_silences_context, request)
     return page(

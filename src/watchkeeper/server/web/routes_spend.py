@@ -20,8 +20,8 @@ from watchkeeper.server.api.timeline import range_end
 from watchkeeper.server.deps import services
 from watchkeeper.server.web import charts
 from watchkeeper.server.web.common import page
-from watchkeeper.server.web.routes_home import chrome
-from watchkeeper.server.web.session import Session, session
+from watchkeeper.server.web.routes_home import chrome, page_session
+from watchkeeper.server.web.session import Session
 
 router = APIRouter(include_in_schema=False)
 SPEND_GROUPINGS = ("day", "model", "provider", "role")
@@ -77,7 +77,7 @@ def _spend_context(request: Request, span: _Range) -> dict[str, Any]:
 
 
 @router.get("/web/spend", response_class=HTMLResponse)
-async def spend_page(request: Request, current: Session = Depends(session)) -> HTMLResponse:
+async def spend_page(request: Request, current: Session = Depends(page_session)) -> HTMLResponse:
     """Spend by day, model, provider and role, over the range the URL asks for."""
     span = _Range(request)
     context: dict[str, Any] = {"charts": None}
