@@ -1,8 +1,9 @@
 """The code examples of docs/*.md and README.md, as a reader would copy them.
 
 Every fenced ``python``, ``sh`` and ``toml`` block is an example that must work as
-written. A block that cannot run here says why in an HTML comment on the line
-before it, which readers of the rendered page never see::
+written (``ts`` blocks are type-checked against the Node SDK by
+tests/packaging/test_node_sdk.py). A block that cannot run here says why in an HTML
+comment on the line before it, which readers of the rendered page never see::
 
     <!-- example: skip needs a real Telegram bot -->
 
@@ -49,8 +50,8 @@ def pages() -> list[Path]:
     return [*sorted((ROOT / "docs").glob("*.md")), ROOT / "README.md"]
 
 
-def examples(path: Path) -> list[Example]:
-    """The python, sh and toml blocks of one page, in order."""
+def examples(path: Path, languages: tuple[str, ...] = LANGUAGES) -> list[Example]:
+    """The blocks of one page in ``languages`` (python, sh and toml), in order."""
     lines = path.read_text(encoding="utf-8").splitlines()
     found = []
     index = 0
@@ -63,7 +64,7 @@ def examples(path: Path) -> list[Example]:
         end = index + 1
         while end < len(lines) and not lines[end].strip().startswith("```"):
             end += 1
-        if language in LANGUAGES:
+        if language in languages:
             # A block inside a list item is indented with it; the reader copies it without.
             body = [line.removeprefix(indent) for line in lines[index + 1 : end]]
             found.append(

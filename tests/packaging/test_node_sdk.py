@@ -9,6 +9,7 @@ downloads. Without ``node``, or without that install, they are skipped, except u
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import subprocess
@@ -17,7 +18,10 @@ from pathlib import Path
 
 import pytest
 
-SDK = Path(__file__).resolve().parents[2] / "sdk" / "node"
+from ..docs.examples import examples
+
+ROOT = Path(__file__).resolve().parents[2]
+SDK = ROOT / "sdk" / "node"
 #: Longest the build and the Node tests may take together.
 TEST_TIMEOUT_S = 180
 
@@ -52,7 +56,8 @@ def _installed() -> bool:
     return marker.exists() and marker.stat().st_mtime >= lock.stat().st_mtime
 
 
-def test_the_node_sdk_builds_and_passes_its_tests_against_a_real_server() -> None:
+def _need_the_compiler() -> None:
+    """Skip without node or the SDK's compiler, except under CI, where that is a failure."""
     missing = None
     if shutil.which("node") is None:
         missing = "node is not installed"
@@ -62,6 +67,78 @@ def test_the_node_sdk_builds_and_passes_its_tests_against_a_real_server() -> Non
         if os.environ.get("CI"):
             pytest.fail(f"{missing}, and CI must run the Node SDK's tests")
         pytest.skip(missing)
+
+
+def test_the_node_sdk_builds_and_passes_its_tests_against_a_real_server() -> None:
+    _need_the_compiler()
     tested = _npm("test")
     assert tested.returncode == 0, tested.stdout[-20_000:] + tested.stderr[-5_000:]
     assert "# fail 0" in tested.stdout, tested.stdout[-20_000:]
+
+
+def page_as_one_module(page: Path) -> str:
+    """The page's ``ts`` blocks as a reader follows them: one module, its imports first,
+    each block in a scope inside the one before (it sees the names earlier blocks made and
+    may make the same names again)."""
+    blocks = examples(page, ("ts",))
+    imports = [line for b in blocks for line in b.code.splitlines() if line.startswith("import ")]
+    scopes = [
+        f"// {b.name}\n{{\n"
+        + "\n".join(line for line in b.code.splitlines() if not line.startswith("import "))
+        for b in blocks
+    ]
+    return "\n".join(imports) + "\n" + "\n".join(scopes) + "\n" + "}\n" * len(blocks)
+
+
+def _type_check(tmp_path: Path, module: str) -> subprocess.CompletedProcess[str]:
+    """``tsc`` (strict, as the SDK is built) on ``module``, with ``"watchkeeper"`` resolved to
+    the SDK's own source."""
+    (tmp_path / "page.mts").write_text(module, encoding="utf-8")
+    options = {
+        "target": "ES2022",
+        "module": "NodeNext",
+        "moduleResolution": "NodeNext",
+        "lib": ["ES2022"],
+        "types": ["node"],
+        "typeRoots": [str(SDK / "node_modules" / "@types")],
+        "strict": True,
+        "noUncheckedIndexedAccess": True,
+        "noEmit": True,
+        "skipLibCheck": True,
+        "paths": {"watchkeeper": [str(SDK / "src" / "index.ts")]},
+    }
+    tsconfig = {"compilerOptions": options, "files": ["page.mts"]}
+    (tmp_path / "tsconfig.json").write_text(json.dumps(tsconfig), encoding="utf-8")
+    return subprocess.run(
+        [str(SDK / "node_modules" / ".bin" / "tsc"), "-p", str(tmp_path)],
+        capture_output=True,
+        text=True,
+        timeout=TEST_TIMEOUT_S,
+        check=False,
+    )
+
+
+def test_every_typescript_example_of_the_docs_type_checks_against_the_sdk(tmp_path: Path) -> None:
+    """docs/sdk-node.md's examples against the SDK: a renamed call or option, a wrong
+    argument or a field the answers do not have fails here.
+
+    They are checked, not run: they read ids a reader has (``r-1``, ``t-...``) and no
+    server here holds."""
+    _need_the_compiler()
+    page = ROOT / "docs" / "sdk-node.md"
+    assert len(examples(page, ("ts",))) >= 10, "the Node SDK page's examples went missing"
+    checked = _type_check(tmp_path, page_as_one_module(page))
+    assert checked.returncode == 0, (
+        "docs/sdk-node.md's examples do not type-check against the SDK (lines are "
+        f"page.mts's; each block starts with its docs line):\n{checked.stdout}{checked.stderr}"
+    )
+
+
+def test_a_wrong_option_in_an_example_is_caught(tmp_path: Path) -> None:
+    """The check above can fail: the page with one option misspelt does not type-check."""
+    _need_the_compiler()
+    module = page_as_one_module(ROOT / "docs" / "sdk-node.md")
+    assert "budgetS: 120" in module
+    checked = _type_check(tmp_path, module.replace("budgetS: 120", "budgetSecs: 120"))
+    assert checked.returncode != 0
+    assert "'budgetSecs' does not exist" in checked.stdout
