@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any
 
 import httpx
@@ -14,10 +15,12 @@ from fastapi.openapi.utils import get_openapi
 from starlette.routing import BaseRoute, Match
 
 from watchkeeper.access.tokens import TokenService
+from watchkeeper.redact import redact
 from watchkeeper.runtime import Runtime
 from watchkeeper.server import app as app_module
 from watchkeeper.store import Store
 from watchkeeper.store.tokens import Role
+from watchkeeper.watch import reports as reports_module
 
 from ..conftest import make_settings
 from ..support.live_server import LiveServer, live_server
@@ -183,3 +186,22 @@ def test_report_routes_are_matched_first_and_every_path_reaches_what_it_did(
     documented = app.openapi()
     assert list(documented["paths"]) == list(expected["paths"])
     assert documented == expected
+
+
+def test_a_run_id_the_server_makes_is_never_masked_where_it_is_shown(
+    api: LiveServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Sixteen random hex digits are now and then all decimal and pass Luhn's check (about
+    1 in 20,000): shown through the redaction every page, card and answer applies, such an
+    id read "[card]" and linked nowhere."""
+    monkeypatch.setattr(reports_module, "secrets", SimpleNamespace(token_hex=_card_like))
+    with api.client("reporter") as http:
+        answer = http.post("/api/v1/runs", json={"kind": "crawl", "title": "no id given"})
+    assert answer.status_code == 201, answer.text
+    run_id = answer.json()["run_id"]
+    assert run_id.startswith("r-")
+    assert redact(run_id) == run_id
+
+
+def _card_like(_size: int) -> str:
+    return "3575362989975381"  # passes Luhn's check

@@ -12,7 +12,7 @@ from urllib.parse import parse_qsl, urlencode
 from fastapi import Request
 from fastapi.responses import HTMLResponse, JSONResponse, RedirectResponse, Response
 from fastapi.templating import Jinja2Templates
-from markupsafe import Markup
+from markupsafe import Markup, escape
 
 from watchkeeper.redact import redact
 from watchkeeper.server.web import jobsview, tasks
@@ -61,6 +61,32 @@ def _tokens(value: int | None) -> str:
 templates = Jinja2Templates(directory=str(HERE / "templates"))
 
 
+class Verbatim:
+    """A value of the server's own, printed as it is: a session's CSRF token, a login
+    form's nonce, a new API token's secret shown once to the admin who made it.
+
+    Pages redact every other value they print (it may come from the supervised work). A
+    random token of ours can take a credential's shape (about 1 CSRF token in 28,000 did),
+    and printed masked it is useless: every post of that session was refused. Such a value
+    is printed as character references, which the browser reads back as the value and no
+    redaction shape matches: a macro's output is redacted again where it is called, so
+    printing it plainly here would not be enough.
+    """
+
+    __slots__ = ("_text",)
+
+    def __init__(self, text: str) -> None:
+        self._text = text
+
+    def __html__(self) -> str:
+        if redact(self._text) == self._text:
+            return str(escape(self._text))
+        return "".join(f"&#{ord(character)};" for character in self._text)
+
+    def __str__(self) -> str:
+        return self._text
+
+
 def _printed(value: Any) -> Any:
     """Every value a page prints passes through redact: titles, reasons and logs come from
     the supervised work and may carry a credential it printed."""
@@ -73,7 +99,7 @@ def _printed(value: Any) -> Any:
 
 
 templates.env.finalize = _printed
-templates.env.filters.update(ago=_ago, when=_time, money=_money, tokens=_tokens)
+templates.env.filters.update(ago=_ago, when=_time, money=_money, tokens=_tokens, verbatim=Verbatim)
 templates.env.globals.update(
     task_icon=tasks.icon,
     job_actions=jobsview.actions,

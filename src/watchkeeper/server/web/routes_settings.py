@@ -12,32 +12,17 @@ from typing import Any
 
 from fastapi import APIRouter, Depends, Path, Request
 from fastapi.responses import HTMLResponse, Response
-from markupsafe import escape
 
 from watchkeeper.access.tokens import Role
 from watchkeeper.errors import WatchkeeperError
 from watchkeeper.server.api.fields import INT32_MAX
 from watchkeeper.server.deps import Services, services
-from watchkeeper.server.web.common import acting_form, answer, page
+from watchkeeper.server.web.common import Verbatim, acting_form, answer, page
 from watchkeeper.server.web.pane import config_path, duration
 from watchkeeper.server.web.routes_home import chrome, page_session, switches_context
 from watchkeeper.server.web.session import Session, session
 
 router = APIRouter(include_in_schema=False)
-
-
-class ShownOnce:
-    """A new token's secret, printed once to the admin who made it.
-
-    Every other value a page prints is redacted, and a token looks like one: this is the
-    one value meant to be seen, so it is not a string the redaction would mask.
-    """
-
-    def __init__(self, secret: str) -> None:
-        self._secret = secret
-
-    def __html__(self) -> str:
-        return str(escape(self._secret))
 
 
 SETTINGS = "/web/settings"
@@ -119,7 +104,7 @@ async def make_token(request: Request, current: Session = Depends(page_session))
         )
     except WatchkeeperError as exc:
         return answer(request, SETTINGS, str(exc), False)
-    return await _render(request, current, made={"info": info, "secret": ShownOnce(secret)})
+    return await _render(request, current, made={"info": info, "secret": Verbatim(secret)})
 
 
 @router.post(SETTINGS + "/tokens/{token_id}/revoke")
