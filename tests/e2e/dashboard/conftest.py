@@ -153,13 +153,35 @@ def dashboard(tmp_path: Path, sqlite_template: Path) -> Iterator[Dashboard]:
         runtime.close()
 
 
+#: The four ways the dashboard is seen: a desktop's width and a phone's, light and dark. A
+#: test of what a page does takes ``@pytest.mark.parametrize("look", LOOKS, indirect=True)``
+#: to run in each; without it, it runs at 1280 px in light.
+LOOKS = [
+    pytest.param(({"width": 1280, "height": 900}, "light"), id="1280-light"),
+    pytest.param(({"width": 1280, "height": 900}, "dark"), id="1280-dark"),
+    pytest.param(({"width": 390, "height": 844}, "light"), id="390-light"),
+    pytest.param(({"width": 390, "height": 844}, "dark"), id="390-dark"),
+]
+#: Both widths and both schemes in two runs, for the tests that take longest (a server
+#: stopped and started again, a stream's reconnect waited for).
+LOOK_CORNERS = [LOOKS[0], LOOKS[3]]
+
+
 @pytest.fixture
-def pages(browser: Any) -> Iterator[Any]:
+def look(request: pytest.FixtureRequest) -> tuple[dict[str, int], str]:
+    """The viewport and colour scheme of the pages :func:`pages` opens."""
+    found: tuple[dict[str, int], str] = getattr(request, "param", LOOKS[0].values[0])
+    return found
+
+
+@pytest.fixture
+def pages(browser: Any, look: tuple[dict[str, int], str]) -> Iterator[Any]:
     """A factory of pages, each in its own browser context (its own cookies); closed after."""
     contexts: list[Any] = []
+    viewport, scheme = look
 
     def new_page() -> Any:
-        context = browser.new_context(viewport={"width": 1280, "height": 900})
+        context = browser.new_context(viewport=viewport, color_scheme=scheme)
         context.set_default_timeout(WAIT_MS)
         contexts.append(context)
         return context.new_page()

@@ -7,6 +7,7 @@ import shutil
 from pathlib import Path
 from typing import Any
 
+import pytest
 from playwright.sync_api import expect
 
 from watchkeeper.procs.launch import LaunchRequest
@@ -17,7 +18,7 @@ from watchkeeper.store.tokens import Role
 from watchkeeper.watch.silences import Matchers
 
 from ...support.live_server import free_port
-from .conftest import Dashboard, open_runtime, serve
+from .conftest import LOOK_CORNERS, Dashboard, open_runtime, serve
 
 #: Set on a page once it is drawn: still there later means the page was not loaded again.
 MARK = "() => { window.drawnOnce = true; }"
@@ -119,6 +120,7 @@ def test_processes_silences_and_switches_follow_live(
     assert page.evaluate(MARKED)
 
 
+@pytest.mark.parametrize("look", LOOK_CORNERS, indirect=True)
 def test_a_lost_connection_says_so_and_the_page_catches_up_when_it_is_back(
     tmp_path: Path, sqlite_template: Path, pages: Any
 ) -> None:
@@ -166,6 +168,7 @@ def _revoke(dashboard: Dashboard, name: str) -> None:
     runtime.sessions.forget()
 
 
+@pytest.mark.parametrize("look", LOOK_CORNERS, indirect=True)
 def test_a_revoked_session_says_to_log_in_again_as_soon_as_it_is_refused(
     dashboard: Dashboard, pages: Any
 ) -> None:

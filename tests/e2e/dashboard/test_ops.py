@@ -28,7 +28,7 @@ from watchkeeper.supervise import (
 )
 from watchkeeper.timeline.service import TimelineService
 
-from .conftest import Dashboard
+from .conftest import LOOKS, Dashboard
 from .world import DESKTOP, PHONE
 
 
@@ -204,6 +204,7 @@ def _accept(dialog: Dialog) -> None:
     dialog.accept()
 
 
+@pytest.mark.parametrize("look", LOOKS, indirect=True)
 def test_a_process_run_log_follows_live_and_abort_says_how_it_went(
     dashboard: Dashboard, pages: Any, tmp_path: Path
 ) -> None:
@@ -231,6 +232,7 @@ def test_a_process_run_log_follows_live_and_abort_says_how_it_went(
         engine.abort(run_id, grace_s=0)
 
 
+@pytest.mark.parametrize("look", LOOKS, indirect=True)
 def test_a_process_page_settles_when_the_run_ends_on_its_own(
     dashboard: Dashboard, pages: Any, tmp_path: Path
 ) -> None:

@@ -5,13 +5,14 @@ from __future__ import annotations
 import re
 from typing import Any
 
+import pytest
 from playwright.sync_api import expect
 
 from tests.support import patient_http
 from watchkeeper.store.tokens import Role
 
 from . import actions
-from .conftest import Dashboard
+from .conftest import LOOKS, Dashboard
 
 
 def _report(dashboard: Dashboard, run_id: str, title: str, budget_s: float) -> None:
@@ -76,6 +77,7 @@ def test_a_stalled_run_appears_live_is_retried_and_a_second_press_is_told_who_wo
     expect(dealt).to_contain_text("retry by @ana on dashboard")
 
 
+@pytest.mark.parametrize("look", LOOKS, indirect=True)
 def test_viewers_see_everything_but_no_buttons_that_act(dashboard: Dashboard, pages: Any) -> None:
     _report(dashboard, "crawl-2", "crawl docs.example.org", budget_s=1)
     viewer = dashboard.login(pages(), "vic", Role.VIEWER)
