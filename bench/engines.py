@@ -23,6 +23,14 @@ idle workers sent in a window of the same length just before (Celery's workers p
 broker). No ``KEYS`` and no script: keys are found with ``SCAN`` and read in pipelined
 batches of 1,000, so no single command holds Redis long (``usec_per_call`` is shown).
 
+Reading never blocks the engine's workers, measured: while the 10,000 are there, a real
+worker of each engine runs a stream of trivial tasks (Celery: a ``ping`` task on the
+prefork workers, the result read back; RQ: a ``noop`` job on a real ``rq worker``, its
+result waited for), one at a time, and each round trip is timed, first with no read going
+on and then with the adapter reading back to back in another thread, interleaved for
+``--rounds`` rounds. Blocking would show as round trips that wait for a read (a read is
+hundreds of milliseconds); the p50 and p99 of each side are printed.
+
 Run::
 
     .venv/bin/python bench/engines.py                 # both engines
@@ -33,6 +41,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import multiprocessing
 import os
 import shutil
 import socket
@@ -62,7 +71,19 @@ CELERY_APP = """
 import os
 from celery import Celery
 app = Celery("bench", broker=os.environ["BENCH_REDIS"], backend=os.environ["BENCH_REDIS"])
+
+@app.task(name="bench.ping")
+def ping():
+    return 1
 """
+RQ_TASKS = """
+def noop():
+    return 1
+"""
+#: Round trips timed on each side (no read, reads back to back) of each round; beside the
+#: reads, they go on until the reading process has made READS_BESIDE reads.
+PINGS = 60
+READS_BESIDE = 5
 
 
 def free_port() -> int:
@@ -172,13 +193,86 @@ def measure(adapter: Adapter, conn: redis.Redis, reads: int) -> dict[str, Any]:
     }
 
 
+def _percentile(values: list[float], share: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, int(share * len(ordered)))]
+
+
+def _read_until_stopped(engine: str, url: str, stop: Any, reads: Any) -> None:
+    adapter = adapter_for(ADAPTERS[engine], engine, url)
+    try:
+        while not stop.is_set():
+            adapter.read(datetime.now(UTC))
+            with reads.get_lock():
+                reads.value += 1
+    finally:
+        adapter.close()
+
+
+def workers_beside_reads(
+    engine: str, url: str, round_trip: Callable[[], None], rounds: int
+) -> dict[str, Any]:
+    """Round trips of a trivial task through the engine's own workers, with no read going
+    on and with an adapter reading back to back, interleaved ``rounds`` times.
+
+    The reads run in a process of their own (spawned: this one holds an engine client's
+    threads), as a sweep runs in the server's: in this one they would hold the
+    interpreter's lock and slow the round trips' own client, not the workers."""
+    quiet: list[float] = []
+    beside: list[float] = []
+    spawn = multiprocessing.get_context("spawn")
+    reads = spawn.Value("i", 0)
+
+    def timed(into: list[float], until_reads: int = 0) -> None:
+        done = 0
+        while done < PINGS or reads.value < until_reads:
+            started = time.perf_counter()
+            round_trip()
+            into.append(time.perf_counter() - started)
+            done += 1
+
+    round_trip()  # the first carries the workers' own warm-up
+    for _ in range(rounds):
+        timed(quiet)
+        stop = spawn.Event()
+        reader = spawn.Process(
+            target=_read_until_stopped, args=(engine, url, stop, reads), daemon=True
+        )
+        before = reads.value
+        reader.start()
+        wait(
+            lambda r=reader, b=before: reads.value > b or not r.is_alive(),
+            "a first read beside the workers",
+        )
+        timed(beside, until_reads=before + READS_BESIDE)
+        stop.set()
+        reader.join(timeout=60)
+    return {
+        "round_trips": {"no_read": len(quiet), "reading": len(beside)},
+        "reads_beside": reads.value,
+        "no_read_ms": {
+            "p50": _percentile(quiet, 0.5) * 1000,
+            "p99": _percentile(quiet, 0.99) * 1000,
+            "max": max(quiet) * 1000,
+        },
+        "reading_ms": {
+            "p50": _percentile(beside, 0.5) * 1000,
+            "p99": _percentile(beside, 0.99) * 1000,
+            "max": max(beside) * 1000,
+        },
+    }
+
+
+ADAPTERS: dict[str, type[Adapter]] = {"celery": CeleryAdapter, "rq": RqAdapter}
+
+
 def adapter_for(cls: type[Adapter], engine: str, url: str) -> Adapter:
     table = {"engine": engine, "url": url, "budget_s": 300}
     settings = config.parse({"kinds": {"jobs": table}}, "bench")
     return cls("jobs", KindConfig(**table), AdapterContext(settings, None))
 
 
-def bench_celery(url: str, folder: Path, reads: int) -> dict[str, Any]:
+def bench_celery(url: str, folder: Path, reads: int, rounds: int) -> dict[str, Any]:
     from celery import Celery
 
     (folder / "benchapp.py").write_text(CELERY_APP)
@@ -218,7 +312,13 @@ def bench_celery(url: str, folder: Path, reads: int) -> dict[str, Any]:
             app.backend.store_result(str(uuid.uuid4()), {"done": number, "of": TASKS}, "PROGRESS")
         adapter = adapter_for(CeleryAdapter, "celery", url)
         try:
-            return measure(adapter, redis.Redis.from_url(url), reads)
+            figures = measure(adapter, redis.Redis.from_url(url), reads)
+
+            def ping() -> None:
+                app.send_task("bench.ping").get(timeout=30)
+
+            figures["workers"] = workers_beside_reads("celery", url, ping, rounds)
+            return figures
         finally:
             adapter.close()
     finally:
@@ -229,10 +329,11 @@ def bench_celery(url: str, folder: Path, reads: int) -> dict[str, Any]:
             process.wait(timeout=30)
 
 
-def bench_rq(url: str, reads: int) -> dict[str, Any]:
+def bench_rq(url: str, folder: Path, reads: int, rounds: int) -> dict[str, Any]:
     from rq import Queue, Worker
     from rq.executions import Execution
 
+    (folder / "benchtasks.py").write_text(RQ_TASKS)
     conn = redis.Redis.from_url(url)
     queue = Queue("bench", connection=conn)
     worker = Worker([queue], connection=conn, name="bench-worker")
@@ -247,9 +348,29 @@ def bench_rq(url: str, reads: int) -> dict[str, Any]:
                 Execution.create(job, ttl=3600, pipeline=pipe, worker_name=worker.name)
             pipe.execute()
     adapter = adapter_for(RqAdapter, "rq", url)
+    pings = Queue("pings", connection=conn)
+    env = {**os.environ, "PYTHONPATH": str(folder)}
+    real_worker = subprocess.Popen(
+        [str(Path(sys.executable).parent / "rq"), "worker", "--url", url, "-n", "pinger", "pings"],
+        env=env,
+        cwd=folder,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
     try:
-        return measure(adapter, conn, reads)
+        figures = measure(adapter, conn, reads)
+
+        def ping() -> None:
+            job = pings.enqueue("benchtasks.noop")
+            result = job.latest_result(timeout=30)
+            if result is None or not result.type == result.Type.SUCCESSFUL:
+                raise SystemExit(f"the RQ worker did not run a ping: {result}")
+
+        figures["workers"] = workers_beside_reads("rq", url, ping, rounds)
+        return figures
     finally:
+        real_worker.terminate()
+        real_worker.wait(timeout=30)
         adapter.close()
         worker.register_death()
 
@@ -258,6 +379,9 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--reads", type=int, default=5, help="timed reads per engine")
     parser.add_argument("--engine", choices=["celery", "rq", "both"], default="both")
+    parser.add_argument(
+        "--rounds", type=int, default=3, help="rounds of worker round trips, without and with reads"
+    )
     parser.add_argument("--json", type=Path, help="also write the figures here")
     args = parser.parse_args()
     results: dict[str, Any] = {"tasks": TASKS}
@@ -266,9 +390,9 @@ def main() -> None:
             continue
         with tempfile.TemporaryDirectory() as folder, redis_server(Path(folder)) as url:
             if engine == "celery":
-                results[engine] = bench_celery(url, Path(folder), args.reads)
+                results[engine] = bench_celery(url, Path(folder), args.reads, args.rounds)
             else:
-                results[engine] = bench_rq(url, args.reads)
+                results[engine] = bench_rq(url, Path(folder), args.reads, args.rounds)
         figures = results[engine]
         print(
             f"{engine}: {figures['runs']:,} runs, one read {figures['read_s']['median']:.3f} s "
@@ -276,6 +400,15 @@ def main() -> None:
             f"{figures['cpu_s']:.3f} s CPU; load average {figures['load_average']:.1f}); "
             f"{figures['commands_total']} Redis commands {figures['commands']}; "
             f"KEYS or scripts: {figures['keys_or_scripts']}"
+        )
+        trips = figures["workers"]
+        quiet, reading = trips["no_read_ms"], trips["reading_ms"]
+        print(
+            f"  {engine} workers: {trips['round_trips']['no_read']} round trips with no read, "
+            f"p50 {quiet['p50']:.1f} ms p99 {quiet['p99']:.1f} max {quiet['max']:.1f}; "
+            f"{trips['round_trips']['reading']} beside {trips['reads_beside']} reads, "
+            f"p50 {reading['p50']:.1f} ms "
+            f"p99 {reading['p99']:.1f} max {reading['max']:.1f}"
         )
     if args.json:
         args.json.write_text(json.dumps(results, indent=2))
