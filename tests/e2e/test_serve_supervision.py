@@ -3,7 +3,6 @@ through a circuit breaker, and shows both (and its health checks) at /api/v1/sup
 
 from __future__ import annotations
 
-import re
 import signal
 import subprocess
 from collections.abc import Iterator
@@ -20,6 +19,7 @@ from tests.support import patient_http
 from ..support.json_server import JsonHandler, JsonServer, answering
 from ..support.serving import serving
 from ..support.waiting import wait_for
+from ..support.web_login import csrf_of, log_in
 
 LOOPS = ["leader-lease", "sweeper", "notifier"]
 
@@ -238,14 +238,8 @@ def test_stopping_the_server_stops_the_tree_in_reverse_order(served: Served) -> 
 def _login(served: Served, token: str | None = None) -> tuple[httpx.Client, str]:
     """A dashboard session (through the login form) and its CSRF token."""
     web = httpx.Client(base_url=served.url, timeout=30)
-    form = web.get("/web/login")
-    nonce = re.search(r'name="nonce" value="([^"]+)"', form.text)
-    assert nonce is not None
-    logged = web.post("/web/login", data={"token": token or served.token, "nonce": nonce.group(1)})
-    assert logged.status_code == 303, logged.text
-    csrf = re.search(r'name="csrf-token" content="([^"]+)"', web.get("/web/").text)
-    assert csrf is not None
-    return web, csrf.group(1)
+    log_in(web, token or served.token)
+    return web, csrf_of(web)
 
 
 def test_the_dashboard_reads_and_acts_with_its_session_and_csrf_token(served: Served) -> None:

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import contextlib
-import re
 import signal
 import subprocess
 import threading
@@ -18,6 +17,7 @@ from watchkeeper.server.http.longpoll import PER_TOKEN
 
 from ..support.serving import serving
 from ..support.waiting import wait_for
+from ..support.web_login import page_value
 from .test_cli import config_file  # noqa: F401  (fixture)
 
 #: Far below the five minutes a stream used to hold a stopping server, far above a prompt stop.
@@ -57,10 +57,8 @@ class _Reader:
 
 
 def _login(web: httpx.Client, token: str) -> None:
-    form = web.get("/web/login")
-    nonce = re.search(r'name="nonce" value="([^"]+)"', form.text)
-    assert nonce is not None
-    answer = web.post("/web/login", data={"token": token, "nonce": nonce.group(1)})
+    nonce = page_value(r'name="nonce" value="([^"]+)"', web.get("/web/login").text)
+    answer = web.post("/web/login", data={"token": token, "nonce": nonce})
     assert answer.status_code in (200, 303), answer.text
 
 

@@ -6,7 +6,6 @@ A real server on loopback running a program group (real processes) and host chec
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -23,6 +22,7 @@ from watchkeeper.store import Store
 from ..conftest import make_settings
 from ..support.live_server import LiveServer, live_server
 from ..support.waiting import wait_for
+from ..support.web_login import logged_in
 
 PROGRAMS = {
     "crawler": {"command": ["sleep", "300"], "group": "crawl", "start_s": 0},
@@ -51,15 +51,8 @@ def server(tmp_path: Path, store: Store, clock: ManualClock) -> Iterator[LiveSer
 @contextmanager
 def _session(server: LiveServer, role: str = "admin") -> Iterator[tuple[httpx.Client, str]]:
     """A logged-in browser and its CSRF token."""
-    with httpx.Client(base_url=server.url, timeout=30) as web:
-        form = web.get("/web/login")
-        nonce = re.search(r'name="nonce" value="([^"]+)"', form.text)
-        assert nonce is not None
-        answer = web.post("/web/login", data={"token": server.tokens[role], "nonce": nonce[1]})
-        assert answer.status_code == 303, answer.text
-        csrf = re.search(r'name="csrf-token" content="([^"]+)"', web.get("/web/").text)
-        assert csrf is not None
-        yield web, csrf[1]
+    with logged_in(server.url, server.tokens[role]) as (web, csrf):
+        yield web, csrf
 
 
 def _post(web: httpx.Client, csrf: str | None, path: str, body: Any) -> httpx.Response:

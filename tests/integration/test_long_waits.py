@@ -8,7 +8,6 @@ answers, and past the caps a held request is refused at once with ``429``.
 from __future__ import annotations
 
 import asyncio
-import re
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -27,6 +26,7 @@ from watchkeeper.store.tokens import Role
 from ..conftest import make_settings
 from ..support.live_server import LiveServer, live_server
 from ..support.waiting import wait_for, wait_for_async
+from ..support.web_login import log_in
 from .procs.conftest import kill_leftovers
 
 HELD = 60
@@ -177,10 +177,7 @@ def _viewer(server: LiveServer, name: str) -> tuple[int, str]:
 
 
 def _login(web: httpx.Client, secret: str) -> None:
-    form = web.get("/web/login")
-    nonce = re.search(r'name="nonce" value="([^"]+)"', form.text)
-    assert nonce is not None
-    web.post("/web/login", data={"token": secret, "nonce": nonce.group(1)})
+    log_in(web, secret)
 
 
 def test_streams_and_long_polls_share_the_caps(served_runtime: Runtime) -> None:

@@ -3,7 +3,6 @@ looping run under Needs attention with what it repeats."""
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterator
 
 import httpx
@@ -14,6 +13,7 @@ from watchkeeper.clock import ManualClock
 from watchkeeper.runtime import Runtime
 
 from ..support.live_server import LiveServer, live_server
+from ..support.web_login import log_in
 from .helpers import start, sweep
 
 KIND = "chat_turn"
@@ -28,13 +28,7 @@ def server(runtime: Runtime) -> Iterator[LiveServer]:
 
 def dashboard_work(server: LiveServer) -> str:
     with httpx.Client(base_url=server.url, timeout=TIMEOUT_S) as web:
-        form = web.get("/web/login")
-        nonce = re.search(r'name="nonce" value="([^"]+)"', form.text)
-        assert nonce is not None
-        done = web.post(
-            "/web/login", data={"token": server.tokens["viewer"], "nonce": nonce.group(1)}
-        )
-        assert done.status_code == 303, done.text
+        log_in(web, server.tokens["viewer"])
         return web.get("/web/fragments/work").text
 
 

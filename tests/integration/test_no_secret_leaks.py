@@ -10,7 +10,6 @@ from __future__ import annotations
 import io
 import logging
 import logging.config
-import re
 import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -26,6 +25,7 @@ from watchkeeper.runtime import Runtime
 
 from ..support.live_server import LiveServer, live_server
 from ..support.waiting import wait_for
+from ..support.web_login import log_in
 
 TELEGRAM_TOKEN = "7123456789:AAH" + "Zq3xW9vT8sR7pQ6oN5mL4kJ3iH2gF1eD"
 GITHUB_TOKEN = "ghp_" + "Zq3xW9vT8sR7pQ6oN5mL4kJ3iH2gF1eDcBa9"
@@ -148,11 +148,7 @@ def _login(server: LiveServer) -> Iterator[httpx.Client]:
 def _login_at(url: str, token: str) -> Iterator[httpx.Client]:
     """A dashboard session on the server at ``url``, logged in with ``token``."""
     with httpx.Client(base_url=url, timeout=30) as client:
-        form = client.get("/web/login")
-        nonce = re.search(r'name="nonce" value="([^"]+)"', form.text)
-        assert nonce is not None
-        done = client.post("/web/login", data={"nonce": nonce.group(1), "token": token})
-        assert done.status_code == 303, done.text
+        log_in(client, token)
         yield client
 
 

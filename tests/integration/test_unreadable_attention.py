@@ -7,7 +7,6 @@ dashboard and ``/runs`` in chat, with when the work was last seen.
 
 from __future__ import annotations
 
-import re
 import sqlite3
 from collections.abc import Callable, Iterator
 from contextlib import AbstractContextManager
@@ -25,6 +24,7 @@ from watchkeeper.store import Store
 
 from ..conftest import T0, make_settings
 from ..support.live_server import LiveServer, live_server
+from ..support.web_login import log_in
 from .fakes.discord import fake_discord
 from .fakes.platform import FakePlatform
 from .fakes.slack import fake_slack
@@ -95,13 +95,7 @@ def unreadable_after_a_stall(runtime: Runtime, clock: ManualClock, crawler_db: P
 
 def dashboard_work(server: LiveServer) -> str:
     with httpx.Client(base_url=server.url, timeout=TIMEOUT_S) as web:
-        form = web.get("/web/login")
-        nonce = re.search(r'name="nonce" value="([^"]+)"', form.text)
-        assert nonce is not None
-        done = web.post(
-            "/web/login", data={"token": server.tokens["viewer"], "nonce": nonce.group(1)}
-        )
-        assert done.status_code == 303, done.text
+        log_in(web, server.tokens["viewer"])
         return web.get("/web/fragments/work").text
 
 

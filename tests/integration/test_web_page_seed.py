@@ -25,6 +25,7 @@ from watchkeeper.store.runs import NewRun
 
 from ..support.live_server import LiveServer, live_server
 from ..support.waiting import TIMEOUT_S
+from ..support.web_login import log_in
 
 
 @pytest.fixture
@@ -35,11 +36,7 @@ def server(runtime: Runtime) -> Iterator[LiveServer]:
 
 def _logged_in(server: LiveServer) -> httpx.Client:
     web = httpx.Client(base_url=server.url, timeout=TIMEOUT_S)
-    form = web.get("/web/login")
-    nonce = re.search(r'name="nonce" value="([^"]+)"', form.text)
-    assert nonce is not None
-    answer = web.post("/web/login", data={"token": server.tokens["admin"], "nonce": nonce[1]})
-    assert answer.status_code == 303, answer.text
+    log_in(web, server.tokens["admin"])
     return web
 
 

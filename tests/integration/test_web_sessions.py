@@ -23,6 +23,7 @@ from watchkeeper.server.web import session as web_session
 from watchkeeper.store.schema import metadata
 
 from ..support.live_server import LiveServer, live_server
+from ..support.web_login import csrf_of, log_in
 
 RUNBOOK = "/web/runbooks/retry_out_of_attempts"
 
@@ -36,20 +37,12 @@ def server(runtime: Runtime) -> Iterator[LiveServer]:
 @contextmanager
 def _login(server: LiveServer, role: str = "admin") -> Iterator[httpx.Client]:
     with httpx.Client(base_url=server.url, timeout=TIMEOUT_S) as web:
-        form = web.get("/web/login")
-        nonce = re.search(r'name="nonce" value="([^"]+)"', form.text)
-        assert nonce is not None
-        token = server.tokens[role]
-        given = html.unescape(nonce.group(1))
-        answer = web.post("/web/login", data={"token": token, "nonce": given})
-        assert answer.status_code == 303, answer.text
+        log_in(web, server.tokens[role])
         yield web
 
 
 def _csrf(web: httpx.Client) -> str:
-    found = re.search(r'name="csrf-token" content="([^"]+)"', web.get("/web/").text)
-    assert found is not None
-    return html.unescape(found.group(1))  # as the browser reads the attribute
+    return csrf_of(web)
 
 
 def _with_cookie(server: LiveServer, cookie: str) -> httpx.Client:

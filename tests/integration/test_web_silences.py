@@ -2,16 +2,15 @@
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterator
 from contextlib import contextmanager
 
 import httpx
 
-from tests.support.waiting import TIMEOUT_S
 from watchkeeper.clock import ManualClock
 from watchkeeper.runtime import Runtime
 
+from ..support import web_login
 from ..support.live_server import LiveServer, live_server
 from .helpers import start, sweep
 
@@ -19,15 +18,8 @@ from .helpers import start, sweep
 @contextmanager
 def logged_in(server: LiveServer, role: str = "admin") -> Iterator[tuple[httpx.Client, str]]:
     """A browser logged in with the ``role`` token, and its CSRF token."""
-    with httpx.Client(base_url=server.url, timeout=TIMEOUT_S) as web:
-        form = web.get("/web/login")
-        nonce = re.search(r'name="nonce" value="([^"]+)"', form.text)
-        assert nonce is not None
-        answer = web.post("/web/login", data={"token": server.tokens[role], "nonce": nonce[1]})
-        assert answer.status_code == 303, answer.text
-        csrf = re.search(r'name="csrf-token" content="([^"]+)"', web.get("/web/").text)
-        assert csrf is not None
-        yield web, csrf[1]
+    with web_login.logged_in(server.url, server.tokens[role]) as (web, csrf):
+        yield web, csrf
 
 
 def act(web: httpx.Client, csrf: str, path: str, **fields: str) -> dict[str, object]:

@@ -4,7 +4,6 @@ task up; ended with the task's status, or ``gone`` once it was deleted."""
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -14,6 +13,7 @@ import pytest
 
 from tests.integration.queue.conftest import make_service, runner, submit
 from tests.support.live_server import LiveServer, live_server
+from tests.support.web_login import log_in
 from watchkeeper.clock import ManualClock
 from watchkeeper.queue.output import Piece, ship
 from watchkeeper.queue.service import QueueService
@@ -36,13 +36,7 @@ def queue(tmp_path: Path, runtime: Runtime, clock: ManualClock) -> QueueService:
 @contextmanager
 def _web(server: LiveServer) -> Iterator[httpx.Client]:
     with httpx.Client(base_url=server.url, timeout=20) as web:
-        form = web.get("/web/login")
-        nonce = re.search(r'name="nonce" value="([^"]+)"', form.text)
-        assert nonce is not None
-        answer = web.post(
-            "/web/login", data={"token": server.tokens["viewer"], "nonce": nonce.group(1)}
-        )
-        assert answer.status_code == 303, answer.text
+        log_in(web, server.tokens["viewer"])
         yield web
 
 

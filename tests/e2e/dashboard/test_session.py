@@ -2,26 +2,21 @@
 
 from __future__ import annotations
 
-import re
-
 import httpx
 
 from watchkeeper.store.tokens import Role
 
+from ...support.web_login import csrf_of, page_value
 from .conftest import Dashboard
 
 
 def _login(dashboard: Dashboard, web: httpx.Client, token: str) -> httpx.Response:
-    form = web.get("/web/login")
-    nonce = re.search(r'name="nonce" value="([^"]+)"', form.text)
-    assert nonce is not None
-    return web.post("/web/login", data={"token": token, "nonce": nonce.group(1)})
+    nonce = page_value(r'name="nonce" value="([^"]+)"', web.get("/web/login").text)
+    return web.post("/web/login", data={"token": token, "nonce": nonce})
 
 
 def _csrf(web: httpx.Client) -> str:
-    found = re.search(r'name="csrf-token" content="([^"]+)"', web.get("/web/").text)
-    assert found is not None
-    return found.group(1)
+    return csrf_of(web)
 
 
 def test_the_session_cookie_is_signed_http_only_strict_and_never_holds_the_token(

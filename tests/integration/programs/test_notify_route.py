@@ -11,7 +11,6 @@ fake, none more in Slack.
 
 from __future__ import annotations
 
-import re
 import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -25,6 +24,7 @@ from tests.support import patient_http
 
 from ...support.serving import serving
 from ...support.waiting import wait_for
+from ...support.web_login import logged_in
 from ..fakes.slack import FakeSlack, fake_slack
 from ..fakes.telegram import FakeTelegram, fake_telegram
 
@@ -88,15 +88,8 @@ notify = "slack:{PROGRAMS_CHANNEL}"
 @contextmanager
 def _session(url: str, token: str) -> Iterator[tuple[httpx.Client, str]]:
     """A browser logged in to the dashboard, and its CSRF token."""
-    with httpx.Client(base_url=url, timeout=30) as web:
-        form = web.get("/web/login")
-        nonce = re.search(r'name="nonce" value="([^"]+)"', form.text)
-        assert nonce is not None
-        answer = web.post("/web/login", data={"token": token, "nonce": nonce[1]})
-        assert answer.status_code == 303, answer.text
-        csrf = re.search(r'name="csrf-token" content="([^"]+)"', web.get("/web/").text)
-        assert csrf is not None
-        yield web, csrf[1]
+    with logged_in(url, token) as (web, csrf):
+        yield web, csrf
 
 
 def _crawler(url: str, token: str) -> dict[str, Any]:

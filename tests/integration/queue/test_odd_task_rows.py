@@ -14,7 +14,6 @@ from __future__ import annotations
 import json
 import logging
 import math
-import re
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -28,6 +27,7 @@ from tests.integration.queue.conftest import runner, submit
 from tests.support.cli import wk
 from tests.support.live_server import LiveServer, live_server
 from tests.support.waiting import TIMEOUT_S
+from tests.support.web_login import log_in
 from watchkeeper.clock import utcnow
 from watchkeeper.errors import ValueRefused
 from watchkeeper.records.queue import Job, NewRunner
@@ -118,11 +118,7 @@ def scene(runtime: Runtime, name: str, dialect: str) -> Scene:
 def logged_in(server: LiveServer) -> Iterator[httpx.Client]:
     """A browser logged in with the viewer token."""
     with httpx.Client(base_url=server.url, timeout=TIMEOUT_S) as web:
-        form = web.get("/web/login")
-        nonce = re.search(r'name="nonce" value="([^"]+)"', form.text)
-        assert nonce is not None
-        answer = web.post("/web/login", data={"token": server.tokens["viewer"], "nonce": nonce[1]})
-        assert answer.status_code == 303, answer.text
+        log_in(web, server.tokens["viewer"])
         yield web
 
 

@@ -23,6 +23,7 @@ from watchkeeper.client import Client
 from watchkeeper.queue.output import OUTPUT_CAP_BYTES
 from watchkeeper.store import Store
 
+from ...support.web_login import log_in
 from .. import queue_daemons as daemons
 from ..queue_daemons import QUICK, queue_server, server_env
 
@@ -93,13 +94,7 @@ def _cli(server: LiveServer, *args: str) -> subprocess.CompletedProcess[str]:
 @contextmanager
 def _web_login(server: LiveServer) -> Iterator[httpx.Client]:
     with httpx.Client(base_url=server.url, timeout=TIMEOUT_S) as web:
-        form = web.get("/web/login")
-        nonce = re.search(r'name="nonce" value="([^"]+)"', form.text)
-        assert nonce is not None
-        answer = web.post(
-            "/web/login", data={"token": server.tokens["viewer"], "nonce": nonce.group(1)}
-        )
-        assert answer.status_code == 303, answer.text
+        log_in(web, server.tokens["viewer"])
         yield web
 
 
