@@ -44,7 +44,6 @@ import json
 import multiprocessing
 import os
 import shutil
-import socket
 import statistics
 import subprocess
 import sys
@@ -59,6 +58,7 @@ from typing import Any
 
 import redis
 
+from _common import free_port, percentile
 from watchkeeper import config
 from watchkeeper.config import KindConfig
 from watchkeeper.judge import judge
@@ -84,13 +84,6 @@ def noop():
 #: reads, they go on until the reading process has made READS_BESIDE reads.
 PINGS = 60
 READS_BESIDE = 5
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port: int = sock.getsockname()[1]
-        return port
 
 
 def wait(predicate: Callable[[], object], what: str, timeout: float = 60) -> None:
@@ -193,11 +186,6 @@ def measure(adapter: Adapter, conn: redis.Redis, reads: int) -> dict[str, Any]:
     }
 
 
-def _percentile(values: list[float], share: float) -> float:
-    ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, int(share * len(ordered)))]
-
-
 def _read_until_stopped(engine: str, url: str, stop: Any, reads: Any) -> None:
     adapter = adapter_for(ADAPTERS[engine], engine, url)
     try:
@@ -251,13 +239,13 @@ def workers_beside_reads(
         "round_trips": {"no_read": len(quiet), "reading": len(beside)},
         "reads_beside": reads.value,
         "no_read_ms": {
-            "p50": _percentile(quiet, 0.5) * 1000,
-            "p99": _percentile(quiet, 0.99) * 1000,
+            "p50": percentile(quiet, 50) * 1000,
+            "p99": percentile(quiet, 99) * 1000,
             "max": max(quiet) * 1000,
         },
         "reading_ms": {
-            "p50": _percentile(beside, 0.5) * 1000,
-            "p99": _percentile(beside, 0.99) * 1000,
+            "p50": percentile(beside, 50) * 1000,
+            "p99": percentile(beside, 99) * 1000,
             "max": max(beside) * 1000,
         },
     }

@@ -41,10 +41,6 @@ def _login(server: LiveServer, role: str = "admin") -> Iterator[httpx.Client]:
         yield web
 
 
-def _csrf(web: httpx.Client) -> str:
-    return csrf_of(web)
-
-
 def _with_cookie(server: LiveServer, cookie: str) -> httpx.Client:
     """A browser that kept the old cookie (logging out cannot make a copy forget it)."""
     client = httpx.Client(base_url=server.url, timeout=TIMEOUT_S)
@@ -84,7 +80,7 @@ def test_after_logout_the_old_cookie_reads_nothing_and_acts_on_nothing(
     server: LiveServer,
 ) -> None:
     with _login(server) as web:
-        csrf = _csrf(web)
+        csrf = csrf_of(web)
         cookie = web.cookies[web_session.COOKIE]
         assert web.post("/web/logout", data={"csrf": csrf}).status_code == 303
     with _with_cookie(server, cookie) as kept:
@@ -100,7 +96,7 @@ def test_after_logout_the_old_cookie_reads_nothing_and_acts_on_nothing(
 def test_a_revoked_token_ends_its_sessions(server: LiveServer, clock: ManualClock) -> None:
     store = server.runtime.store
     with _login(server) as web, _login(server, "viewer") as other:
-        csrf = _csrf(web)
+        csrf = csrf_of(web)
         admin = next(t for t in store.tokens.list() if t.name == "test admin")
         store.tokens.revoke(admin.id, clock())
         # Another process revoked it: this one sees it once its short cache lapses.
@@ -132,7 +128,7 @@ def test_ended_sessions_are_pruned(server: LiveServer, clock: ManualClock) -> No
     with _login(server) as first:
         assert web_session.COOKIE in first.cookies
     with _login(server) as second:
-        second.post("/web/logout", data={"csrf": _csrf(second)})
+        second.post("/web/logout", data={"csrf": csrf_of(second)})
     assert _rows(server) == 2
     clock.advance(web_session.IDLE_S + 1)
     with _login(server) as third:
@@ -156,7 +152,7 @@ def test_a_csrf_token_that_looks_like_a_secret_is_printed_as_it_is_and_accepted(
         with server.runtime.store.engine.begin() as conn:
             conn.execute(table.update().values(csrf=csrf))
         server.runtime.sessions.forget()
-        assert _csrf(web) == csrf
+        assert csrf_of(web) == csrf
         fields = re.findall(r'name="csrf" value="([^"]+)"', web.get("/web/").text)
         assert fields and {html.unescape(f) for f in fields} == {csrf}  # the forms' too
         assert _switch(web, csrf).json()["ok"] is True

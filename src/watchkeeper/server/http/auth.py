@@ -23,7 +23,9 @@ _CHALLENGE = {"WWW-Authenticate": "Bearer"}
 NO_BEARER_ADVICE = (
     "missing bearer token (no Authorization header was sent): set WATCHKEEPER_TOKEN or the "
     "command line's --token, or send the header yourself as the word Bearer, a space and the "
-    "token; create one with `watchkeeper token create`"
+    "token; `watchkeeper serve` printed the first admin token when it first started, and "
+    "on the server's host `watchkeeper token create --role ROLE --store DATA_FOLDER` makes "
+    "another"
 )
 
 

@@ -175,8 +175,9 @@ async def page_session(request: Request, current: Session = Depends(session)) ->
 
 async def chrome(request: Request) -> dict[str, Any]:
     """What every page's frame needs: the bell (read in a thread), and where its live
-    updates start (the stream's signatures and latest event id from :func:`page_session`,
-    or from now when the caller read nothing before)."""
+    updates start (the stream's signatures and latest event id): taken by
+    :func:`page_session` before the page's reads, or here for a page that read nothing
+    before (a not-found page, an export's error)."""
     seed = getattr(request.state, "stream_seed", None)
     sigs, at = seed if seed is not None else await watcher_of(request).seed()
     bell = await asyncio.to_thread(bell_context, services(request))
@@ -218,8 +219,9 @@ async def switches_fragment(request: Request, current: Session = Depends(session
 
 @router.get("/web/fragments/bell", response_class=HTMLResponse)
 async def bell_fragment(request: Request, current: Session = Depends(session)) -> HTMLResponse:
-    """The bell alone, for live updates."""
-    return page(request, "_bell.html", current, **await chrome(request))
+    """The bell alone, for live updates (it needs no stream seed: the page listens)."""
+    bell = await asyncio.to_thread(bell_context, services(request))
+    return page(request, "_bell.html", current, bell=bell)
 
 
 # Incidents ---------------------------------------------------------------------------

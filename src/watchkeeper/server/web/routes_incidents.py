@@ -20,7 +20,7 @@ from watchkeeper.server.api.incidents_csv import EXPORT_MAX
 from watchkeeper.server.deps import services
 from watchkeeper.server.web.common import page
 from watchkeeper.server.web.routes_home import chrome, page_session
-from watchkeeper.server.web.session import Session
+from watchkeeper.server.web.session import Session, session
 from watchkeeper.watch.incidents import NOBODY, STATUSES, IncidentQuery
 
 router = APIRouter(include_in_schema=False)
@@ -145,7 +145,7 @@ async def incidents_page(
 
 
 @router.get(INCIDENTS + "/export", response_model=None)
-async def export_incidents(request: Request, current: Session = Depends(page_session)) -> Response:
+async def export_incidents(request: Request, current: Session = Depends(session)) -> Response:
     """What the view's filters find (at most 10,000, newest first) as a CSV or JSON file,
     the same file as the API's export, for the dashboard's session."""
     filters = _Filters(request)
