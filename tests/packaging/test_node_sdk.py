@@ -9,16 +9,23 @@ downloads. Without ``node``, or without that install, they are skipped, except u
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import json
 import os
 import shutil
 import subprocess
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
+from watchkeeper import Client
+from watchkeeper.runtime import Runtime
+
 from ..docs.examples import examples
+from ..support.live_server import LiveServer, live_server
 
 ROOT = Path(__file__).resolve().parents[2]
 SDK = ROOT / "sdk" / "node"
@@ -76,28 +83,41 @@ def test_the_node_sdk_builds_and_passes_its_tests_against_a_real_server() -> Non
     assert "# fail 0" in tested.stdout, tested.stdout[-20_000:]
 
 
-def page_as_one_module(page: Path) -> str:
+def page_as_one_module(page: Path, runnable: bool = False, url: str = "", token: str = "") -> str:
     """The page's ``ts`` blocks as a reader follows them: one module, its imports first,
     each block in a scope inside the one before (it sees the names earlier blocks made and
-    may make the same names again)."""
+    may make the same names again).
+
+    ``runnable``: aimed at the server at ``url`` with ``token``, and a block the page marks
+    ``<!-- example: skip WHY -->`` is compiled but never entered (a later block cannot use
+    its names)."""
     blocks = examples(page, ("ts",))
     imports = [line for b in blocks for line in b.code.splitlines() if line.startswith("import ")]
-    scopes = [
-        f"// {b.name}\n{{\n"
-        + "\n".join(line for line in b.code.splitlines() if not line.startswith("import "))
-        for b in blocks
-    ]
-    return "\n".join(imports) + "\n" + "\n".join(scopes) + "\n" + "}\n" * len(blocks)
+    scopes = []
+    for block in blocks:
+        code = block.for_server(url, token) if runnable else block.code
+        body = "\n".join(line for line in code.splitlines() if not line.startswith("import "))
+        if runnable and block.skip:
+            body = f"// skipped: {block.skip}\nif (false as boolean) {{\n{body}\n}}"
+        scopes.append(f"// {block.name}\n{{\n{body}")
+    module = "\n".join(imports) + "\n" + "\n".join(scopes) + "\n" + "}\n" * len(blocks)
+    if runnable:
+        module += 'console.log("every example ran");\n'
+    return module
 
 
-def _type_check(tmp_path: Path, module: str) -> subprocess.CompletedProcess[str]:
+def _type_check(
+    tmp_path: Path, module: str, emit: bool = False
+) -> subprocess.CompletedProcess[str]:
     """``tsc`` on ``module`` with the SDK's own compiler options (its tsconfig.json:
     strict, as the SDK is built) and ``"watchkeeper"`` resolved to the SDK's source.
 
     Only what a page's example needs differs: nothing is written, names an example makes
-    for the reader may go unused, and the files are not under the SDK's folder."""
+    for the reader may go unused, and the files are not under the SDK's folder. With
+    ``emit``, ``page.mjs`` is written beside it and ``"watchkeeper"`` is the built package
+    in ``node_modules``, as a reader has it."""
     (tmp_path / "page.mts").write_text(module, encoding="utf-8")
-    options = {
+    options: dict[str, object] = {
         "noEmit": True,
         "incremental": False,
         "declaration": False,
@@ -107,6 +127,12 @@ def _type_check(tmp_path: Path, module: str) -> subprocess.CompletedProcess[str]
         "typeRoots": [str(SDK / "node_modules" / "@types")],
         "paths": {"watchkeeper": [str(SDK / "src" / "index.ts")]},
     }
+    if emit:
+        (tmp_path / "node_modules").mkdir(exist_ok=True)
+        with contextlib.suppress(FileExistsError):
+            (tmp_path / "node_modules" / "watchkeeper").symlink_to(SDK)
+        del options["paths"]
+        options.update(noEmit=False, sourceMap=False, rootDir=str(tmp_path), outDir=str(tmp_path))
     tsconfig = {
         "extends": str(SDK / "tsconfig.json"),
         "compilerOptions": options,
@@ -125,10 +151,8 @@ def _type_check(tmp_path: Path, module: str) -> subprocess.CompletedProcess[str]
 
 def test_every_typescript_example_of_the_docs_type_checks_against_the_sdk(tmp_path: Path) -> None:
     """docs/sdk-node.md's examples against the SDK: a renamed call or option, a wrong
-    argument or a field the answers do not have fails here.
-
-    They are checked, not run: they read ids a reader has (``r-1``, ``t-...``) and no
-    server here holds."""
+    argument or a field the answers do not have fails here, even in a block the page
+    says cannot run here."""
     _need_the_compiler()
     page = ROOT / "docs" / "sdk-node.md"
     assert len(examples(page, ("ts",))) >= 10, "the Node SDK page's examples went missing"
@@ -147,3 +171,52 @@ def test_a_wrong_option_in_an_example_is_caught(tmp_path: Path) -> None:
     checked = _type_check(tmp_path, module.replace("budgetS: 120", "budgetSecs: 120"))
     assert checked.returncode != 0
     assert "'budgetSecs' does not exist" in checked.stdout
+
+
+@pytest.fixture
+def server(runtime: Runtime) -> Iterator[LiveServer]:
+    with live_server(runtime) as live:
+        yield live
+
+
+@pytest.mark.parametrize("db_url", ["sqlite"], indirect=True)
+def test_every_typescript_example_of_the_docs_runs_against_a_live_server(
+    server: LiveServer, tmp_path: Path
+) -> None:
+    """docs/sdk-node.md's examples, run as a reader follows the page, block after block,
+    against a real server; a block that cannot run here says why on the page."""
+    _need_the_compiler()
+    built = _npm("run", "build")
+    assert built.returncode == 0, built.stdout[-5_000:] + built.stderr[-5_000:]
+    page = ROOT / "docs" / "sdk-node.md"
+    blocks = examples(page, ("ts",))
+    assert sum(b.skip is None for b in blocks) >= 10, "the page's runnable examples went missing"
+    token = server.tokens["admin"]
+    # The page reads "your" work: an open incident (a failed run's, opened by a sweep) and
+    # queued tasks for its runner to lease.
+    with Client(server.url, token=token) as reporter:
+        failing = reporter.start("document_job", "render deck")
+        reporter.fail("document_job", failing["run_id"], "crashed")
+        for number in range(4):
+            reporter.jobs.submit(f"build {number}", fleet="cpu", org="acme", argv=["make"])
+    asyncio.run(server.runtime.sweeper.sweep())
+    compiled = _type_check(tmp_path, page_as_one_module(page, True, server.url, token), emit=True)
+    assert compiled.returncode == 0, compiled.stdout + compiled.stderr
+    node = shutil.which("node")
+    assert node is not None
+    env = {**os.environ, "WATCHKEEPER_URL": server.url, "WATCHKEEPER_TOKEN": token}
+    env.pop("NODE_OPTIONS", None)
+    ran = subprocess.run(
+        [node, str(tmp_path / "page.mjs")],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=TEST_TIMEOUT_S,
+        check=False,
+    )
+    assert ran.returncode == 0, (
+        "docs/sdk-node.md's examples fail when run (page.mts's lines; each block starts "
+        f"with its docs line):\n{ran.stdout[-3_000:]}{ran.stderr[-5_000:]}"
+    )
+    assert ran.stdout.rstrip().endswith("every example ran"), ran.stdout[-3_000:]

@@ -191,15 +191,33 @@ def advance(dashboard: Dashboard, clock: ManualClock, seconds: float) -> None:
     asyncio.run_coroutine_threadsafe(move(), loop).result(timeout=30)
 
 
-def open_canvas(dashboard: Dashboard, browser: Any, opened: list[Any], phone: bool) -> Any:
-    """The canvas, logged in as an admin, drawn: on a touch phone or a desktop."""
-    options: dict[str, Any] = {"viewport": DESKTOP}
+#: A finger at phone width and a mouse at desktop width, each in the light and the dark
+#: scheme: ``@pytest.mark.parametrize(("phone", "scheme"), CANVAS_LOOKS)``.
+CANVAS_LOOKS = [
+    pytest.param(True, "light", id="390-touch-light"),
+    pytest.param(False, "light", id="1280-mouse-light"),
+    pytest.param(True, "dark", id="390-touch-dark"),
+    pytest.param(False, "dark", id="1280-mouse-dark"),
+]
+
+
+def canvas_context(browser: Any, opened: list[Any], phone: bool, scheme: str = "light") -> Any:
+    """A browser context as the canvas is used: a touch phone or a desktop with a mouse,
+    in the light or dark colour scheme."""
+    options: dict[str, Any] = {"viewport": DESKTOP, "color_scheme": scheme}
     if phone:
-        options = {"viewport": PHONE, "has_touch": True, "is_mobile": True}
+        options.update(viewport=PHONE, has_touch=True, is_mobile=True)
     context = browser.new_context(**options)
     context.set_default_timeout(WAIT_MS)
     opened.append(context)
-    page = dashboard.login(context.new_page())
+    return context
+
+
+def open_canvas(
+    dashboard: Dashboard, browser: Any, opened: list[Any], phone: bool, scheme: str = "light"
+) -> Any:
+    """The canvas, logged in as an admin, drawn: on a touch phone or a desktop."""
+    page = dashboard.login(canvas_context(browser, opened, phone, scheme).new_page())
     page.goto(f"{dashboard.url}/web/supervision")
     expect(page.locator(f"{CANVAS} .sn").first).to_be_visible()
     return page

@@ -18,13 +18,14 @@ from playwright.sync_api import expect
 from watchkeeper.store.tokens import Role
 
 from ...support.waiting import wait_for
-from .conftest import WAIT_MS, Dashboard
+from .conftest import Dashboard
 from .test_canvas_support import (  # the canvas opened the one way every canvas test opens it
     CANVAS,
+    CANVAS_LOOKS,
     Fingers,
+    canvas_context,
     open_canvas,
 )
-from .world import DESKTOP, PHONE
 
 
 def _centre(locator: Any) -> tuple[float, float]:
@@ -414,11 +415,12 @@ def _fail() -> None:
     raise RuntimeError("the mail server refused")
 
 
+@pytest.mark.parametrize(("phone", "scheme"), CANVAS_LOOKS)
 def test_a_breakers_failure_count_is_redrawn_as_it_moves_within_a_state(
-    dashboard: Dashboard, browser: Any, contexts: list[Any]
+    dashboard: Dashboard, browser: Any, contexts: list[Any], phone: bool, scheme: str
 ) -> None:
     breaker = dashboard.app.state.supervision.add_breaker("notify:mail", "server/sweeper")
-    page = open_canvas(dashboard, browser, contexts, phone=False)
+    page = open_canvas(dashboard, browser, contexts, phone, scheme)
     expect(page.locator("body")).to_have_attribute("data-stream", "open")
     node = page.locator(f'{CANVAS} .sn[data-type=breaker][data-name="notify:mail"]')
     expect(node.locator("text.sub")).to_have_text("breaker · closed · 0 failures")
@@ -445,16 +447,11 @@ def test_the_legend_draws_its_shapes_rather_than_trusting_a_font_to_have_them(
     assert box is not None and box["width"] >= 12 and box["height"] >= 6
 
 
-@pytest.mark.parametrize("phone", [True, False], ids=["touch", "mouse"])
+@pytest.mark.parametrize(("phone", "scheme"), CANVAS_LOOKS)
 def test_a_viewer_is_offered_no_restart_or_stop_on_the_canvas(
-    dashboard: Dashboard, browser: Any, contexts: list[Any], phone: bool
+    dashboard: Dashboard, browser: Any, contexts: list[Any], phone: bool, scheme: str
 ) -> None:
-    options: dict[str, Any] = {"viewport": DESKTOP}
-    if phone:
-        options = {"viewport": PHONE, "has_touch": True, "is_mobile": True}
-    context = browser.new_context(**options)
-    context.set_default_timeout(WAIT_MS)
-    contexts.append(context)
+    context = canvas_context(browser, contexts, phone, scheme)
     page = dashboard.login(context.new_page(), "vic", Role.VIEWER)
     page.goto(f"{dashboard.url}/web/supervision")
     child = page.locator(f"{CANVAS} .sn[data-type=child][data-state=running]").first
