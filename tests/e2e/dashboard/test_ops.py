@@ -29,7 +29,6 @@ from watchkeeper.supervise import (
 from watchkeeper.timeline.service import TimelineService
 
 from .conftest import LOOKS, Dashboard
-from .world import DESKTOP, PHONE
 
 
 def _breaker(name: str, state: CircuitState) -> CircuitBreaker:
@@ -175,16 +174,16 @@ def test_topology_draws_live_runners_only_and_the_api_lists_the_rest(
     assert stopped.id not in alive
 
 
-@pytest.mark.parametrize("viewport", [DESKTOP, PHONE], ids=["desktop", "phone"])
+@pytest.mark.parametrize("look", LOOKS, indirect=True)
 def test_ten_fleets_keep_readable_labels_and_the_drawing_scrolls_instead_of_shrinking(
-    dashboard: Dashboard, pages: Any, viewport: dict[str, int]
+    dashboard: Dashboard, pages: Any, look: tuple[dict[str, int], str]
 ) -> None:
+    viewport = look[0]
     runtime = dashboard.runtime
     queue = QueueService(runtime.store, runtime.settings, clock=runtime.clock, launchers={})
     for n in range(10):
         queue.register(NewRunner(f"fleet-{n}", 1, f"host-{n}", 5000 + n, None, f"runner-{n}"))
     page = dashboard.login(pages(), "ana")
-    page.set_viewport_size(viewport)
     page.goto(f"{dashboard.url}/web/topology")
     picture = page.locator("svg.topology")
     expect(picture.locator("g.runner")).to_have_count(10)
