@@ -6,11 +6,13 @@ temporary folder; never another Redis):
 Each read is also timed in CPU seconds of this process, which other work on the machine
 changes less than the wall clock.
 
-- Celery: 10,000 tasks in ``PROGRESS`` written by Celery's own result backend
-  (``backend.store_result``, as ``update_state`` writes them) and two real Celery workers
-  (subprocesses, prefork) answering ``inspect active``. The adapter's read is timed after a
-  first read has learnt the workers (a read then returns as soon as every known worker
-  answered, instead of waiting the whole inspect timeout).
+- Celery: 10,000 tasks active on real Celery workers: four workers of the thread pool
+  (subprocesses, 3,750 threads each) run the tasks, one per thread, which says its
+  progress with ``update_state`` and then sleeps, so ``inspect active`` lists all 10,000
+  and the result backend holds each one's ``PROGRESS`` meta. Two prefork workers beside
+  them run the ping tasks below. The adapter's read is timed after a first read has learnt
+  the workers (a read then returns as soon as every known worker answered, instead of
+  waiting the whole inspect timeout).
 - RQ: 10,000 jobs made with RQ's own API and started as a worker starts them
   (``job.prepare_for_execution`` and ``Execution.create``: status, started registry,
   executions), held by a registered worker record (``Worker.register_birth``) whose pid is
@@ -69,13 +71,25 @@ from watchkeeper.kinds.engines.rq import RqAdapter
 TASKS = 10_000
 CELERY_APP = """
 import os
+import time
 from celery import Celery
 app = Celery("bench", broker=os.environ["BENCH_REDIS"], backend=os.environ["BENCH_REDIS"])
+app.conf.task_track_started = True
+app.conf.result_extended = True
+app.conf.worker_prefetch_multiplier = 1
 
 @app.task(name="bench.ping")
 def ping():
     return 1
+
+@app.task(name="bench.hold", bind=True)
+def hold(self, number, of):
+    # Active on its worker, with progress as update_state reports it, until the bench ends.
+    self.update_state(state="PROGRESS", meta={"done": number, "of": of})
+    time.sleep(3600)
 """
+#: Workers of the thread pool holding the active tasks, and each one's threads.
+HOLDERS = 4
 RQ_TASKS = """
 def noop():
     return 1
@@ -111,6 +125,9 @@ def redis_server(folder: Path) -> Iterator[str]:
             "",
             "--appendonly",
             "no",
+            # Each thread of a Celery worker's thread pool has its own result backend client.
+            "--maxclients",
+            str(TASKS + 2_000),
         ],
         stdout=subprocess.DEVNULL,
     )
@@ -260,47 +277,58 @@ def adapter_for(cls: type[Adapter], engine: str, url: str) -> Adapter:
     return cls("jobs", KindConfig(**table), AdapterContext(settings, None))
 
 
+def _celery_worker(folder: Path, env: dict[str, str], name: str, *options: str) -> Any:
+    argv = [sys.executable, "-m", "celery", "-A", "benchapp", "worker", "-n", name, *options]
+    quiet = ["-l", "warning", "--without-gossip", "--without-mingle", "--without-heartbeat"]
+    return subprocess.Popen(
+        [*argv, *quiet],
+        env=env,
+        cwd=folder,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+
+
+def _meta_keys(conn: redis.Redis) -> int:
+    return sum(1 for _ in conn.scan_iter(match="celery-task-meta-*", count=1000))
+
+
 def bench_celery(url: str, folder: Path, reads: int, rounds: int) -> dict[str, Any]:
     from celery import Celery
 
     (folder / "benchapp.py").write_text(CELERY_APP)
     env = {**os.environ, "BENCH_REDIS": url, "PYTHONPATH": str(folder)}
-    workers = [
-        subprocess.Popen(
-            [
-                sys.executable,
-                "-m",
-                "celery",
-                "-A",
-                "benchapp",
-                "worker",
-                "-P",
-                "prefork",
-                "-c",
-                "1",
-                "-n",
-                f"w{n}@bench",
-                "-l",
-                "warning",
-                "--without-gossip",
-                "--without-mingle",
-                "--without-heartbeat",
-            ],
-            env=env,
-            cwd=folder,
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.DEVNULL,
-        )
+    # Room beyond an even share: the broker hands tasks out unevenly, and a task a worker
+    # has no thread for waits reserved instead of running.
+    per_holder = str(TASKS * 3 // (2 * HOLDERS))
+    holders = [
+        _celery_worker(folder, env, f"h{n}@bench", "-P", "threads", "-c", per_holder, "-Q", "hold")
+        for n in range(1, HOLDERS + 1)
+    ]
+    pingers = [
+        _celery_worker(folder, env, f"w{n}@bench", "-P", "prefork", "-c", "1", "-Q", "celery")
         for n in (1, 2)
     ]
     app = Celery("bench-writer", broker=url, backend=url)
+    conn = redis.Redis.from_url(url)
     try:
-        wait(lambda: len(app.control.inspect(timeout=0.5).ping() or {}) == 2, "Celery workers up")
+        wanted = HOLDERS + 2
+        wait(
+            lambda: len(app.control.inspect(timeout=0.5).ping() or {}) == wanted,
+            "Celery workers up",
+        )
         for number in range(TASKS):
-            app.backend.store_result(str(uuid.uuid4()), {"done": number, "of": TASKS}, "PROGRESS")
+            app.send_task("bench.hold", args=(number, TASKS), queue="hold")
+        # Every task started on a thread of a holder and said its progress.
+        wait(lambda: _meta_keys(conn) >= TASKS, f"{TASKS:,} tasks active", timeout=600)
+        active = app.control.inspect(timeout=5).active() or {}
+        on_workers = sum(len(tasks) for tasks in active.values())
+        if on_workers < TASKS:
+            raise SystemExit(f"only {on_workers:,} of {TASKS:,} tasks are active on workers")
         adapter = adapter_for(CeleryAdapter, "celery", url)
         try:
-            figures = measure(adapter, redis.Redis.from_url(url), reads)
+            figures = measure(adapter, conn, reads)
+            figures["active_on_workers"] = on_workers
 
             def ping() -> None:
                 app.send_task("bench.ping").get(timeout=30)
@@ -311,9 +339,12 @@ def bench_celery(url: str, folder: Path, reads: int, rounds: int) -> dict[str, A
             adapter.close()
     finally:
         app.close()
-        for process in workers:
+        # The holders' tasks sleep for an hour: a warm shutdown would wait for them.
+        for process in holders:
+            process.kill()
+        for process in pingers:
             process.terminate()
-        for process in workers:
+        for process in [*holders, *pingers]:
             process.wait(timeout=30)
 
 

@@ -2,7 +2,8 @@
 
 Help text is Rich markup to Typer: a literal ``[/THREAD]`` in an option's help
 ended the help in a markup error, so each help is run in a narrow terminal with
-the Rich, Typer and Click installed here.
+the Rich, Typer and Click installed here. Every command's help runs in this process
+(the same ``main`` the installed command calls); one runs as a real process.
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ from typing import Any
 import pytest
 import typer.main
 
-from tests.support.cli import wk
+from tests.support.cli import wk, wk_here
 from watchkeeper.cli.app import app
 
 
@@ -39,7 +40,7 @@ def test_the_walk_finds_the_commands_known_to_have_crashed() -> None:
 
 @pytest.mark.parametrize("words", COMMANDS, ids=lambda words: " ".join(words) or "watchkeeper")
 def test_help_prints_usage_and_exits_cleanly(words: tuple[str, ...]) -> None:
-    done = wk(*words, "--help", columns=60)
+    done = wk_here(*words, "--help", columns=60)
     assert done.returncode == 0, done.stderr
     assert "Usage:" in done.stdout
     assert done.stderr == ""
@@ -51,8 +52,8 @@ def test_help_prints_usage_and_exits_cleanly(words: tuple[str, ...]) -> None:
 
 def test_help_shows_text_in_brackets_as_written() -> None:
     # A closing tag used to crash the help; an opening one vanished from it without a word.
-    assert "PLATFORM:CHAT[/THREAD]" in wk("run", "--help", columns=200).stdout
-    assert "[server] port" in wk("demo", "--help", columns=200).stdout
+    assert "PLATFORM:CHAT[/THREAD]" in wk("run", "--help", columns=200).stdout  # a process
+    assert "[server] port" in wk_here("demo", "--help", columns=200).stdout
 
 
 @pytest.mark.parametrize(
@@ -68,6 +69,6 @@ def test_help_shows_text_in_brackets_as_written() -> None:
 def test_options_and_arguments_are_named_by_what_to_type(
     words: tuple[str, ...], shown: list[str]
 ) -> None:
-    done = wk(*words, "--help", columns=200)
+    done = wk_here(*words, "--help", columns=200)
     for expected in shown:
         assert expected in done.stdout, done.stdout

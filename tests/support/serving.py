@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import contextlib
+import os
 import signal
 import subprocess
 import threading
+import tomllib
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -15,6 +18,9 @@ from . import patient_http
 from .cli import WK, cli_env
 from .live_server import free_port
 from .waiting import wait_for
+
+#: The repository, where the README's commands are run.
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def healthy(url: str) -> bool:
@@ -27,21 +33,33 @@ def healthy(url: str) -> bool:
 
 @contextmanager
 def serving(
-    config_file: Path, log: list[str] | None = None
+    config_file: Path, log: list[str] | None = None, *, as_the_readme_says: bool = False
 ) -> Iterator[tuple[subprocess.Popen[str], str, str]]:
     """Start ``serve`` on a fresh data folder; yields the process, its URL and first admin token.
+
+    ``as_the_readme_says``: started as a newcomer starts it, with the README's ``make serve``
+    in the repository and the file named by ``WATCHKEEPER_CONFIG``; the file's ``[server]
+    port`` is where it serves. The process is then ``make``, whose server is its child.
 
     A server still running at the end is killed; stop it first to test a graceful stop.
     Every line the server prints is added to ``log`` when one is given.
     """
     kept = log if log is not None else []
-    port = free_port()
+    if as_the_readme_says:
+        port = int(tomllib.loads(config_file.read_text(encoding="utf-8"))["server"]["port"])
+        argv = ["make", "--no-print-directory", "-C", str(ROOT), "serve"]
+        env = cli_env({"WATCHKEEPER_CONFIG": str(config_file)})
+    else:
+        port = free_port()
+        argv = [*WK, "--config", str(config_file), "serve", "--port", str(port)]
+        env = cli_env()
     process = subprocess.Popen(
-        [*WK, "--config", str(config_file), "serve", "--port", str(port)],
+        argv,
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
         text=True,
-        env=cli_env(),
+        env=env,
+        start_new_session=True,
     )
     assert process.stdout is not None
     token = None
@@ -61,7 +79,9 @@ def serving(
         yield process, url, token
     finally:
         if process.poll() is None:
-            process.kill()
+            # The whole group: under make the server is make's child.
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(process.pid, signal.SIGKILL)
             process.wait(timeout=20)
         drain.join(timeout=5)
         process.stdout.close()

@@ -1,9 +1,10 @@
 """A newcomer with a running Celery app gets a stalled card by adding one table.
 
-End to end: a real Celery worker (subprocess) on a Redis of the test's own, a real
-``watchkeeper serve`` whose configuration is the ops chat at the Telegram fake plus the table
-from the engines page, and nothing installed in the Celery app. The hung task's card arrives in
-the chat, and ``watchkeeper runs --json`` lists the task with its verdict.
+End to end: a real Celery worker (subprocess) on a Redis of the test's own, the server
+started with the README's first command (``make serve``, the file named by
+``WATCHKEEPER_CONFIG``) whose configuration is the ops chat at the Telegram fake plus the
+table from the engines page, and nothing installed in the Celery app. The hung task's card
+arrives in the chat, and ``watchkeeper runs --json`` lists the task with its verdict.
 """
 
 from __future__ import annotations
@@ -73,7 +74,7 @@ budget_s = 2
             what="the Celery worker up",
         )
         task_id = str(client.send_task("hang", args=[gate]).id)
-        with serving(config_file) as (_process, server, token):
+        with serving(config_file, as_the_readme_says=True) as (_process, server, token):
             cards = wait_for(
                 lambda: [m.text for m in telegram.messages(CHAT) if task_id in m.text],
                 what="the stalled card in the ops chat",
