@@ -45,9 +45,16 @@ def _npm(*args: str) -> subprocess.CompletedProcess[str]:
     }
     # The server the tests start is this environment's, wherever the tree is.
     env["WATCHKEEPER_BIN"] = str(Path(sys.executable).parent / "watchkeeper")
+    return _node_tool([npm, *args], SDK, env)
+
+
+def _node_tool(
+    argv: list[str], cwd: Path | None = None, env: dict[str, str] | None = None
+) -> subprocess.CompletedProcess[str]:
+    """``argv`` (npm, tsc or node) to its end, its output kept as text; never raises."""
     return subprocess.run(
-        [npm, *args],
-        cwd=SDK,
+        argv,
+        cwd=cwd,
         env=env,
         capture_output=True,
         text=True,
@@ -140,13 +147,7 @@ def _type_check(
         "include": [],
     }
     (tmp_path / "tsconfig.json").write_text(json.dumps(tsconfig), encoding="utf-8")
-    return subprocess.run(
-        [str(SDK / "node_modules" / ".bin" / "tsc"), "-p", str(tmp_path)],
-        capture_output=True,
-        text=True,
-        timeout=TEST_TIMEOUT_S,
-        check=False,
-    )
+    return _node_tool([str(SDK / "node_modules" / ".bin" / "tsc"), "-p", str(tmp_path)])
 
 
 def test_every_typescript_example_of_the_docs_type_checks_against_the_sdk(tmp_path: Path) -> None:
@@ -206,15 +207,7 @@ def test_every_typescript_example_of_the_docs_runs_against_a_live_server(
     assert node is not None
     env = {**os.environ, "WATCHKEEPER_URL": server.url, "WATCHKEEPER_TOKEN": token}
     env.pop("NODE_OPTIONS", None)
-    ran = subprocess.run(
-        [node, str(tmp_path / "page.mjs")],
-        cwd=tmp_path,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=TEST_TIMEOUT_S,
-        check=False,
-    )
+    ran = _node_tool([node, str(tmp_path / "page.mjs")], tmp_path, env)
     assert ran.returncode == 0, (
         "docs/sdk-node.md's examples fail when run (page.mts's lines; each block starts "
         f"with its docs line):\n{ran.stdout[-3_000:]}{ran.stderr[-5_000:]}"
