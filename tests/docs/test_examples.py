@@ -82,8 +82,8 @@ def _run(
         **os.environ,
         "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}",
         "WATCHKEEPER_URL": server.url,
+        # Only the documented variable: an example reading one it never set must fail.
         "WATCHKEEPER_TOKEN": token,
-        "TOKEN": token,
     }
     # A shell example stops at its first failing command, as a reader would notice it.
     argv = (
