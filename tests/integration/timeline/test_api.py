@@ -217,3 +217,14 @@ def test_gzip_body_is_what_the_sdk_sends(server: LiveServer) -> None:
     }
     answer = patient_http.post(f"{server.url}/api/v1/events/batch", content=body, headers=headers)
     assert answer.status_code == 201 and answer.json()["accepted"] == 1
+
+
+@pytest.mark.parametrize("db_url", ["sqlite", "postgresql"], indirect=True)
+def test_the_record_of_a_job_nobody_knows_is_not_found_and_nothing_is_signed(
+    server: LiveServer, viewer: Client
+) -> None:
+    with pytest.raises(ClientError) as unknown:
+        viewer.timeline.record("j-0123456789ab")
+    assert unknown.value.status == 404 and unknown.value.code == "not_found"
+    assert "j-0123456789ab" in unknown.value.message
+    assert server.runtime.timeline.kept.latest("j-0123456789ab") is None
