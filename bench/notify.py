@@ -16,7 +16,9 @@ per-conversation pacing on:
   Telegram's bot limits (1 message/s per chat, 30/s across all chats) and
   answers 429 past them (``tests/integration/notify/limited.py``);
 - "capacity": pacing and the fake's limit off, to show what the outbox and
-  the deliverer can push through.
+  the deliverer can push through; to the bare platform, each round also runs a bare
+  aiohttp sender posting the same number of cards of the same shape (no database), and
+  CPU per card is given beside it (issue 39's goal: at most 1.5x).
 
 For the paced modes the allowed rate follows from the limits: the quickest
 schedule they permit puts a chat's cards ``1/per_chat_rate`` apart and all
@@ -215,6 +217,66 @@ def one_run(
     }
 
 
+def bare_sender(chats: int, per_chat: int) -> common.Figures:
+    """The peer of the bare-platform mode: the same number of cards posted with nothing but
+    an aiohttp session, to the same bare platform, as many at once as there are chats.
+
+    Each card is a Slack ``chat.postMessage`` of the size ours sends (a text, a section and
+    three buttons), its answer read and checked; no database, no outbox, no rendering.
+    Only this process's CPU counts, as for ours."""
+    import aiohttp
+
+    ours, theirs = multiprocessing.get_context("fork").Pipe()
+    platform = multiprocessing.get_context("fork").Process(
+        target=serve_bare, args=("slack", theirs)
+    )
+    platform.start()
+    url = ours.recv()
+    cards = chats * per_chat
+
+    def body(number: int) -> dict[str, Any]:
+        text = f"crawl c{number} failed: quota exceeded (incident {number})"
+        buttons = [
+            {
+                "type": "button",
+                "text": {"type": "plain_text", "text": name},
+                "action_id": f"wk:{number}:{name.lower()}",
+                "value": f"{number}:a1v1",
+            }
+            for name in ("Retry", "Dismiss", "Diagnose")
+        ]
+        return {
+            "channel": f"C{number % chats:04d}",
+            "text": text,
+            "blocks": [
+                {"type": "section", "text": {"type": "mrkdwn", "text": text}},
+                {"type": "actions", "elements": buttons},
+            ],
+        }
+
+    async def send_all() -> tuple[float, float]:
+        headers = {"Authorization": f"Bearer {TOKEN}"}
+        connector = aiohttp.TCPConnector(limit=chats)
+        async with aiohttp.ClientSession(url, headers=headers, connector=connector) as session:
+
+            async def one(number: int) -> None:
+                async with session.post("/api/chat.postMessage", json=body(number)) as answer:
+                    if not (await answer.json())["ok"]:
+                        raise SystemExit("the bare platform refused a card")
+
+            started, cpu = time.perf_counter(), time.process_time()
+            await asyncio.gather(*(one(n) for n in range(cards)))
+            return time.perf_counter() - started, time.process_time() - cpu
+
+    try:
+        seconds, cpu = asyncio.run(send_all())
+    finally:
+        ours.send("stop")
+        ours.recv()
+        platform.join(timeout=30)
+    return {"cards": cards, "cards_per_s": cards / seconds, "cpu_ms_per_card": 1000 * cpu / cards}
+
+
 def measure(backend: str, args: argparse.Namespace) -> common.Figures:
     """Each mode on a fresh database, ``--rounds`` times: min / median / max of each figure."""
     modes = {
@@ -235,6 +297,13 @@ def measure(backend: str, args: argparse.Namespace) -> common.Figures:
             ):
                 rounds.append(
                     one_run(url, Path(folder), args.chats, args.per_chat, paced, bare, name)
+                )
+            if bare:
+                # Its peer in the same round, right after: CPU per card side by side.
+                peer = bare_sender(args.chats, args.per_chat)
+                rounds[-1]["peer_cpu_ms_per_card"] = peer["cpu_ms_per_card"]
+                rounds[-1]["cpu_over_peer"] = (
+                    rounds[-1]["cpu_ms_per_card"] / peer["cpu_ms_per_card"]
                 )
         results[mode] = {
             key: spread([r[key] for r in rounds]) if rounds[0][key] is not None else None
@@ -270,6 +339,17 @@ def show(backend: str, figures: common.Figures) -> None:
                 (
                     "fraction of allowed",
                     mmm(f["fraction_of_allowed"], "{:.3f}") + "  (goal >= 0.95)",
+                ),
+            ]
+        if "cpu_over_peer" in f:
+            rows += [
+                (
+                    "a bare aiohttp sender's CPU per card (ms)",
+                    mmm(f["peer_cpu_ms_per_card"], "{:.2f}"),
+                ),
+                (
+                    "CPU per card over the bare sender's",
+                    mmm(f["cpu_over_peer"], "{:.2f}") + "x  (goal <= 1.5x)",
                 ),
             ]
         rows += [
