@@ -23,7 +23,7 @@ from ...support.waiting import wait_for
 
 #: Waits at once: more than the threads the server's routes share (anyio's default: 40).
 AT_ONCE = 48
-HELD = "20s"
+HELD = "8s"
 
 
 def mcp_call(number: int, name: str, arguments: dict[str, Any]) -> dict[str, Any]:
@@ -68,7 +68,7 @@ def test_agents_holding_waits_leave_the_api_answering(served: LiveServer, tmp_pa
     # Answered while the agents' waits were still held, not once they had given up.
     assert still_held >= PER_TOKEN
     assert len(done) == AT_ONCE
-    # Each wait ends as the API's would: the run as it is after 20 s, or, for a wait the
+    # Each wait ends as the API's would: the run as it is after 8 s, or, for a wait the
     # cap kept refusing to the end, the cap's own reason.
     for answer in done:
         result = answer["result"]
