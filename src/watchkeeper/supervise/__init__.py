@@ -6,12 +6,7 @@ Importable on its own, without a database or a running server.
 from __future__ import annotations
 
 from watchkeeper.supervise.backoff import Backoff
-from watchkeeper.supervise.breaker import (
-    BreakerStateChange,
-    BreakerStatistics,
-    CircuitBreaker,
-    FailureRateWindow,
-)
+from watchkeeper.supervise.breaker import CircuitBreaker
 from watchkeeper.supervise.breaker_calls import RecentCall
 from watchkeeper.supervise.breaker_state import (
     BreakerState,
@@ -19,6 +14,11 @@ from watchkeeper.supervise.breaker_state import (
     CircuitState,
     FileStateStore,
     InMemoryStateStore,
+)
+from watchkeeper.supervise.breaker_types import (
+    BreakerStateChange,
+    BreakerStatistics,
+    FailureRateWindow,
 )
 from watchkeeper.supervise.builder import SupervisorBuilder, SupervisorSpec
 from watchkeeper.supervise.clock import Clock, ManualClock, MonotonicClock, Timer, WallClock

@@ -20,10 +20,9 @@ import itertools
 import logging
 import threading
 from collections import deque
-from collections.abc import Awaitable, Callable, Mapping
-from dataclasses import dataclass
+from collections.abc import Awaitable, Callable
 from types import MappingProxyType, TracebackType
-from typing import ParamSpec, Protocol, TypeVar, cast, overload
+from typing import ParamSpec, TypeVar, cast, overload
 
 from watchkeeper.clock import WallClock
 from watchkeeper.supervise.breaker_calls import (
@@ -40,6 +39,13 @@ from watchkeeper.supervise.breaker_state import (
     InMemoryStateStore,
     Prober,
 )
+from watchkeeper.supervise.breaker_types import (
+    BreakerStateChange,
+    BreakerStatistics,
+    FailureRateWindow,
+    Listener,
+    NowSource,
+)
 from watchkeeper.supervise.errors import CircuitOpenError, ConfigurationError
 from watchkeeper.supervise.scope import AsyncScope
 
@@ -50,53 +56,6 @@ R = TypeVar("R")
 
 _CAS_TRIES = 8
 _CLOSED = CircuitState.CLOSED
-
-
-class NowSource(Protocol):
-    """Anything with ``now() -> float`` (every :class:`~watchkeeper.supervise.Clock`)."""
-
-    def now(self) -> float: ...
-
-
-@dataclass(frozen=True)
-class FailureRateWindow:
-    """Open when, among the last ``size`` calls (at least ``min_calls``), the
-    share of failures reaches ``threshold``."""
-
-    size: int = 20
-    min_calls: int = 10
-    threshold: float = 0.5
-
-    def __post_init__(self) -> None:
-        if not 0 < self.min_calls <= self.size or not 0 < self.threshold <= 1:
-            raise ConfigurationError(
-                "failure rate window needs 0 < min_calls <= size and 0 < threshold <= 1"
-            )
-
-
-@dataclass(frozen=True)
-class BreakerStateChange:
-    """Given to listeners when this breaker sees its state change."""
-
-    name: str
-    old: CircuitState
-    new: CircuitState
-    at: float
-
-
-@dataclass(frozen=True)
-class BreakerStatistics:
-    """An immutable snapshot of a breaker's counters (this process only)."""
-
-    name: str
-    state: CircuitState
-    failure_count: int
-    successes: int
-    failures: int
-    rejections: int
-    ignored: int
-    state_changes: int
-    time_in_state: Mapping[CircuitState, float]
 
 
 class _Probe:
@@ -111,9 +70,6 @@ class _Probe:
 
 # A normal permit is the closed state it was admitted on: no allocation per call.
 _Permit = BreakerState | _Probe
-
-
-Listener = Callable[[BreakerStateChange], None]
 
 
 class CircuitBreaker(AsyncScope):
