@@ -22,7 +22,6 @@ from watchkeeper.supervise.errors import (
 )
 from watchkeeper.supervise.events import (
     ChildExited,
-    ChildHeartbeat,
     ChildRestarting,
     ChildStarted,
     EventBus,
@@ -31,6 +30,7 @@ from watchkeeper.supervise.events import (
     SupervisorGaveUp,
 )
 from watchkeeper.supervise.handle import ChildInfo, SupervisorHandle, SupervisorStatistics
+from watchkeeper.supervise.heartbeats import Heartbeats
 from watchkeeper.supervise.holds import Holds
 from watchkeeper.supervise.on_demand import OnDemand
 from watchkeeper.supervise.policy import IntensityWindow, should_restart
@@ -62,7 +62,7 @@ from watchkeeper.supervise.strategies import restart_group
 logger = logging.getLogger(__name__)
 
 
-class Supervisor(OnDemand, Holds):
+class Supervisor(OnDemand, Holds, Heartbeats):
     """A running (or runnable) supervision tree node. Build it with SupervisorBuilder."""
 
     def __init__(
@@ -177,13 +177,6 @@ class Supervisor(OnDemand, Holds):
             )
             for s in self._slots
         )
-
-    def last_beat(self, name: str) -> float | None:
-        """Clock time of the named child's last heartbeat (or start), if known."""
-        for slot in self._slots:
-            if slot.spec.name == name:
-                return slot.last_beat
-        return None
 
     def statistics(self) -> SupervisorStatistics:
         return SupervisorStatistics(
@@ -329,47 +322,6 @@ class Supervisor(OnDemand, Holds):
     def _post(self, msg: Msg) -> None:
         if self._mailbox is not None and not self._finished.is_set():
             self._mailbox.put_nowait(msg)
-
-    # -- heartbeats ----------------------------------------------------------
-
-    def _on_heartbeat(self, slot: Slot, runner: Runner, step: str | None) -> None:
-        if slot.runner is not runner:
-            return
-        now = self.clock.now()
-        slot.last_beat = now
-        if now - slot.last_beat_event >= self.spec.heartbeat_event_interval_s:
-            slot.last_beat_event = now
-            self.bus.publish(ChildHeartbeat(self.path, slot.spec.name, now, step))
-
-    def _arm_heartbeat(self, slot: Slot, runner: Runner) -> None:
-        timeout = slot.spec.heartbeat_timeout_s
-        if timeout is None or slot.last_beat is None:
-            return
-
-        def check() -> None:
-            if slot.runner is not runner or slot.last_beat is None:
-                return
-            if self.clock.now() >= slot.last_beat + timeout:
-                self._post(Hung(slot, runner))
-            else:
-                # A beat arrived since arming: wait for the new deadline, one timer at a time.
-                slot.hb_timer = self.clock.call_at(slot.last_beat + timeout, check)
-
-        slot.hb_timer = self.clock.call_at(slot.last_beat + timeout, check)
-
-    async def _hung(self, slot: Slot, runner: Runner) -> None:
-        if slot.runner is not runner:
-            return
-        logger.warning(
-            "child %s/%s sent no heartbeat for %s s; restarting it as hung",
-            self.path,
-            slot.spec.name,
-            slot.spec.heartbeat_timeout_s,
-            extra={"action": "hung_child"},
-        )
-        await runner.stop()
-        timeout = slot.spec.heartbeat_timeout_s
-        await self._child_exited(slot, Outcome(ExitReason.HUNG, f"no heartbeat for {timeout} s"))
 
     # -- exits and restarts --------------------------------------------------
 
