@@ -53,6 +53,8 @@ import statistics
 import sys
 import tempfile
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from http.server import ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
@@ -113,6 +115,22 @@ def serve_limited(wire: Any, conn: Any) -> None:
 LIMITS = {"slack": (1.0, None), "telegram": (1.0, 30.0)}
 
 
+@contextmanager
+def platform_process(serve: Any, name: str) -> Iterator[tuple[str, list[int]]]:
+    """``serve`` (one of the platforms above) in a process of its own for the block: yields
+    its URL and a list that holds, once the block ends, the 429s it answered."""
+    ours, theirs = multiprocessing.get_context("fork").Pipe()
+    platform = multiprocessing.get_context("fork").Process(target=serve, args=(name, theirs))
+    platform.start()
+    refused: list[int] = []
+    try:
+        yield ours.recv(), refused
+    finally:
+        ours.send("stop")
+        refused.append(ours.recv())
+        platform.join(timeout=30)
+
+
 def one_run(
     url: str,
     folder: Path,
@@ -123,14 +141,8 @@ def one_run(
     platform_name: str = "slack",
 ) -> common.Figures:
     """Open ``chats * per_chat`` incidents and deliver their cards."""
-    ours, theirs = multiprocessing.get_context("fork").Pipe()
     serve = serve_limited if paced else serve_bare if bare else serve_fake
-    platform = multiprocessing.get_context("fork").Process(
-        target=serve, args=(platform_name, theirs)
-    )
-    platform.start()
-    fake_url = ours.recv()
-    try:
+    with platform_process(serve, platform_name) as (fake_url, refused):
         chat_settings = {"base_url": fake_url, "timeout_s": 10}
         settings = common.settings_for(
             folder, url, **{platform_name: {"bot_token": LIMITED_TOKEN if platform_name ==
@@ -185,10 +197,6 @@ def one_run(
                 )
             ).all()
         runtime.close()
-    finally:
-        ours.send("stop")
-        limited = ours.recv()
-        platform.join(timeout=30)
     sent = [r for r in rows if r.status == "sent"]
     # The delivery ends with its last card settled; the loop above only notices at its next look.
     elapsed = max(r.updated_at for r in sent) - started_at if sent else seen
@@ -213,7 +221,7 @@ def one_run(
         "cpu_ms_per_card": 1000 * cpu / len(sent) if sent else float("nan"),
         "open_to_delivered_p50_s": common.percentile(latencies, 50),
         "open_to_delivered_p99_s": common.percentile(latencies, 99),
-        "fake_429s": limited,
+        "fake_429s": refused[0],
     }
 
 
@@ -226,12 +234,6 @@ def bare_sender(chats: int, per_chat: int) -> common.Figures:
     Only this process's CPU counts, as for ours."""
     import aiohttp
 
-    ours, theirs = multiprocessing.get_context("fork").Pipe()
-    platform = multiprocessing.get_context("fork").Process(
-        target=serve_bare, args=("slack", theirs)
-    )
-    platform.start()
-    url = ours.recv()
     cards = chats * per_chat
 
     def body(number: int) -> dict[str, Any]:
@@ -254,10 +256,10 @@ def bare_sender(chats: int, per_chat: int) -> common.Figures:
             ],
         }
 
-    async def send_all() -> tuple[float, float]:
+    async def send_all(base: str) -> tuple[float, float]:
         headers = {"Authorization": f"Bearer {TOKEN}"}
         connector = aiohttp.TCPConnector(limit=chats)
-        async with aiohttp.ClientSession(url, headers=headers, connector=connector) as session:
+        async with aiohttp.ClientSession(base, headers=headers, connector=connector) as session:
 
             async def one(number: int) -> None:
                 async with session.post("/api/chat.postMessage", json=body(number)) as answer:
@@ -268,12 +270,8 @@ def bare_sender(chats: int, per_chat: int) -> common.Figures:
             await asyncio.gather(*(one(n) for n in range(cards)))
             return time.perf_counter() - started, time.process_time() - cpu
 
-    try:
-        seconds, cpu = asyncio.run(send_all())
-    finally:
-        ours.send("stop")
-        ours.recv()
-        platform.join(timeout=30)
+    with platform_process(serve_bare, "slack") as (url, _):
+        seconds, cpu = asyncio.run(send_all(url))
     return {"cards": cards, "cards_per_s": cards / seconds, "cpu_ms_per_card": 1000 * cpu / cards}
 
 

@@ -90,19 +90,20 @@ def test_the_node_sdk_builds_and_passes_its_tests_against_a_real_server() -> Non
     assert "# fail 0" in tested.stdout, tested.stdout[-20_000:]
 
 
-def page_as_one_module(page: Path, runnable: bool = False, url: str = "", token: str = "") -> str:
+def page_as_one_module(page: Path, aimed_at: tuple[str, str] | None = None) -> str:
     """The page's ``ts`` blocks as a reader follows them: one module, its imports first,
     each block in a scope inside the one before (it sees the names earlier blocks made and
     may make the same names again).
 
-    ``runnable``: aimed at the server at ``url`` with ``token``, and a block the page marks
-    ``<!-- example: skip WHY -->`` is compiled but never entered (a later block cannot use
-    its names)."""
+    ``aimed_at`` (a server's URL and a token): to be run against that server, and a block
+    the page marks ``<!-- example: skip WHY -->`` is compiled but never entered (a later
+    block cannot use its names)."""
     blocks = examples(page, ("ts",))
     imports = [line for b in blocks for line in b.code.splitlines() if line.startswith("import ")]
+    runnable = aimed_at is not None
     scopes = []
     for block in blocks:
-        code = block.for_server(url, token) if runnable else block.code
+        code = block.for_server(*aimed_at) if aimed_at else block.code
         body = "\n".join(line for line in code.splitlines() if not line.startswith("import "))
         if runnable and block.skip:
             body = f"// skipped: {block.skip}\nif (false as boolean) {{\n{body}\n}}"
@@ -201,7 +202,7 @@ def test_every_typescript_example_of_the_docs_runs_against_a_live_server(
         for number in range(4):
             reporter.jobs.submit(f"build {number}", fleet="cpu", org="acme", argv=["make"])
     asyncio.run(server.runtime.sweeper.sweep())
-    compiled = _type_check(tmp_path, page_as_one_module(page, True, server.url, token), emit=True)
+    compiled = _type_check(tmp_path, page_as_one_module(page, (server.url, token)), emit=True)
     assert compiled.returncode == 0, compiled.stdout + compiled.stderr
     node = shutil.which("node")
     assert node is not None
