@@ -83,6 +83,8 @@ class ProcEngine:
         self.grace_s = grace_s
         self._configured_secret = hook_secret
         self.forge = forge
+        # The look at each run under way for async waiters (see _refresh_shared).
+        self._looks: dict[str, asyncio.Task[ProcRun]] = {}
 
     @classmethod
     def from_settings(cls, settings: Settings, store: Store, clock: Now = utcnow) -> ProcEngine:
@@ -328,13 +330,35 @@ class ProcEngine:
         deadline = loop.time() + timeout_s
         exited = False
         while True:
-            run = await asyncio.to_thread(self.refresh, run_id)
+            run = await self._refresh_shared(run_id)
             left = deadline - loop.time()
             if run.status.ended or left <= 0:
                 return run
             if exited:  # the shim is gone but the run is not settled yet: never spin
                 await asyncio.sleep(min(left, 0.2))
             exited = await self._pause_async(run, left)
+
+    async def _refresh_shared(self, run_id: str) -> ProcRun:
+        """:meth:`refresh` on a worker thread, one at a time per run: a waiter that comes
+        while a look at its run is under way takes that look's answer.
+
+        Sixty viewers waiting on one run then cost the store one look per round, not
+        sixty, and leave the worker threads to the requests that are not waiting.
+        """
+        loop = asyncio.get_running_loop()
+        looking = self._looks.get(run_id)
+        if looking is None or looking.done() or looking.get_loop() is not loop:
+            looking = loop.create_task(asyncio.to_thread(self.refresh, run_id))
+            self._looks[run_id] = looking
+            looking.add_done_callback(lambda done: self._forget_look(run_id, done))
+        # Shielded: one waiter going away (its client hung up) never ends the others' look.
+        return await asyncio.shield(looking)
+
+    def _forget_look(self, run_id: str, done: asyncio.Task[ProcRun]) -> None:
+        if self._looks.get(run_id) is done:
+            del self._looks[run_id]
+        if not done.cancelled():
+            done.exception()  # read, so a look whose waiters all left logs no "never retrieved"
 
     async def _pause_async(self, run: ProcRun, left_s: float) -> bool:
         """Wait a little for the run to move; ``True`` when its shim is known to have exited."""
