@@ -50,7 +50,7 @@ typecheck: $(STAMP)
 # Bytecode is written even where the environment says not to: without it every test module is
 # rewritten and every `watchkeeper` process the tests start compiles its modules again.
 test: lint typecheck node engines
-	PYTHONDONTWRITEBYTECODE= $(BIN)/pytest -n 2 --dist loadgroup -m slow --durations=10 $(PYTEST_ARGS)
+	PYTHONDONTWRITEBYTECODE= $(BIN)/pytest -n 2 --dist loadgroup -m slow --durations=20 $(PYTEST_ARGS)
 	PYTHONDONTWRITEBYTECODE= $(BIN)/pytest -n 2 --dist loadgroup -m "not slow" --durations=40 $(PYTEST_ARGS)
 
 clean:
