@@ -83,7 +83,7 @@ class ProcEngine:
         self.grace_s = grace_s
         self._configured_secret = hook_secret
         self.forge = forge
-        # The look at each run under way for async waiters (see _refresh_shared).
+        # The look at each run under way for async waiters (see refresh_async).
         self._looks: dict[str, asyncio.Task[ProcRun]] = {}
 
     @classmethod
@@ -330,7 +330,7 @@ class ProcEngine:
         deadline = loop.time() + timeout_s
         exited = False
         while True:
-            run = await self._refresh_shared(run_id)
+            run = await self.refresh_async(run_id)
             left = deadline - loop.time()
             if run.status.ended or left <= 0:
                 return run
@@ -338,7 +338,7 @@ class ProcEngine:
                 await asyncio.sleep(min(left, 0.2))
             exited = await self._pause_async(run, left)
 
-    async def _refresh_shared(self, run_id: str) -> ProcRun:
+    async def refresh_async(self, run_id: str) -> ProcRun:
         """:meth:`refresh` on a worker thread, one at a time per run: a waiter that comes
         while a look at its run is under way takes that look's answer.
 

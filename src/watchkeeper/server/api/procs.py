@@ -421,7 +421,7 @@ async def wait(
         waited = engine.wait_async(run_id, timeout_s=timeout_s)
         run = await unless_set(stopping_of(request.app), waited)
     if run is None:  # the server is stopping: answer with the run as it is now
-        run = await asyncio.to_thread(engine.refresh, run_id)
+        run = await engine.refresh_async(run_id)
     return await asyncio.to_thread(engine.describe, run)
 
 
