@@ -45,13 +45,14 @@ lint: $(STAMP)
 typecheck: $(STAMP)
 	$(BIN)/mypy
 
-# The thorough API fuzz (marked slow) runs as its own step, before the rest of the suite.
+# The thorough API fuzz (marked slow) runs as its own step, before the rest of the suite; its
+# quick form (`slow_has_it`), for a run of the fast tests alone, is left out of the rest.
 # Each step names its slowest tests, so the suite's time can be watched from any CI log.
 # Bytecode is written even where the environment says not to: without it every test module is
 # rewritten and every `watchkeeper` process the tests start compiles its modules again.
 test: lint typecheck node engines
 	PYTHONDONTWRITEBYTECODE= $(BIN)/pytest -n 2 --dist loadgroup -m slow --durations=20 $(PYTEST_ARGS)
-	PYTHONDONTWRITEBYTECODE= $(BIN)/pytest -n 2 --dist loadgroup -m "not slow" --durations=40 $(PYTEST_ARGS)
+	PYTHONDONTWRITEBYTECODE= $(BIN)/pytest -n 2 --dist loadgroup -m "not slow and not slow_has_it" --durations=40 $(PYTEST_ARGS)
 
 clean:
 	rm -rf $(VENV) $(PREFECT_VENV) .pytest_cache .mypy_cache .ruff_cache sdk/node/node_modules sdk/node/dist

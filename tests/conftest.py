@@ -7,11 +7,12 @@ truncate between tests. Locally a missing server skips them; under CI
 
 from __future__ import annotations
 
+import gc
 import os
 import shutil
 import sys
+import tempfile
 import threading
-import traceback
 import uuid
 from collections.abc import Iterator
 from datetime import UTC, datetime
@@ -25,11 +26,13 @@ from sqlalchemy import Engine, create_engine, text
 from watchkeeper import config
 from watchkeeper.client import Client
 from watchkeeper.clock import ManualClock
+from watchkeeper.kinds.base import where_thread_is
 from watchkeeper.notify.ops import OpsNotifier
 from watchkeeper.runtime import Runtime
 from watchkeeper.store import Store
 from watchkeeper.store.schema import metadata
 
+from .support import stall_watch
 from .support.waiting import TIMEOUT_S
 
 PG_ADMIN_URL = os.environ.get(
@@ -76,17 +79,77 @@ def pytest_configure(config: pytest.Config) -> None:
     On a loaded CI machine a live server's first answer has taken longer than 10 s (a
     first database connection, a first import), failing a test that is about something
     else; a test about a call's limit passes its own ``timeout``.
+
+    Each process that runs tests watches for its threads standing still
+    (:mod:`tests.support.stall_watch`); the run's summary lists what it saw.
     """
     defaults = Client.__init__.__kwdefaults__
     assert defaults is not None and "timeout" in defaults
     defaults["timeout"] = TIMEOUT_S
+    folder = stall_watch.folder_from_env(Path(tempfile.mkdtemp(prefix="watchkeeper-stalls-")))
+    worker = getattr(config, "workerinput", {}).get("workerid")
+    if worker is not None or not config.getoption("numprocesses", None):
+        watch = stall_watch.start(folder, worker or "main")
+        config.add_cleanup(watch.stop)
+
+
+#: Tests between two full collections that freeze what survives (see below).
+FREEZE_EVERY = 20
+_finished_tests = 0
+
+
+def pytest_runtest_logfinish() -> None:
+    """After each test, let go of the apps FastAPI's caches hold; every :data:`FREEZE_EVERY`
+    tests, collect what the last ones left and freeze the rest.
+
+    A test process kept every app its tests built (see :func:`_forget_classified_callables`),
+    and every full collection walked them all: half way through a run a worker held 1.4 GB,
+    and each full collection held up every thread of the process for seconds, live servers
+    and kind reads included (seen by :mod:`tests.support.stall_watch` in the clean-clone run
+    of 2026-12-07). Frozen objects are never walked again, so a collection walks only what
+    the last few tests made.
+    """
+    global _finished_tests
+    _finished_tests += 1
+    _forget_classified_callables()
+    if _finished_tests % FREEZE_EVERY == 0:
+        gc.collect()
+        gc.freeze()
+
+
+def _forget_classified_callables() -> None:
+    """Empty FastAPI's caches of the endpoints and dependencies it has classified.
+
+    They keep the last 4,096 callables each (``lru_cache`` in
+    ``fastapi.dependencies.models``), and a route's endpoint closes over its app: every app
+    a test built stayed alive with all its route models (97 after 100 tests), and a
+    frozen one could never be collected once the cache let it go. A server builds one app,
+    so only a process that builds app after app keeps them.
+    """
+    models = sys.modules.get("fastapi.dependencies.models")
+    if models is None:
+        return  # no app built in this process yet
+    for value in vars(models).values():
+        if callable(getattr(value, "cache_clear", None)):
+            value.cache_clear()
+
+
+def pytest_terminal_summary(terminalreporter: Any) -> None:
+    """Every stall the test processes saw: its test, and the threads that were not waiting."""
+    folder = os.environ.get(stall_watch.DIR_ENV)
+    lines = stall_watch.summary(Path(folder)) if folder else []
+    if lines:
+        terminalreporter.section("threads that stood still")
+        for line in lines:
+            terminalreporter.line(line)
+        terminalreporter.line(f"every thread's stack: {folder}")
 
 
 def _thread_stacks() -> str:
     names = {thread.ident: thread.name for thread in threading.enumerate()}
     return "\n".join(
-        f"--- {names.get(ident, ident)}\n" + "".join(traceback.format_stack(frame))
-        for ident, frame in sys._current_frames().items()
+        f"--- {names.get(ident, ident)}\n{where_thread_is(ident)}"
+        for ident in sys._current_frames()
     )
 
 

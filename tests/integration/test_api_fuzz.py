@@ -5,8 +5,9 @@ the cases aim at things that exist (a push run, a job, its leased task, a
 runner) so that bodies reach the store instead of stopping at a 404. Failures
 are collected rather than shrunk, so one run names every operation that broke.
 
-The quick test runs in the normal suite with a few examples per operation; the
-slow one (``-m slow``) sends thousands of requests per store.
+The quick test runs with the fast tests alone (``-m "not slow"``) with a few examples per
+operation; the slow one (``-m slow``) sends thousands of requests per store, and ``make
+test``, which runs it, leaves the quick one out (``slow_has_it``).
 """
 
 from __future__ import annotations
@@ -200,6 +201,7 @@ def _run(target: Target, store: Store, examples: int, derandomize: bool) -> tupl
     return tally, summary + "\n" + "\n".join(tally.failures)
 
 
+@pytest.mark.slow_has_it
 def test_no_request_makes_the_server_fail(target: Target, store: Store) -> None:
     tally, report = _run(target, store, QUICK_EXAMPLES, derandomize=True)
     assert not tally.failures, report

@@ -38,8 +38,15 @@ def log_in(web: httpx.Client, token: str) -> None:
 
 
 @contextmanager
-def logged_in(url: str, token: str) -> Iterator[tuple[httpx.Client, str]]:
-    """A client logged in with ``token`` at ``url``, and its session's CSRF token."""
+def session(url: str, token: str) -> Iterator[httpx.Client]:
+    """A client logged in with ``token`` at ``url``."""
     with httpx.Client(base_url=url, timeout=TIMEOUT_S) as web:
         log_in(web, token)
+        yield web
+
+
+@contextmanager
+def logged_in(url: str, token: str) -> Iterator[tuple[httpx.Client, str]]:
+    """A client logged in with ``token`` at ``url``, and its session's CSRF token."""
+    with session(url, token) as web:
         yield web, csrf_of(web)

@@ -69,6 +69,19 @@ def test_a_table_overrides_what_it_names_and_keeps_the_rest(tmp_path: Path) -> N
     )
 
 
+@pytest.mark.parametrize(
+    ("name", "adapter"), [("task", "tasks"), ("program", "program"), ("process", "process")]
+)
+def test_a_table_for_a_kind_with_its_own_reader_keeps_that_reader(
+    tmp_path: Path, name: str, adapter: str
+) -> None:
+    # `[kinds.task] budget_s = 60` made the queue's tasks a push kind: nothing read the
+    # queue any more and every task went unjudged, without a word.
+    settings = load(tmp_path, f"[kinds.{name}]\nbudget_s = 60\ntimeout_s = 30\n")
+    kind = settings.kind_configs()[name]
+    assert (kind.adapter, settings.budget_for(name), kind.timeout_s) == (adapter, 60, 30)
+
+
 def test_reports_is_per_condition(tmp_path: Path) -> None:
     settings = load(tmp_path, '[kinds.feed]\nreports = ["failed", "stuck"]\n')
     kind = settings.kind_configs()["feed"]

@@ -36,12 +36,23 @@ DEFAULT_BUDGETS: dict[str, float] = {
 _BUILTIN_ADAPTERS = {"process": "process", "task": "tasks", "program": "program"}
 FALLBACK_BUDGET_S = 600.0
 KIND_NAME_PATTERN = r"^[a-z][a-z0-9_]{0,62}$"
+
+
+def _from_built_in(name: str, table: Any) -> Any:
+    """A ``[kinds.NAME]`` table starting from what kind NAME is without one: its preset, or
+    the adapter that reads it; other kinds' tables (and keys the table sets) as they are."""
+    if not isinstance(table, dict) or "preset" in table:
+        return table
+    if name in PRESETS:
+        return {"preset": name, **table}
+    if name in _BUILTIN_ADAPTERS and "adapter" not in table:
+        return {"adapter": _BUILTIN_ADAPTERS[name], **table}
+    return table
+
+
 #: Every built-in kind as configured without a table (frozen, so shared by all settings).
 _BUILTIN_KINDS: dict[str, KindConfig] = {
-    name: KindConfig.model_validate(
-        {"preset": name} if name in PRESETS else {"adapter": _BUILTIN_ADAPTERS.get(name, "push")}
-    )
-    for name in DEFAULT_BUDGETS
+    name: KindConfig.model_validate(_from_built_in(name, {})) for name in DEFAULT_BUDGETS
 }
 
 
@@ -97,15 +108,10 @@ class Settings(BaseModel):
     @field_validator("kinds", mode="before")
     @classmethod
     def _named_after_a_preset(cls, kinds: Any) -> Any:
-        # A table for a built-in kind changes that kind, so it starts from its preset.
+        # A table for a built-in kind changes that kind, so it starts from the kind as it is.
         if not isinstance(kinds, dict):
             return kinds
-        return {
-            name: {"preset": name, **table}
-            if name in PRESETS and isinstance(table, dict) and "preset" not in table
-            else table
-            for name, table in kinds.items()
-        }
+        return {name: _from_built_in(name, table) for name, table in kinds.items()}
 
     @field_validator("kinds")
     @classmethod

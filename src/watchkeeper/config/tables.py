@@ -88,7 +88,10 @@ class KindConfig(BaseModel):
         "still are)",
     )
     timeout_s: float = Field(
-        default=10.0, gt=0, le=600, description="the time limit of one read of this kind"
+        default=10.0,
+        gt=0,
+        le=600,
+        description="the time limit of one read of this kind, from when it starts",
     )
     reports: tuple[str, ...] = Field(
         default=(),

@@ -9,11 +9,16 @@ unreadable with its error and never delays or breaks the others.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import dataclasses
 import logging
+import sys
+import threading
 import time
+import traceback
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Sequence, Set
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any, TypeVar
@@ -34,6 +39,11 @@ log = logging.getLogger(__name__)
 OptionsT = TypeVar("OptionsT", bound=BaseModel)
 #: Ended runs stay visible (and their incidents reconcilable) this long.
 FINISHED_WINDOW = timedelta(days=1)
+#: Threads that read kinds, apart from the event loop's default ones: a kind's read must not
+#: wait behind the app's other thread work (long-polls, process looks), and a hung kind holds
+#: at most one of them (see ``Adapter._hung``), so a few dozen kinds cannot starve the rest.
+#: The pool starts its threads only as reads need them.
+READERS = ThreadPoolExecutor(32, thread_name_prefix="kind-read")
 
 
 @dataclass(frozen=True, slots=True)
@@ -163,21 +173,43 @@ class Adapter(ABC):
         return KindRead(self.name, () if run is None else (run,))
 
     async def _contained(self, read_in_thread: Callable[..., KindRead], *args: Any) -> KindRead:
-        started = time.perf_counter()
         self._hung = {future for future in self._hung if not future.done()}
         if self._hung:
             # A hung store must not collect one stuck thread per sweep; concurrent reads
             # (a sweep and a page, say) that finish in time are fine.
             return KindRead(self.name, error="an earlier read is still hanging past its time limit")
         loop = asyncio.get_running_loop()
-        in_flight = loop.run_in_executor(None, read_in_thread, *args)
+        # When the read starts, and on which thread (for the log, should it hang).
+        began: asyncio.Future[tuple[float, int]] = loop.create_future()
+
+        def read_once_begun() -> KindRead:
+            with contextlib.suppress(RuntimeError):  # the loop closed while this waited
+                loop.call_soon_threadsafe(
+                    _settle, began, (time.perf_counter(), threading.get_ident())
+                )
+            return read_in_thread(*args)
+
+        limit = self.config.timeout_s
+        in_flight = loop.run_in_executor(READERS, read_once_begun)
+        # The time limit is the kind's own: it counts from when its read starts, so a busy
+        # machine's queue for a thread is not taken for a slow store.
         try:
-            read: KindRead = await asyncio.wait_for(
-                asyncio.shield(in_flight), self.config.timeout_s
-            )
+            started, reader = await asyncio.wait_for(began, limit)
         except TimeoutError:
             self._hung.add(in_flight)
-            return KindRead(self.name, error=f"read timed out after {self.config.timeout_s:g} s")
+            return KindRead(self.name, error=f"no thread was free to read it within {limit:g} s")
+        try:
+            read: KindRead = await asyncio.wait_for(asyncio.shield(in_flight), limit)
+        except TimeoutError:
+            self._hung.add(in_flight)
+            log.warning(
+                "Reading kind %s passed its time limit of %g s; where the read is:\n%s",
+                self.name,
+                limit,
+                where_thread_is(reader),
+                extra={"action": "read_kind"},
+            )
+            return KindRead(self.name, error=f"read timed out after {limit:g} s")
         except WatchkeeperError as exc:
             return self._unreadable(exc, started)
         except Exception as exc:
@@ -193,3 +225,17 @@ class Adapter(ABC):
     def _unreadable(self, exc: BaseException, started: float) -> KindRead:
         message = str(exc).strip() or type(exc).__name__
         return KindRead(self.name, error=message, duration_s=time.perf_counter() - started)
+
+
+def where_thread_is(ident: int) -> str:
+    """The stack of the thread ``ident`` as it is now (code lines only, never values), so
+    a log can say what a hung read waits for."""
+    frame = sys._current_frames().get(ident)
+    if frame is None:
+        return "(the thread has ended)"
+    return "".join(traceback.format_stack(frame)).rstrip()
+
+
+def _settle(began: asyncio.Future[tuple[float, int]], at: tuple[float, int]) -> None:
+    if not began.done():  # not given up on meanwhile
+        began.set_result(at)

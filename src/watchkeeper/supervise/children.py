@@ -43,6 +43,9 @@ class Runner(ABC):
         loop = asyncio.get_running_loop()
         self.ready: asyncio.Future[None] = loop.create_future()
         self.exited: asyncio.Future[Outcome] = loop.create_future()
+        #: Called with the outcome as the child ends, in the same turn of the loop: a
+        #: done-callback of ``exited`` would run a turn later, and a restart waits on it.
+        self.on_exit: Callable[[Outcome], None] | None = None
         self.stopping = False
 
     @property
@@ -60,6 +63,8 @@ class Runner(ABC):
     def _finish(self, outcome: Outcome) -> None:
         if not self.exited.done():
             self.exited.set_result(outcome)
+            if self.on_exit is not None:
+                self.on_exit(outcome)
 
     def _mark_ready(self) -> None:
         if not self.ready.done():

@@ -280,6 +280,7 @@ class Supervisor(OnDemand, Holds, Heartbeats):
         if self._stop_asked:
             return Outcome(ExitReason.SHUTDOWN, "not started: the supervisor is stopping")
         runner = self._make_runner(slot)
+        runner.on_exit = lambda outcome: self._post(Exit(slot, runner, outcome))
         slot.runner, slot.state = runner, SlotState.STARTING
         slot.restart_at = slot.held = None
         slot.interrupt = asyncio.get_running_loop().create_future()
@@ -297,7 +298,6 @@ class Supervisor(OnDemand, Holds, Heartbeats):
             return Outcome(ExitReason.ERROR, f"could not start: {exc!r}")
         now = self.clock.now()
         slot.started_at = slot.last_beat = now
-        runner.exited.add_done_callback(lambda f: self._post(Exit(slot, runner, f.result())))
         self._arm_heartbeat(slot, runner)
         self.bus.publish(
             ChildStarted(self.path, slot.spec.name, now, slot.attempt, runner.pid, slot.spec.title)
@@ -354,6 +354,10 @@ class Supervisor(OnDemand, Holds, Heartbeats):
                 self._retoken(member, token)
                 member.restart_at = now + delay
         self.bus.publish(ChildRestarting(self.path, name, now, delay, slot.attempt))
+        if delay <= 0:
+            # Due now: a timer would cost two more turns of the loop before the restart.
+            self._post(RestartDue(token))
+            return
         self._restart_timers[token] = self.clock.call_at(
             now + delay, lambda: self._post(RestartDue(token))
         )

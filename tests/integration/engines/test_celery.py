@@ -115,6 +115,36 @@ def test_a_hung_task_is_stalled_within_its_budget_and_cancel_revokes_it(
     assert ended is not None and ended.status is RunStatus.CANCELLED
 
 
+def test_a_task_read_before_its_started_state_is_stored_still_stalls(
+    celery_setup: tuple[str, Client],
+    engine_runtime: OpenRuntime,
+    now_clock: ManualClock,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The backend is read before the workers are asked, so a task that starts in between
+    is first listed by its worker with no state stored; the STARTED record that appears
+    after only restates its start and is no progress."""
+    url, client = celery_setup
+    runtime = engine_runtime(kinds(url))
+    adapter = runtime.sweeper.adapters["jobs"]
+    opened = gate()
+    task_id = client.send("hang", "main", opened)
+    try:
+        wait_for(lambda: client.state(task_id) == "STARTED", what="the task started")
+        with monkeypatch.context() as backend_read_too_early:
+            backend_read_too_early.setattr(adapter, "_backend_metas", lambda only=None: {})
+            wait_for(
+                lambda: (r := run_of(runtime, "jobs", task_id, now_clock())) and r.owner.alive,
+                what="the task listed by its worker with no state stored",
+            )
+        now_clock.advance(BUDGET_S + 1)
+        sweep(runtime)
+        incident = live_incident(runtime, task_id)
+        assert incident is not None and incident.key.condition == Condition.STALLED.value
+    finally:
+        redis_client.Redis.from_url(url).rpush(opened, "go")
+
+
 def test_progress_reported_with_update_state_keeps_a_task_from_stalling(
     celery_setup: tuple[str, Client], engine_runtime: OpenRuntime, now_clock: ManualClock
 ) -> None:

@@ -255,8 +255,10 @@ def test_over_http_the_fleet_leases_past_an_unreadable_oldest_task(
         assert listed == {odd["id"]: "failed", **{job["id"]: "running" for job in good}}
         assert admin.get("/api/v1/topology").status_code == 200
         # The task kind judges it failed: people are told, with the reason.
-        asyncio.run(runtime.sweeper.sweep())
-        [incident] = [i for i in runtime.store.incidents.live(["task"]) if i.key.run_id == odd_task]
+        swept = asyncio.run(runtime.sweeper.sweep())
+        found = [i for i in runtime.store.incidents.live(["task"]) if i.key.run_id == odd_task]
+        assert len(found) == 1, [(read.kind, read.error) for read in swept.reads]
+        [incident] = found
         assert incident.key.condition == "failed"
         assert incident.title == "job-0" and REASON_SHOWN in incident.reason, incident
         outcomes = [

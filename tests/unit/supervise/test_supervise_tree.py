@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import logging
+from collections.abc import Callable
 
 import pytest
 
@@ -22,6 +23,7 @@ from watchkeeper.supervise import (
     Strategy,
     SupervisorBuilder,
     SupervisorGaveUp,
+    Timer,
     TreeFixedError,
     coroutine_child,
     supervisor_child,
@@ -48,6 +50,16 @@ class Crasher:
             raise RuntimeError("told to crash")
 
 
+async def entered(child: Crasher, starts: int) -> None:
+    """Wait, in turns of the loop and not in time, until ``child`` has run ``starts`` times:
+    ChildStarted is published once a coroutine child's task is made, before it first runs."""
+    for _ in range(100):
+        if child.starts >= starts:
+            return
+        await asyncio.sleep(0)
+    raise AssertionError(f"the child ran {child.starts} times, not {starts}")
+
+
 async def forever(ctx: ChildContext) -> None:
     await asyncio.Event().wait()
 
@@ -71,7 +83,35 @@ async def test_permanent_child_is_restarted_even_after_a_normal_exit() -> None:
         assert (exited.reason, exited.will_restart) == (ExitReason.NORMAL, True)
         started = await next_event(sub, ChildStarted, lambda e: e.attempt == 1)
         assert started.child == "w"
-        assert child.starts == 2
+        await entered(child, 2)
+
+
+class TimerCountingClock(ManualClock):
+    """A manual clock that keeps the deadline of every timer asked of it."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.deadlines: list[float] = []
+
+    def call_at(self, deadline: float, callback: Callable[[], None]) -> Timer:
+        self.deadlines.append(deadline)
+        return super().call_at(deadline, callback)
+
+
+async def test_a_restart_due_now_arms_no_timer() -> None:
+    # A timer at delay 0 costs two turns of the loop between an exit and its restart.
+    clock = TimerCountingClock()
+    child = Crasher()
+    sup = tree().child(coroutine_child("w", child)).build(clock)
+    sub = sup.subscribe()
+    async with await sup.start():
+        await entered(child, 1)
+        clock.deadlines.clear()
+        child.orders.put_nowait("crash")
+        assert (await next_event(sub, ChildRestarting)).delay_s == 0
+        await next_event(sub, ChildStarted, lambda e: e.attempt == 1)
+        await entered(child, 2)
+        assert [d for d in clock.deadlines if d <= clock.now()] == []
 
 
 async def test_transient_child_restarts_after_a_crash_but_not_after_a_normal_exit() -> None:
@@ -214,6 +254,7 @@ async def test_one_for_one_leaves_siblings_alone() -> None:
     sub = handle.subscribe()
     children["a"].orders.put_nowait("crash")
     assert (await next_event(sub, ChildStarted)).child == "a"
+    await entered(children["a"], 2)
     assert {n: c.starts for n, c in children.items()} == {"a": 2, "b": 1}
     await handle.stop()
 
@@ -262,7 +303,7 @@ async def test_a_child_that_stops_beating_is_restarted_as_hung() -> None:
     assert exited.reason == ExitReason.HUNG
     assert exited.will_restart
     await next_event(sub, ChildStarted)
-    assert child.starts == 2
+    await entered(child, 2)
     await handle.stop()
 
 

@@ -284,7 +284,7 @@ class CeleryAdapter(Adapter):
         self._strikes.orphaned(task_id, False)
         started = epoch(info.get("time_start"))
         state = str(meta.get("status")) if meta else "STARTED"
-        look = str(meta[_LOOK]) if meta else "STARTED"
+        look = _look(state, meta)
         progressed = self._moves.seen(task_id, look, now, _first_move(state, now))
         owner = Owner(OwnerKind.RUNNER, worker, True)
         return RunView(
@@ -311,7 +311,7 @@ class CeleryAdapter(Adapter):
         result = meta.get("result")
         owner = Owner()
         progressed = None
-        look = str(meta[_LOOK])
+        look = _look(state, meta)
         if status is RunStatus.RUNNING:
             holder = _holder(meta)
             orphan = self._strikes.orphaned(task_id, True)
@@ -444,6 +444,12 @@ def _first_move(state: str, now: datetime) -> datetime | None:
     # A task already reporting progress when first read gets the benefit of the doubt; one
     # that only started is judged from its start.
     return None if state == "STARTED" else now
+
+
+def _look(state: str, meta: Mapping[str, Any] | None) -> str:
+    # The STARTED record only restates the start (its worker's pid and host), and a worker
+    # may list the task before it is stored: both look alike, or storing it would be a move.
+    return "STARTED" if meta is None or state == "STARTED" else str(meta[_LOOK])
 
 
 def _holder(meta: Mapping[str, Any]) -> str | None:
