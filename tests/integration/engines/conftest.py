@@ -64,6 +64,16 @@ def run_of(runtime: Runtime, kind: str, run_id: str, now: datetime) -> RunView |
     return next((run for run in adapter.read(now) if run.run_id == run_id), None)
 
 
+def past_budget(clock: ManualClock, run: RunView, budget_s: float) -> None:
+    """Move the test's clock a second past ``run``'s budget, counted from the run's own last
+    move: an engine dates a start by the wall clock, seconds after the test's clock began on
+    a loaded machine, so a jump of the budget from the clock's start can fall short of it."""
+    last_move = run.progress_at or run.started_at
+    assert last_move is not None, f"{run.run_id} was read with no time it last moved"
+    lag = max(0.0, (last_move - clock()).total_seconds())
+    clock.advance(lag + budget_s + 1)
+
+
 def live_incident(runtime: Runtime, run_id: str) -> Any:
     """The live incident on ``run_id``, or ``None``."""
     return next((i for i in runtime.store.incidents.list("live") if i.key.run_id == run_id), None)

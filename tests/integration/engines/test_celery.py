@@ -34,7 +34,7 @@ from ...support.tcp_proxy import TcpProxy
 from ...support.waiting import wait_for
 from ...support.workers import kill_group, worker
 from ..helpers import sweep
-from .conftest import ANA, OpenRuntime, live_incident, run_of
+from .conftest import ANA, OpenRuntime, live_incident, past_budget, run_of
 
 pytestmark = pytest.mark.slow(seconds=40)
 BUDGET_S = 300
@@ -102,7 +102,7 @@ def test_a_hung_task_is_stalled_within_its_budget_and_cancel_revokes_it(
     assert run.title == "hang"
     assert run.owner.ident == "main@wktest"
     assert not sweep(runtime).applied.opened
-    now_clock.advance(BUDGET_S + 1)
+    past_budget(now_clock, run, BUDGET_S)
     sweep(runtime)
     incident = live_incident(runtime, task_id)
     assert incident is not None and incident.key.condition == Condition.STALLED.value
@@ -133,11 +133,13 @@ def test_a_task_read_before_its_started_state_is_stored_still_stalls(
         wait_for(lambda: client.state(task_id) == "STARTED", what="the task started")
         with monkeypatch.context() as backend_read_too_early:
             backend_read_too_early.setattr(adapter, "_backend_metas", lambda only=None: {})
-            wait_for(
-                lambda: (r := run_of(runtime, "jobs", task_id, now_clock())) and r.owner.alive,
+            run = wait_for(
+                lambda: (
+                    (r := run_of(runtime, "jobs", task_id, now_clock())) and r.owner.alive and r
+                ),
                 what="the task listed by its worker with no state stored",
             )
-        now_clock.advance(BUDGET_S + 1)
+        past_budget(now_clock, run, BUDGET_S)
         sweep(runtime)
         incident = live_incident(runtime, task_id)
         assert incident is not None and incident.key.condition == Condition.STALLED.value
@@ -239,8 +241,11 @@ def test_an_unreachable_engine_is_unreadable_and_keeps_its_incidents(
     try:
         runtime = engine_runtime(kinds(f"redis://127.0.0.1:{proxy.port}/{DB}"))
         task_id = client.send("hang", "main", opened)
-        wait_for(lambda: run_of(runtime, "jobs", task_id, now_clock()), what="the task running")
-        now_clock.advance(BUDGET_S + 1)
+        run = wait_for(
+            lambda: (r := run_of(runtime, "jobs", task_id, now_clock())) and r.owner.alive and r,
+            what="the task running on a live worker",
+        )
+        past_budget(now_clock, run, BUDGET_S)
         sweep(runtime)
         assert live_incident(runtime, task_id) is not None
         proxy.cut()
