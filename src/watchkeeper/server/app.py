@@ -43,6 +43,7 @@ from watchkeeper.server.deps import Services
 from watchkeeper.server.early.asgi import EarlyFastAPI
 from watchkeeper.server.http import errors
 from watchkeeper.server.http.limits import BodyLimit
+from watchkeeper.server.http.routers import include
 from watchkeeper.server.routes_supervision import router as supervision_router
 from watchkeeper.server.supervision import ServerSupervision
 from watchkeeper.server.web import install as install_dashboard
@@ -201,11 +202,8 @@ def create_app(
     app.state.breakers = supervision.breakers
     app.state.health_monitor = supervision.monitor
     errors.install(app)
-    included: dict[int, list[BaseRoute]] = {}  # by id(): routers are not hashable
-    for router in ROUTERS:
-        before = len(app.router.routes)
-        app.include_router(router)
-        included[id(router)] = app.router.routes[before:]
+    # by id(): routers are not hashable
+    included: dict[int, list[BaseRoute]] = {id(router): include(app, router) for router in ROUTERS}
     routes_mcp.install(app)
     install_dashboard(app)
     api_docs.install(app)

@@ -15,6 +15,7 @@ from fastapi import FastAPI, Request
 from fastapi.responses import HTMLResponse, JSONResponse, RedirectResponse, Response
 from fastapi.staticfiles import StaticFiles
 
+from watchkeeper.server.http.routers import include
 from watchkeeper.server.web.common import HERE, wants_json
 from watchkeeper.server.web.routes_canvas import router as canvas_router
 from watchkeeper.server.web.routes_home import router as home_router
@@ -59,18 +60,18 @@ async def _csrf_rejected(request: Request, _exc: Exception) -> Response:
 def install(app: FastAPI) -> None:
     """Serve the dashboard from ``app``."""
     # Before home: its /web/incidents/{incident_id} would take /web/incidents/export.
-    app.include_router(incidents_router)
-    app.include_router(home_router)
-    app.include_router(jobs_router)
-    app.include_router(ops_router)
-    app.include_router(silences_router)
+    include(app, incidents_router)
+    include(app, home_router)
+    include(app, jobs_router)
+    include(app, ops_router)
+    include(app, silences_router)
     for pane in (models_router, integrations_router, settings_router, onboarding_router):
-        app.include_router(pane)
-    app.include_router(spend_router)
-    app.include_router(canvas_router)
-    app.include_router(programs_router)
-    app.include_router(stream_router)
+        include(app, pane)
+    include(app, spend_router)
+    include(app, canvas_router)
+    include(app, programs_router)
+    include(app, stream_router)
     app.mount("/web/static", StaticFiles(directory=HERE / "static"), name="web-static")
-    app.include_router(missing_router)  # last: it answers what no dashboard route matched
+    include(app, missing_router)  # last: it answers what no dashboard route matched
     app.add_exception_handler(LoginRequired, _login_required)
     app.add_exception_handler(CsrfRejected, _csrf_rejected)

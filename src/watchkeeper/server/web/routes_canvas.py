@@ -11,6 +11,7 @@ from __future__ import annotations
 from fastapi import APIRouter, Depends, Request
 from fastapi.responses import HTMLResponse
 
+from watchkeeper.server.http.routers import include
 from watchkeeper.server.web.canvas_actions import router as actions_router
 from watchkeeper.server.web.common import page
 from watchkeeper.server.web.routes_home import chrome, page_session
@@ -18,7 +19,7 @@ from watchkeeper.server.web.session import Session
 
 router = APIRouter(include_in_schema=False)
 # The canvas's actions travel with its page: whoever serves one serves the other.
-router.include_router(actions_router)
+include(router, actions_router)
 
 
 @router.get("/web/supervision", response_class=HTMLResponse)
