@@ -52,9 +52,12 @@ def one_start(src: Path | None) -> tuple[float, float, float]:
         try:
             watched = psutil.Process(process.pid)
             url = f"http://127.0.0.1:{port}"
+            deadline = started + 60
             while True:
                 if process.poll() is not None:
                     raise SystemExit(f"serve exited with {process.returncode}")
+                if time.perf_counter() > deadline:
+                    raise SystemExit("serve did not answer /healthz within 60 s")
                 try:
                     if httpx.get(f"{url}/healthz", timeout=1).status_code == 200:
                         break

@@ -202,8 +202,9 @@ def create_app(
     app.state.breakers = supervision.breakers
     app.state.health_monitor = supervision.monitor
     errors.install(app)
-    # by id(): routers are not hashable
-    included: dict[int, list[BaseRoute]] = {id(router): include(app, router) for router in ROUTERS}
+    included: dict[int, list[BaseRoute]] = {  # by id(): routers are not hashable
+        id(router): include(app, router) for router in ROUTERS
+    }
     routes_mcp.install(app)
     install_dashboard(app)
     api_docs.install(app)
